@@ -1,0 +1,321 @@
+/* config.c - settings in order of precedence: command line, environment,
+ * config file, default; and the config file parser (pure, fuzzable). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "config.h"
+
+#define MAX_FILE_BYTES (64 * 1024)
+
+static char *trim(char *s)
+{
+	char *end;
+
+	while (*s == ' ' || *s == '\t' || *s == '\r')
+		s++;
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+		*--end = '\0';
+	return s;
+}
+
+static char **config_slot(struct config_file *cf, const char *name)
+{
+	if (strcmp(name, "servers") == 0)
+		return &cf->servers;
+	if (strcmp(name, "prefix") == 0)
+		return &cf->prefix;
+	if (strcmp(name, "ttl") == 0)
+		return &cf->ttl;
+	if (strcmp(name, "password-file") == 0)
+		return &cf->password_file;
+	if (strcmp(name, "node-timeout") == 0)
+		return &cf->node_timeout;
+	return NULL;
+}
+
+int config_parse(char *text, struct config_file *cf, char *err, size_t errlen)
+{
+	char *line = text, *next;
+	struct config_file seen = { 0 };
+
+	*cf = (struct config_file){ 0 };
+	for (int lineno = 1; line; line = next, lineno++) {
+		char *eq, *name, *value, **slot;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line = trim(line);
+		if (*line == '\0' || *line == '#')
+			continue;
+		eq = strchr(line, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%d: expected 'name = value'", lineno);
+			return -1;
+		}
+		*eq = '\0';
+		name = trim(line);
+		value = trim(eq + 1);
+		slot = config_slot(cf, name);
+		if (!slot) {
+			snprintf(err, errlen, "%d: unknown key '%.64s'", lineno, name);
+			return -1;
+		}
+		if (*config_slot(&seen, name)) {
+			snprintf(err, errlen, "%d: duplicate key '%s'", lineno, name);
+			return -1;
+		}
+		*config_slot(&seen, name) = value;
+		*slot = value;
+	}
+	return 0;
+}
+
+int config_parse_servers(const char *list, struct url *urls, size_t max,
+			 size_t *n_urls, char *err, size_t errlen)
+{
+	const char *seps = ", \t\n";
+	const char *p = list;
+
+	*n_urls = 0;
+	while (*(p += strspn(p, seps))) {
+		size_t len = strcspn(p, seps);
+		char one[1024], why[256];
+
+		if (*n_urls == max) {
+			snprintf(err, errlen, "more than %zu servers", max);
+			return -1;
+		}
+		if (len >= sizeof one) {
+			snprintf(err, errlen, "server URL too long");
+			return -1;
+		}
+		memcpy(one, p, len);
+		one[len] = '\0';
+		if (url_parse(one, &urls[*n_urls], why, sizeof why) < 0) {
+			/* Never echo what may hold a password. */
+			if (strchr(one, '@'))
+				snprintf(err, errlen, "bad server URL: %s", why);
+			else
+				snprintf(err, errlen, "bad server URL '%s': %s", one, why);
+			return -1;
+		}
+		(*n_urls)++;
+		p += len;
+	}
+	if (*n_urls == 0) {
+		snprintf(err, errlen, "empty server list");
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads a whole small file. Returns a malloc'd string or NULL (errno). */
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf;
+	size_t len;
+
+	if (!f)
+		return NULL;
+	buf = malloc(MAX_FILE_BYTES + 1);
+	if (!buf) {
+		fclose(f);
+		return NULL;
+	}
+	len = fread(buf, 1, MAX_FILE_BYTES + 1, f);
+	if (ferror(f) || len > MAX_FILE_BYTES) {
+		errno = ferror(f) ? EIO : EFBIG;
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	buf[len] = '\0';
+	return buf;
+}
+
+static int read_password(const char *path, char **out, char *err, size_t errlen)
+{
+	char *pw = read_file(path);
+	size_t len;
+
+	if (!pw) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	len = strlen(pw);
+	if (len > 0 && pw[len - 1] == '\n')
+		pw[--len] = '\0';
+	if (len == 0 || strchr(pw, '\n')) {
+		snprintf(err, errlen, "%s: %s", path,
+			 len ? "more than one line" : "empty password");
+		free(pw);
+		return -1;
+	}
+	*out = pw;
+	return 0;
+}
+
+/* One config file; later files override earlier ones key by key. */
+static int load_config(const char *path, bool must_exist, struct config_file *cf,
+		       char **texts, size_t *n_texts, char *err, size_t errlen)
+{
+	struct config_file one;
+	char why[256];
+	char *text = read_file(path);
+
+	if (!text) {
+		if (!must_exist && errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	texts[(*n_texts)++] = text;
+	if (config_parse(text, &one, why, sizeof why) < 0) {
+		snprintf(err, errlen, "%s:%s", path, why);
+		return -1;
+	}
+	if (one.servers)
+		cf->servers = one.servers;
+	if (one.prefix)
+		cf->prefix = one.prefix;
+	if (one.ttl)
+		cf->ttl = one.ttl;
+	if (one.password_file)
+		cf->password_file = one.password_file;
+	if (one.node_timeout)
+		cf->node_timeout = one.node_timeout;
+	return 0;
+}
+
+static int load_configs(const struct options *opts, struct config_file *cf,
+			char **texts, size_t *n_texts, char *err, size_t errlen)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	char user_path[4096];
+
+	if (opts->config_file)
+		return load_config(opts->config_file, true, cf, texts, n_texts,
+				   err, errlen);
+	if (load_config("/etc/dlock.conf", false, cf, texts, n_texts, err,
+			errlen) < 0)
+		return -1;
+	if (xdg && *xdg)
+		snprintf(user_path, sizeof user_path, "%s/dlock/config", xdg);
+	else if (home && *home)
+		snprintf(user_path, sizeof user_path, "%s/.config/dlock/config", home);
+	else
+		return 0;
+	return load_config(user_path, false, cf, texts, n_texts, err, errlen);
+}
+
+static int resolve(struct options *opts, const struct config_file *cf,
+		   struct settings *st, char *err, size_t errlen)
+{
+	const char *env_servers = getenv("DLOCK_SERVERS");
+	const char *env_prefix = getenv("DLOCK_PREFIX");
+	const char *env_password = getenv("DLOCK_PASSWORD");
+	char why[512];
+
+	if (opts->n_servers > 0) {
+		for (size_t i = 0; i < opts->n_servers; i++) {
+			if (i == MAX_SERVERS) {
+				snprintf(err, errlen, "more than %d servers", MAX_SERVERS);
+				return -1;
+			}
+			if (config_parse_servers(opts->servers[i], &st->urls[i], 1,
+						 &(size_t){ 0 }, why, sizeof why) < 0) {
+				snprintf(err, errlen, "--server: %s", why);
+				return -1;
+			}
+		}
+		st->n_urls = opts->n_servers;
+	} else {
+		const char *list = env_servers && *env_servers ? env_servers :
+				   cf->servers ? cf->servers : DEFAULT_SERVER;
+		const char *from = env_servers && *env_servers ? "DLOCK_SERVERS" :
+				   cf->servers ? "servers" : "default";
+
+		if (config_parse_servers(list, st->urls, MAX_SERVERS, &st->n_urls,
+					 why, sizeof why) < 0) {
+			snprintf(err, errlen, "%s: %s", from, why);
+			return -1;
+		}
+	}
+
+	st->prefix = strdup(opts->prefix ? opts->prefix : env_prefix ? env_prefix :
+			    cf->prefix ? cf->prefix : DEFAULT_PREFIX);
+	if (!st->prefix) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+
+	if (!opts->ttl_given && cf->ttl) {
+		if (parse_seconds(cf->ttl, (int64_t)86400 * 1000 * 3650,
+				  &opts->ttl_ms) < 0 || opts->ttl_ms < 10) {
+			snprintf(err, errlen, "config: bad ttl '%s'", cf->ttl);
+			return -1;
+		}
+	} else if (!opts->ttl_given) {
+		opts->ttl_ms = DEFAULT_TTL_MS;
+	}
+	if (!opts->node_timeout_given && cf->node_timeout) {
+		if (parse_seconds(cf->node_timeout, (int64_t)86400 * 1000,
+				  &opts->node_timeout_ms) < 0 ||
+		    opts->node_timeout_ms == 0) {
+			snprintf(err, errlen, "config: bad node-timeout '%s'",
+				 cf->node_timeout);
+			return -1;
+		}
+	} else if (!opts->node_timeout_given) {
+		/* A stalled server must not eat the whole lease. */
+		opts->node_timeout_ms = opts->ttl_ms / 3 < DEFAULT_NODE_TIMEOUT_MS ?
+					opts->ttl_ms / 3 : DEFAULT_NODE_TIMEOUT_MS;
+	}
+	if (opts->node_timeout_ms >= opts->ttl_ms) {
+		snprintf(err, errlen, "--node-timeout must be shorter than --ttl");
+		return -1;
+	}
+	st->ttl_ms = opts->ttl_ms;
+	st->node_timeout_ms = opts->node_timeout_ms;
+
+	if (opts->password_file)
+		return read_password(opts->password_file, &st->password, err, errlen);
+	if (env_password && *env_password) {
+		st->password = strdup(env_password);
+		return st->password ? 0 : -1;
+	}
+	if (cf->password_file)
+		return read_password(cf->password_file, &st->password, err, errlen);
+	return 0;
+}
+
+int config_resolve(struct options *opts, struct settings *st, char *err,
+		   size_t errlen)
+{
+	struct config_file cf = { 0 };
+	char *texts[2];
+	size_t n_texts = 0;
+	int r;
+
+	*st = (struct settings){ 0 };
+	r = load_configs(opts, &cf, texts, &n_texts, err, errlen);
+	if (r == 0)
+		r = resolve(opts, &cf, st, err, errlen);
+	while (n_texts > 0)
+		free(texts[--n_texts]);
+	return r;
+}
+
+void config_free(struct settings *st)
+{
+	free(st->prefix);
+	if (st->password) {
+		explicit_bzero(st->password, strlen(st->password));
+		free(st->password);
+	}
+}

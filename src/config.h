@@ -1,0 +1,42 @@
+/* config.h - settings from flags > environment > config file > defaults */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "cli.h"
+#include "url.h"
+
+#define DEFAULT_SERVER "redis://127.0.0.1:6379"
+#define DEFAULT_PREFIX "dlock:"
+#define DEFAULT_TTL_MS 30000
+#define DEFAULT_NODE_TIMEOUT_MS 1000
+#define MAX_SERVERS 32
+
+/* What one config file says; strings point into the file's text. */
+struct config_file {
+	char *servers, *prefix, *ttl, *password_file, *node_timeout;
+};
+
+struct settings {
+	struct url urls[MAX_SERVERS];
+	size_t n_urls;
+	char *prefix;		/* owned */
+	char *password;		/* owned; NULL when none */
+	int64_t ttl_ms;
+	int64_t node_timeout_ms;
+};
+
+/* Parses a config file's text in place ("name = value" lines, '#' comments).
+ * Returns 0, or -1 with "LINE: reason" in err. Pure: unit-tested, fuzzable. */
+int config_parse(char *text, struct config_file *cf, char *err, size_t errlen);
+
+/* Splits a server list on commas and blanks into urls. Returns 0 or -1. */
+int config_parse_servers(const char *list, struct url *urls, size_t max,
+			 size_t *n_urls, char *err, size_t errlen);
+
+/* Resolves every setting in order of precedence; fills opts->ttl_ms and
+ * opts->node_timeout_ms too. Returns 0, or -1 with the reason in err
+ * (a usage error: exit 64). */
+int config_resolve(struct options *opts, struct settings *st, char *err,
+		   size_t errlen);
+
+void config_free(struct settings *st);

@@ -1,0 +1,47 @@
+/* lock.h - acquire, extend and release a lock on one or several servers */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "cli.h"
+#include "config.h"
+#include "log.h"
+#include "node.h"
+
+enum lock_result {
+	LOCK_ACQUIRED,
+	LOCK_REENTERED,		/* our caller's lock: run without acquiring */
+	LOCK_HELD,		/* someone else has it */
+	LOCK_FAILED,		/* err says why: 69, 70 or 77 */
+	LOCK_INTERRUPTED,	/* a signal arrived while waiting */
+};
+
+enum extend_result { EXTEND_OK, EXTEND_FAILED, EXTEND_LOST };
+
+struct lock {
+	const struct options *opts;
+	struct node nodes[MAX_SERVERS];
+	size_t n_nodes;
+	char *key, *fence_key, *owner_key;
+	char token[33];
+	char fence[24];
+	const char *reentry_token;	/* DLOCK_TOKEN when DLOCK_KEY is our key */
+	int64_t ttl_ms, node_timeout_ms;
+	int64_t valid_until_ms;		/* monotonic: ours at least until then */
+	char ttl_arg[24];
+	/* who holds it, for the holder info hash */
+	char host[128], pid[16], user[64], cmd[256], since[24];
+};
+
+int lock_init(struct lock *lk, const struct options *opts,
+	      const struct settings *st, struct error *err);
+void lock_free(struct lock *lk);
+
+/* Takes the lock, waiting as -n/-w say; gives back partial acquisitions
+ * before it returns anything but LOCK_ACQUIRED. sigfd: a signalfd whose
+ * signals interrupt the wait (*signo tells which). */
+enum lock_result lock_acquire(struct lock *lk, int sigfd, int *signo,
+			      struct error *err);
+/* One renewal round, each server bounded by timeout_ms. */
+enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
+			       struct error *err);
+int lock_release(struct lock *lk, struct error *err);

@@ -1,0 +1,351 @@
+/* node.c - one Redis server, driven by fanout.c's poll loop: a non-blocking
+ * connect, the AUTH/SELECT handshake pipelined in front of the round's
+ * commands, EVALSHA with an EVAL resend on NOSCRIPT, and per-node errors
+ * sorted into exit codes (69 unreachable, 77 credentials, 70 anything else).
+ * Any failure closes the connection: the next round starts on a fresh one,
+ * never on a stream with replies still in flight. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sysexits.h>
+#include <sys/socket.h>
+#include <hiredis/sds.h>
+#include "clock.h"
+#include "node.h"
+#include "scripts.h"
+
+#define MAX_ARGS 24
+
+void node_init(struct node *n, const struct url *url, const char *password)
+{
+	*n = (struct node){ .url = url, .password = password };
+}
+
+int node_fd(const struct node *n)
+{
+	return n->c ? n->c->fd : -1;
+}
+
+void node_close(struct node *n)
+{
+	if (n->c)
+		redisFree(n->c);
+	n->c = NULL;
+	n->ready = false;
+}
+
+static void fail(struct node *n, int exit, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void fail(struct node *n, int exit, const char *fmt, ...)
+{
+	char why[384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	/* strerror() says "Connection refused"; dlock's lines are lower case. */
+	if (why[0] && isupper((unsigned char)why[0]) && islower((unsigned char)why[1]))
+		why[0] = (char)tolower((unsigned char)why[0]);
+	error_set(&n->err, exit, "%s: %s", n->url->text, why);
+	n->state = NODE_FAILED;
+	node_close(n);
+}
+
+static bool is_auth_error(const char *s)
+{
+	static const char *const prefixes[] = {
+		"NOAUTH", "WRONGPASS", "NOPERM", "ERR invalid password",
+		"ERR AUTH", "ERR Client sent AUTH", "ERR invalid username", NULL
+	};
+
+	for (const char *const *p = prefixes; *p; p++)
+		if (strncmp(s, *p, strlen(*p)) == 0)
+			return true;
+	return false;
+}
+
+/* Asks the sentinels, one after another, for the master's address. */
+static int sentinel_resolve(struct node *n, char *host, size_t hostlen, int *port)
+{
+	const struct url *u = n->url;
+	char why[256] = "no sentinel answered";
+
+	for (int i = 0; i < u->n_sentinels; i++) {
+		int64_t left = n->deadline_ms - clock_now_ms();
+		struct timeval tv;
+		redisContext *c;
+		redisReply *r;
+
+		if (left <= 0)
+			break;
+		tv = (struct timeval){ left / 1000, (left % 1000) * 1000 };
+		c = redisConnectWithTimeout(u->sentinels[i].host, u->sentinels[i].port, tv);
+		if (!c || c->err) {
+			snprintf(why, sizeof why, "sentinel %s:%d: %s", u->sentinels[i].host,
+				 u->sentinels[i].port, c ? c->errstr : "out of memory");
+			if (c)
+				redisFree(c);
+			continue;
+		}
+		redisSetTimeout(c, tv);
+		r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", u->master);
+		if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+		    r->element[0]->type == REDIS_REPLY_STRING &&
+		    r->element[1]->type == REDIS_REPLY_STRING &&
+		    r->element[0]->len < hostlen) {
+			long p = strtol(r->element[1]->str, NULL, 10);
+
+			if (p > 0 && p < 65536) {
+				strcpy(host, r->element[0]->str);
+				*port = (int)p;
+				freeReplyObject(r);
+				redisFree(c);
+				return 0;
+			}
+		}
+		snprintf(why, sizeof why, "sentinel %s:%d: %s", u->sentinels[i].host,
+			 u->sentinels[i].port,
+			 !r ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str :
+			 "does not know the master");
+		if (r)
+			freeReplyObject(r);
+		redisFree(c);
+	}
+	fail(n, EX_UNAVAILABLE, "%s", why);
+	return -1;
+}
+
+static int connect_start(struct node *n)
+{
+	char host[256];
+	int port;
+
+	switch (n->url->kind) {
+	case URL_UNIX:
+		n->c = redisConnectUnixNonBlock(n->url->path);
+		break;
+	case URL_SENTINEL:
+		if (sentinel_resolve(n, host, sizeof host, &port) < 0)
+			return -1;
+		n->c = redisConnectNonBlock(host, port);
+		break;
+	case URL_TCP:
+		n->c = redisConnectNonBlock(n->url->host, n->url->port);
+		break;
+	}
+	if (!n->c) {
+		fail(n, EX_OSERR, "out of memory");
+		return -1;
+	}
+	if (n->c->err) {
+		fail(n, EX_UNAVAILABLE, "%s", n->c->errstr);
+		return -1;
+	}
+	/* hiredis 0.14 opens sockets without SOCK_CLOEXEC. */
+	if (fcntl(n->c->fd, F_SETFD, FD_CLOEXEC) < 0) {
+		fail(n, EX_OSERR, "fcntl: %s", strerror(errno));
+		return -1;
+	}
+	n->state = NODE_CONNECTING;
+	return 0;
+}
+
+static void append_cmd(struct node *n, int i, bool by_sha)
+{
+	const struct cmd *cmd = &n->cmds[i];
+	const char *argv[MAX_ARGS];
+	size_t argvlen[MAX_ARGS];
+	char numkeys[16];
+	int argc = 0;
+
+	if (!cmd->script) {
+		redisAppendCommandArgv(n->c, cmd->argc, cmd->argv, cmd->argvlen);
+		n->order[n->n_order++] = i;
+		return;
+	}
+	snprintf(numkeys, sizeof numkeys, "%d", cmd->script->n_keys);
+	argv[argc++] = by_sha ? "EVALSHA" : "EVAL";
+	argv[argc++] = by_sha ? cmd->script->sha : cmd->script->body;
+	argv[argc++] = numkeys;
+	for (int k = 0; k < argc; k++)
+		argvlen[k] = strlen(argv[k]);
+	for (int k = 0; k < cmd->argc && argc < MAX_ARGS; k++, argc++) {
+		argv[argc] = cmd->argv[k];
+		argvlen[argc] = cmd->argvlen ? cmd->argvlen[k] : strlen(cmd->argv[k]);
+	}
+	redisAppendCommandArgv(n->c, argc, argv, argvlen);
+	n->order[n->n_order++] = i;
+}
+
+static void queue_round(struct node *n)
+{
+	const struct url *u = n->url;
+	const char *password = u->has_password ? u->password : n->password;
+
+	n->n_order = n->next_order = n->n_handshake = 0;
+	n->auth_queued = false;
+	if (!n->ready) {
+		if (password && *password) {
+			if (u->user[0])
+				redisAppendCommand(n->c, "AUTH %s %s", u->user, password);
+			else
+				redisAppendCommand(n->c, "AUTH %s", password);
+			n->n_handshake++;
+			n->auth_queued = true;
+		}
+		if (u->db) {
+			redisAppendCommand(n->c, "SELECT %d", u->db);
+			n->n_handshake++;
+		}
+	}
+	for (int i = 0; i < n->n_cmds; i++)
+		append_cmd(n, i, true);
+}
+
+static void flush(struct node *n)
+{
+	int done = 0;
+
+	if (sdslen(n->c->obuf) > 0 && redisBufferWrite(n->c, &done) != REDIS_OK)
+		fail(n, EX_UNAVAILABLE, "%s", n->c->errstr);
+}
+
+void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
+		int64_t deadline_ms)
+{
+	n->cmds = cmds;
+	n->n_cmds = n_cmds;
+	n->deadline_ms = deadline_ms;
+	n->err = (struct error){ 0 };
+	memset(n->replies, 0, sizeof n->replies);
+	if (!n->c) {
+		if (connect_start(n) < 0)
+			return;
+		queue_round(n);
+		return;
+	}
+	n->state = NODE_BUSY;
+	queue_round(n);
+	flush(n);	/* an idle socket is writable: skip one poll() */
+}
+
+short node_events(const struct node *n)
+{
+	switch (n->state) {
+	case NODE_CONNECTING:
+		return POLLOUT;
+	case NODE_BUSY:
+		return (short)(POLLIN | (sdslen(n->c->obuf) > 0 ? POLLOUT : 0));
+	default:
+		return 0;
+	}
+}
+
+/* Returns false when the node stopped being busy (done or failed). */
+static bool take_reply(struct node *n, redisReply *r)
+{
+	int i;
+
+	if (n->n_handshake > 0) {
+		n->n_handshake--;
+		if (r->type != REDIS_REPLY_ERROR)
+			n->auth_queued = false;
+		if (r->type == REDIS_REPLY_ERROR) {
+			bool auth = is_auth_error(r->str) || n->auth_queued;
+
+			fail(n, auth ? EX_NOPERM : EX_SOFTWARE, "%s", r->str);
+			freeReplyObject(r);
+			return false;
+		}
+		freeReplyObject(r);
+		if (n->n_handshake == 0)
+			n->ready = true;
+		return true;
+	}
+	n->ready = true;
+	i = n->order[n->next_order++];
+	if (r->type == REDIS_REPLY_ERROR) {
+		if (strncmp(r->str, "NOSCRIPT", 8) == 0 && n->cmds[i].script) {
+			freeReplyObject(r);
+			append_cmd(n, i, false);
+			flush(n);
+			return n->state == NODE_BUSY;
+		}
+		fail(n, is_auth_error(r->str) ? EX_NOPERM : EX_SOFTWARE, "%s", r->str);
+		freeReplyObject(r);
+		return false;
+	}
+	n->replies[i] = r;
+	if (n->next_order == n->n_order) {
+		n->state = NODE_DONE;
+		return false;
+	}
+	return true;
+}
+
+void node_step(struct node *n, short revents)
+{
+	void *r;
+
+	if (n->state == NODE_CONNECTING) {
+		int soerr = 0;
+		socklen_t len = sizeof soerr;
+
+		if (!(revents & (POLLOUT | POLLERR | POLLHUP)))
+			return;
+		if (getsockopt(n->c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+			soerr = errno;
+		if (soerr) {
+			fail(n, EX_UNAVAILABLE, "%s", strerror(soerr));
+			return;
+		}
+		n->state = NODE_BUSY;
+		flush(n);
+		return;
+	}
+	if (n->state != NODE_BUSY)
+		return;
+	if (revents & POLLOUT) {
+		flush(n);
+		if (n->state != NODE_BUSY)
+			return;
+	}
+	if (!(revents & (POLLIN | POLLERR | POLLHUP)))
+		return;
+	if (redisBufferRead(n->c) != REDIS_OK) {
+		fail(n, EX_UNAVAILABLE, "%s",
+		     n->c->errstr[0] ? n->c->errstr : "connection lost");
+		return;
+	}
+	for (;;) {
+		if (redisGetReplyFromReader(n->c, &r) != REDIS_OK) {
+			fail(n, EX_SOFTWARE, "bad reply: %s", n->c->errstr);
+			return;
+		}
+		if (!r || !take_reply(n, r))
+			return;
+	}
+}
+
+void node_check_deadline(struct node *n, int64_t now_ms)
+{
+	if ((n->state == NODE_CONNECTING || n->state == NODE_BUSY) &&
+	    now_ms >= n->deadline_ms)
+		fail(n, EX_UNAVAILABLE, "no answer in time (--node-timeout)");
+}
+
+void node_end(struct node *n)
+{
+	for (int i = 0; i < NODE_MAX_CMDS; i++) {
+		if (n->replies[i])
+			freeReplyObject(n->replies[i]);
+		n->replies[i] = NULL;
+	}
+	n->state = NODE_IDLE;
+}

@@ -1,0 +1,59 @@
+/* node.h - one Redis server: a non-blocking connection, the AUTH/SELECT
+ * handshake, and the commands of the current round with their replies. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <hiredis/hiredis.h>
+#include "log.h"
+#include "url.h"
+
+#define NODE_MAX_CMDS 4
+
+/* One command of a round: a script call (EVALSHA, EVAL on NOSCRIPT) or,
+ * with script NULL, a plain command. argv excludes the script/numkeys. */
+struct cmd {
+	const struct script *script;
+	int argc;
+	const char **argv;
+	const size_t *argvlen;
+};
+
+enum node_state {
+	NODE_IDLE,		/* nothing asked this round */
+	NODE_CONNECTING,	/* waiting for the socket to become writable */
+	NODE_BUSY,		/* writing commands, reading replies */
+	NODE_DONE,		/* every reply of the round is in */
+	NODE_FAILED,		/* err says why; the connection is closed */
+};
+
+struct node {
+	const struct url *url;
+	const char *password;	/* when the URL carries none */
+	redisContext *c;
+	bool ready;		/* handshake done on this connection */
+	bool auth_queued;	/* the next handshake reply answers AUTH */
+	enum node_state state;
+	int64_t deadline_ms;
+	const struct cmd *cmds;
+	int n_cmds;
+	int n_handshake;	/* handshake replies still expected */
+	int order[NODE_MAX_CMDS * 2];	/* cmd index of each reply to come */
+	int n_order, next_order;
+	redisReply *replies[NODE_MAX_CMDS];
+	struct error err;
+};
+
+void node_init(struct node *n, const struct url *url, const char *password);
+/* Starts a round: connects if needed and queues the handshake and cmds. */
+void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
+		int64_t deadline_ms);
+/* The events poll() should wait for; 0 when the node is not in a round. */
+short node_events(const struct node *n);
+/* Handles poll() results, advancing the state. */
+void node_step(struct node *n, short revents);
+/* Fails the node if its deadline has passed. */
+void node_check_deadline(struct node *n, int64_t now_ms);
+/* Frees the replies of the last round. */
+void node_end(struct node *n);
+void node_close(struct node *n);
+int node_fd(const struct node *n);

@@ -1,0 +1,285 @@
+/* url.c - server URLs. Pure: no I/O, unit-tested and fuzzable.
+ *
+ *   redis://[[user]:password@]host[:port][/db]     host may be [v6]
+ *   redis://user@host...                           password from file/env
+ *   unix:/path  unix:///path  [?db=N]
+ *   redis-sentinel://host:port[,host:port...]/MASTER
+ *   rediss://...         refused: hiredis 0.14 (Debian 12) has no TLS
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include "url.h"
+
+#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Copies [s, s+len) into out, decoding %XX. Returns 0 or -1. */
+static int decode(const char *s, size_t len, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char ch = s[i];
+
+		if (ch == '%') {
+			int hi, lo;
+
+			if (i + 2 >= len)
+				return -1;
+			hi = hexval(s[i + 1]);
+			lo = hexval(s[i + 2]);
+			if (hi < 0 || lo < 0)
+				return -1;
+			ch = (char)(hi * 16 + lo);
+			if (ch == '\0')
+				return -1;
+			i += 2;
+		}
+		if (o + 1 >= outlen)
+			return -1;
+		out[o++] = ch;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+static int parse_number(const char *s, size_t len, long max, long *out)
+{
+	long v = 0;
+
+	if (len == 0 || len > 10)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	if (v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* host[:port] or [v6][:port] in [s, s+len). */
+static int parse_hostport(const char *s, size_t len, char *host, size_t hostlen,
+			  int *port, long p, char *err, size_t errlen)
+{
+	const char *end = s + len, *colon;
+	size_t hlen;
+
+
+	if (len > 0 && s[0] == '[') {
+		const char *rb = memchr(s, ']', len);
+
+		if (!rb)
+			FAIL("unclosed '[' in host");
+		hlen = (size_t)(rb - s - 1);
+		if (hlen == 0 || memchr(s + 1, '%', hlen) || !memchr(s + 1, ':', hlen))
+			FAIL("bad IPv6 address");
+		for (const char *q = s + 1; q < rb; q++)
+			if (!isxdigit((unsigned char)*q) && *q != ':' && *q != '.')
+				FAIL("bad IPv6 address");
+		if (hlen >= hostlen)
+			FAIL("host too long");
+		memcpy(host, s + 1, hlen);
+		host[hlen] = '\0';
+		colon = rb + 1 < end ? rb + 1 : NULL;
+		if (colon && *colon != ':')
+			FAIL("junk after ']'");
+	} else {
+		colon = memchr(s, ':', len);
+		hlen = colon ? (size_t)(colon - s) : len;
+		if (hlen == 0)
+			FAIL("missing host");
+		if (hlen >= hostlen)
+			FAIL("host too long");
+		for (size_t i = 0; i < hlen; i++) {
+			unsigned char c = (unsigned char)s[i];
+
+			if (!isalnum(c) && c != '.' && c != '-' && c != '_')
+				FAIL("bad character in host");
+		}
+		memcpy(host, s, hlen);
+		host[hlen] = '\0';
+	}
+	if (colon) {
+		if (parse_number(colon + 1, (size_t)(end - colon - 1), 65535, &p) < 0 ||
+		    p == 0)
+			FAIL("bad port");
+	}
+	*port = (int)p;
+	return 0;
+}
+
+static int parse_db(const char *s, size_t len, int *db, char *err, size_t errlen)
+{
+	long v;
+
+	if (parse_number(s, len, 1000000, &v) < 0)
+		FAIL("bad database number");
+	*db = (int)v;
+	return 0;
+}
+
+static int parse_redis(const char *s, struct url *u, char *err, size_t errlen)
+{
+	const char *at, *slash, *hp = s;
+	size_t hplen;
+
+	slash = strchr(s, '/');
+	at = strrchr(s, '@');
+	if (at && slash && at > slash)
+		at = NULL;	/* an '@' in the path part is not userinfo */
+	if (at) {
+		const char *colon = memchr(s, ':', (size_t)(at - s));
+		size_t ulen = colon ? (size_t)(colon - s) : (size_t)(at - s);
+
+		if (decode(s, ulen, u->user, sizeof u->user) < 0)
+			FAIL("bad user name");
+		if (colon) {
+			if (decode(colon + 1, (size_t)(at - colon - 1), u->password,
+				   sizeof u->password) < 0)
+				FAIL("bad password");
+			u->has_password = 1;
+		} else if (ulen == 0) {
+			FAIL("empty user name");
+		}
+		hp = at + 1;
+	}
+	slash = strchr(hp, '/');
+	hplen = slash ? (size_t)(slash - hp) : strlen(hp);
+	if (strpbrk(hp, "?#"))
+		FAIL("query or fragment not allowed in redis:// URL");
+	if (parse_hostport(hp, hplen, u->host, sizeof u->host, &u->port, 6379,
+			   err, errlen) < 0)
+		return -1;
+	if (slash && parse_db(slash + 1, strlen(slash + 1), &u->db, err, errlen) < 0)
+		return -1;
+	u->kind = URL_TCP;
+	return 0;
+}
+
+static int parse_unix(const char *s, struct url *u, char *err, size_t errlen)
+{
+	const char *q;
+	size_t plen;
+
+	if (strncmp(s, "//", 2) == 0) {
+		s += 2;
+		if (*s != '/')
+			FAIL("unix:// needs an absolute path (unix:///path)");
+	}
+	if (*s != '/')
+		FAIL("unix: needs an absolute path");
+	q = strchr(s, '?');
+	plen = q ? (size_t)(q - s) : strlen(s);
+	if (plen >= sizeof u->path)
+		FAIL("socket path too long");
+	memcpy(u->path, s, plen);
+	u->path[plen] = '\0';
+	if (q) {
+		if (strncmp(q, "?db=", 4) != 0)
+			FAIL("only ?db=N is allowed after a unix socket path");
+		if (parse_db(q + 4, strlen(q + 4), &u->db, err, errlen) < 0)
+			return -1;
+	}
+	u->kind = URL_UNIX;
+	return 0;
+}
+
+static int parse_sentinel(const char *s, struct url *u, char *err, size_t errlen)
+{
+	const char *slash = strchr(s, '/'), *p = s;
+
+	if (!slash || slash[1] == '\0')
+		FAIL("missing master name after '/'");
+	if (strlen(slash + 1) >= sizeof u->master)
+		FAIL("master name too long");
+	for (const char *m = slash + 1; *m; m++)
+		if (!isgraph((unsigned char)*m) || *m == '/')
+			FAIL("bad master name");
+	strcpy(u->master, slash + 1);
+	while (p < slash) {
+		const char *comma = memchr(p, ',', (size_t)(slash - p));
+		const char *end = comma ? comma : slash;
+
+		if (u->n_sentinels == URL_MAX_SENTINELS)
+			FAIL("too many sentinels");
+		if (parse_hostport(p, (size_t)(end - p),
+				   u->sentinels[u->n_sentinels].host,
+				   sizeof u->sentinels[0].host,
+				   &u->sentinels[u->n_sentinels].port, 26379, err,
+				   errlen) < 0)
+			return -1;
+		u->n_sentinels++;
+		p = end + (comma ? 1 : 0);
+		if (comma && p == slash)
+			FAIL("empty sentinel address");
+	}
+	if (u->n_sentinels == 0)
+		FAIL("no sentinel given");
+	u->kind = URL_SENTINEL;
+	return 0;
+}
+
+static void describe(struct url *u)
+{
+	const char *pw = u->has_password ? ":***" : "";
+	const char *at = u->user[0] || u->has_password ? "@" : "";
+	int v6 = strchr(u->host, ':') != NULL;
+
+	switch (u->kind) {
+	case URL_TCP:
+		snprintf(u->text, sizeof u->text, "redis://%s%s%s%s%s%s:%d",
+			 u->user, pw, at, v6 ? "[" : "", u->host, v6 ? "]" : "",
+			 u->port);
+		break;
+	case URL_UNIX:
+		snprintf(u->text, sizeof u->text, "unix:%s", u->path);
+		break;
+	case URL_SENTINEL:
+		snprintf(u->text, sizeof u->text, "redis-sentinel://%s:%d/%s",
+			 u->sentinels[0].host, u->sentinels[0].port, u->master);
+		break;
+	}
+	if (u->db) {
+		size_t len = strlen(u->text);
+
+		snprintf(u->text + len, sizeof u->text - len,
+			 u->kind == URL_UNIX ? "?db=%d" : "/%d", u->db);
+	}
+}
+
+int url_parse(const char *s, struct url *u, char *err, size_t errlen)
+{
+	int r;
+
+	memset(u, 0, sizeof *u);
+	u->port = 6379;
+	for (const char *p = s; *p; p++)
+		if (!isgraph((unsigned char)*p))
+			FAIL("blank or control character in URL");
+	if (strncmp(s, "redis://", 8) == 0)
+		r = parse_redis(s + 8, u, err, errlen);
+	else if (strncmp(s, "unix:", 5) == 0)
+		r = parse_unix(s + 5, u, err, errlen);
+	else if (strncmp(s, "redis-sentinel://", 17) == 0)
+		r = parse_sentinel(s + 17, u, err, errlen);
+	else if (strncmp(s, "rediss://", 9) == 0)
+		FAIL("rediss:// (TLS) is not supported by this build");
+	else
+		FAIL("unknown scheme (want redis://, unix: or redis-sentinel://)");
+	if (r == 0)
+		describe(u);
+	return r;
+}
