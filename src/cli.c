@@ -26,15 +26,20 @@ enum {
 	OPT_NODE_TIMEOUT,
 	OPT_WAIT_REPLICAS,
 	OPT_VERBOSE,
+	OPT_LIMIT,
+	OPT_FAIR,
 };
 
 /* In the order of --help, the man page and the completions. */
 static const struct option longopts[] = {
 	{ "exclusive",		no_argument,		NULL, 'x' },
+	{ "shared",		no_argument,		NULL, 's' },
+	{ "limit",		required_argument,	NULL, OPT_LIMIT },
 	{ "nonblock",		no_argument,		NULL, 'n' },
 	{ "wait",		required_argument,	NULL, 'w' },
 	{ "timeout",		required_argument,	NULL, 'w' },
 	{ "conflict-exit-code",	required_argument,	NULL, 'E' },
+	{ "fair",		no_argument,		NULL, OPT_FAIR },
 	{ "ttl",		required_argument,	NULL, 't' },
 	{ "on-lost",		required_argument,	NULL, OPT_ON_LOST },
 	{ "kill-after",		required_argument,	NULL, OPT_KILL_AFTER },
@@ -63,11 +68,16 @@ static void usage(void)
 "\n"
 "Run COMMAND while holding the lock KEY in Redis, as flock(1) does with a file.\n"
 "\n"
-"Waiting:\n"
+"Modes:\n"
 "  -x, -e, --exclusive          one holder at a time (the default)\n"
+"  -s, --shared                 any number of shared holders, no exclusive one\n"
+"      --limit N                a semaphore: at most N holders at once\n"
+"\n"
+"Waiting:\n"
 "  -n, --nonblock               fail at once if the lock is held\n"
 "  -w, --wait, --timeout SECS   wait at most SECS seconds (0 is -n)\n"
 "  -E, --conflict-exit-code N   exit status when -n/-w gives up (default 1)\n"
+"      --fair                   waiters get the lock in arrival order\n"
 "\n"
 "Lease:\n"
 "  -t, --ttl SECS               lease time, renewed every TTL/3 (default 30)\n"
@@ -221,8 +231,8 @@ static void parse_command_part(int argc, char **argv, struct options *opts,
 
 void cli_parse(int argc, char **argv, struct options *opts)
 {
-	bool run_form = false;
-	long n;
+	bool run_form = false, mode_given = false;
+	long n, limit = 0;
 	int c;
 
 	*opts = (struct options){
@@ -247,11 +257,25 @@ void cli_parse(int argc, char **argv, struct options *opts)
 	if (!opts->servers)
 		err(EX_OSERR, "calloc");
 
-	while ((c = getopt_long(argc, argv, "+:xenw:E:t:S:c:ohV", longopts,
+	while ((c = getopt_long(argc, argv, "+:xesnw:E:t:S:c:ohV", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'x':
 		case 'e':
+			opts->limit = 0;	/* the last of -x and -s wins, as in flock */
+			mode_given = true;
+			break;
+		case 's':
+			opts->limit = LIMIT_SHARED;
+			mode_given = true;
+			break;
+		case OPT_LIMIT:
+			if (parse_count(optarg, 1, 1000000, &n) < 0)
+				bad("--limit", optarg);
+			limit = n;
+			break;
+		case OPT_FAIR:
+			opts->fair = true;
 			break;
 		case 'n':
 			opts->nonblock = true;
@@ -323,6 +347,11 @@ void cli_parse(int argc, char **argv, struct options *opts)
 				errx(EX_USAGE, "unknown option '-%c'", optopt);
 			errx(EX_USAGE, "unknown option '%s'", argv[optind - 1]);
 		}
+	}
+	if (limit) {
+		if (mode_given)
+			errx(EX_USAGE, "--limit excludes --shared and --exclusive");
+		opts->limit = limit;
 	}
 	if (opts->wait_ms == 0)
 		opts->nonblock = true;

@@ -8,7 +8,8 @@ enum command {
 	CMD_RUN,		/* flock form or "run": lock, run COMMAND, release */
 };
 
-#define ON_LOST_IGNORE 0	/* --on-lost ignore: no signal, exit 75 later */
+#define ON_LOST_IGNORE 0
+#define LIMIT_SHARED (-1)	/* --on-lost ignore: no signal, exit 75 later */
 
 struct options {
 	enum command command;
@@ -16,6 +17,8 @@ struct options {
 	char **argv;		/* the command to run, NULL-terminated */
 	const char *shell_cmd;	/* -c STRING */
 
+	long limit;		/* 0 exclusive, LIMIT_SHARED for -s, else --limit N */
+	bool fair;		/* --fair: waiters get the lock in arrival order */
 	bool nonblock;		/* -n, or -w 0 */
 	int64_t wait_ms;	/* -w; -1: wait for ever */
 	int conflict_exit;	/* -E, default 1 */

@@ -55,7 +55,8 @@ size_t fanout_round(struct node *nodes, size_t n_nodes, const struct cmd *cmds,
 
 static int rank(int exit)
 {
-	return exit == EX_NOPERM ? 3 : exit == EX_SOFTWARE ? 2 : 1;
+	return exit == EX_USAGE ? 4 : exit == EX_NOPERM ? 3 :
+	       exit == EX_SOFTWARE ? 2 : 1;
 }
 
 const struct error *fanout_worst_error(const struct node *nodes, size_t n_nodes)

@@ -13,5 +13,6 @@ size_t fanout_round(struct node *nodes, size_t n_nodes, const struct cmd *cmds,
 		    int n_cmds, int64_t timeout_ms);
 void fanout_end(struct node *nodes, size_t n_nodes);
 /* The most telling error among failed nodes: credentials (77) over
- * unexpected replies (70) over unreachable (69). NULL when none failed. */
+ * unexpected replies (70) over unreachable (69), a clash of modes (64)
+ * above all. NULL when none failed. */
 const struct error *fanout_worst_error(const struct node *nodes, size_t n_nodes);

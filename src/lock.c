@@ -43,27 +43,33 @@ static char *derived_key(const char *key, const char *suffix)
 	return out;
 }
 
+/* Holder info, as the status line and status show it. */
 static void describe_holder(struct lock *lk, const struct options *opts)
 {
 	const char *user = getenv("USER");
+	char host[128], uid[16], cmd[256];
 	size_t len = 0;
 
-	if (gethostname(lk->host, sizeof lk->host) < 0)
-		strcpy(lk->host, "?");
-	snprintf(lk->pid, sizeof lk->pid, "%d", (int)getpid());
+	if (gethostname(host, sizeof host) < 0)
+		strcpy(host, "?");
+	host[sizeof host - 1] = '\0';
 	if (!user || !*user)
 		user = getenv("LOGNAME");
-	if (user && *user)
-		snprintf(lk->user, sizeof lk->user, "%s", user);
-	else
-		snprintf(lk->user, sizeof lk->user, "%u", (unsigned)getuid());
-	if (opts->shell_cmd) {
-		snprintf(lk->cmd, sizeof lk->cmd, "%s", opts->shell_cmd);
-		return;
+	if (!user || !*user) {
+		snprintf(uid, sizeof uid, "%u", (unsigned)getuid());
+		user = uid;
 	}
-	for (char **a = opts->argv; a && *a && len + 1 < sizeof lk->cmd; a++)
-		len += (size_t)snprintf(lk->cmd + len, sizeof lk->cmd - len, "%s%s",
+	cmd[0] = '\0';
+	if (opts->shell_cmd)
+		snprintf(cmd, sizeof cmd, "%s", opts->shell_cmd);
+	for (char **a = opts->argv; a && *a && len + 1 < sizeof cmd; a++)
+		len += (size_t)snprintf(cmd + len, sizeof cmd - len, "%s%s",
 					a == opts->argv ? "" : " ", *a);
+	for (char *c = cmd; *c; c++)
+		if (*c == '\t' || *c == '\n')
+			*c = ' ';
+	snprintf(lk->info, sizeof lk->info, "%s\t%d\t%s\t%" PRId64 "\t%s", host,
+		 (int)getpid(), user, clock_wall_ms(), cmd);
 }
 
 int lock_init(struct lock *lk, const struct options *opts,
@@ -80,15 +86,31 @@ int lock_init(struct lock *lk, const struct options *opts,
 	};
 	if (asprintf(&lk->key, "%s%s", st->prefix, opts->key) < 0 ||
 	    !(lk->fence_key = derived_key(lk->key, ":fence")) ||
-	    !(lk->owner_key = derived_key(lk->key, ":owner"))) {
+	    !(lk->owner_key = derived_key(lk->key, ":owner")) ||
+	    !(lk->mode_key = derived_key(lk->key, ":mode")) ||
+	    !(lk->queue_key = derived_key(lk->key, ":queue")) ||
+	    !(lk->alive_key = derived_key(lk->key, ":alive")) ||
+	    !(lk->ticket_key = derived_key(lk->key, ":ticket")) ||
+	    !(lk->channel = derived_key(lk->key, ":released"))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	for (size_t i = 0; i < st->n_urls; i++)
+	for (size_t i = 0; i < st->n_urls; i++) {
 		node_init(&lk->nodes[i], &st->urls[i], st->password);
+		node_init(&lk->subs[i], &st->urls[i], st->password);
+	}
 	if (env_key && env_token && *env_token && strcmp(env_key, lk->key) == 0)
 		lk->reentry_token = env_token;
 	snprintf(lk->ttl_arg, sizeof lk->ttl_arg, "%" PRId64, lk->ttl_ms);
+	if (opts->limit == 0)
+		strcpy(lk->mode_arg, "x");
+	else if (opts->limit == LIMIT_SHARED)
+		strcpy(lk->mode_arg, "s");
+	else
+		snprintf(lk->mode_arg, sizeof lk->mode_arg, "%ld", opts->limit);
+	/* A fair waiter that stops refreshing its place is dead after this. */
+	snprintf(lk->alive_arg, sizeof lk->alive_arg, "%" PRId64,
+		 2000 + 2 * lk->node_timeout_ms);
 	describe_holder(lk, opts);
 	return 0;
 }
@@ -98,10 +120,17 @@ void lock_free(struct lock *lk)
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		node_end(&lk->nodes[i]);
 		node_close(&lk->nodes[i]);
+		node_end(&lk->subs[i]);
+		node_close(&lk->subs[i]);
 	}
 	free(lk->key);
 	free(lk->fence_key);
 	free(lk->owner_key);
+	free(lk->mode_key);
+	free(lk->queue_key);
+	free(lk->alive_key);
+	free(lk->ticket_key);
+	free(lk->channel);
 }
 
 static void new_token(struct lock *lk)
@@ -113,21 +142,31 @@ static void new_token(struct lock *lk)
 		snprintf(lk->token + 2 * i, 3, "%02x", raw[i]);
 }
 
-/* {status, value} from the acquire script; -1 when it is not that. */
-static int acquire_reply(const redisReply *r, long long *value)
+/* The acquire script's answer: {1, fence}, {2, fence}, or
+ * {0, retry hint, queue position, holder}; -1 when it is none of these. */
+static int acquire_reply(struct lock *lk, const redisReply *r, long long *value)
 {
-	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
 	    r->element[0]->type != REDIS_REPLY_INTEGER ||
 	    r->element[1]->type != REDIS_REPLY_INTEGER)
 		return -1;
 	*value = r->element[1]->integer;
+	if (r->element[0]->integer == 0 && r->elements == 4 &&
+	    r->element[2]->type == REDIS_REPLY_INTEGER &&
+	    r->element[3]->type == REDIS_REPLY_STRING) {
+		if (r->element[2]->integer > lk->queue_pos)
+			lk->queue_pos = (long)r->element[2]->integer;
+		snprintf(lk->held_by, sizeof lk->held_by, "%s", r->element[3]->str);
+	}
 	return (int)r->element[0]->integer;
 }
 
 static size_t release_round(struct lock *lk)
 {
-	const char *argv[] = { lk->key, lk->owner_key, lk->token };
-	struct cmd cmd = { &script_release, 3, argv, NULL };
+	const char *argv[] = {
+		lk->key, lk->owner_key, lk->mode_key, lk->token, lk->channel,
+	};
+	struct cmd cmd = { &script_release, 5, argv, NULL };
 
 	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
 }
@@ -204,19 +243,21 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 				 struct error *err)
 {
 	const char *argv[] = {
-		lk->key, lk->fence_key, lk->owner_key,
+		lk->key, lk->fence_key, lk->owner_key, lk->mode_key,
+		lk->queue_key, lk->alive_key,
 		lk->token, lk->ttl_arg,
 		lk->reentry_token ? lk->reentry_token : "",
-		lk->host, lk->pid, lk->user, lk->cmd, lk->since,
+		lk->info, lk->mode_arg, lk->ticket, lk->alive_arg, lk->channel,
 	};
-	struct cmd cmd = { &script_acquire, 11, argv, NULL };
+	struct cmd cmd = { &script_acquire, 14, argv, NULL };
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
 	size_t n_answered;
 	long long fence = 0, value;
 	int64_t start_ms, validity_ms;
+	enum lock_result r;
 
-	new_token(lk);
-	snprintf(lk->since, sizeof lk->since, "%" PRId64, clock_wall_ms());
+	lk->held_by[0] = '\0';
+	lk->queue_pos = 0;
 	start_ms = clock_now_ms();
 	n_answered = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1,
 				  lk->node_timeout_ms);
@@ -226,7 +267,7 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 
 		if (n->state != NODE_DONE)
 			continue;
-		switch (acquire_reply(n->replies[0], &value)) {
+		switch (acquire_reply(lk, n->replies[0], &value)) {
 		case 1:
 			n_yes++;
 			if (value > fence)
@@ -267,35 +308,122 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 		release_round(lk);
 		return LOCK_FAILED;
 	}
-	if (n_yes > 0 || n_answered < lk->n_nodes)
-		release_round(lk);
 	if (n_yes >= need) {
 		error_set(err, EX_UNAVAILABLE,
 			  "acquiring took longer than the lease (--ttl too short?)");
-		return LOCK_FAILED;
+		r = LOCK_FAILED;
+	} else if (n_answered >= need) {
+		r = LOCK_HELD;
+	} else {
+		no_quorum(lk, n_answered, err, "answered");
+		r = LOCK_FAILED;
 	}
-	if (n_answered >= need)
-		return LOCK_HELD;
-	no_quorum(lk, n_answered, err, "answered");
-	return LOCK_FAILED;
+	/* What did not answer may have taken the SET all the same. */
+	if (n_yes > 0 || n_answered < lk->n_nodes)
+		release_round(lk);
+	return r;
 }
 
-/* Sleeps up to ms; returns 1 with *signo when a signal came first. */
-static int sleep_or_signal(int sigfd, int64_t ms, int *signo)
+/* Push wake-ups: a release PUBLISHes on the lock's channel. Subscribing
+ * after the first refusal and trying once more right after it leaves no
+ * gap: a release before the SUBSCRIBE is seen by that try, one after it
+ * by the subscription. Each server gets a connection of its own, as a
+ * subscribed connection takes no other commands. */
+static void subscribe(struct lock *lk)
 {
-	struct pollfd pfd = { sigfd, POLLIN, 0 };
-	struct signalfd_siginfo si;
+	const char *argv[] = { "SUBSCRIBE", lk->channel };
+	struct cmd cmd = { NULL, 2, argv, NULL };
 
-	if (poll(&pfd, 1, (int)ms) <= 0)
-		return 0;
-	if (read(sigfd, &si, sizeof si) != (ssize_t)sizeof si)
-		return 0;
-	*signo = (int)si.ssi_signo;
-	return 1;
+	fanout_round(lk->subs, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
+	fanout_end(lk->subs, lk->n_nodes);
+	lk->subscribed = true;
 }
 
-enum lock_result lock_acquire(struct lock *lk, int sigfd, int *signo,
-			      struct error *err)
+static void unsubscribe(struct lock *lk)
+{
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		node_close(&lk->subs[i]);
+	lk->subscribed = false;
+}
+
+/* Sleeps up to ms, waking early on a message from any server. Returns 1
+ * with *signo when a signal came first. */
+static int sleep_or_wake(struct lock *lk, int sigfd, int64_t ms, int *signo)
+{
+	struct pollfd pfd[MAX_SERVERS + 1] = { { sigfd, POLLIN, 0 } };
+	struct node *which[MAX_SERVERS + 1];
+	struct signalfd_siginfo si;
+	nfds_t n_pfd = 1;
+
+	for (size_t i = 0; i < lk->n_nodes; i++) {
+		if (node_fd(&lk->subs[i]) < 0)
+			continue;
+		which[n_pfd] = &lk->subs[i];
+		pfd[n_pfd++] = (struct pollfd){ node_fd(&lk->subs[i]), POLLIN, 0 };
+	}
+	if (poll(pfd, n_pfd, (int)ms) <= 0)
+		return 0;
+	for (nfds_t k = 1; k < n_pfd; k++)
+		if (pfd[k].revents)
+			node_read_pushes(which[k]);
+	if ((pfd[0].revents & POLLIN) &&
+	    read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		*signo = (int)si.ssi_signo;
+		return 1;
+	}
+	return 0;
+}
+
+/* --fair: one ticket for all servers, the highest any of them gave, so
+ * every server orders the waiters alike. */
+static int take_ticket(struct lock *lk, struct error *err)
+{
+	const char *argv[] = { "INCR", lk->ticket_key };
+	struct cmd cmd = { NULL, 2, argv, NULL };
+	size_t n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1,
+				   lk->node_timeout_ms);
+	long long ticket = 0;
+
+	if (n_ok < quorum_majority(lk->n_nodes)) {
+		no_quorum(lk, n_ok, err, "answered");
+		return -1;
+	}
+	for (size_t i = 0; i < lk->n_nodes; i++) {
+		const redisReply *r = lk->nodes[i].replies[0];
+
+		if (lk->nodes[i].state == NODE_DONE &&
+		    r->type == REDIS_REPLY_INTEGER && r->integer > ticket)
+			ticket = r->integer;
+	}
+	snprintf(lk->ticket, sizeof lk->ticket, "%lld", ticket);
+	return 0;
+}
+
+static void leave_queue(struct lock *lk)
+{
+	const char *argv[] = { lk->queue_key, lk->alive_key, lk->token, lk->channel };
+	struct cmd cmd = { &script_leave_queue, 4, argv, NULL };
+
+	fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
+}
+
+/* How long to sleep before the next try. */
+static int64_t next_try_ms(const struct lock *lk, int64_t retry_ms)
+{
+	/* Subscribed, a retry only catches releases by clients that do not
+	 * publish (redis-py, redsync) and dead fair waiters; polling, it is
+	 * redis-py's pace. Jitter keeps waiters from moving in step. */
+	int64_t sleep_ms = lk->subscribed ? 250 + arc4random_uniform(500) :
+			   RETRY_MIN_MS + arc4random_uniform(RETRY_JITTER_MS);
+
+	/* No sleeping past the holder's lease. */
+	if (retry_ms >= 0 && retry_ms < sleep_ms)
+		sleep_ms = retry_ms;
+	return sleep_ms;
+}
+
+static enum lock_result wait_loop(struct lock *lk, int sigfd, int *signo,
+				  struct error *err)
 {
 	const struct options *opts = lk->opts;
 	int64_t start_ms = clock_now_ms();
@@ -303,7 +431,6 @@ enum lock_result lock_acquire(struct lock *lk, int sigfd, int *signo,
 			      opts->wait_ms >= 0 ? start_ms + opts->wait_ms : -1;
 	int64_t backoff_ms = 100;
 	int n_failures = 0;
-	bool told = false;
 
 	for (;;) {
 		int64_t sleep_ms, retry_ms, now_ms;
@@ -321,10 +448,12 @@ enum lock_result lock_acquire(struct lock *lk, int sigfd, int *signo,
 		} else {
 			n_failures = 0;
 			backoff_ms = 100;
-			sleep_ms = RETRY_MIN_MS + arc4random_uniform(RETRY_JITTER_MS);
-			/* No sleeping past the holder's lease. */
-			if (retry_ms >= 0 && retry_ms < sleep_ms)
-				sleep_ms = retry_ms;
+			waitline_update(&lk->wl, lk->held_by, lk->queue_pos, opts->fair);
+			if (!lk->subscribed && deadline_ms != start_ms) {
+				subscribe(lk);
+				continue;
+			}
+			sleep_ms = next_try_ms(lk, retry_ms);
 		}
 		now_ms = clock_now_ms();
 		if (deadline_ms >= 0) {
@@ -333,20 +462,38 @@ enum lock_result lock_acquire(struct lock *lk, int sigfd, int *signo,
 			if (sleep_ms > deadline_ms - now_ms)
 				sleep_ms = deadline_ms - now_ms;
 		}
-		if (opts->verbose && r == LOCK_HELD && !told) {
-			log_line(opts->key, "lock is held; waiting");
-			told = true;
-		}
-		if (sleep_or_signal(sigfd, sleep_ms, signo))
+		if (sleep_or_wake(lk, sigfd, sleep_ms, signo))
 			return LOCK_INTERRUPTED;
 	}
+}
+
+enum lock_result lock_acquire(struct lock *lk, int sigfd, int *signo,
+			      struct error *err)
+{
+	enum lock_result r;
+
+	/* One token for the whole wait: a SET that lands late, after its
+	 * round timed out, then holds a lock we know and will release. */
+	new_token(lk);
+	waitline_init(&lk->wl, lk->opts->key, lk->opts->verbose);
+	if (lk->opts->fair && take_ticket(lk, err) < 0)
+		return LOCK_FAILED;
+	r = wait_loop(lk, sigfd, signo, err);
+	waitline_clear(&lk->wl);
+	if (lk->subscribed)
+		unsubscribe(lk);
+	if (lk->opts->fair && r != LOCK_ACQUIRED && r != LOCK_REENTERED)
+		leave_queue(lk);
+	return r;
 }
 
 enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 			       struct error *err)
 {
-	const char *argv[] = { lk->key, lk->owner_key, lk->token, lk->ttl_arg };
-	struct cmd cmd = { &script_extend, 4, argv, NULL };
+	const char *argv[] = {
+		lk->key, lk->owner_key, lk->mode_key, lk->token, lk->ttl_arg,
+	};
+	struct cmd cmd = { &script_extend, 5, argv, NULL };
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_no = 0;
 	int64_t start_ms = clock_now_ms();
 

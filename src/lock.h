@@ -6,6 +6,7 @@
 #include "config.h"
 #include "log.h"
 #include "node.h"
+#include "waitline.h"
 
 enum lock_result {
 	LOCK_ACQUIRED,
@@ -21,15 +22,21 @@ struct lock {
 	const struct options *opts;
 	struct node nodes[MAX_SERVERS];
 	size_t n_nodes;
-	char *key, *fence_key, *owner_key;
+	struct node subs[MAX_SERVERS];	/* SUBSCRIBEd while waiting */
+	bool subscribed;
+	char *key, *fence_key, *owner_key, *mode_key;
+	char *queue_key, *alive_key, *ticket_key, *channel;
 	char token[33];
 	char fence[24];
 	const char *reentry_token;	/* DLOCK_TOKEN when DLOCK_KEY is our key */
 	int64_t ttl_ms, node_timeout_ms;
 	int64_t valid_until_ms;		/* monotonic: ours at least until then */
-	char ttl_arg[24];
-	/* who holds it, for the holder info hash */
-	char host[128], pid[16], user[64], cmd[256], since[24];
+	char ttl_arg[24], mode_arg[24], ticket[24], alive_arg[24];
+	char info[512];		/* "host\tpid\tuser\tsince_ms\tcommand" */
+	/* what the last refusal said, for the wait line */
+	char held_by[512];
+	long queue_pos;
+	struct waitline wl;
 };
 
 int lock_init(struct lock *lk, const struct options *opts,

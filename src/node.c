@@ -277,7 +277,11 @@ static bool take_reply(struct node *n, redisReply *r)
 			flush(n);
 			return n->state == NODE_BUSY;
 		}
-		fail(n, is_auth_error(r->str) ? EX_NOPERM : EX_SOFTWARE, "%s", r->str);
+		if (strncmp(r->str, "DLOCKMODE ", 10) == 0)
+			fail(n, EX_USAGE, "%s", r->str + 10);	/* -s vs --limit N */
+		else
+			fail(n, is_auth_error(r->str) ? EX_NOPERM : EX_SOFTWARE,
+			     "%s", r->str);
 		freeReplyObject(r);
 		return false;
 	}
@@ -348,4 +352,25 @@ void node_end(struct node *n)
 		n->replies[i] = NULL;
 	}
 	n->state = NODE_IDLE;
+}
+
+int node_read_pushes(struct node *n)
+{
+	int count = 0;
+	void *r;
+
+	if (!n->c || redisBufferRead(n->c) != REDIS_OK) {
+		node_close(n);
+		return -1;
+	}
+	for (;;) {
+		if (redisGetReplyFromReader(n->c, &r) != REDIS_OK) {
+			node_close(n);
+			return -1;
+		}
+		if (!r)
+			return count;
+		freeReplyObject(r);
+		count++;
+	}
 }

@@ -56,4 +56,7 @@ void node_check_deadline(struct node *n, int64_t now_ms);
 /* Frees the replies of the last round. */
 void node_end(struct node *n);
 void node_close(struct node *n);
+/* On a connection that has SUBSCRIBEd: reads what arrived and returns the
+ * number of messages, or -1 when the connection is gone (then closed). */
+int node_read_pushes(struct node *n);
 int node_fd(const struct node *n);

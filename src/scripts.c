@@ -4,63 +4,195 @@
  * with SCRIPT EXISTS; recompute with printf %s BODY | sha1sum. */
 #include "scripts.h"
 
-/* KEYS[1] lock, KEYS[2] fence counter, KEYS[3] holder info hash
- * ARGV[1] token, ARGV[2] ttl ms, ARGV[3] re-entry token or '',
- * ARGV[4..8] host, pid, user, command, since (ms since the epoch)
- * Returns {1, fence} acquired, {2, fence} re-entered, {0, pttl} held. */
+/* KEYS: 1 lock (string: exclusive holder's token; zset: shared holders,
+ * token -> lease end in server ms), 2 fencing counter, 3 holder info (hash:
+ * token -> "host pid user since command"), 4 mode of a shared lock ("s" or
+ * the --limit N), 5 fair queue (zset: token -> ticket), 6 queue liveness
+ * (zset: token -> server ms after which the waiter counts as dead).
+ * ARGV: 1 token, 2 ttl ms, 3 re-entry token or '', 4 holder info,
+ * 5 mode ("x" exclusive, "s" shared, or N for --limit N), 6 fair ticket or '',
+ * 7 queue liveness ms, 8 channel to publish on when the queue moves.
+ * Returns {1, fence} acquired, {2, fence} re-entered, or
+ * {0, retry hint ms, queue position, holder info} when held. */
 const struct script script_acquire = {
 	.name = "acquire",
 	.body =
-		"if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-		"  local fence = redis.call('INCR', KEYS[2])\n"
-		"  redis.call('DEL', KEYS[3])\n"
-		"  redis.call('HSET', KEYS[3], 'token', ARGV[1], 'host', ARGV[4], 'pid', ARGV[5],\n"
-		"    'user', ARGV[6], 'cmd', ARGV[7], 'since', ARGV[8], 'fence', fence)\n"
+		"local t = redis.call('TIME')\n"
+		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"local function stretch(now)\n"
+		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+		"  if #last == 0 then\n"
+		"    redis.call('DEL', KEYS[1], KEYS[4])\n"
+		"    return\n"
+		"  end\n"
+		"  local left = math.max(1, tonumber(last[2]) - now)\n"
+		"  redis.call('PEXPIRE', KEYS[1], left)\n"
+		"  redis.call('PEXPIRE', KEYS[4], left)\n"
+		"  if redis.call('PTTL', KEYS[3]) < left then\n"
+		"    redis.call('PEXPIRE', KEYS[3], left)\n"
+		"  end\n"
+		"end\n"
+		"local function drop_dead(now)\n"
+		"  if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return end\n"
+		"  local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)\n"
+		"  if #dead > 0 then\n"
+		"    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
+		"    redis.call('HDEL', KEYS[3], unpack(dead))\n"
+		"    stretch(now)\n"
+		"  end\n"
+		"end\n"
+		"local token, mode, ticket = ARGV[1], ARGV[5], ARGV[6]\n"
+		"local function fence() return tonumber(redis.call('GET', KEYS[2]) or '0') end\n"
+		"local kind = redis.call('TYPE', KEYS[1]).ok\n"
+		"if ARGV[3] ~= '' then\n"
+		"  if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[3] then\n"
+		"    return {2, fence()}\n"
+		"  end\n"
+		"  if kind == 'zset' then\n"
+		"    local s = redis.call('ZSCORE', KEYS[1], ARGV[3])\n"
+		"    if s and tonumber(s) > now then return {2, fence()} end\n"
+		"  end\n"
+		"end\n"
+		"drop_dead(now)\n"
+		"kind = redis.call('TYPE', KEYS[1]).ok\n"
+		"if kind ~= 'none' and kind ~= 'string' and kind ~= 'zset' then\n"
+		"  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' is a ' .. kind .. ', not a lock')\n"
+		"end\n"
+		"local function holder()\n"
+		"  local who\n"
+		"  if kind == 'string' then\n"
+		"    who = redis.call('HGET', KEYS[3], redis.call('GET', KEYS[1]))\n"
+		"  elseif kind == 'zset' then\n"
+		"    local first = redis.call('ZRANGE', KEYS[1], 0, 0)\n"
+		"    if #first > 0 then who = redis.call('HGET', KEYS[3], first[1]) end\n"
+		"    local n = redis.call('ZCARD', KEYS[1])\n"
+		"    if n > 1 then return (who or 'foreign') .. ' +' .. (n - 1) end\n"
+		"  end\n"
+		"  return who or ''\n"
+		"end\n"
+		"local pos = 0\n"
+		"if ticket ~= '' then\n"
+		"  local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now)\n"
+		"  if #gone > 0 then\n"
+		"    redis.call('ZREM', KEYS[5], unpack(gone))\n"
+		"    redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)\n"
+		"  end\n"
+		"  redis.call('ZADD', KEYS[5], 'NX', ticket, token)\n"
+		"  redis.call('ZADD', KEYS[6], now + tonumber(ARGV[7]), token)\n"
+		"  redis.call('PEXPIRE', KEYS[5], ARGV[7])\n"
+		"  redis.call('PEXPIRE', KEYS[6], ARGV[7])\n"
+		"  pos = redis.call('ZRANK', KEYS[5], token)\n"
+		"  if pos > 0 then\n"
+		"    local hint = kind == 'none' and -1 or redis.call('PTTL', KEYS[1])\n"
+		"    return {0, hint, pos, holder()}\n"
+		"  end\n"
+		"end\n"
+		"if mode == 'x' then\n"
+		"  if kind ~= 'none' then return {0, redis.call('PTTL', KEYS[1]), pos, holder()} end\n"
+		"  redis.call('SET', KEYS[1], token, 'PX', ARGV[2])\n"
+		"  redis.call('HSET', KEYS[3], token, ARGV[4])\n"
 		"  redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
-		"  return {1, fence}\n"
+		"else\n"
+		"  if kind == 'string' then return {0, redis.call('PTTL', KEYS[1]), pos, holder()} end\n"
+		"  local had = redis.call('GET', KEYS[4])\n"
+		"  if kind == 'zset' and had and had ~= mode then\n"
+		"    return redis.error_reply('DLOCKMODE the lock is held ' ..\n"
+		"      (had == 's' and 'shared' or 'with --limit ' .. had))\n"
+		"  end\n"
+		"  if kind == 'zset' and mode ~= 's' and\n"
+		"      redis.call('ZCARD', KEYS[1]) >= tonumber(mode) then\n"
+		"    local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
+		"    return {0, math.max(1, tonumber(first[2]) - now), pos, holder()}\n"
+		"  end\n"
+		"  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), token)\n"
+		"  redis.call('SET', KEYS[4], mode)\n"
+		"  redis.call('HSET', KEYS[3], token, ARGV[4])\n"
+		"  stretch(now)\n"
 		"end\n"
-		"if ARGV[3] ~= '' and redis.call('TYPE', KEYS[1]).ok == 'string'\n"
-		"    and redis.call('GET', KEYS[1]) == ARGV[3] then\n"
-		"  return {2, tonumber(redis.call('GET', KEYS[2]) or '0')}\n"
+		"if ticket ~= '' then\n"
+		"  redis.call('ZREM', KEYS[5], token)\n"
+		"  redis.call('ZREM', KEYS[6], token)\n"
+		"  redis.call('PUBLISH', ARGV[8], 'next')\n"
 		"end\n"
-		"return {0, redis.call('PTTL', KEYS[1])}\n",
-	.sha = "8d9a6fb7dbb71183911739ba95af38576770e4b8",
-	.n_keys = 3,
+		"return {1, redis.call('INCR', KEYS[2])}\n",
+	.sha = "8fed2a134bf770572a4adf37ad21f7511b6e7313",
+	.n_keys = 6,
 };
 
-/* KEYS[1] lock, KEYS[2] holder info hash; ARGV[1] token, ARGV[2] ttl ms
+/* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock (acquire's 1, 3, 4).
+ * ARGV: 1 token, 2 ttl ms.
  * Returns 1 when extended, 0 when the lock is not ours (any more). */
 const struct script script_extend = {
 	.name = "extend",
 	.body =
-		"if redis.call('TYPE', KEYS[1]).ok == 'string'\n"
-		"    and redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+		"local t = redis.call('TIME')\n"
+		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"local kind = redis.call('TYPE', KEYS[1]).ok\n"
+		"if kind == 'string' then\n"
+		"  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
 		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
 		"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
 		"  return 1\n"
 		"end\n"
-		"return 0\n",
-	.sha = "5f21fb5f08c143f75b0e10478ed9fcee53d649e1",
-	.n_keys = 2,
+		"if kind ~= 'zset' then return 0 end\n"
+		"local s = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
+		"if not s or tonumber(s) <= now then return 0 end\n"
+		"redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])\n"
+		"local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+		"local left = math.max(1, tonumber(last[2]) - now)\n"
+		"redis.call('PEXPIRE', KEYS[1], left)\n"
+		"redis.call('PEXPIRE', KEYS[3], left)\n"
+		"redis.call('PEXPIRE', KEYS[2], left)\n"
+		"return 1\n",
+	.sha = "29dd57454da3f229eff64c74d052a770bd574623",
+	.n_keys = 3,
 };
 
-/* KEYS[1] lock, KEYS[2] holder info hash; ARGV[1] token
- * Compare-and-delete, as redis-py, redsync and node-redlock release.
+/* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock.
+ * ARGV: 1 token, 2 channel. Compare-and-delete, as redis-py, redsync and
+ * node-redlock release, then a PUBLISH that wakes the waiters at once.
  * Returns 1 when released, 0 when the lock was not ours. */
 const struct script script_release = {
 	.name = "release",
 	.body =
-		"if redis.call('TYPE', KEYS[1]).ok == 'string'\n"
-		"    and redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-		"  redis.call('DEL', KEYS[1], KEYS[2])\n"
-		"  return 1\n"
+		"local t = redis.call('TIME')\n"
+		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"local kind = redis.call('TYPE', KEYS[1]).ok\n"
+		"if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+		"  redis.call('DEL', KEYS[1])\n"
+		"elseif kind == 'zset' and redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then\n"
+		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+		"  if #last == 0 then\n"
+		"    redis.call('DEL', KEYS[1], KEYS[3])\n"
+		"  else\n"
+		"    local left = math.max(1, tonumber(last[2]) - now)\n"
+		"    redis.call('PEXPIRE', KEYS[1], left)\n"
+		"    redis.call('PEXPIRE', KEYS[3], left)\n"
+		"  end\n"
+		"else\n"
+		"  return 0\n"
 		"end\n"
-		"return 0\n",
-	.sha = "0af5bf67ba6dc0471c53cbb34bfca83bea374492",
+		"redis.call('HDEL', KEYS[2], ARGV[1])\n"
+		"redis.call('PUBLISH', ARGV[2], 'released')\n"
+		"return 1\n",
+	.sha = "fb2d7add655f8f9954dd727933c5cf51671055d7",
+	.n_keys = 3,
+};
+
+/* KEYS: 1 fair queue, 2 queue liveness. ARGV: 1 token, 2 channel.
+ * A fair waiter that gives up leaves the queue and lets the next one on. */
+const struct script script_leave_queue = {
+	.name = "leave_queue",
+	.body =
+		"redis.call('ZREM', KEYS[1], ARGV[1])\n"
+		"redis.call('ZREM', KEYS[2], ARGV[1])\n"
+		"redis.call('PUBLISH', ARGV[2], 'next')\n"
+		"return 1\n",
+	.sha = "8a74f3eda158961fd91b9a1114ee41c4bfe6f74c",
 	.n_keys = 2,
 };
 
-/* KEYS[1] fence counter; ARGV[1] fence
+/* KEYS: 1 fencing counter. ARGV: 1 fence.
  * RedLock: raises the counter to ARGV[1] so the next majority, which meets
  * this one on at least one server, counts past it. Returns the new value. */
 const struct script script_fence_max = {

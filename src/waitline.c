@@ -1,0 +1,74 @@
+/* waitline.c - who holds the lock, and for how long we have waited.
+ *
+ * On a terminal the line appears after a second of waiting (at once with
+ * --verbose) and is redrawn in place; elsewhere only --verbose prints it,
+ * once, as an ordinary line, so logs and cron mail stay quiet. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "clock.h"
+#include "waitline.h"
+
+void waitline_init(struct waitline *wl, const char *key, bool verbose)
+{
+	*wl = (struct waitline){
+		.key = key,
+		.tty = isatty(STDERR_FILENO),
+		.verbose = verbose,
+		.start_ms = clock_now_ms(),
+	};
+}
+
+/* "host\tpid\tuser\tsince_ms\tcommand[ +N]" -> "user@host pid N (cmd) for Xs" */
+static void describe(const char *info, char *out, size_t len)
+{
+	char host[128] = "", user[64] = "", cmd[128] = "";
+	long long pid = 0, since_ms = 0;
+	const char *more = strrchr(info, '+');
+	int n_more = more && more > info && more[-1] == ' ' ? atoi(more + 1) : 0;
+	size_t used;
+
+	if (!*info || sscanf(info, "%127[^\t]\t%lld\t%63[^\t]\t%lld\t%127[^\t]",
+			     host, &pid, user, &since_ms, cmd) < 4) {
+		snprintf(out, len, "held by another client");
+	} else {
+		long long held_s = (clock_wall_ms() - since_ms) / 1000;
+
+		if (more && n_more && strlen(cmd) >= strlen(more) + 1)
+			cmd[strlen(cmd) - strlen(more) - 1] = '\0';
+		snprintf(out, len, "held by %s@%s pid %lld (%s) for %llds", user,
+			 host, pid, cmd, held_s > 0 ? held_s : 0);
+	}
+	used = strlen(out);
+	if (n_more > 0 && used < len)
+		snprintf(out + used, len - used, " and %d more", n_more);
+}
+
+void waitline_update(struct waitline *wl, const char *holder, long queue_pos,
+		     bool fair)
+{
+	int64_t waited_ms = clock_now_ms() - wl->start_ms;
+	char who[320], pos[48] = "";
+
+	if (!wl->verbose && (!wl->tty || waited_ms < 1000))
+		return;
+	if (!wl->tty && wl->shown)
+		return;
+	describe(holder ? holder : "", who, sizeof who);
+	if (fair)
+		snprintf(pos, sizeof pos, ", queue position %ld", queue_pos + 1);
+	fprintf(stderr, "%sdlock: %s: %s; waited %" PRId64 "s%s%s",
+		wl->tty ? "\r\033[K" : "", wl->key, who, waited_ms / 1000, pos,
+		wl->tty ? "" : "\n");
+	fflush(stderr);
+	wl->shown = true;
+}
+
+void waitline_clear(struct waitline *wl)
+{
+	if (wl->tty && wl->shown)
+		fputs("\r\033[K", stderr);
+	wl->shown = false;
+}

@@ -1,0 +1,20 @@
+/* waitline.h - the status line shown while waiting on a terminal */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+struct waitline {
+	const char *key;
+	bool tty;		/* stderr is a terminal: one line, redrawn */
+	bool verbose;
+	bool shown;
+	int64_t start_ms;
+};
+
+void waitline_init(struct waitline *wl, const char *key, bool verbose);
+/* holder: the holder info from the server ("" for a foreign holder);
+ * queue_pos: 0 at the head or when not queueing. */
+void waitline_update(struct waitline *wl, const char *holder, long queue_pos,
+		     bool fair);
+/* Erases the line once the wait is over. */
+void waitline_clear(struct waitline *wl);
