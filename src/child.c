@@ -1,8 +1,9 @@
 /* child.c - runs the command under the lock and watches over it.
  *
- * Everything the child needs (path, argv, envp) is built before fork(): the
- * renewal thread already runs, and the child of a threaded process may only
- * call async-signal-safe functions until it execs. */
+ * Everything the child needs (path, argv, envp) is built before fork(), and
+ * the child calls only async-signal-safe functions until it execs, so the
+ * order of fork() and the renewal thread's start does not matter: main()
+ * starts the thread while the child execs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -88,7 +89,7 @@ int child_prepare(struct job *job, const struct options *opts,
 	size_t argc = 0;
 	int e;
 
-	*job = (struct job){ .orig_mask = *orig_mask, .tty_fd = -1 };
+	*job = (struct job){ .orig_mask = *orig_mask, .tty_fd = -1, .exec_fd = -1 };
 	if (opts->shell_cmd) {
 		const char *shell = getenv("SHELL");
 
@@ -177,8 +178,7 @@ static void __attribute__((noreturn)) exec_child(struct job *job, int err_fd,
 int child_start(struct job *job, struct error *err)
 {
 	pid_t supervisor = getpid();
-	int pipefd[2], e;
-	ssize_t n;
+	int pipefd[2];
 
 	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
 		job->tty_fd = STDIN_FILENO;
@@ -198,14 +198,24 @@ int child_start(struct job *job, struct error *err)
 		exec_child(job, pipefd[1], supervisor);
 	}
 	close(pipefd[1]);
+	job->exec_fd = pipefd[0];
 	/* Both sides set the group, so neither order of events races. */
 	setpgid(job->pid, job->pid);
 	if (job->tty_fd >= 0)
 		tcsetpgrp(job->tty_fd, job->pid);
+	return 0;
+}
+
+int child_wait_exec(struct job *job, struct error *err)
+{
+	ssize_t n;
+	int e;
+
 	do
-		n = read(pipefd[0], &e, sizeof e);
+		n = read(job->exec_fd, &e, sizeof e);
 	while (n < 0 && errno == EINTR);
-	close(pipefd[0]);
+	close(job->exec_fd);
+	job->exec_fd = -1;
 	if (n == (ssize_t)sizeof e) {
 		while (waitpid(job->pid, NULL, 0) < 0 && errno == EINTR)
 			;
@@ -239,8 +249,10 @@ static void follow_stop(struct job *job)
 
 struct supervisor {
 	bool lost;
+	int exit;		/* dlock's own status when not the command's */
 	int64_t kill_at_ms;	/* SIGKILL the group then; -1: not armed */
 	int64_t max_hold_at_ms;	/* -1: no --max-hold */
+	int64_t renew_at_ms;	/* start the renewal thread then; -1: none */
 };
 
 static void lose_lease(struct job *job, const struct watch *w,
@@ -251,6 +263,7 @@ static void lose_lease(struct job *job, const struct watch *w,
 	log_line(opts->key, "lease lost: %s%s", why,
 		 opts->on_lost_signal ? "; stopping the command" : "");
 	sv->lost = true;
+	sv->renew_at_ms = -1;
 	if (opts->on_lost_signal) {
 		/* The whole group: the children of sh -c must stop too. */
 		kill(-job->pid, opts->on_lost_signal);
@@ -258,17 +271,18 @@ static void lose_lease(struct job *job, const struct watch *w,
 	}
 }
 
-static int64_t next_timeout(const struct supervisor *sv)
+/* poll()'s timeout: until the earliest armed deadline, or -1. */
+static int next_timeout(const struct supervisor *sv)
 {
-	int64_t at = -1, now = clock_now_ms();
+	const int64_t at[] = { sv->kill_at_ms, sv->max_hold_at_ms, sv->renew_at_ms };
+	int64_t first = -1, now_ms = clock_now_ms();
 
-	if (sv->kill_at_ms >= 0)
-		at = sv->kill_at_ms;
-	if (sv->max_hold_at_ms >= 0 && (at < 0 || sv->max_hold_at_ms < at))
-		at = sv->max_hold_at_ms;
-	if (at < 0)
+	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+		if (at[i] >= 0 && (first < 0 || at[i] < first))
+			first = at[i];
+	if (first < 0)
 		return -1;
-	return at > now ? at - now : 0;
+	return first > now_ms ? (int)(first - now_ms) : 0;
 }
 
 /* Returns true once the command has exited, with its status. */
@@ -288,12 +302,44 @@ static bool reap(struct job *job, int *status)
 	return false;
 }
 
+static void on_deadlines(struct job *job, const struct watch *w,
+			 struct supervisor *sv)
+{
+	int64_t now_ms = clock_now_ms();
+
+	if (sv->renew_at_ms >= 0 && now_ms >= sv->renew_at_ms) {
+		sv->renew_at_ms = -1;
+		if (lease_start(w->lease) < 0) {
+			char why[160];
+
+			snprintf(why, sizeof why, "cannot start the renewal thread: %s",
+				 strerror(errno));
+			lose_lease(job, w, sv, why);
+			sv->exit = EX_OSERR;
+		}
+	}
+	if (sv->max_hold_at_ms >= 0 && now_ms >= sv->max_hold_at_ms) {
+		sv->max_hold_at_ms = -1;
+		if (w->lease)
+			lease_stop(w->lease);
+		if (!sv->lost)
+			lose_lease(job, w, sv,
+				   "held longer than --max-hold: the command is treated as hung");
+	}
+	if (sv->kill_at_ms >= 0 && now_ms >= sv->kill_at_ms) {
+		kill(-job->pid, SIGKILL);
+		sv->kill_at_ms = -1;
+	}
+}
+
 int child_supervise(struct job *job, const struct watch *w)
 {
 	struct supervisor sv = {
+		.exit = EX_TEMPFAIL,
 		.kill_at_ms = -1,
 		.max_hold_at_ms = w->opts->max_hold_ms >= 0 ?
 				  clock_now_ms() + w->opts->max_hold_ms : -1,
+		.renew_at_ms = w->lease ? lease_first_renewal_ms(w->lease) : -1,
 	};
 	int status = 0;
 
@@ -302,10 +348,8 @@ int child_supervise(struct job *job, const struct watch *w)
 			{ w->sigfd, POLLIN, 0 },
 			{ sv.lost ? -1 : w->lost_fd, POLLIN, 0 },
 		};
-		int64_t timeout_ms = next_timeout(&sv);
-		int64_t now_ms;
 
-		if (poll(pfd, 2, (int)timeout_ms) < 0 && errno != EINTR)
+		if (poll(pfd, 2, next_timeout(&sv)) < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
@@ -321,28 +365,18 @@ int child_supervise(struct job *job, const struct watch *w)
 		}
 		if (pfd[1].revents & POLLIN)
 			lose_lease(job, w, &sv, w->lease->err.msg);
-		now_ms = clock_now_ms();
-		if (sv.max_hold_at_ms >= 0 && now_ms >= sv.max_hold_at_ms) {
-			sv.max_hold_at_ms = -1;
-			if (w->lease)
-				lease_stop(w->lease);
-			if (!sv.lost)
-				lose_lease(job, w, &sv,
-					   "held longer than --max-hold: the command is treated as hung");
-		}
-		if (sv.kill_at_ms >= 0 && now_ms >= sv.kill_at_ms) {
-			kill(-job->pid, SIGKILL);
-			sv.kill_at_ms = -1;
-		}
+		on_deadlines(job, w, &sv);
 	}
 out:
 	if (job->tty_fd >= 0)
 		tcsetpgrp(job->tty_fd, getpgrp());
-	return sv.lost ? EX_TEMPFAIL : status;
+	return sv.lost ? sv.exit : status;
 }
 
 void child_free(struct job *job)
 {
+	if (job->exec_fd >= 0)
+		close(job->exec_fd);
 	free(job->path);
 	free(job->argv);
 	free(job->sh_argv);

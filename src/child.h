@@ -16,6 +16,7 @@ struct job {
 	sigset_t orig_mask;	/* restored in the child before exec */
 	pid_t pid;
 	int tty_fd;		/* the terminal handed to the command, or -1 */
+	int exec_fd;		/* close-on-exec pipe: the child's exec errno */
 };
 
 /* Finds the command before any lock is taken: 127 when it does not exist,
@@ -25,15 +26,17 @@ int child_prepare(struct job *job, const struct options *opts,
 /* The command's environment: ours plus DLOCK_KEY, DLOCK_TOKEN, DLOCK_FENCE. */
 int child_set_env(struct job *job, const char *key, const char *token,
 		  const char *fence, struct error *err);
-/* Forks and execs; returns once exec succeeded (0) or failed (-1, err:
- * 126/127 for exec, 71 for fork). */
+/* Forks the child, which execs; -1 (err, 71) when fork fails. */
 int child_start(struct job *job, struct error *err);
+/* Returns once exec succeeded (0) or failed (-1, err 126/127, reaped). */
+int child_wait_exec(struct job *job, struct error *err);
 
 struct watch {
 	const struct options *opts;
 	int sigfd;		/* SIGCHLD and the signals to forward */
 	int lost_fd;		/* readable when the lease is lost; -1: none */
-	struct lease *lease;	/* NULL when nothing renews (re-entry) */
+	struct lease *lease;	/* NULL when nothing renews (re-entry); its
+				 * thread is started here, when first due */
 };
 
 /* Forwards signals, handles a lost lease and --max-hold, and reaps the

@@ -85,7 +85,7 @@ int config_parse_servers(const char *list, struct url *urls, size_t max,
 		char one[1024], why[256];
 
 		if (*n_urls == max) {
-			snprintf(err, errlen, "more than %zu servers", max);
+			snprintf(err, errlen, "too many servers (at most %d)", MAX_SERVERS);
 			return -1;
 		}
 		if (len >= sizeof one) {
@@ -213,38 +213,41 @@ static int load_configs(const struct options *opts, struct config_file *cf,
 	return load_config(user_path, false, cf, texts, n_texts, err, errlen);
 }
 
+/* Appends the URLs of list to st->urls. */
+static int add_servers(struct settings *st, const char *list, const char *from,
+		       char *err, size_t errlen)
+{
+	char why[512];
+	size_t n = 0;
+
+	if (config_parse_servers(list, st->urls + st->n_urls,
+				 MAX_SERVERS - st->n_urls, &n, why, sizeof why) < 0) {
+		snprintf(err, errlen, "%s: %s", from, why);
+		return -1;
+	}
+	st->n_urls += n;
+	return 0;
+}
+
 static int resolve(struct options *opts, const struct config_file *cf,
 		   struct settings *st, char *err, size_t errlen)
 {
 	const char *env_servers = getenv("DLOCK_SERVERS");
 	const char *env_prefix = getenv("DLOCK_PREFIX");
 	const char *env_password = getenv("DLOCK_PASSWORD");
-	char why[512];
 
 	if (opts->n_servers > 0) {
-		for (size_t i = 0; i < opts->n_servers; i++) {
-			if (i == MAX_SERVERS) {
-				snprintf(err, errlen, "more than %d servers", MAX_SERVERS);
+		/* Each -S may itself be a list, as DLOCK_SERVERS is. */
+		for (size_t i = 0; i < opts->n_servers; i++)
+			if (add_servers(st, opts->servers[i], "--server", err, errlen) < 0)
 				return -1;
-			}
-			if (config_parse_servers(opts->servers[i], &st->urls[i], 1,
-						 &(size_t){ 0 }, why, sizeof why) < 0) {
-				snprintf(err, errlen, "--server: %s", why);
-				return -1;
-			}
-		}
-		st->n_urls = opts->n_servers;
-	} else {
-		const char *list = env_servers && *env_servers ? env_servers :
-				   cf->servers ? cf->servers : DEFAULT_SERVER;
-		const char *from = env_servers && *env_servers ? "DLOCK_SERVERS" :
-				   cf->servers ? "servers" : "default";
-
-		if (config_parse_servers(list, st->urls, MAX_SERVERS, &st->n_urls,
-					 why, sizeof why) < 0) {
-			snprintf(err, errlen, "%s: %s", from, why);
+	} else if (env_servers && *env_servers) {
+		if (add_servers(st, env_servers, "DLOCK_SERVERS", err, errlen) < 0)
 			return -1;
-		}
+	} else if (add_servers(st, cf->servers ? cf->servers : DEFAULT_SERVER,
+			       cf->servers ? "config: servers" : "default",
+			       err, errlen) < 0) {
+		return -1;
 	}
 
 	st->prefix = strdup(opts->prefix ? opts->prefix : env_prefix ? env_prefix :
@@ -302,7 +305,13 @@ int config_resolve(struct options *opts, struct settings *st, char *err,
 	size_t n_texts = 0;
 	int r;
 
-	*st = (struct settings){ 0 };
+	/* malloc, not calloc: url_parse() fills each one it uses, and zeroing
+	 * MAX_SERVERS of them is a tenth of dlock's start-up. */
+	*st = (struct settings){ .urls = malloc(MAX_SERVERS * sizeof *st->urls) };
+	if (!st->urls) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	r = load_configs(opts, &cf, texts, &n_texts, err, errlen);
 	if (r == 0)
 		r = resolve(opts, &cf, st, err, errlen);
@@ -313,6 +322,7 @@ int config_resolve(struct options *opts, struct settings *st, char *err,
 
 void config_free(struct settings *st)
 {
+	free(st->urls);
 	free(st->prefix);
 	if (st->password) {
 		explicit_bzero(st->password, strlen(st->password));

@@ -17,7 +17,7 @@ struct config_file {
 };
 
 struct settings {
-	struct url urls[MAX_SERVERS];
+	struct url *urls;	/* room for MAX_SERVERS, n_urls filled */
 	size_t n_urls;
 	char *prefix;		/* owned */
 	char *password;		/* owned; NULL when none */

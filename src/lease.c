@@ -9,6 +9,7 @@
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 #include "clock.h"
 #include "lease.h"
 
@@ -42,7 +43,7 @@ static void *renew(void *arg)
 	int64_t period_ms = lk->ttl_ms / 3;
 	int64_t notice_ms = lk->ttl_ms / 10 > 0 ? lk->ttl_ms / 10 : 1;
 	int64_t retry_ms = min64(period_ms / 4 > 10 ? period_ms / 4 : 10, 1000);
-	int64_t next_ms = lk->valid_until_ms - lk->ttl_ms + period_ms;
+	int64_t next_ms = lease_first_renewal_ms(ls);
 	uint64_t one = 1;
 	struct error last = { 0 };
 
@@ -75,28 +76,49 @@ static void *renew(void *arg)
 	return NULL;
 }
 
-int lease_start(struct lease *ls, struct lock *lk, int notify_fd)
+int lease_init(struct lease *ls, struct lock *lk)
+{
+	*ls = (struct lease){ .lk = lk };
+	ls->notify_fd = eventfd(0, EFD_CLOEXEC);
+	return ls->notify_fd < 0 ? -1 : 0;
+}
+
+int64_t lease_first_renewal_ms(const struct lease *ls)
+{
+	const struct lock *lk = ls->lk;
+
+	return lk->valid_until_ms - lk->ttl_ms + lk->ttl_ms / 3;
+}
+
+int lease_start(struct lease *ls)
 {
 	pthread_condattr_t attr;
+	pthread_attr_t tattr;
 	int e;
 
-	*ls = (struct lease){ .lk = lk, .notify_fd = notify_fd };
 	pthread_mutex_init(&ls->mutex, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&ls->wake, &attr);
 	pthread_condattr_destroy(&attr);
-	e = pthread_create(&ls->thread, NULL, renew, ls);
+	/* A small stack: the thread runs fanout rounds and nothing deep. */
+	pthread_attr_init(&tattr);
+	pthread_attr_setstacksize(&tattr, 256 * 1024);
+	e = pthread_create(&ls->thread, &tattr, renew, ls);
+	pthread_attr_destroy(&tattr);
 	if (e) {
+		pthread_cond_destroy(&ls->wake);
+		pthread_mutex_destroy(&ls->mutex);
 		errno = e;
 		return -1;
 	}
+	ls->started = true;
 	return 0;
 }
 
 void lease_stop(struct lease *ls)
 {
-	if (ls->joined)
+	if (!ls->started || ls->joined)
 		return;
 	ls->joined = true;
 	pthread_mutex_lock(&ls->mutex);
@@ -106,4 +128,12 @@ void lease_stop(struct lease *ls)
 	pthread_join(ls->thread, NULL);
 	pthread_cond_destroy(&ls->wake);
 	pthread_mutex_destroy(&ls->mutex);
+}
+
+void lease_free(struct lease *ls)
+{
+	lease_stop(ls);
+	if (ls->notify_fd >= 0)
+		close(ls->notify_fd);
+	ls->notify_fd = -1;
 }

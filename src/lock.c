@@ -84,7 +84,10 @@ int lock_init(struct lock *lk, const struct options *opts,
 		.ttl_ms = st->ttl_ms,
 		.node_timeout_ms = st->node_timeout_ms,
 	};
-	if (asprintf(&lk->key, "%s%s", st->prefix, opts->key) < 0 ||
+	lk->nodes = calloc(lk->n_nodes, sizeof *lk->nodes);
+	lk->subs = calloc(lk->n_nodes, sizeof *lk->subs);
+	if (!lk->nodes || !lk->subs ||
+	    asprintf(&lk->key, "%s%s", st->prefix, opts->key) < 0 ||
 	    !(lk->fence_key = derived_key(lk->key, ":fence")) ||
 	    !(lk->owner_key = derived_key(lk->key, ":owner")) ||
 	    !(lk->mode_key = derived_key(lk->key, ":mode")) ||
@@ -117,12 +120,14 @@ int lock_init(struct lock *lk, const struct options *opts,
 
 void lock_free(struct lock *lk)
 {
-	for (size_t i = 0; i < lk->n_nodes; i++) {
+	for (size_t i = 0; lk->nodes && lk->subs && i < lk->n_nodes; i++) {
 		node_end(&lk->nodes[i]);
 		node_close(&lk->nodes[i]);
 		node_end(&lk->subs[i]);
 		node_close(&lk->subs[i]);
 	}
+	free(lk->nodes);
+	free(lk->subs);
 	free(lk->key);
 	free(lk->fence_key);
 	free(lk->owner_key);

@@ -20,9 +20,9 @@ enum extend_result { EXTEND_OK, EXTEND_FAILED, EXTEND_LOST };
 
 struct lock {
 	const struct options *opts;
-	struct node nodes[MAX_SERVERS];
+	struct node *nodes;		/* n_nodes of each */
 	size_t n_nodes;
-	struct node subs[MAX_SERVERS];	/* SUBSCRIBEd while waiting */
+	struct node *subs;		/* SUBSCRIBEd while waiting */
 	bool subscribed;
 	char *key, *fence_key, *owner_key, *mode_key;
 	char *queue_key, *alive_key, *ticket_key, *channel;

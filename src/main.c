@@ -1,7 +1,7 @@
 /* main.c - dlock: flock(1) for distributed hosts.
  *
- * Parse, resolve settings and the command, take the lock, start the renewal
- * thread, run the command, release. Errors travel up to here, where what
+ * Parse, resolve settings and the command, take the lock, run the command
+ * while the lease is renewed, release. Errors travel up to here, where what
  * was taken is given back, one line is printed and the exit code chosen. */
 #include <errno.h>
 #include <signal.h>
@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include "child.h"
 #include "cli.h"
@@ -59,8 +58,8 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 	struct lease lease;
 	struct error err = { 0 };
 	struct watch w = { .opts = opts, .sigfd = sigfd, .lost_fd = -1 };
-	int status, signo = 0, lost_fd = -1;
-	bool reentered;
+	int status, signo = 0;
+	bool reentered, have_lease = false;
 
 	if (child_prepare(&job, opts, orig_mask, &err) < 0) {
 		log_error(opts->key, &err);
@@ -100,30 +99,34 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 		goto release;
 	}
 	if (!reentered) {
-		lost_fd = eventfd(0, EFD_CLOEXEC);
-		if (lost_fd < 0 || lease_start(&lease, &lk, lost_fd) < 0) {
-			log_line(opts->key, "cannot start the renewal thread: %s",
-				 strerror(errno));
+		if (lease_init(&lease, &lk) < 0) {
+			log_line(opts->key, "eventfd: %s", strerror(errno));
 			status = EX_OSERR;
 			goto release;
 		}
-		w.lost_fd = lost_fd;
+		have_lease = true;
+		w.lost_fd = lease.notify_fd;
 		w.lease = &lease;
 	}
 	if (child_start(&job, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
+		goto release;
+	}
+	if (child_wait_exec(&job, &err) < 0) {
+		log_error(opts->key, &err);
+		status = err.exit;
 	} else {
 		status = child_supervise(&job, &w);
 	}
-	if (w.lease)
+	if (have_lease)
 		lease_stop(&lease);
 release:
 	if (!reentered && lock_release(&lk, &err) < 0 && opts->verbose)
 		log_error(opts->key, &err);
 out:
-	if (lost_fd >= 0)
-		close(lost_fd);
+	if (have_lease)
+		lease_free(&lease);
 	lock_free(&lk);
 	child_free(&job);
 	return status;

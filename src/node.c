@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sysexits.h>
-#include <sys/socket.h>
 #include <hiredis/sds.h>
 #include "clock.h"
 #include "node.h"
@@ -152,7 +151,6 @@ static int connect_start(struct node *n)
 		fail(n, EX_OSERR, "fcntl: %s", strerror(errno));
 		return -1;
 	}
-	n->state = NODE_CONNECTING;
 	return 0;
 }
 
@@ -224,27 +222,21 @@ void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 	n->deadline_ms = deadline_ms;
 	n->err = (struct error){ 0 };
 	memset(n->replies, 0, sizeof n->replies);
-	if (!n->c) {
-		if (connect_start(n) < 0)
-			return;
-		queue_round(n);
+	if (!n->c && connect_start(n) < 0)
 		return;
-	}
 	n->state = NODE_BUSY;
 	queue_round(n);
-	flush(n);	/* an idle socket is writable: skip one poll() */
+	/* Write at once: an idle socket is writable, and one still connecting
+	 * says EAGAIN and is written when poll() finds it writable (or fails
+	 * with the connect's error). Saves a poll() per round. */
+	flush(n);
 }
 
 short node_events(const struct node *n)
 {
-	switch (n->state) {
-	case NODE_CONNECTING:
-		return POLLOUT;
-	case NODE_BUSY:
-		return (short)(POLLIN | (sdslen(n->c->obuf) > 0 ? POLLOUT : 0));
-	default:
+	if (n->state != NODE_BUSY)
 		return 0;
-	}
+	return (short)(POLLIN | (sdslen(n->c->obuf) > 0 ? POLLOUT : 0));
 }
 
 /* Returns false when the node stopped being busy (done or failed). */
@@ -297,22 +289,6 @@ void node_step(struct node *n, short revents)
 {
 	void *r;
 
-	if (n->state == NODE_CONNECTING) {
-		int soerr = 0;
-		socklen_t len = sizeof soerr;
-
-		if (!(revents & (POLLOUT | POLLERR | POLLHUP)))
-			return;
-		if (getsockopt(n->c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
-			soerr = errno;
-		if (soerr) {
-			fail(n, EX_UNAVAILABLE, "%s", strerror(soerr));
-			return;
-		}
-		n->state = NODE_BUSY;
-		flush(n);
-		return;
-	}
 	if (n->state != NODE_BUSY)
 		return;
 	if (revents & POLLOUT) {
@@ -339,8 +315,7 @@ void node_step(struct node *n, short revents)
 
 void node_check_deadline(struct node *n, int64_t now_ms)
 {
-	if ((n->state == NODE_CONNECTING || n->state == NODE_BUSY) &&
-	    now_ms >= n->deadline_ms)
+	if (n->state == NODE_BUSY && now_ms >= n->deadline_ms)
 		fail(n, EX_UNAVAILABLE, "no answer in time (--node-timeout)");
 }
 

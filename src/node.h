@@ -20,8 +20,7 @@ struct cmd {
 
 enum node_state {
 	NODE_IDLE,		/* nothing asked this round */
-	NODE_CONNECTING,	/* waiting for the socket to become writable */
-	NODE_BUSY,		/* writing commands, reading replies */
+	NODE_BUSY,		/* connecting, writing commands, reading replies */
 	NODE_DONE,		/* every reply of the round is in */
 	NODE_FAILED,		/* err says why; the connection is closed */
 };
