@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +57,11 @@ static void describe_holder(struct lock *lk, const struct options *opts)
 	if (!user || !*user)
 		user = getenv("LOGNAME");
 	if (!user || !*user) {
+		/* Only here: the password database may be slow (NSS). */
+		struct passwd *pw = getpwuid(getuid());
+
 		snprintf(uid, sizeof uid, "%u", (unsigned)getuid());
-		user = uid;
+		user = pw && pw->pw_name ? pw->pw_name : uid;
 	}
 	cmd[0] = '\0';
 	if (opts->shell_cmd)
@@ -453,8 +457,10 @@ static enum lock_result wait_loop(struct lock *lk, int sigfd, int *signo,
 		} else {
 			n_failures = 0;
 			backoff_ms = 100;
+			if (deadline_ms == start_ms)	/* -n: no wait to show */
+				return r;
 			waitline_update(&lk->wl, lk->held_by, lk->queue_pos, opts->fair);
-			if (!lk->subscribed && deadline_ms != start_ms) {
+			if (!lk->subscribed) {
 				subscribe(lk);
 				continue;
 			}

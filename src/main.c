@@ -75,8 +75,12 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 	case LOCK_REENTERED:
 		break;
 	case LOCK_HELD:
-		if (opts->verbose)
-			log_line(opts->key, "lock is held by someone else");
+		if (opts->verbose) {
+			char who[320];
+
+			waitline_describe(lk.held_by, who, sizeof who);
+			log_line(opts->key, "lock is %s", who);
+		}
 		status = opts->conflict_exit;
 		goto out;
 	case LOCK_INTERRUPTED:

@@ -60,7 +60,9 @@ static bool is_auth_error(const char *s)
 {
 	static const char *const prefixes[] = {
 		"NOAUTH", "WRONGPASS", "NOPERM", "ERR invalid password",
-		"ERR AUTH", "ERR Client sent AUTH", "ERR invalid username", NULL
+		"ERR AUTH", "ERR Client sent AUTH", "ERR invalid username",
+		/* Redis 7 to a client that sends a long command before AUTH */
+		"ERR Protocol error: unauthenticated", NULL
 	};
 
 	for (const char *const *p = prefixes; *p; p++)
@@ -271,9 +273,11 @@ static bool take_reply(struct node *n, redisReply *r)
 		}
 		if (strncmp(r->str, "DLOCKMODE ", 10) == 0)
 			fail(n, EX_USAGE, "%s", r->str + 10);	/* -s vs --limit N */
+		else if (is_auth_error(r->str))
+			fail(n, EX_NOPERM, "%s", strstr(r->str, "unauthenticated") ?
+			     "authentication required (no password given)" : r->str);
 		else
-			fail(n, is_auth_error(r->str) ? EX_NOPERM : EX_SOFTWARE,
-			     "%s", r->str);
+			fail(n, EX_SOFTWARE, "%s", r->str);
 		freeReplyObject(r);
 		return false;
 	}

@@ -22,7 +22,7 @@ void waitline_init(struct waitline *wl, const char *key, bool verbose)
 }
 
 /* "host\tpid\tuser\tsince_ms\tcommand[ +N]" -> "user@host pid N (cmd) for Xs" */
-static void describe(const char *info, char *out, size_t len)
+void waitline_describe(const char *info, char *out, size_t len)
 {
 	char host[128] = "", user[64] = "", cmd[128] = "";
 	long long pid = 0, since_ms = 0;
@@ -56,7 +56,7 @@ void waitline_update(struct waitline *wl, const char *holder, long queue_pos,
 		return;
 	if (!wl->tty && wl->shown)
 		return;
-	describe(holder ? holder : "", who, sizeof who);
+	waitline_describe(holder ? holder : "", who, sizeof who);
 	if (fair)
 		snprintf(pos, sizeof pos, ", queue position %ld", queue_pos + 1);
 	fprintf(stderr, "%sdlock: %s: %s; waited %" PRId64 "s%s%s",

@@ -1,6 +1,7 @@
 /* waitline.h - the status line shown while waiting on a terminal */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct waitline {
@@ -16,5 +17,7 @@ void waitline_init(struct waitline *wl, const char *key, bool verbose);
  * queue_pos: 0 at the head or when not queueing. */
 void waitline_update(struct waitline *wl, const char *holder, long queue_pos,
 		     bool fair);
+/* "held by user@host pid N (command) for Xs", from the holder info. */
+void waitline_describe(const char *holder, char *out, size_t len);
 /* Erases the line once the wait is over. */
 void waitline_clear(struct waitline *wl);
