@@ -199,10 +199,10 @@ static const char *const reserved_words[] = {
 	"status", "release", "acquire", "extend", NULL
 };
 
-static void parse_command_part(int argc, char **argv, struct options *opts,
-			       bool run_form)
+/* What follows KEY: [--] COMMAND [ARG...], or -c STRING. */
+static void parse_command_part(int argc, char **argv, struct options *opts)
 {
-	if (run_form && argc > 0 && strcmp(argv[0], "--") == 0) {
+	if (argc > 0 && strcmp(argv[0], "--") == 0) {
 		argc--;
 		argv++;
 	} else if (argc > 0 && (strcmp(argv[0], "-c") == 0 ||
@@ -231,7 +231,7 @@ static void parse_command_part(int argc, char **argv, struct options *opts,
 
 void cli_parse(int argc, char **argv, struct options *opts)
 {
-	bool run_form = false, mode_given = false;
+	bool mode_given = false;
 	long n, limit = 0;
 	int c;
 
@@ -248,7 +248,6 @@ void cli_parse(int argc, char **argv, struct options *opts)
 			if (strcmp(argv[1], *w) == 0)
 				errx(EX_USAGE, "%s: not implemented yet", *w);
 		if (strcmp(argv[1], "run") == 0) {
-			run_form = true;
 			argv++;
 			argc--;
 		}
@@ -360,5 +359,5 @@ void cli_parse(int argc, char **argv, struct options *opts)
 	opts->key = argv[optind++];
 	if (opts->key[0] == '\0')
 		errx(EX_USAGE, "empty KEY");
-	parse_command_part(argc - optind, argv + optind, opts, run_form);
+	parse_command_part(argc - optind, argv + optind, opts);
 }
