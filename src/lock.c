@@ -225,10 +225,10 @@ static int wait_replicas(struct lock *lk, struct error *err)
 	long long least = -1;
 
 	snprintf(n_arg, sizeof n_arg, "%d", lk->opts->wait_replicas);
-	/* WAIT must answer before this node's deadline does. */
-	snprintf(timeout_arg, sizeof timeout_arg, "%" PRId64,
-		 lk->node_timeout_ms > 20 ? lk->node_timeout_ms - 10 : 1);
-	fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
+	/* The replicas get one --node-timeout to confirm, and the answer
+	 * another to arrive. */
+	snprintf(timeout_arg, sizeof timeout_arg, "%" PRId64, lk->node_timeout_ms);
+	fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, 2 * lk->node_timeout_ms);
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		const redisReply *r = lk->nodes[i].replies[0];
 

@@ -119,10 +119,10 @@ const struct script script_acquire = {
 		"if ticket ~= '' then\n"
 		"  redis.call('ZREM', KEYS[5], token)\n"
 		"  redis.call('ZREM', KEYS[6], token)\n"
-		"  redis.call('PUBLISH', ARGV[8], 'next')\n"
+		"  redis.pcall('PUBLISH', ARGV[8], 'next')\n"
 		"end\n"
 		"return {1, redis.call('INCR', KEYS[2])}\n",
-	.sha = "2e5800087b3af6d6f3773175deb8c5f032eb0bac",
+	.sha = "61636468911e4b894b2f6946aa56832c79ae5b29",
 	.n_keys = 6,
 };
 
@@ -157,7 +157,9 @@ const struct script script_extend = {
 
 /* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock.
  * ARGV: 1 token, 2 channel. Compare-and-delete, as redis-py, redsync and
- * node-redlock release, then a PUBLISH that wakes the waiters at once.
+ * node-redlock release, then a PUBLISH that wakes the waiters at once
+ * (pcall: an ACL user without channel rights still releases). Our holder
+ * info goes even when the lock is no longer ours.
  * Returns 1 when released, 0 when the lock was not ours. */
 const struct script script_release = {
 	.name = "release",
@@ -177,12 +179,13 @@ const struct script script_release = {
 		"    redis.call('PEXPIRE', KEYS[3], left)\n"
 		"  end\n"
 		"else\n"
+		"  redis.call('HDEL', KEYS[2], ARGV[1])\n"
 		"  return 0\n"
 		"end\n"
 		"redis.call('HDEL', KEYS[2], ARGV[1])\n"
-		"redis.call('PUBLISH', ARGV[2], 'released')\n"
+		"redis.pcall('PUBLISH', ARGV[2], 'released')\n"
 		"return 1\n",
-	.sha = "fb2d7add655f8f9954dd727933c5cf51671055d7",
+	.sha = "d557fe9d8e463cf056030111cf64816137e8506d",
 	.n_keys = 3,
 };
 
@@ -193,9 +196,9 @@ const struct script script_leave_queue = {
 	.body =
 		"redis.call('ZREM', KEYS[1], ARGV[1])\n"
 		"redis.call('ZREM', KEYS[2], ARGV[1])\n"
-		"redis.call('PUBLISH', ARGV[2], 'next')\n"
+		"redis.pcall('PUBLISH', ARGV[2], 'next')\n"
 		"return 1\n",
-	.sha = "8a74f3eda158961fd91b9a1114ee41c4bfe6f74c",
+	.sha = "a8fa92525fc47512c624e903fc60982f65f93542",
 	.n_keys = 2,
 };
 
