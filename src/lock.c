@@ -98,6 +98,7 @@ int lock_init(struct lock *lk, const struct options *opts,
 	    !(lk->queue_key = derived_key(lk->key, ":queue")) ||
 	    !(lk->alive_key = derived_key(lk->key, ":alive")) ||
 	    !(lk->ticket_key = derived_key(lk->key, ":ticket")) ||
+	    !(lk->slots_key = derived_key(lk->key, ":slots")) ||
 	    !(lk->channel = derived_key(lk->key, ":released"))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -139,6 +140,7 @@ void lock_free(struct lock *lk)
 	free(lk->queue_key);
 	free(lk->alive_key);
 	free(lk->ticket_key);
+	free(lk->slots_key);
 	free(lk->channel);
 }
 
@@ -152,7 +154,8 @@ static void new_token(struct lock *lk)
 }
 
 /* The acquire script's answer: {1, fence}, {2, fence}, or
- * {0, retry hint, queue position, holder}; -1 when it is none of these. */
+ * {0, retry hint, queue position, holder[, free slot]}; -1 when it is none
+ * of these. */
 static int acquire_reply(struct lock *lk, const redisReply *r, long long *value)
 {
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
@@ -160,7 +163,10 @@ static int acquire_reply(struct lock *lk, const redisReply *r, long long *value)
 	    r->element[1]->type != REDIS_REPLY_INTEGER)
 		return -1;
 	*value = r->element[1]->integer;
-	if (r->element[0]->integer == 0 && r->elements == 4 &&
+	if (r->element[0]->integer == 0 && r->elements == 5 &&
+	    r->element[4]->type == REDIS_REPLY_INTEGER && r->element[4]->integer >= 0)
+		lk->free_slot = (long)r->element[4]->integer;
+	if (r->element[0]->integer == 0 && r->elements >= 4 &&
 	    r->element[2]->type == REDIS_REPLY_INTEGER &&
 	    r->element[3]->type == REDIS_REPLY_STRING) {
 		if (r->element[2]->integer > lk->queue_pos)
@@ -173,9 +179,10 @@ static int acquire_reply(struct lock *lk, const redisReply *r, long long *value)
 static size_t release_round(struct lock *lk)
 {
 	const char *argv[] = {
-		lk->key, lk->owner_key, lk->mode_key, lk->token, lk->channel,
+		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
+		lk->token, lk->channel,
 	};
-	struct cmd cmd = { &script_release, 5, argv, NULL };
+	struct cmd cmd = { &script_release, 6, argv, NULL };
 
 	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
 }
@@ -253,12 +260,13 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 {
 	const char *argv[] = {
 		lk->key, lk->fence_key, lk->owner_key, lk->mode_key,
-		lk->queue_key, lk->alive_key,
+		lk->queue_key, lk->alive_key, lk->slots_key,
 		lk->token, lk->ttl_arg,
 		lk->reentry_token ? lk->reentry_token : "",
 		lk->info, lk->mode_arg, lk->ticket, lk->alive_arg, lk->channel,
+		lk->slot_arg,
 	};
-	struct cmd cmd = { &script_acquire, 14, argv, NULL };
+	struct cmd cmd = { &script_acquire, 16, argv, NULL };
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
 	size_t n_answered;
 	long long fence = 0, value;
@@ -267,6 +275,7 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 
 	lk->held_by[0] = '\0';
 	lk->queue_pos = 0;
+	lk->free_slot = -1;
 	start_ms = clock_now_ms();
 	n_answered = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1,
 				  lk->node_timeout_ms);
@@ -440,10 +449,21 @@ static enum lock_result wait_loop(struct lock *lk, int sigfd, int *signo,
 			      opts->wait_ms >= 0 ? start_ms + opts->wait_ms : -1;
 	int64_t backoff_ms = 100;
 	int n_failures = 0;
+	bool slot_named = false;
 
 	for (;;) {
 		int64_t sleep_ms, retry_ms, now_ms;
 		enum lock_result r = try_once(lk, &retry_ms, err);
+
+		/* --limit over several servers: they picked different free
+		 * slots; all ask for one a server named, at once, once. */
+		lk->slot_arg[0] = '\0';
+		if (r == LOCK_HELD && lk->free_slot >= 0 && !slot_named) {
+			snprintf(lk->slot_arg, sizeof lk->slot_arg, "%ld", lk->free_slot);
+			slot_named = true;
+			continue;
+		}
+		slot_named = false;
 
 		if (r == LOCK_ACQUIRED || r == LOCK_REENTERED)
 			return r;
@@ -502,9 +522,10 @@ enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 			       struct error *err)
 {
 	const char *argv[] = {
-		lk->key, lk->owner_key, lk->mode_key, lk->token, lk->ttl_arg,
+		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
+		lk->token, lk->ttl_arg,
 	};
-	struct cmd cmd = { &script_extend, 5, argv, NULL };
+	struct cmd cmd = { &script_extend, 6, argv, NULL };
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_no = 0;
 	int64_t start_ms = clock_now_ms();
 

@@ -25,17 +25,19 @@ struct lock {
 	struct node *subs;		/* SUBSCRIBEd while waiting */
 	bool subscribed;
 	char *key, *fence_key, *owner_key, *mode_key;
-	char *queue_key, *alive_key, *ticket_key, *channel;
+	char *queue_key, *alive_key, *ticket_key, *slots_key, *channel;
 	char token[33];
 	char fence[24];
 	const char *reentry_token;	/* DLOCK_TOKEN when DLOCK_KEY is our key */
 	int64_t ttl_ms, node_timeout_ms;
 	int64_t valid_until_ms;		/* monotonic: ours at least until then */
 	char ttl_arg[24], mode_arg[24], ticket[24], alive_arg[24];
+	char slot_arg[24];	/* --limit: the slot to ask for, "" for any */
 	char info[512];		/* "host\tpid\tuser\tsince_ms\tcommand" */
 	/* what the last refusal said, for the wait line */
 	char held_by[512];
 	long queue_pos;
+	long free_slot;		/* a slot a server said is free, or -1 */
 	struct waitline wl;
 };
 

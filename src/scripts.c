@@ -8,12 +8,20 @@
  * token -> lease end in server ms), 2 fencing counter, 3 holder info (hash:
  * token -> "host pid user since command"), 4 mode of a shared lock ("s" or
  * the --limit N), 5 fair queue (zset: token -> ticket), 6 queue liveness
- * (zset: token -> server ms after which the waiter counts as dead).
+ * (zset: token -> server ms after which the waiter counts as dead), 7 the
+ * --limit slots (hash: token -> slot; each slot KEYS[7]..':'..i a string
+ * holding its token, PX ttl).
  * ARGV: 1 token, 2 ttl ms, 3 re-entry token or '', 4 holder info,
  * 5 mode ("x" exclusive, "s" shared, or N for --limit N), 6 fair ticket or '',
- * 7 queue liveness ms, 8 channel to publish on when the queue moves.
+ * 7 queue liveness ms, 8 channel to publish on when the queue moves,
+ * 9 the --limit slot to take, or '' for the lowest free one.
+ * A --limit holder takes one of N slots, each an exclusive lock of its own:
+ * with several servers a holder needs a majority on one slot, so no more
+ * than N can hold (counting holders per server would let majorities that
+ * overlap on no slot admit more than N).
  * Returns {1, fence} acquired, {2, fence} re-entered, or
- * {0, retry hint ms, queue position, holder info} when held. The first
+ * {0, retry hint ms, queue position, holder info[, free slot or -1]} when
+ * held. The first
  * lines are the common case, an exclusive lock that is free, kept short. */
 const struct script script_acquire = {
 	.name = "acquire",
@@ -29,12 +37,13 @@ const struct script script_acquire = {
 		"local function stretch(now)\n"
 		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 		"  if #last == 0 then\n"
-		"    redis.call('DEL', KEYS[1], KEYS[4])\n"
+		"    redis.call('DEL', KEYS[1], KEYS[4], KEYS[7])\n"
 		"    return\n"
 		"  end\n"
 		"  local left = math.max(1, tonumber(last[2]) - now)\n"
 		"  redis.call('PEXPIRE', KEYS[1], left)\n"
 		"  redis.call('PEXPIRE', KEYS[4], left)\n"
+		"  redis.call('PEXPIRE', KEYS[7], left)\n"
 		"  if redis.call('PTTL', KEYS[3]) < left then\n"
 		"    redis.call('PEXPIRE', KEYS[3], left)\n"
 		"  end\n"
@@ -45,6 +54,7 @@ const struct script script_acquire = {
 		"  if #dead > 0 then\n"
 		"    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
 		"    redis.call('HDEL', KEYS[3], unpack(dead))\n"
+		"    redis.call('HDEL', KEYS[7], unpack(dead))\n"
 		"    stretch(now)\n"
 		"  end\n"
 		"end\n"
@@ -106,10 +116,26 @@ const struct script script_acquire = {
 		"    return redis.error_reply('DLOCKMODE the lock is held ' ..\n"
 		"      (had == 's' and 'shared' or 'with --limit ' .. had))\n"
 		"  end\n"
-		"  if kind == 'zset' and mode ~= 's' and\n"
-		"      redis.call('ZCARD', KEYS[1]) >= tonumber(mode) then\n"
-		"    local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
-		"    return {0, math.max(1, tonumber(first[2]) - now), pos, holder()}\n"
+		"  if mode ~= 's' then\n"
+		"    local limit = tonumber(mode)\n"
+		"    -- Each holder here has one slot here: scan only when one is free.\n"
+		"    local function free_slot()\n"
+		"      if kind == 'zset' and redis.call('ZCARD', KEYS[1]) >= limit then\n"
+		"        return -1\n"
+		"      end\n"
+		"      for i = 0, limit - 1 do\n"
+		"        if redis.call('EXISTS', KEYS[7] .. ':' .. i) == 0 then return i end\n"
+		"      end\n"
+		"      return -1\n"
+		"    end\n"
+		"    local slot = tonumber(ARGV[9]) or free_slot()\n"
+		"    if slot < 0 or slot >= limit or not redis.call('SET',\n"
+		"        KEYS[7] .. ':' .. slot, token, 'NX', 'PX', ARGV[2]) then\n"
+		"      local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
+		"      local hint = #first > 0 and math.max(1, tonumber(first[2]) - now) or -1\n"
+		"      return {0, hint, pos, holder(), free_slot()}\n"
+		"    end\n"
+		"    redis.call('HSET', KEYS[7], token, slot)\n"
 		"  end\n"
 		"  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), token)\n"
 		"  redis.call('SET', KEYS[4], mode)\n"
@@ -122,11 +148,12 @@ const struct script script_acquire = {
 		"  redis.pcall('PUBLISH', ARGV[8], 'next')\n"
 		"end\n"
 		"return {1, redis.call('INCR', KEYS[2])}\n",
-	.sha = "61636468911e4b894b2f6946aa56832c79ae5b29",
-	.n_keys = 6,
+	.sha = "744697da721d97833b9f21da2777a6baeb3db64b",
+	.n_keys = 7,
 };
 
-/* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock (acquire's 1, 3, 4).
+/* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock, 4 --limit slots
+ * (acquire's 1, 3, 4, 7).
  * ARGV: 1 token, 2 ttl ms.
  * Returns 1 when extended, 0 when the lock is not ours (any more). */
 const struct script script_extend = {
@@ -144,18 +171,25 @@ const struct script script_extend = {
 		"if kind ~= 'zset' then return 0 end\n"
 		"local s = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
 		"if not s or tonumber(s) <= now then return 0 end\n"
+		"local slot = redis.call('HGET', KEYS[4], ARGV[1])\n"
+		"if slot then\n"
+		"  -- a slot that lapsed may have gone to someone else: not ours then\n"
+		"  if redis.call('GET', KEYS[4] .. ':' .. slot) ~= ARGV[1] then return 0 end\n"
+		"  redis.call('PEXPIRE', KEYS[4] .. ':' .. slot, ARGV[2])\n"
+		"end\n"
 		"redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])\n"
 		"local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 		"local left = math.max(1, tonumber(last[2]) - now)\n"
 		"redis.call('PEXPIRE', KEYS[1], left)\n"
 		"redis.call('PEXPIRE', KEYS[3], left)\n"
+		"redis.call('PEXPIRE', KEYS[4], left)\n"
 		"redis.call('PEXPIRE', KEYS[2], left)\n"
 		"return 1\n",
-	.sha = "29dd57454da3f229eff64c74d052a770bd574623",
-	.n_keys = 3,
+	.sha = "25695f63518373043b1ca5ad3b3d41cbb5a65990",
+	.n_keys = 4,
 };
 
-/* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock.
+/* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock, 4 --limit slots.
  * ARGV: 1 token, 2 channel. Compare-and-delete, as redis-py, redsync and
  * node-redlock release, then a PUBLISH that wakes the waiters at once
  * (pcall: an ACL user without channel rights still releases). Our holder
@@ -166,6 +200,13 @@ const struct script script_release = {
 	.body =
 		"local t = redis.call('TIME')\n"
 		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"local slot = redis.call('HGET', KEYS[4], ARGV[1])\n"
+		"if slot then\n"
+		"  if redis.call('GET', KEYS[4] .. ':' .. slot) == ARGV[1] then\n"
+		"    redis.call('DEL', KEYS[4] .. ':' .. slot)\n"
+		"  end\n"
+		"  redis.call('HDEL', KEYS[4], ARGV[1])\n"
+		"end\n"
 		"local kind = redis.call('TYPE', KEYS[1]).ok\n"
 		"if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then\n"
 		"  redis.call('DEL', KEYS[1])\n"
@@ -185,8 +226,8 @@ const struct script script_release = {
 		"redis.call('HDEL', KEYS[2], ARGV[1])\n"
 		"redis.pcall('PUBLISH', ARGV[2], 'released')\n"
 		"return 1\n",
-	.sha = "d557fe9d8e463cf056030111cf64816137e8506d",
-	.n_keys = 3,
+	.sha = "3b042685cf769fbc86434db1de200bd078c82471",
+	.n_keys = 4,
 };
 
 /* KEYS: 1 fair queue, 2 queue liveness. ARGV: 1 token, 2 channel.
