@@ -1,0 +1,94 @@
+#!/usr/bin/env bats
+# child.bats - the command as a process: signals forwarded once, interrupted
+# waits, dlock killed under the command, descriptors, process group.
+
+load helpers
+
+setup() {
+	common_setup
+	start_redis r
+	U=$(sock_url r)
+}
+
+# forwarded SIG STATUS: SIG to dlock reaches the command once, the lock is
+# released and dlock exits with the command's status (the job's trap's).
+forwarded() {
+	hold h -S "$U" K
+	wait_ready h
+	key_exists r dlock:K
+	kill -"$1" "$(<"$T/h.dlock")"
+	reap h
+	assert_equal "$bg_status" "$2"
+	assert_equal "$(cat "$T/h.sig")" "$1"	# once
+	key_gone r dlock:K
+}
+
+@test "SIGTERM to dlock is forwarded to the command" { forwarded TERM 11; }
+@test "SIGINT to dlock is forwarded to the command" { forwarded INT 12; }
+@test "SIGHUP to dlock is forwarded to the command" { forwarded HUP 13; }
+@test "SIGQUIT to dlock is forwarded to the command" { forwarded QUIT 14; }
+
+# interrupted SIG STATUS: SIG to a dlock waiting for a held lock: 128+N,
+# the command not run, the holder's lock untouched.
+interrupted() {
+	hold h -S "$U" K
+	wait_ready h
+	local n0 token; n0=$(nclients r)
+	token=$(job_var h DLOCK_TOKEN)
+	start_bg w -S "$U" K touch "$T/w.ran"
+	wait_until 5 more_clients r "$n0" || fail "the waiter never connected"
+	kill -"$1" "$(<"$T/w.dlock")"
+	reap w
+	assert_equal "$bg_status" "$2"
+	[[ ! -e $T/w.ran ]] || fail "the command ran"
+	assert_equal "$(rcli r get dlock:K)" "$token"
+	alive "$(<"$T/h.dlock")" || fail "the holder ended"
+	finish h
+	assert_equal "$bg_status" 0
+	assert_equal "$(all_keys r)" '{dlock:K}:fence'
+}
+
+@test "SIGINT while waiting: 130, nothing left" { interrupted INT 130; }
+@test "SIGTERM while waiting: 143, nothing left" { interrupted TERM 143; }
+
+@test "dlock killed with SIGKILL: the command gets SIGTERM, the key lapses" {
+	hold h -S "$U" -t 1 K
+	wait_ready h
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 5 test -e "$T/h.sig" || fail "the command got no signal"
+	assert_equal "$(<"$T/h.sig")" TERM
+	wait_until 5 dead "$(<"$T/h.pid")" || fail "the command still runs"
+	run -0 dlock -S "$U" -w 5 K true
+}
+
+@test "the command inherits no descriptor from dlock" {
+	# Close everything above 2 first: what bats holds open is not ours.
+	run -0 bash -c '
+		for fd in /proc/$$/fd/*; do
+			fd=${fd##*/}
+			((fd > 2)) && eval "exec $fd>&-"
+		done
+		exec "$@"' bash "$DLOCK" -S "$U" K sh -c 'ls /proc/$$/fd'
+	assert_equal "$(echo $output)" '0 1 2'
+	run -0 bash -c '
+		for fd in /proc/$$/fd/*; do
+			fd=${fd##*/}
+			((fd > 2)) && eval "exec $fd>&-"
+		done
+		exec "$@"' bash "$DLOCK" -S "$U" -o K sh -c 'ls /proc/$$/fd'
+	assert_equal "$(echo $output)" '0 1 2'
+}
+
+@test "descriptors dlock did not open are passed on, as flock does" {
+	run -0 dlock -S "$U" K sh -c 'cat <&7' 7<<<"seven"
+	assert_output seven
+}
+
+@test "the command runs in its own process group" {
+	run -0 dlock -S "$U" K sh -c 'set -- $(cat /proc/$$/stat); echo "$1 $5 $4"'
+	local pid pgrp ppid
+	read -r pid pgrp ppid <<<"$output"
+	assert_equal "$pgrp" "$pid"
+	local dpgrp; dpgrp=$(cut -d' ' -f5 "/proc/$BASHPID/stat")
+	[[ $pgrp != "$dpgrp" ]] || fail "the command is in the test's group"
+}

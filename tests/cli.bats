@@ -1,0 +1,136 @@
+#!/usr/bin/env bats
+# cli.bats - bad input: exit 64, one "dlock: " line on stderr, no server
+# contacted, the command not run. --help and --version.
+
+load helpers
+
+setup() {
+	common_setup
+	start_redis r
+	U=$(sock_url r)
+	M=$T/marker
+}
+
+conns() {	# connections server r has accepted, counting this one
+	rcli r info stats | tr -d '\r' | sed -n 's/^total_connections_received://p'
+}
+
+# usage_error ARGS...: `dlock ARGS` exits 64 with one "dlock: " line, prints
+# nothing on stdout, does not run the command and does not talk to server r.
+usage_error() {
+	local conns0; conns0=$(conns)
+	run -64 --separate-stderr dlock "$@"
+	assert_output ''
+	((${#stderr_lines[@]} == 1)) ||
+		fail "want one stderr line, got ${#stderr_lines[@]}: $stderr"
+	[[ ${stderr_lines[0]} == 'dlock: '* ]] ||
+		fail "stderr does not start with 'dlock: ': $stderr"
+	[[ ! -e $M ]] || fail "the command ran"
+	assert_equal "$(conns)" "$((conns0 + 1))"	# only ours: dlock never connected
+	assert_equal "$(all_keys r)" ''
+}
+
+@test "-t 0 is refused" { usage_error -S "$U" -t 0 K touch "$M"; }
+@test "-t -1 is refused" { usage_error -S "$U" -t -1 K touch "$M"; }
+@test "-t inf is refused" { usage_error -S "$U" -t inf K touch "$M"; }
+@test "-t nan is refused" { usage_error -S "$U" -t nan K touch "$M"; }
+@test "-t 1e3 is refused" { usage_error -S "$U" -t 1e3 K touch "$M"; }
+@test "-t 0x10 is refused" { usage_error -S "$U" -t 0x10 K touch "$M"; }
+@test "-t '' is refused" { usage_error -S "$U" -t '' K touch "$M"; }
+@test "-t below the 0.01 s minimum is refused" { usage_error -S "$U" -t 0.005 K touch "$M"; }
+@test "--ttl=0 is refused" { usage_error -S "$U" --ttl=0 K touch "$M"; }
+@test "-w -1 is refused" { usage_error -S "$U" -w -1 K touch "$M"; }
+@test "-w inf is refused" { usage_error -S "$U" -w inf K touch "$M"; }
+@test "-w nan is refused" { usage_error -S "$U" -w nan K touch "$M"; }
+@test "--timeout=1,5 is refused" { usage_error -S "$U" --timeout=1,5 K touch "$M"; }
+@test "-E 256 is refused" { usage_error -S "$U" -n -E 256 K touch "$M"; }
+@test "-E -1 is refused" { usage_error -S "$U" -n -E -1 K touch "$M"; }
+@test "-E x is refused" { usage_error -S "$U" -n -E x K touch "$M"; }
+@test "an unknown long option is refused" { usage_error -S "$U" --frobnicate K touch "$M"; }
+@test "an unknown short option is refused" { usage_error -S "$U" -Z K touch "$M"; }
+@test "an option missing its argument is refused" { usage_error -S "$U" -w; }
+@test "a missing KEY is refused" { usage_error -S "$U"; }
+@test "a missing COMMAND is refused" { usage_error -S "$U" K; }
+@test "an empty KEY is refused" { usage_error -S "$U" '' touch "$M"; }
+@test "KEY -c with two arguments is refused" { usage_error -S "$U" K -c "touch $M" extra; }
+@test "KEY -c without its argument is refused" { usage_error -S "$U" K -c; }
+@test "--on-lost FOO is refused" { usage_error -S "$U" --on-lost FOO K touch "$M"; }
+@test "--on-lost SIGFOO is refused" { usage_error -S "$U" --on-lost SIGFOO K touch "$M"; }
+@test "--kill-after soon is refused" { usage_error -S "$U" --kill-after soon K touch "$M"; }
+@test "--kill-after -1 is refused" { usage_error -S "$U" --kill-after -1 K touch "$M"; }
+@test "--max-hold x is refused" { usage_error -S "$U" --max-hold x K touch "$M"; }
+@test "--wait-replicas x is refused" { usage_error -S "$U" --wait-replicas x K touch "$M"; }
+@test "--node-timeout equal to --ttl is refused" { usage_error -S "$U" -t 1 --node-timeout 1 K touch "$M"; }
+@test "--node-timeout above --ttl is refused" { usage_error -S "$U" -t 1 --node-timeout 2 K touch "$M"; }
+
+@test "a URL with port 0 is refused" { usage_error -S redis://127.0.0.1:0 K touch "$M"; }
+@test "a URL with port 99999 is refused" { usage_error -S redis://127.0.0.1:99999 K touch "$M"; }
+@test "a URL without a host is refused" { usage_error -S redis://:@ K touch "$M"; }
+@test "an http:// URL is refused" { usage_error -S http://x K touch "$M"; }
+@test "a relative unix: path is refused" { usage_error -S unix:relative/sock K touch "$M"; }
+
+@test "rediss:// is refused, saying TLS is not supported" {
+	usage_error -S rediss://127.0.0.1:6380 K touch "$M"
+	[[ $stderr == *TLS* ]] || fail "stderr does not mention TLS: $stderr"
+}
+
+@test "a bad URL in DLOCK_SERVERS is refused" {
+	DLOCK_SERVERS="$U http://x" usage_error K touch "$M"
+}
+
+@test "an unknown config key is refused, naming file and line" {
+	printf '# dlock\nservers = %s\ncolour = blue\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	[[ $stderr == *"$T/conf:3"* ]] || fail "stderr does not name $T/conf:3: $stderr"
+}
+
+@test "a config line without '=' is refused, naming file and line" {
+	printf 'servers = %s\n\njust words\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	[[ $stderr == *"$T/conf:3"* ]] || fail "stderr does not name $T/conf:3: $stderr"
+}
+
+@test "a duplicate config key is refused, naming file and line" {
+	printf 'servers = %s\nprefix = a:\nprefix = b:\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	[[ $stderr == *"$T/conf:3"* ]] || fail "stderr does not name $T/conf:3: $stderr"
+}
+
+@test "a bad ttl in the config file is refused" {
+	printf 'servers = %s\nttl = soon\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+}
+
+@test "a missing --config file is refused, naming it" {
+	usage_error -S "$U" --config "$T/no-such.conf" K touch "$M"
+	[[ $stderr == *"$T/no-such.conf"* ]] || fail "stderr does not name the file: $stderr"
+}
+
+@test "the reserved subcommand words are refused" {
+	local w
+	for w in status release acquire extend; do
+		usage_error "$w" -S "$U" K
+		[[ $stderr == *"$w"* ]] || fail "stderr does not name '$w': $stderr"
+	done
+}
+
+@test "--help prints usage on stdout and exits 0" {
+	local conns0; conns0=$(conns)
+	run -0 --separate-stderr dlock --help
+	assert_equal "$stderr" ''
+	assert_output --partial 'KEY'
+	assert_output --partial '--nonblock'
+	run -0 --separate-stderr dlock -h
+	assert_equal "$stderr" ''
+	assert_output --partial '--nonblock'
+	[[ ! -e $M ]]
+	assert_equal "$(conns)" "$((conns0 + 1))"
+}
+
+@test "--version prints the version and exits 0" {
+	run -0 --separate-stderr dlock --version
+	assert_equal "$stderr" ''
+	assert_output --regexp '^dlock [0-9]+\.[0-9]+\.[0-9]+$'
+	run -0 --separate-stderr dlock -V
+	assert_output --regexp '^dlock [0-9]+\.[0-9]+\.[0-9]+$'
+}

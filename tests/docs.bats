@@ -1,0 +1,69 @@
+#!/usr/bin/env bats
+# docs.bats - every long option in src/cli.c's table appears in --help, the
+# man page and the three completions, and --help keeps the table's order.
+
+load helpers
+
+setup() {
+	common_setup
+	TOP=$BATS_TEST_DIRNAME/..
+}
+
+# The long option names of the first `static const struct option` table.
+long_options() {
+	awk '/static const struct option/ { in_table = 1; next }
+	     in_table && /^[[:space:]]*}[[:space:]]*;/ { exit }
+	     in_table' "$TOP/src/cli.c" |
+		sed -n 's/^[[:space:]]*{[[:space:]]*"\([^"]*\)".*/\1/p'
+}
+
+# missing FILE PATTERN-PREFIX: options whose "PREFIX<name>" is not in FILE
+# (a name ends where a letter, digit or '-' would continue it).
+missing() {
+	local file=$1 before=$2 opt bad=()
+	[[ -r $file ]] || fail "$file: missing"
+	for opt in $(long_options); do
+		grep -qE -- "${before}${opt}([^[:alnum:]-]|\$)" "$file" || bad+=("--$opt")
+	done
+	((${#bad[@]} == 0)) || fail "$file lacks: ${bad[*]}"
+}
+
+@test "src/cli.c has an option table" {
+	run -0 long_options
+	((${#lines[@]} >= 10)) || fail "only ${#lines[@]} long options found: $output"
+	assert_line exclusive
+	assert_line nonblock
+}
+
+@test "--help mentions every long option" {
+	dlock --help >"$T/help"
+	missing "$T/help" '--'
+}
+
+@test "man/dlock.1.scd mentions every long option" {
+	missing "$TOP/man/dlock.1.scd" '--'
+}
+
+@test "completions/bash/dlock offers every long option" {
+	missing "$TOP/completions/bash/dlock" '--'
+}
+
+@test "completions/zsh/_dlock offers every long option" {
+	missing "$TOP/completions/zsh/_dlock" '--'
+}
+
+@test "completions/fish/dlock.fish offers every long option" {
+	missing "$TOP/completions/fish/dlock.fish" "(-l|--long-option)[[:space:]=]+['\"]?"
+}
+
+@test "--help lists the options in the table's order" {
+	local opt line last=0 prev=''
+	dlock --help >"$T/help"
+	for opt in $(long_options); do	# on the lines that introduce options
+		line=$(grep -nE -- "^[[:space:]]*(-[^[:space:]]*[[:space:]]+)*--${opt}([^[:alnum:]-]|\$)" "$T/help" |
+			head -1 | cut -d: -f1)
+		[[ -n $line ]] || fail "--help lacks --$opt"
+		((line >= last)) || fail "--help lists --$opt before --$prev"
+		last=$line prev=$opt
+	done
+}

@@ -1,0 +1,242 @@
+# helpers.bash - shared by tests/*.bats: real Redis servers in the test's
+# temp dir, background jobs tracked by PID and stopped in teardown, a deadline
+# on every wait.
+#
+# A .bats file does `load helpers`, then calls common_setup in setup() and
+# stop_all in teardown() (the defaults below do just that).
+#
+# Beware: bats 1.8's `run` sets a global `i` (bats_version_lt), so a
+# `for ((i = ...))` loop around `run` never ends: name the counter otherwise.
+
+bats_require_minimum_version 1.5.0
+load /usr/lib/bats/bats-support/load
+load /usr/lib/bats/bats-assert/load
+
+: "${DLOCK:=$BATS_TEST_DIRNAME/../build/dlock}"
+: "${PYTHON:=/usr/bin/python3}"	# the Debian python3 that has python3-redis
+export DLOCK PYTHON
+
+dlock() { "$DLOCK" "$@"; }
+
+now_ms() {
+	local t=${EPOCHREALTIME//[.,]/}
+	echo $((10#$t / 1000))
+}
+
+wait_until() {	# wait_until SECONDS CMD...: every wait has a deadline
+	local end=$(($(now_ms) + $1 * 1000)); shift
+	until "$@"; do (($(now_ms) < end)) || return 1; sleep 0.05; done
+}
+
+# DLOCK_TEST_STRICT=1 (CI) turns a skip for want of a facility into a failure.
+skip_unless_strict() {
+	[[ ${DLOCK_TEST_STRICT:-0} != 1 ]] || fail "DLOCK_TEST_STRICT: cannot skip: $*"
+	skip "$*"
+}
+
+common_setup() {
+	T=$BATS_TEST_TMPDIR
+	[[ -x $DLOCK ]] || fail "DLOCK=$DLOCK is not an executable (build first)"
+	# Nothing from the caller's environment or home may choose servers.
+	unset DLOCK_SERVERS DLOCK_PASSWORD DLOCK_PREFIX DLOCK_KEY DLOCK_TOKEN DLOCK_FENCE
+	export XDG_CONFIG_HOME=$T/xdg
+	write_job
+}
+
+setup() { common_setup; }
+teardown() { stop_all; }
+
+# ---- processes ----------------------------------------------------------
+
+track() { echo "$@" >>"$T/pids"; }	# stop_all ends these
+
+alive() {	# alive PID: running (a zombie is dead)
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	s=${s##*) }
+	[[ ${s:0:1} != Z ]]
+}
+dead() { ! alive "$1"; }
+
+# end_pids SIGNAL PID...: signal, wait (5 s), SIGKILL what is left, reap.
+end_pids() {
+	local sig=$1 pid; shift
+	for pid; do
+		{ alive "$pid" && kill -"$sig" "$pid"; } 2>/dev/null || true
+	done
+	for pid; do
+		wait_until 5 dead "$pid" || kill -KILL "$pid" 2>/dev/null || true
+	done
+	for pid; do
+		wait_until 5 dead "$pid" || echo "# pid $pid survives SIGKILL" >&3
+		wait "$pid" 2>/dev/null || true
+	done
+}
+
+# stop_all: teardown, pass or fail. Servers are continued first (a test may
+# have SIGSTOPped one) so that jobs ending now can still release; jobs are
+# ended before the servers.
+stop_all() {
+	local f pids=() servers=()
+	[[ -n ${T:-} ]] || return 0
+	for f in "$T"/*/pid; do
+		[[ -e $f ]] && servers+=("$(<"$f")")
+	done
+	for f in "${servers[@]}"; do kill -CONT "$f" 2>/dev/null || true; done
+	[[ -e $T/pids ]] && read -r -d '' -a pids <"$T/pids" || true
+	((${#pids[@]} == 0)) || end_pids TERM "${pids[@]}"
+	((${#servers[@]} == 0)) || end_pids TERM "${servers[@]}"
+}
+
+# ---- Redis --------------------------------------------------------------
+
+free_port() {	# a TCP port on 127.0.0.1 that nobody listens on (now)
+	"$PYTHON" -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+rcli() {	# rcli NAME ARGS...: redis-cli on server NAME's unix socket
+	local d=$T/$1; shift
+	if [[ -e $d/pass ]]; then
+		REDISCLI_AUTH=$(<"$d/pass") redis-cli -s "$d/sock" "$@"
+	else
+		redis-cli -s "$d/sock" "$@"
+	fi
+}
+
+sock() { echo "$T/$1/sock"; }
+sock_url() { echo "unix:$T/$1/sock"; }
+tcp_url() { echo "redis://127.0.0.1:$(<"$T/$1/port")"; }
+
+up() { [[ $(rcli "$1" ping 2>/dev/null) == PONG ]]; }
+up_or_dead() { up "$1" || dead "$(<"$T/$1/pid")"; }
+
+# _start_redis NAME PORT [ARGS...]: returns 1 when the server died at start
+_start_redis() {
+	local name=$1 port=$2 d=$T/$1 i j; shift 2
+	mkdir -p "$d"
+	((${#d} < 100)) || fail "socket path too long for a unix socket: $d/sock"
+	rm -f "$d/pass"
+	for ((i = 1; i < $#; i++)); do
+		[[ ${!i} == --requirepass ]] && { j=$((i + 1)); echo "${!j}" >"$d/pass"; }
+	done
+	# 3>&-: else bats waits for the server to exit
+	redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$d/sock" \
+		--unixsocketperm 700 --dir "$d" --save '' --appendonly no "$@" \
+		>"$d/log" 2>&1 </dev/null 3>&- &
+	echo $! >"$d/pid"
+	wait_until 5 up_or_dead "$name" || fail "redis $name: no PONG in 5 s"
+	up "$name"
+}
+
+start_redis() {	# start_redis NAME [redis-server ARGS...]: unix socket only
+	local name=$1; shift
+	_start_redis "$name" 0 "$@" || fail "redis $name did not start: $(cat "$T/$name/log")"
+}
+
+start_redis_tcp() {	# start_redis_tcp NAME [ARGS...]: also TCP, port in $T/NAME/port
+	local name=$1 try port; shift
+	for try in 1 2 3; do	# another process may take the free port first
+		port=$(free_port)
+		if _start_redis "$name" "$port" "$@"; then
+			echo "$port" >"$T/$name/port"
+			return 0
+		fi
+	done
+	fail "redis $name did not start on a TCP port: $(cat "$T/$name/log")"
+}
+
+server_pid() { cat "$T/$1/pid"; }
+
+key_exists() { [[ $(rcli "$1" exists "$2") == 1 ]]; }	# key_exists NAME KEY
+key_gone() { [[ $(rcli "$1" exists "$2") == 0 ]]; }
+all_keys() { rcli "$1" --scan | sort; }	# all_keys NAME: every key, sorted
+nclients() { echo $(($(rcli "$1" client list | wc -l) - 1)); }	# not counting ours
+more_clients() { (($(nclients "$1") > $2)); }	# more_clients NAME N
+
+# ---- jobs run under dlock -----------------------------------------------
+
+# $T/job P [MODE]: the command the background holders run. Writes P.pid,
+# P.env (its DLOCK_* variables), then P.ready; ends 0 when P.release exists
+# (99 after 60 s). A caught signal is appended to P.sig and, in MODE "exit"
+# (default), ends the job with TERM 11, INT 12, HUP 13, QUIT 14, USR1 15.
+# MODE "stay": signals are recorded only. MODE "deaf": SIGTERM is ignored.
+# MODE "group": like exit, and a second job (P.gc) runs in the background,
+# so that the process group's fate can be seen.
+write_job() {
+	cat >"$T/job" <<'EOF'
+#!/bin/sh
+p=$1 mode=${2:-exit}
+on() {
+	echo "$1" >>"$p.sig"
+	[ "$mode" = stay ] || exit "$2"
+}
+trap 'on TERM 11' TERM
+trap 'on INT 12' INT
+trap 'on HUP 13' HUP
+trap 'on QUIT 14' QUIT
+trap 'on USR1 15' USR1
+[ "$mode" = deaf ] && trap '' TERM
+if [ "$mode" = group ]; then
+	"$0" "$p.gc" exit &
+	i=0
+	while [ ! -e "$p.gc.ready" ]; do
+		i=$((i + 1)); [ $i -le 200 ] || exit 98
+		sleep 0.05
+	done
+fi
+echo $$ >"$p.pid"
+env | grep '^DLOCK_' >"$p.env"
+: >"$p.ready"
+i=0
+while [ ! -e "$p.release" ]; do
+	i=$((i + 1)); [ $i -le 1200 ] || exit 99
+	sleep 0.05
+done
+exit 0
+EOF
+	chmod +x "$T/job"
+}
+
+# start_bg ID DLOCK-ARGS...: dlock in the background, as a terminal would
+# start it (SIGINT and SIGQUIT not ignored); stdout/stderr in $T/ID.out and
+# $T/ID.err, dlock's PID in $T/ID.dlock.
+start_bg() {
+	local id=$1; shift
+	env --default-signal=INT,QUIT "$DLOCK" "$@" \
+		>"$T/$id.out" 2>"$T/$id.err" </dev/null 3>&- &
+	echo $! >"$T/$id.dlock"
+	track $!
+}
+
+# hold ID DLOCK-ARGS...: start_bg ID DLOCK-ARGS... $T/job $T/ID $JOB_MODE
+hold() {
+	local id=$1; shift
+	start_bg "$id" "$@" "$T/job" "$T/$id" "${JOB_MODE:-exit}"
+}
+
+# wait_ready ID [SECONDS]: the job runs (so dlock holds the lock)
+wait_ready() {
+	local id=$1
+	wait_until "${2:-5}" test -e "$T/$id.ready" ||
+		fail "$id: the command did not start: $(cat "$T/$id.err")"
+	track "$(<"$T/$id.pid")"
+	[[ ! -e $T/$id.gc.pid ]] || track "$(<"$T/$id.gc.pid")"
+}
+
+job_var() { sed -n "s/^$2=//p" "$T/$1.env"; }	# job_var ID DLOCK_TOKEN
+
+# reap ID [SECONDS]: wait for background dlock ID to end; status in $bg_status
+reap() {
+	local id=$1 pid
+	pid=$(<"$T/$id.dlock")
+	wait_until "${2:-10}" dead "$pid" ||
+		fail "$id: dlock still running after ${2:-10} s: $(cat "$T/$id.err")"
+	bg_status=0
+	wait "$pid" || bg_status=$?
+}
+
+finish() {	# finish ID [SECONDS]: let the job end, reap its dlock
+	touch "$T/$1.release"
+	reap "$@"
+}

@@ -1,0 +1,320 @@
+#!/usr/bin/env bats
+# single.bats - flock(1) parity on one Redis server: conflicts, waiting, the
+# command's status, mutual exclusion, DLOCK_* variables, where the servers
+# and prefix come from, unreachable servers, re-entry.
+
+load helpers
+
+setup() {
+	common_setup
+	start_redis r
+	U=$(sock_url r)
+}
+
+elapsed_ms() { echo $(($(now_ms) - t0)); }
+
+@test "-n exits 1 at once, silently, while the lock is held" {
+	hold h -S "$U" K
+	wait_ready h
+	key_exists r dlock:K
+	run -1 --separate-stderr dlock -S "$U" -n K touch "$T/ran"
+	assert_output ''
+	assert_equal "$stderr" ''
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	assert_equal "$(rcli r get dlock:K)" "$(job_var h DLOCK_TOKEN)"
+	finish h
+	assert_equal "$bg_status" 0
+}
+
+@test "--verbose says the lock is held" {
+	hold h -S "$U" K
+	wait_ready h
+	run -1 --separate-stderr dlock -S "$U" -n --verbose K true
+	[[ ${stderr_lines[0]} == "dlock: K: lock is held"* ]] || fail "stderr: $stderr"
+	finish h
+}
+
+@test "-E 42 is the status of a conflict" {
+	hold h -S "$U" K
+	wait_ready h
+	run -42 dlock -S "$U" -n -E 42 K touch "$T/ran"
+	run -42 dlock -S "$U" -w 0.2 --conflict-exit-code 42 K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	finish h
+	assert_equal "$bg_status" 0
+}
+
+@test "-w 0 is -n" {
+	hold h -S "$U" K
+	wait_ready h
+	run -1 --separate-stderr dlock -S "$U" -w 0 K touch "$T/ran"
+	assert_equal "$stderr" ''
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	finish h
+}
+
+@test "-w 0.5 gives up with 1, not before 0.5 s" {
+	hold h -S "$U" K
+	wait_ready h
+	t0=$(now_ms)
+	run -1 dlock -S "$U" -w 0.5 K touch "$T/ran"
+	local ms; ms=$(elapsed_ms)
+	((ms >= 500)) || fail "gave up after $ms ms"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	finish h
+}
+
+@test "-w 5 gets the lock when the holder ends" {
+	hold h -S "$U" K
+	wait_ready h
+	local n0; n0=$(nclients r)
+	start_bg w -S "$U" -w 5 K sh -c 'echo "$DLOCK_TOKEN" >"$1"' sh "$T/w.token"
+	wait_until 5 more_clients r "$n0" || fail "the waiter never connected"
+	[[ ! -e $T/w.token ]] || fail "the waiter ran while the lock was held"
+	finish h
+	assert_equal "$bg_status" 0
+	reap w 6
+	assert_equal "$bg_status" 0
+	[[ $(<"$T/w.token") =~ ^[0-9a-f]{32}$ ]] || fail "waiter's token: $(<"$T/w.token")"
+	key_gone r dlock:K
+}
+
+@test "a lock is released when the command exits" {
+	run -0 dlock -S "$U" K sh -c 'redis-cli -s "$1" get "$DLOCK_KEY"; echo "$DLOCK_TOKEN"' sh "$(sock r)"
+	assert_equal "${lines[0]}" "${lines[1]}"
+	key_gone r dlock:K
+	run -0 dlock -S "$U" -n K true
+}
+
+@test "-c runs the string with \$SHELL" {
+	run -0 env SHELL=/bin/bash "$DLOCK" -S "$U" K -c 'echo "bash:$BASH_VERSION"'
+	assert_output --regexp '^bash:[0-9]'
+	run -0 env -u SHELL "$DLOCK" -S "$U" K --command 'echo "x${BASH_VERSION}x"; exit 0'
+	assert_output 'xx'	# /bin/sh is dash here
+	key_gone r dlock:K
+}
+
+@test "the command's exit status passes through" {
+	run -3 dlock -S "$U" K sh -c 'exit 3'
+	run -0 dlock -S "$U" K true
+	run -1 dlock -S "$U" K false
+	run -255 dlock -S "$U" K sh -c 'exit 255'
+	key_gone r dlock:K
+}
+
+@test "a command killed by signal N gives 128+N" {
+	run -143 dlock -S "$U" K sh -c 'kill -TERM $$'
+	run -137 dlock -S "$U" K sh -c 'kill -KILL $$'
+	key_gone r dlock:K
+}
+
+@test "a command that is not executable gives 126 and touches no lock" {
+	printf '#!/bin/sh\ntouch "%s"\n' "$T/ran" >"$T/noexec"
+	chmod 644 "$T/noexec"
+	run -126 --separate-stderr dlock -S "$U" K "$T/noexec"
+	[[ $stderr == *noexec* ]] || fail "stderr does not name the command: $stderr"
+	[[ ! -e $T/ran ]]
+	assert_equal "$(all_keys r)" ''	# not even a fencing counter
+}
+
+@test "a command that does not exist gives 127 and touches no lock" {
+	run -127 --separate-stderr dlock -S "$U" K "$T/no-such-command"
+	[[ $stderr == *no-such-command* ]] || fail "stderr does not name the command: $stderr"
+	run -127 dlock -S "$U" K no-such-command-in-path-dlock
+	assert_equal "$(all_keys r)" ''
+}
+
+@test "mutual exclusion: 6 workers x 20 turns at a counter" {
+	echo 0 >"$T/counter"
+	cat >"$T/worker" <<'EOF'
+#!/bin/sh
+# worker T URL: 20 read-modify-write turns under the lock
+i=0
+while [ $i -lt 20 ]; do
+	"$DLOCK" -S "$2" counter sh -c '
+		echo "enter $$" >>"$1/log"
+		n=$(cat "$1/counter")
+		echo $((n + 1)) >"$1/counter"
+		echo "leave $$" >>"$1/log"' sh "$1" || echo "dlock exit $?" >>"$1/failed"
+	i=$((i + 1))
+done
+EOF
+	chmod +x "$T/worker"
+	local pids=() w pid
+	for w in 1 2 3 4 5 6; do
+		"$T/worker" "$T" "$U" 3>&- &
+		pids+=($!)
+		track $!
+	done
+	for pid in "${pids[@]}"; do
+		wait_until 120 dead "$pid" || fail "workers still running after 120 s"
+	done
+	[[ ! -e $T/failed ]] || fail "$(cat "$T/failed")"
+	assert_equal "$(<"$T/counter")" 120
+	assert_equal "$(wc -l <"$T/log")" 240
+	awk 'NR % 2 == 1 && $1 != "enter" { print NR ": " $0; bad = 1 }
+	     NR % 2 == 0 && ($1 != "leave" || $2 != pid) { print NR ": " $0; bad = 1 }
+	     { pid = $2 } END { exit bad }' "$T/log" || fail "critical sections overlap"
+	key_gone r dlock:counter
+}
+
+@test "the command sees DLOCK_KEY, DLOCK_TOKEN and DLOCK_FENCE as stored" {
+	run -0 dlock -S "$U" K sh -c '
+		echo "$DLOCK_KEY"; echo "$DLOCK_TOKEN"; echo "$DLOCK_FENCE"
+		redis-cli -s "$1" get "$DLOCK_KEY"
+		redis-cli -s "$1" get "{$DLOCK_KEY}:fence"' sh "$(sock r)"
+	assert_equal "${lines[0]}" dlock:K
+	[[ ${lines[1]} =~ ^[0-9a-f]{32}$ ]] || fail "DLOCK_TOKEN=${lines[1]}"
+	[[ ${lines[2]} =~ ^[0-9]+$ ]] || fail "DLOCK_FENCE=${lines[2]}"
+	assert_equal "${lines[3]}" "${lines[1]}"	# the key holds the token
+	assert_equal "${lines[4]}" "${lines[2]}"	# the fence is the counter
+}
+
+@test "DLOCK_FENCE strictly increases, DLOCK_TOKEN differs, over 5 runs" {
+	local k prev=-1 fence tokens=()
+	for k in 1 2 3 4 5; do
+		run -0 dlock -S "$U" K sh -c 'echo "$DLOCK_FENCE $DLOCK_TOKEN"'
+		fence=${output% *}
+		[[ $fence =~ ^[0-9]+$ ]] || fail "DLOCK_FENCE=$fence"
+		((fence > prev)) || fail "fence $fence after $prev"
+		prev=$fence
+		tokens+=("${output#* }")
+	done
+	assert_equal "$(printf '%s\n' "${tokens[@]}" | sort -u | wc -l)" 5
+}
+
+@test "--prefix, DLOCK_PREFIX and an empty prefix name the key" {
+	run -0 dlock -S "$U" --prefix app: K sh -c 'echo "$DLOCK_KEY"; redis-cli -s "$1" exists app:K' sh "$(sock r)"
+	assert_equal "$output" $'app:K\n1'
+	run -0 env DLOCK_PREFIX=env: "$DLOCK" -S "$U" K sh -c 'echo "$DLOCK_KEY"; redis-cli -s "$1" exists env:K' sh "$(sock r)"
+	assert_equal "$output" $'env:K\n1'
+	run -0 env DLOCK_PREFIX=env: "$DLOCK" -S "$U" --prefix=flag: K sh -c 'echo "$DLOCK_KEY"' sh
+	assert_output flag:K
+	run -0 dlock -S "$U" --prefix '' K sh -c 'echo "$DLOCK_KEY"; redis-cli -s "$1" exists K' sh "$(sock r)"
+	assert_equal "$output" $'K\n1'
+	assert_equal "$(rcli r keys 'dlock:*')" ''
+}
+
+@test "an empty prefix shares a key with another client" {
+	rcli r set shared other-client px 30000 >/dev/null
+	run -1 dlock -S "$U" --prefix '' -n shared true
+	assert_equal "$(rcli r get shared)" other-client
+}
+
+@test "DLOCK_SERVERS chooses the server" {
+	start_redis b
+	DLOCK_SERVERS=$(sock_url b) run -0 dlock K true
+	key_exists b '{dlock:K}:fence'
+	key_gone r '{dlock:K}:fence'
+}
+
+@test "the --config file gives servers, prefix and ttl" {
+	printf '# a comment\n\nservers = %s\nprefix = cf:\nttl = 7\n' "$U" >"$T/conf"
+	run -0 dlock --config "$T/conf" K sh -c 'echo "$DLOCK_KEY"; redis-cli -s "$1" pttl "$DLOCK_KEY"' sh "$(sock r)"
+	assert_equal "${lines[0]}" cf:K
+	((${lines[1]} > 5000 && ${lines[1]} <= 7000)) || fail "PTTL ${lines[1]}, want about 7000"
+}
+
+@test "the config file in \$XDG_CONFIG_HOME is read by default" {
+	[[ ! -e /etc/dlock.conf ]] || skip_unless_strict "/etc/dlock.conf exists on this machine"
+	mkdir -p "$XDG_CONFIG_HOME/dlock"
+	printf 'servers = %s\nprefix = xdg:\n' "$U" >"$XDG_CONFIG_HOME/dlock/config"
+	run -0 dlock K sh -c 'echo "$DLOCK_KEY"'
+	assert_output xdg:K
+	key_exists r '{xdg:K}:fence'
+}
+
+@test "-S beats DLOCK_SERVERS beats the config file" {
+	start_redis a
+	start_redis b
+	start_redis c
+	printf 'servers = %s\n' "$(sock_url c)" >"$T/conf"
+	DLOCK_SERVERS=$(sock_url b) run -0 dlock --config "$T/conf" -S "$(sock_url a)" K1 true
+	DLOCK_SERVERS=$(sock_url b) run -0 dlock --config "$T/conf" K2 true
+	run -0 dlock --config "$T/conf" K3 true
+	assert_equal "$(all_keys a)" '{dlock:K1}:fence'
+	assert_equal "$(all_keys b)" '{dlock:K2}:fence'
+	assert_equal "$(all_keys c)" '{dlock:K3}:fence'
+	# and the command line's --ttl beats the file's
+	printf 'servers = %s\nttl = 7\n' "$U" >"$T/conf"
+	run -0 dlock --config "$T/conf" -t 60 K sh -c 'redis-cli -s "$1" pttl dlock:K' sh "$(sock r)"
+	((output > 50000)) || fail "PTTL $output, want about 60000"
+}
+
+@test "an unreachable server with -n: 69, naming the URL and the cause" {
+	local port; port=$(free_port)
+	run -69 --separate-stderr dlock -S "redis://127.0.0.1:$port" -n nightly touch "$T/ran"
+	assert_output ''
+	((${#stderr_lines[@]} == 1)) || fail "want one line: $stderr"
+	assert_equal "${stderr_lines[0]}" "dlock: nightly: redis://127.0.0.1:$port: connection refused"
+	[[ ! -e $T/ran ]]
+}
+
+@test "an unreachable server with -w 1: retried for 1 s, then 69" {
+	local port ms; port=$(free_port)
+	t0=$(now_ms)
+	run -69 --separate-stderr dlock -S "redis://127.0.0.1:$port" -w 1 K touch "$T/ran"
+	ms=$(elapsed_ms)
+	((ms >= 1000)) || fail "gave up after $ms ms"
+	[[ ${stderr_lines[-1]} == "dlock: K: redis://127.0.0.1:$port: connection refused" ]] ||
+		fail "stderr: $stderr"
+	[[ ! -e $T/ran ]]
+}
+
+@test "an unreachable server without -w: bounded retries, then 69" {
+	local port; port=$(free_port)
+	run -69 --separate-stderr timeout 20 "$DLOCK" -S "redis://127.0.0.1:$port" K touch "$T/ran"
+	[[ ${stderr_lines[-1]} == "dlock: K: redis://127.0.0.1:$port: connection refused" ]] ||
+		fail "stderr: $stderr"
+	[[ ! -e $T/ran ]]
+}
+
+@test "an unexpected reply (WRONGTYPE) gives 70 and leaves no lock" {
+	rcli r hset '{dlock:K}:fence' not a-counter >/dev/null
+	run -70 --separate-stderr dlock -S "$U" -n K touch "$T/ran"
+	[[ ${stderr_lines[0]} == "dlock: K: $U: "* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	key_gone r dlock:K
+}
+
+@test "re-entry: the inner dlock runs at once and the outer keeps the lock" {
+	run -0 dlock -S "$U" K sh -c '
+		"$DLOCK" -S "unix:$1" -n K sh -c "echo inner \$DLOCK_KEY \$DLOCK_TOKEN \$DLOCK_FENCE" || exit
+		echo outer "$DLOCK_KEY" "$DLOCK_TOKEN" "$DLOCK_FENCE"
+		redis-cli -s "$1" get dlock:K' sh "$(sock r)"
+	assert_equal "${#lines[@]}" 3
+	assert_equal "${lines[0]#inner }" "${lines[1]#outer }"	# same DLOCK_* values
+	[[ ${lines[0]} == 'inner dlock:K '* ]] || fail "inner: ${lines[0]}"
+	local token=${lines[1]#outer dlock:K }
+	assert_equal "${lines[2]}" "${token% *}"	# still held by the outer one
+	key_gone r dlock:K
+}
+
+@test "a stale DLOCK_TOKEN in the environment is ignored" {
+	local stale=0123456789abcdef0123456789abcdef
+	run -0 env DLOCK_KEY=dlock:K DLOCK_TOKEN=$stale "$DLOCK" -S "$U" -n K sh -c 'echo "$DLOCK_TOKEN"; redis-cli -s "$1" get dlock:K' sh "$(sock r)"
+	[[ ${lines[0]} =~ ^[0-9a-f]{32}$ && ${lines[0]} != "$stale" ]] || fail "token: ${lines[0]}"
+	assert_equal "${lines[1]}" "${lines[0]}"
+	key_gone r dlock:K
+	# nor does it let anyone into a lock held by someone else
+	hold h -S "$U" K
+	wait_ready h
+	run -1 env DLOCK_KEY=dlock:K DLOCK_TOKEN=$stale "$DLOCK" -S "$U" -n K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	finish h
+}
+
+@test "the run form and a lock named like a subcommand" {
+	run -0 dlock run -S "$U" K -- sh -c 'echo "$DLOCK_KEY"'
+	assert_output dlock:K
+	run -0 dlock run -S "$U" status -- sh -c 'echo "$DLOCK_KEY"'
+	assert_output dlock:status
+	run -0 env SHELL=/bin/sh "$DLOCK" run -S "$U" K -c 'echo "c:$DLOCK_KEY"'
+	assert_output c:dlock:K
+	assert_equal "$(rcli r keys 'dlock:*')" ''
+}
+
+@test "-o and -x are accepted" {
+	run -0 dlock -S "$U" -o -x K true
+	run -0 dlock -S "$U" --close --exclusive -e K true
+}

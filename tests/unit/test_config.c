@@ -1,0 +1,90 @@
+/* test_config.c - config_parse and config_parse_servers (src/config.h) */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "tap.h"
+
+static struct config_file cf;
+static char err[256];
+static char buf[1024];
+
+static int parse(const char *text)
+{
+	memset(&cf, 0, sizeof cf);
+	err[0] = '\0';
+	strcpy(buf, text);
+	return config_parse(buf, &cf, err, sizeof err);
+}
+
+static int is(const char *got, const char *want)
+{
+	return got && strcmp(got, want) == 0;
+}
+
+/* refused TEXT LINE: config_parse fails with "LINE: ..." in err */
+static void refused(const char *what, const char *text, int line)
+{
+	char want[16];
+	int r = parse(text);
+
+	snprintf(want, sizeof want, "%d:", line);
+	ok(r == -1 && strncmp(err, want, strlen(want)) == 0,
+	   "%s: refused at line %d (err \"%s\")", what, line, err);
+}
+
+int main(void)
+{
+	static struct url urls[4];
+	size_t n;
+
+	ok(parse("# dlock settings\n"
+		 "\n"
+		 "servers = redis://a:1, redis://b:2\n"
+		 "prefix=jobs:\n"
+		 "   \n"
+		 "# ttl = 99\n"
+		 "ttl =  7  \n"
+		 "password-file = /etc/dlock.pw\n"
+		 "node-timeout = 0.2") == 0, "a full file parses (%s)", err);
+	ok(is(cf.servers, "redis://a:1, redis://b:2"), "servers (got \"%s\")",
+	   cf.servers ? cf.servers : "(null)");
+	ok(is(cf.prefix, "jobs:"), "prefix without spaces around '='");
+	ok(is(cf.ttl, "7"), "ttl, spaces around the value trimmed (got \"%s\")",
+	   cf.ttl ? cf.ttl : "(null)");
+	ok(is(cf.password_file, "/etc/dlock.pw"), "password-file");
+	ok(is(cf.node_timeout, "0.2"), "node-timeout on a last line without newline");
+
+	ok(parse("") == 0 && !cf.servers && !cf.prefix && !cf.ttl &&
+	   !cf.password_file && !cf.node_timeout, "an empty file sets nothing");
+	ok(parse("# only\n\n# comments\n") == 0 && !cf.servers && !cf.ttl,
+	   "comments and blank lines set nothing");
+	ok(parse("ttl = 5\n") == 0 && is(cf.ttl, "5") && !cf.servers && !cf.prefix,
+	   "unset keys stay NULL");
+	ok(parse("prefix =\n") == 0 && is(cf.prefix, ""), "an empty value (empty prefix)");
+	ok(parse("servers = redis://:a=b@h\n") == 0 && is(cf.servers, "redis://:a=b@h"),
+	   "a value may contain '='");
+
+	refused("unknown key", "servers = unix:/x\n\ncolour = blue\n", 3);
+	refused("no '='", "# c\njust words\n", 2);
+	refused("duplicate key", "ttl = 1\nprefix = a\n\nttl = 2\n", 4);
+	refused("empty key", "= 5\n", 1);
+	refused("unknown key on line 1", "serverz = unix:/x\n", 1);
+
+	ok(config_parse_servers("unix:/a,unix:/b", urls, 4, &n, err, sizeof err) == 0 &&
+	   n == 2 && strcmp(urls[0].path, "/a") == 0 && strcmp(urls[1].path, "/b") == 0,
+	   "servers split on a comma (%s)", err);
+	ok(config_parse_servers("unix:/a, redis://h:7 ,unix:/c", urls, 4, &n, err, sizeof err) == 0 &&
+	   n == 3 && urls[1].kind == URL_TCP && urls[1].port == 7 &&
+	   strcmp(urls[2].path, "/c") == 0, "servers split on commas with blanks (%s)", err);
+	ok(config_parse_servers("unix:/a unix:/b\tunix:/c", urls, 4, &n, err, sizeof err) == 0 &&
+	   n == 3 && strcmp(urls[2].path, "/c") == 0, "servers split on blanks (%s)", err);
+	ok(config_parse_servers("  unix:/a  ", urls, 4, &n, err, sizeof err) == 0 &&
+	   n == 1 && strcmp(urls[0].path, "/a") == 0, "leading and trailing blanks (%s)", err);
+	ok(config_parse_servers("unix:/a,http://x", urls, 4, &n, err, sizeof err) == -1 &&
+	   err[0] != '\0', "a bad URL in the list is refused (%s)", err);
+	ok(config_parse_servers("unix:/a,unix:/b,unix:/c", urls, 2, &n, err, sizeof err) == -1,
+	   "more servers than max are refused (%s)", err);
+
+	return done_testing();
+}

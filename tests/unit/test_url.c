@@ -1,0 +1,136 @@
+/* test_url.c - url_parse (src/url.h): every form, and what it refuses */
+#include <string.h>
+
+#include "url.h"
+#include "tap.h"
+
+/* A field of u is a terminated string equal to want (u starts as garbage). */
+#define FIELD_IS(f, want) (memchr((f), '\0', sizeof(f)) && strcmp((f), (want)) == 0)
+
+static struct url u;
+static char err[256];
+
+static int parse(const char *s)
+{
+	memset(&u, 0x5a, sizeof u);	/* no field may be left unset */
+	err[0] = '\0';
+	return url_parse(s, &u, err, sizeof err);
+}
+
+static void tcp_ok(const char *s, const char *host, int port, int db,
+		   const char *user, const char *password, int has_password)
+{
+	int r = parse(s);
+
+	ok(r == 0, "%s parses (%s)", s, err);
+	if (r != 0)
+		return;
+	ok(u.kind == URL_TCP, "%s: TCP", s);
+	ok(FIELD_IS(u.host, host), "%s: host \"%s\" (got \"%.256s\")", s, host, u.host);
+	ok(u.port == port, "%s: port %d (got %d)", s, port, u.port);
+	ok(u.db == db, "%s: db %d (got %d)", s, db, u.db);
+	ok(FIELD_IS(u.user, user), "%s: user \"%s\" (got \"%.128s\")", s, user, u.user);
+	ok(FIELD_IS(u.password, password), "%s: password \"%s\"", s, password);
+	ok(!!u.has_password == has_password, "%s: has_password %d", s, has_password);
+	if (has_password && password[0] != '\0')
+		ok(memchr(u.text, '\0', sizeof u.text) && !strstr(u.text, password),
+		   "%s: text masks the password (\"%.512s\")", s, u.text);
+}
+
+static void unix_ok(const char *s, const char *path, int db)
+{
+	int r = parse(s);
+
+	ok(r == 0, "%s parses (%s)", s, err);
+	if (r != 0)
+		return;
+	ok(u.kind == URL_UNIX, "%s: unix", s);
+	ok(FIELD_IS(u.path, path), "%s: path \"%s\" (got \"%.108s\")", s, path, u.path);
+	ok(u.db == db, "%s: db %d (got %d)", s, db, u.db);
+	ok(memchr(u.text, '\0', sizeof u.text) && strstr(u.text, path),
+	   "%s: text names the path (\"%.512s\")", s, u.text);
+}
+
+static void bad(const char *s)
+{
+	int r = parse(s);
+
+	ok(r == -1 && err[0] != '\0', "\"%s\" is refused (%s)", s, err);
+}
+
+int main(void)
+{
+	char long_s[400];
+
+	tcp_ok("redis://127.0.0.1", "127.0.0.1", 6379, 0, "", "", 0);
+	tcp_ok("redis://localhost:6380", "localhost", 6380, 0, "", "", 0);
+	tcp_ok("redis://db.example.com:1/2", "db.example.com", 1, 2, "", "", 0);
+	tcp_ok("redis://h:65535/15", "h", 65535, 15, "", "", 0);
+	tcp_ok("redis://:s3cr3t@h:7000", "h", 7000, 0, "", "s3cr3t", 1);
+	tcp_ok("redis://alice:s3cr3t@h", "h", 6379, 0, "alice", "s3cr3t", 1);
+	tcp_ok("redis://alice@h:7000/3", "h", 7000, 3, "alice", "", 0);
+	tcp_ok("redis://[::1]", "::1", 6379, 0, "", "", 0);
+	tcp_ok("redis://[::1]:6390/2", "::1", 6390, 2, "", "", 0);
+	tcp_ok("redis://:pw@[fe80::1:2]:6391", "fe80::1:2", 6391, 0, "", "pw", 1);
+	tcp_ok("redis://us%65r:p%40ss%3Aw%25@h", "h", 6379, 0, "user", "p@ss:w%", 1);
+	tcp_ok("redis://%61:%2F%3f@h", "h", 6379, 0, "a", "/?", 1);
+
+	unix_ok("unix:/tmp/x.sock", "/tmp/x.sock", 0);
+	unix_ok("unix:///tmp/x.sock", "/tmp/x.sock", 0);
+	unix_ok("unix:/tmp/x.sock?db=3", "/tmp/x.sock", 3);
+	unix_ok("unix:///run/redis/redis.sock?db=12", "/run/redis/redis.sock", 12);
+
+	if (ok(parse("redis-sentinel://h1:26379,h2:26380/mymaster") == 0,
+	       "sentinel URL parses (%s)", err)) {
+		ok(u.kind == URL_SENTINEL, "sentinel: kind");
+		ok(u.n_sentinels == 2, "sentinel: 2 sentinels (got %d)", u.n_sentinels);
+		ok(FIELD_IS(u.sentinels[0].host, "h1") && u.sentinels[0].port == 26379,
+		   "sentinel: h1:26379");
+		ok(FIELD_IS(u.sentinels[1].host, "h2") && u.sentinels[1].port == 26380,
+		   "sentinel: h2:26380");
+		ok(FIELD_IS(u.master, "mymaster"), "sentinel: master \"mymaster\" (got \"%.128s\")",
+		   u.master);
+	}
+
+	bad("");
+	bad("redis://");
+	bad("redis://:@");
+	bad("redis://:pw@");
+	bad("redis://h:0");
+	bad("redis://h:65536");
+	bad("redis://h:99999");
+	bad("redis://h:-1");
+	bad("redis://h:");
+	bad("redis://h:abc");
+	bad("redis://h:6379x");
+	bad("redis://h/abc");
+	bad("redis://h/-1");
+	bad("redis://[::1");
+	bad("redis://:p%zz@h");
+	bad("http://x");
+	bad("x");
+	bad("127.0.0.1:6379");
+	bad("unix:");
+	bad("unix:relative/sock");
+	bad("unix:/tmp/x?db=x");
+	bad("unix:/tmp/x?db=-1");
+	bad("redis-sentinel://h1:26379");
+	bad("redis-sentinel://h1:0/m");
+	bad("redis-sentinel://h1:1,h2:2,h3:3,h4:4,h5:5,h6:6,h7:7,h8:8,h9:9/m");
+
+	memset(long_s, 0, sizeof long_s);
+	strcpy(long_s, "unix:/");
+	memset(long_s + 6, 'a', 200);
+	bad(long_s);
+	memset(long_s, 0, sizeof long_s);
+	strcpy(long_s, "redis://");
+	memset(long_s + 8, 'h', 300);
+	bad(long_s);
+
+	ok(parse("rediss://h:6380") == -1 && strstr(err, "TLS"),
+	   "rediss:// is refused, naming TLS (%s)", err);
+	ok(parse("redis://:s3cr3t@h:0") == -1 && !strstr(err, "s3cr3t"),
+	   "an error does not echo the password (%s)", err);
+
+	return done_testing();
+}
