@@ -1,0 +1,328 @@
+#!/bin/bash
+# redlock.sh: what a RedLock over 5 Redis masters costs, each 10 ms away.
+#
+# Five redis-servers, each reached through relay.py adding DELAY_MS to every
+# round trip.  As root with iproute2, each server and its relay live in a
+# network namespace of their own, joined to this one by a veth pair (a
+# "host" per node); otherwise all run on loopback, and the output says so.
+# The relays also charge one round trip per new TCP connection
+# (--connect-rtt), as a real network would; CONNECT_RTT=0 turns that off.
+#
+# Measured, interleaved round by round (order rotating):
+#   redis-cli PING through one relay         the floor for one connection
+#   dlock -S URL K true                      one node, through its relay
+#   dlock -S URL1 ... -S URL5 K true         RedLock, the nodes in parallel
+#   a bash script: redis-cli SET NX PX on each node one after another, the
+#     command, then the compare-and-delete EVAL on each, one after another
+#   node whole.js: node-redlock 5 + ioredis, acquire, spawn true, release
+# then, alone: node-redlock's in-process acquire and release latency.
+# node-redlock needs `npm install redlock@5.0.0-beta.2 ioredis` to work in a
+# temp dir (redlock 5 exists only as betas, so `redlock@5` finds nothing);
+# NODE=0 skips it.
+#
+# Environment: DLOCK (default ./build/dlock), ROUNDS (default 40), WARMUP
+# (3), DELAY_MS (10), NETNS (auto; 0 = loopback only), CONNECT_RTT (1),
+# NODE (auto; 0 = skip node-redlock).  Everything started is stopped by PID,
+# namespaces and links deleted, the temp dir removed, whatever happens.
+# Traffic stays on this machine: loopback, or the veth pairs made here.
+set -euo pipefail
+export LC_ALL=C
+unset DLOCK_SERVERS DLOCK_PASSWORD DLOCK_PREFIX DLOCK_KEY DLOCK_TOKEN DLOCK_FENCE
+
+DLOCK=${DLOCK:-./build/dlock}
+ROUNDS=${ROUNDS:-40}
+WARMUP=${WARMUP:-3}
+DELAY_MS=${DELAY_MS:-10}
+NETNS=${NETNS:-auto}
+CONNECT_RTT=${CONNECT_RTT:-1}
+NODE=${NODE:-auto}
+N_NODES=5
+NET=10.199	# node i: 10.199.i.1 here, 10.199.i.2 in its namespace (/30)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+RELAY=$HERE/relay.py
+
+die() { echo "redlock.sh: $*" >&2; exit 1; }
+note() { echo "redlock.sh: $*" >&2; }
+[[ -x $DLOCK ]] || die "no dlock binary at '$DLOCK' (set DLOCK=path)"
+DLOCK=$(realpath "$DLOCK")
+[[ -f $RELAY ]] || die "relay.py not found next to this script"
+for c in redis-server redis-cli python3; do
+	command -v "$c" >/dev/null || die "$c not found"
+done
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/dlock-redlock.XXXXXX")
+PIDS=() NSS=() LINKS=()
+cleanup() {
+	local x
+	for x in "${PIDS[@]}"; do kill "$x" 2>/dev/null || true; done
+	for x in "${PIDS[@]}"; do wait "$x" 2>/dev/null || true; done
+	for x in "${LINKS[@]}"; do ip link del "$x" 2>/dev/null || true; done
+	for x in "${NSS[@]}"; do ip netns del "$x" 2>/dev/null || true; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+wait_until() {	# wait_until SECONDS CMD...
+	local end=$((SECONDS + $1)); shift
+	until "$@" >/dev/null 2>&1; do
+		((SECONDS < end)) || return 1
+		sleep 0.05
+	done
+}
+free_ports() {	# free_ports N: N distinct free loopback TCP ports
+	python3 -c 'import socket, sys
+s = [socket.socket() for _ in range(int(sys.argv[1]))]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])' "$1"
+}
+
+# --- nodes ---------------------------------------------------------------
+# setup_netns: namespace dlk<pid>n<i> per node, veth dk<pid>h<i> here and
+# vn<i> there.  Fails (leaving cleanup to the trap) if anything is refused
+# or the addresses are already in use here.
+setup_netns() {
+	local i ns hv
+	[[ $(id -u) == 0 ]] && command -v ip >/dev/null || return 1
+	ip -4 addr show | grep -q "inet $NET\." && return 1
+	ip -4 route show | grep -q "^$NET\." && return 1
+	for ((i = 1; i <= N_NODES; i++)); do
+		ns=dlk$$n$i hv=dk$$h$i
+		ip netns add "$ns" || return 1
+		NSS+=("$ns")
+		ip link add "$hv" type veth peer name vn$i netns "$ns" || return 1
+		LINKS+=("$hv")
+		ip addr add "$NET.$i.1/30" dev "$hv" || return 1
+		ip link set "$hv" up || return 1
+		ip -n "$ns" link set lo up || return 1
+		ip -n "$ns" addr add "$NET.$i.2/30" dev vn$i || return 1
+		ip -n "$ns" link set vn$i up || return 1
+		# The node's address must be reached through our veth, never
+		# through a route leaving the machine.
+		ip route get "$NET.$i.2" | grep -q " dev $hv " || return 1
+	done
+}
+
+MODE=loopback
+if [[ $NETNS != 0 ]]; then
+	if setup_netns 2>"$T/netns.err"; then
+		MODE=netns
+	else
+		note "network namespaces unavailable ($(head -n 1 "$T/netns.err")), using loopback relays"
+		for x in "${LINKS[@]}"; do ip link del "$x" 2>/dev/null || true; done
+		for x in "${NSS[@]}"; do ip netns del "$x" 2>/dev/null || true; done
+		LINKS=() NSS=()
+	fi
+fi
+
+RFLAGS=()
+((CONNECT_RTT)) && RFLAGS+=(--connect-rtt)
+EPS=()	# host:port of each node's relay
+for ((i = 1; i <= N_NODES; i++)); do
+	d=$T/n$i; mkdir -p "$d"
+	if [[ $MODE == netns ]]; then
+		run_in=(ip netns exec "dlk$$n$i")	# execs: $! is the server's PID
+		rport=6379 listen=$NET.$i.2:7000
+	else
+		run_in=()
+		read -r rport lport < <(free_ports 2)
+		listen=127.0.0.1:$lport
+	fi
+	"${run_in[@]}" redis-server --bind 127.0.0.1 --port "$rport" \
+		--unixsocket "$d/sock" --dir "$d" --save '' --appendonly no \
+		>"$d/redis.log" 2>&1 &
+	PIDS+=($!)
+	wait_until 5 redis-cli -s "$d/sock" ping || die "redis $i did not start: $(tail -n 2 "$d/redis.log")"
+	"${run_in[@]}" python3 "$RELAY" "${RFLAGS[@]}" "$listen" "127.0.0.1:$rport" "$DELAY_MS" \
+		>"$d/relay.out" 2>"$d/relay.err" &
+	PIDS+=($!)
+	wait_until 5 grep -qx ready "$d/relay.out" || die "relay $i did not start: $(head -n 2 "$d/relay.err")"
+	EPS+=("$listen")
+done
+host() { echo "${1%:*}"; }
+port() { echo "${1##*:}"; }
+
+# RTT floor: one persistent connection, no connect cost.
+LAT_PIDS=()
+for ((i = 0; i < N_NODES; i++)); do
+	redis-cli -h "$(host "${EPS[i]}")" -p "$(port "${EPS[i]}")" --latency -i 1 --raw \
+		</dev/null >"$T/lat$i" 2>&1 &
+	LAT_PIDS+=($!)
+done
+wait "${LAT_PIDS[@]}"	# not a bare wait: the servers are children too
+RTT_LINE=$(cat "$T"/lat* | awk 'NF == 4 { if (min == "" || $1 < min) min = $1; if ($2 > max) max = $2; s += $3; n++ }
+	END { if (n) printf "min %s, avg %.2f, max %s ms over %d nodes", min, s / n, max, n }')
+RTT_AVG=$(cat "$T"/lat* | awk 'NF == 4 { s += $3; n++ } END { if (n) printf "%.3f", s / n; else print '"$DELAY_MS"' }')
+
+# --- node-redlock ------------------------------------------------------
+HAVE_NODE=0
+if [[ $NODE != 0 ]] && command -v node >/dev/null && command -v npm >/dev/null; then
+	mkdir -p "$T/node"
+	if (cd "$T/node" && timeout 180 npm install --no-audit --no-fund --loglevel=error \
+		redlock@5.0.0-beta.2 ioredis >"$T/npm.log" 2>&1); then
+		HAVE_NODE=1
+		NODE_VERSIONS="redlock $(node -p 'require(process.argv[1]).version' "$T/node/node_modules/redlock/package.json"), ioredis $(node -p 'require(process.argv[1]).version' "$T/node/node_modules/ioredis/package.json")"
+	else
+		note "npm install redlock@5.0.0-beta.2 ioredis failed, skipping node-redlock: $(grep -m1 -i error "$T/npm.log")"
+	fi
+fi
+if ((HAVE_NODE)); then
+	cat >"$T/node/common.js" <<'EOF'
+const Redis = require("ioredis");
+const R = require("redlock");
+const Redlock = R.default || R;
+const eps = process.env.BENCH_EPS.split(" ").map((s) => {
+	const i = s.lastIndexOf(":");
+	return { host: s.slice(0, i), port: Number(s.slice(i + 1)) };
+});
+function connect() {
+	const clients = eps.map((e) => new Redis({ host: e.host, port: e.port,
+		maxRetriesPerRequest: 0 }));
+	return { clients, redlock: new Redlock(clients, { retryCount: 0 }) };
+}
+module.exports = { connect };
+EOF
+	cat >"$T/node/whole.js" <<'EOF'
+// One lock around one command, as `dlock K true` does.
+const { spawnSync } = require("child_process");
+const { connect } = require("./common.js");
+(async () => {
+	const { clients, redlock } = connect();
+	const lock = await redlock.acquire(["dlock:bench-node"], 30000);
+	const r = spawnSync("true", { stdio: "inherit" });
+	await lock.release();
+	await Promise.all(clients.map((c) => c.quit()));
+	process.exitCode = r.status;
+})().catch((e) => { console.error(e.message); process.exit(1); });
+EOF
+	cat >"$T/node/inproc.js" <<'EOF'
+// N acquire/release pairs on open connections: "acquire med p10 p90" etc.
+const { connect } = require("./common.js");
+const n = Number(process.argv[2]), warm = 5;
+const ms = (a, b) => Number(b - a) / 1e6;
+function stats(name, v) {
+	v.sort((a, b) => a - b);
+	const q = (p) => v[Math.floor(p * (v.length - 1))];
+	const m = v.length % 2 ? v[(v.length - 1) / 2]
+		: (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+	console.log(name, v.length, m.toFixed(3), q(0.1).toFixed(3), q(0.9).toFixed(3));
+}
+(async () => {
+	const { clients, redlock } = connect();
+	const acq = [], rel = [], both = [];
+	for (let i = 0; i < n + warm; i++) {
+		const t0 = process.hrtime.bigint();
+		const lock = await redlock.acquire(["dlock:bench-inproc"], 30000);
+		const t1 = process.hrtime.bigint();
+		await lock.release();
+		const t2 = process.hrtime.bigint();
+		if (i < warm) continue;
+		acq.push(ms(t0, t1)); rel.push(ms(t1, t2)); both.push(ms(t0, t2));
+	}
+	stats("acquire", acq); stats("release", rel); stats("acquire+release", both);
+	await Promise.all(clients.map((c) => c.quit()));
+})().catch((e) => { console.error(e.message); process.exit(1); });
+EOF
+	export BENCH_EPS="${EPS[*]}" NODE_PATH="$T/node/node_modules"
+fi
+
+# --- the sequential redis-cli script -----------------------------------
+{
+	echo '# RedLock by hand, one node after another.'
+	echo 'tok=$(printf %08x%08x%08x%08x $SRANDOM $SRANDOM $SRANDOM $SRANDOM)'
+	echo 'n=0'
+	for ep in "${EPS[@]}"; do
+		echo "[[ \$(redis-cli -h $(host "$ep") -p $(port "$ep") SET dlock:bench-seq \$tok NX PX 30000) == OK ]] && n=\$((n + 1))"
+	done
+	echo "rc=1; ((n >= $((N_NODES / 2 + 1)))) && { true; rc=\$?; }"
+	for ep in "${EPS[@]}"; do
+		echo "redis-cli -h $(host "$ep") -p $(port "$ep") EVAL \"if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end\" 1 dlock:bench-seq \$tok >/dev/null"
+	done
+	echo 'exit $rc'
+} >"$T/seq.sh"
+
+# --- the tools ---------------------------------------------------------
+SARGS=()
+for ep in "${EPS[@]}"; do SARGS+=(-S "redis://$ep"); done
+NAMES=() CMDS=()
+tool() {	# tool NAME COMMAND [ARG...]: CMDS gets it quoted, for eval
+	NAMES+=("$1"); shift
+	CMDS+=("$(printf '%q ' "$@")")
+}
+tool "redis-cli PING (1 node)" redis-cli -h "$(host "${EPS[0]}")" -p "$(port "${EPS[0]}")" PING
+tool "dlock K true (1 node)"   "$DLOCK" -S "redis://${EPS[0]}" bench-one true
+tool "dlock -S x5 K true"      "$DLOCK" "${SARGS[@]}" bench-five true
+tool "redis-cli x5 sequential" bash "$T/seq.sh"
+((HAVE_NODE)) && tool "node-redlock whole.js" node "$T/node/whole.js"
+N=${#NAMES[@]}
+DL5=2	# index of the RedLock dlock row, the ratios' base
+
+run() { eval "${CMDS[$1]}" </dev/null >"$T/out" 2>&1; }
+for ((i = 0; i < N; i++)); do
+	run "$i" || die "'${NAMES[$i]}' failed: $(head -c 300 "$T/out")"
+done
+for ((i = 0; i < N_NODES; i++)); do
+	[[ $(redis-cli -s "$T/n$((i + 1))/sock" --raw exists dlock:bench-one dlock:bench-five \
+		dlock:bench-seq dlock:bench-node) == 0 ]] ||
+		die "a lock key is still on node $((i + 1)) after its holder exited"
+done
+
+note "$ROUNDS rounds x $N tools (+$WARMUP warm-up rounds), interleaved ..."
+declare -a FAILS
+for ((i = 0; i < N; i++)); do : >"$T/t$i"; FAILS[i]=0; done
+t_start=$SECONDS
+for ((r = -WARMUP; r < ROUNDS; r++)); do
+	for ((k = 0; k < N; k++)); do
+		i=$(( ((r < 0 ? -r : r) + k) % N ))
+		s=$EPOCHREALTIME
+		run "$i" || FAILS[i]=$((FAILS[i] + 1))
+		e=$EPOCHREALTIME
+		((r < 0)) || echo $(( 10#${e/./} - 10#${s/./} )) >>"$T/t$i"
+	done
+done
+elapsed=$((SECONDS - t_start))
+
+if ((HAVE_NODE)); then
+	node "$T/node/inproc.js" "$ROUNDS" >"$T/inproc" 2>&1 ||
+		note "node-redlock in-process run failed: $(head -n 2 "$T/inproc")"
+fi
+
+stats() {	# stats FILE: "median p10 p90" in ms
+	sort -n "$1" | awk '{ v[NR] = $1 }
+	function q(p,  i) { i = int(p * (NR - 1)) + 1; return v[i] / 1000 }
+	END {
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "%.3f %.3f %.3f\n", m / 1000, q(0.10), q(0.90)
+	}'
+}
+read -r BASE _ < <(stats "$T/t$DL5")
+row() {	# row NAME RUNS MED P10 P90 [FAILS]
+	printf '%-32s %5d %10.2f %8.2f %8.2f %6.1f %8.2f%s\n' "$1" "$2" "$3" "$4" "$5" \
+		"$(awk -v a="$3" -v b="$RTT_AVG" 'BEGIN { print a / b }')" \
+		"$(awk -v a="$3" -v b="$BASE" 'BEGIN { print a / b }')" \
+		"$( [[ ${6:-0} == 0 ]] || echo "  ($6 failed)")"
+}
+
+echo
+if [[ $MODE == netns ]]; then where="a network namespace each, veth to this one"
+else where="all on loopback (no network namespaces)"; fi
+echo "dlock RedLock benchmark: $N_NODES redis $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') nodes, each behind relay.py +${DELAY_MS} ms RTT;"
+echo "  $where; new connections $( ((CONNECT_RTT)) && echo "charged 1 RTT" || echo "free (CONNECT_RTT=0)");"
+echo "  $ROUNDS interleaved rounds in ${elapsed}s$( ((HAVE_NODE)) && echo "; node $(node --version), $NODE_VERSIONS")"
+echo "RTT floor (redis-cli --latency, 1 s on an open connection): $RTT_LINE"
+echo
+printf '%-32s %5s %10s %8s %8s %6s %8s\n' "whole process" runs "median ms" "p10 ms" "p90 ms" RTTs "x dlock"
+for ((i = 0; i < N; i++)); do
+	read -r med p10 p90 < <(stats "$T/t$i")
+	row "${NAMES[$i]}" "$(wc -l <"$T/t$i")" "$med" "$p10" "$p90" "${FAILS[i]}"
+done
+if ((HAVE_NODE)) && [[ -s $T/inproc ]] && grep -q '^acquire ' "$T/inproc"; then
+	echo
+	printf '%-32s %5s %10s %8s %8s %6s %8s\n' "node-redlock in-process" runs "median ms" "p10 ms" "p90 ms" RTTs "x dlock"
+	while read -r what n med p10 p90; do
+		row "  $what" "$n" "$med" "$p10" "$p90"
+	done <"$T/inproc"
+fi
+echo
+echo "RTTs: median / average RTT floor; x dlock: median / median of 'dlock -S x5 K true'."

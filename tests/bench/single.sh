@@ -1,0 +1,190 @@
+#!/bin/bash
+# single.sh: what one lock costs a shell script, with one Redis server.
+#
+# `dlock K true` against `flock FILE true` and a bare `true`, and, as
+# yardsticks, `etcdctl lock K true` and one redis-cli run sending the
+# SET NX PX + compare-and-delete EVAL pair.  Every round runs every tool
+# once, in an order that rotates from round to round, so that drift (CPU
+# frequency, page cache, a noisy neighbour) spreads over all tools alike.
+# Prints medians, 90th percentiles and ratios to flock, then peak RSS.
+#
+# Environment: DLOCK (default ./build/dlock), ROUNDS (default 200),
+# WARMUP (default 5 rounds, not counted), RSS_RUNS (default 5).
+# Starts its own redis-server (TCP on a free loopback port and a unix
+# socket) and, if installed, its own etcd, in a temp dir; stops them by PID
+# and removes the dir whatever happens.  Only 127.0.0.1 is contacted.
+set -euo pipefail
+export LC_ALL=C	# EPOCHREALTIME's decimal point
+unset DLOCK_SERVERS DLOCK_PASSWORD DLOCK_PREFIX DLOCK_KEY DLOCK_TOKEN DLOCK_FENCE
+
+DLOCK=${DLOCK:-./build/dlock}
+ROUNDS=${ROUNDS:-200}
+WARMUP=${WARMUP:-5}
+RSS_RUNS=${RSS_RUNS:-5}
+
+die() { echo "single.sh: $*" >&2; exit 1; }
+[[ -x $DLOCK ]] || die "no dlock binary at '$DLOCK' (set DLOCK=path)"
+DLOCK=$(realpath "$DLOCK")
+for c in redis-server redis-cli flock python3; do
+	command -v "$c" >/dev/null || die "$c not found"
+done
+TRUE=$(type -P true)	# the program, not bash's builtin
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/dlock-single.XXXXXX")
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+wait_until() {	# wait_until SECONDS CMD...
+	local end=$((SECONDS + $1)); shift
+	until "$@" >/dev/null 2>&1; do
+		((SECONDS < end)) || return 1
+		sleep 0.05
+	done
+}
+free_ports() {	# free_ports N: N distinct free loopback TCP ports
+	python3 -c 'import socket, sys
+s = [socket.socket() for _ in range(int(sys.argv[1]))]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])' "$1"
+}
+
+# --- servers -----------------------------------------------------------
+read -r RPORT ECPORT EPPORT < <(free_ports 3)
+redis-server --port "$RPORT" --bind 127.0.0.1 --unixsocket "$T/redis.sock" \
+	--dir "$T" --save '' --appendonly no >"$T/redis.log" 2>&1 &
+PIDS+=($!)
+wait_until 5 redis-cli -s "$T/redis.sock" ping || die "redis-server did not start: $(tail -n 3 "$T/redis.log")"
+REDIS_VERSION=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
+
+HAVE_ETCD=0
+if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
+	EURL=http://127.0.0.1:$ECPORT
+	etcd --name bench --data-dir "$T/etcd" \
+		--listen-client-urls "$EURL" --advertise-client-urls "$EURL" \
+		--listen-peer-urls "http://127.0.0.1:$EPPORT" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$EPPORT" \
+		--initial-cluster "bench=http://127.0.0.1:$EPPORT" \
+		--logger zap --log-level error >"$T/etcd.log" 2>&1 &
+	PIDS+=($!)
+	export ETCDCTL_API=3
+	if wait_until 20 etcdctl --endpoints="$EURL" endpoint health; then
+		HAVE_ETCD=1
+	else
+		echo "single.sh: etcd did not start, skipping etcdctl: $(tail -n 2 "$T/etcd.log")" >&2
+	fi
+fi
+
+# --- the tools ---------------------------------------------------------
+# Each is one command line, run by bash exactly as a script would run it.
+TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+CAD="if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+printf 'SET dlock:bench-cli %s NX PX 30000\nEVAL "%s" 1 dlock:bench-cli %s\n' \
+	"$TOKEN" "$CAD" "$TOKEN" >"$T/cli.txt"
+
+NAMES=() CMDS=()
+tool() {	# tool NAME COMMAND [ARG...]: CMDS gets it quoted, for eval
+	NAMES+=("$1"); shift
+	CMDS+=("$(printf '%q ' "$@")")
+}
+tool "true"                  "$TRUE"
+tool "flock FILE true"       flock "$T/flock.lock" true
+tool "dlock K true (tcp)"    "$DLOCK" -S "redis://127.0.0.1:$RPORT" bench-tcp true
+tool "dlock K true (unix)"   "$DLOCK" -S "unix:$T/redis.sock" bench-unix true
+tool "redis-cli SET NX+EVAL" redis-cli -p "$RPORT"	# stdin: cli.txt
+((HAVE_ETCD)) && tool "etcdctl lock K true" etcdctl --endpoints="$EURL" lock bench true
+N=${#NAMES[@]}
+
+input() {	# input I: what tool I reads on stdin
+	if [[ ${NAMES[$1]} == redis-cli* ]]; then echo "$T/cli.txt"; else echo /dev/null; fi
+}
+INPUTS=()
+for ((i = 0; i < N; i++)); do INPUTS+=("$(input "$i")"); done
+run() {	# run I: run tool I once, silently; its status
+	eval "${CMDS[$1]}" <"${INPUTS[$1]}" >"$T/out" 2>&1
+}
+
+# Sanity: every tool works, and dlock leaves no lock behind.
+for ((i = 0; i < N; i++)); do
+	run "$i" || die "'${NAMES[$i]}' failed: $(head -c 300 "$T/out")"
+done
+if [[ $(redis-cli -p "$RPORT" exists dlock:bench-tcp dlock:bench-unix dlock:bench-cli) != 0 ]]; then
+	die "a lock key is still there after its holder exited"
+fi
+if [[ $(redis-cli -p "$RPORT" <"$T/cli.txt") != $'OK\n1' ]]; then
+	die "redis-cli SET NX + EVAL did not answer OK, 1"
+fi
+
+# --- interleaved runs --------------------------------------------------
+echo "single.sh: $ROUNDS rounds x $N tools (+$WARMUP warm-up rounds), interleaved ..." >&2
+declare -a FAILS
+for ((i = 0; i < N; i++)); do : >"$T/t$i"; FAILS[i]=0; done
+t_start=$SECONDS
+for ((r = -WARMUP; r < ROUNDS; r++)); do
+	for ((k = 0; k < N; k++)); do
+		i=$(( ((r < 0 ? -r : r) + k) % N ))
+		s=$EPOCHREALTIME
+		run "$i" || FAILS[i]=$((FAILS[i] + 1))
+		e=$EPOCHREALTIME
+		((r < 0)) || echo $(( 10#${e/./} - 10#${s/./} )) >>"$T/t$i"
+	done
+done
+elapsed=$((SECONDS - t_start))
+
+stats() {	# stats FILE: "median p10 p90" in ms
+	sort -n "$1" | awk '{ v[NR] = $1 }
+	function q(p,  i) { i = int(p * (NR - 1)) + 1; return v[i] / 1000 }
+	END {
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "%.3f %.3f %.3f\n", m / 1000, q(0.10), q(0.90)
+	}'
+}
+read -r FLOCK_MED _ < <(stats "$T/t1")
+read -r TRUE_MED _ < <(stats "$T/t0")
+
+echo
+echo "dlock single-server benchmark: $ROUNDS interleaved rounds in ${elapsed}s;" \
+	"redis $REDIS_VERSION on 127.0.0.1 (--save '')"
+printf '%-24s %6s %10s %9s %9s %9s %9s\n' tool runs "median ms" "p10 ms" "p90 ms" "x flock" "-true ms"
+for ((i = 0; i < N; i++)); do
+	read -r med p10 p90 < <(stats "$T/t$i")
+	printf '%-24s %6d %10.2f %9.2f %9.2f %9.2f %9.2f%s\n' "${NAMES[$i]}" \
+		"$(wc -l <"$T/t$i")" "$med" "$p10" "$p90" \
+		"$(awk -v a="$med" -v b="$FLOCK_MED" 'BEGIN { print a / b }')" \
+		"$(awk -v a="$med" -v b="$TRUE_MED" 'BEGIN { print a - b }')" \
+		"$( ((FAILS[i] == 0)) || echo "  (${FAILS[i]} failed)")"
+done
+
+# --- peak RSS ----------------------------------------------------------
+# GNU time reports the process's own peak and that of the children it waited
+# for (Linux wait4), whichever is larger; `true` is far smaller than any tool.
+rss_once() {	# rss_once I: peak RSS of one run of tool I, KiB
+	eval "/usr/bin/time -f %M -o \"\$T/rss\" ${CMDS[$1]}" \
+		<"${INPUTS[$1]}" >/dev/null 2>&1 || true
+	tail -n 1 "$T/rss"
+}
+maxrss() {	# maxrss I: median peak RSS over RSS_RUNS runs, KiB
+	local j
+	for ((j = 0; j < RSS_RUNS; j++)); do rss_once "$1"; done |
+		sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+# A python or bash wrapper would not do: the RSS it had before exec counts.
+if [[ ! -x /usr/bin/time ]] && ((EUID == 0)); then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null 2>&1 || true
+fi
+echo
+if [[ -x /usr/bin/time ]]; then
+	echo "peak RSS, KiB (median of $RSS_RUNS runs, /usr/bin/time -f %M)"
+	for ((i = 0; i < N; i++)); do
+		printf '%-24s %8s\n' "${NAMES[$i]}" "$(maxrss "$i")"
+	done
+else
+	echo "peak RSS: not measured (no /usr/bin/time: apt-get install time)"
+fi
