@@ -62,7 +62,7 @@ static void usage(void)
 {
 	fputs(
 "Usage:\n"
-"  dlock [options] KEY COMMAND [ARG...]\n"
+"  dlock [options] KEY [--] COMMAND [ARG...]\n"
 "  dlock [options] KEY -c COMMAND_STRING\n"
 "  dlock run [options] KEY [--] COMMAND [ARG...]\n"
 "\n"

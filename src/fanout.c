@@ -20,7 +20,8 @@ size_t fanout_round(struct node *nodes, size_t n_nodes, const struct cmd *cmds,
 
 	for (size_t i = 0; i < n_nodes; i++) {
 		node_end(&nodes[i]);
-		node_begin(&nodes[i], cmds, n_cmds, deadline_ms);
+		if (!nodes[i].skip)
+			node_begin(&nodes[i], cmds, n_cmds, deadline_ms);
 	}
 	for (;;) {
 		struct pollfd pfd[MAX_SERVERS];

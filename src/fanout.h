@@ -8,7 +8,8 @@
  * with its own deadline (now + timeout_ms): a hung server costs one
  * deadline, a refused one nothing. Returns how many nodes answered every
  * command (state NODE_DONE; replies in node->replies, errors in node->err).
- * The replies stay until the next round or fanout_end(). */
+ * The replies stay until the next round or fanout_end(). Nodes marked
+ * skip sit the round out. */
 size_t fanout_round(struct node *nodes, size_t n_nodes, const struct cmd *cmds,
 		    int n_cmds, int64_t timeout_ms);
 void fanout_end(struct node *nodes, size_t n_nodes);

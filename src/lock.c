@@ -90,7 +90,8 @@ int lock_init(struct lock *lk, const struct options *opts,
 	};
 	lk->nodes = calloc(lk->n_nodes, sizeof *lk->nodes);
 	lk->subs = calloc(lk->n_nodes, sizeof *lk->subs);
-	if (!lk->nodes || !lk->subs ||
+	lk->why = calloc(lk->n_nodes, sizeof *lk->why);
+	if (!lk->nodes || !lk->subs || !lk->why ||
 	    asprintf(&lk->key, "%s%s", st->prefix, opts->key) < 0 ||
 	    !(lk->fence_key = derived_key(lk->key, ":fence")) ||
 	    !(lk->owner_key = derived_key(lk->key, ":owner")) ||
@@ -123,6 +124,13 @@ int lock_init(struct lock *lk, const struct options *opts,
 	return 0;
 }
 
+void lock_log_servers(const struct lock *lk)
+{
+	for (size_t i = 0; lk->n_nodes > 1 && i < lk->n_nodes; i++)
+		if (lk->why[i].exit)
+			log_error(lk->opts->key, &lk->why[i]);
+}
+
 void lock_free(struct lock *lk)
 {
 	for (size_t i = 0; lk->nodes && lk->subs && i < lk->n_nodes; i++) {
@@ -133,6 +141,7 @@ void lock_free(struct lock *lk)
 	}
 	free(lk->nodes);
 	free(lk->subs);
+	free(lk->why);
 	free(lk->key);
 	free(lk->fence_key);
 	free(lk->owner_key);
@@ -197,10 +206,9 @@ static void no_quorum(struct lock *lk, size_t n_ok, struct error *err,
 		*err = *worst;
 		return;
 	}
-	if (lk->opts->verbose)
-		for (size_t i = 0; i < lk->n_nodes; i++)
-			if (lk->nodes[i].state == NODE_FAILED)
-				log_error(lk->opts->key, &lk->nodes[i].err);
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		lk->why[i] = lk->nodes[i].state == NODE_FAILED ? lk->nodes[i].err :
+			     (struct error){ 0 };
 	error_set(err, worst ? worst->exit : EX_UNAVAILABLE,
 		  "%zu of %zu servers %s, %zu needed%s%s%s", n_ok, lk->n_nodes,
 		  what, need, worst ? " (" : "", worst ? worst->msg : "",
@@ -272,6 +280,7 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 	long long fence = 0, value;
 	int64_t start_ms, validity_ms;
 	enum lock_result r;
+	bool granted[MAX_SERVERS] = { false }, ok;
 
 	lk->held_by[0] = '\0';
 	lk->queue_pos = 0;
@@ -287,6 +296,7 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 			continue;
 		switch (acquire_reply(lk, n->replies[0], &value)) {
 		case 1:
+			granted[i] = true;
 			n_yes++;
 			if (value > fence)
 				fence = value;
@@ -317,11 +327,18 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 	if (n_yes >= need && validity_ms > 0) {
 		snprintf(lk->fence, sizeof lk->fence, "%lld", fence);
 		lk->valid_until_ms = start_ms + lk->ttl_ms - quorum_drift_ms(lk->ttl_ms);
-		if ((lk->n_nodes == 1 || fence_write_back(lk, err) == 0) &&
-		    (!lk->opts->wait_replicas || wait_replicas(lk, err) == 0) &&
-		    clock_now_ms() < lk->valid_until_ms)
+		/* The fence write-back and WAIT go only to the servers that
+		 * granted the lock, a majority: one that did not answer would
+		 * cost another deadline. */
+		for (size_t i = 0; i < lk->n_nodes; i++)
+			lk->nodes[i].skip = !granted[i];
+		ok = (lk->n_nodes == 1 || fence_write_back(lk, err) == 0) &&
+		     (!lk->opts->wait_replicas || wait_replicas(lk, err) == 0);
+		for (size_t i = 0; i < lk->n_nodes; i++)
+			lk->nodes[i].skip = false;
+		if (ok && clock_now_ms() < lk->valid_until_ms)
 			return LOCK_ACQUIRED;
-		if (clock_now_ms() >= lk->valid_until_ms)
+		if (ok)
 			error_set(err, EX_UNAVAILABLE, "acquiring took longer than the lease");
 		release_round(lk);
 		return LOCK_FAILED;
@@ -559,6 +576,9 @@ enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 
 int lock_release(struct lock *lk, struct error *err)
 {
+	/* Every server, also one that did not answer lately: a paused server
+	 * that resumes runs our queued SET, then this release, in that order,
+	 * instead of keeping a key nobody knows for a whole TTL. */
 	size_t n_ok = release_round(lk);
 
 	if (n_ok == lk->n_nodes)

@@ -23,6 +23,7 @@ struct lock {
 	struct node *nodes;		/* n_nodes of each */
 	size_t n_nodes;
 	struct node *subs;		/* SUBSCRIBEd while waiting */
+	struct error *why;		/* each server's part in the last failure */
 	bool subscribed;
 	char *key, *fence_key, *owner_key, *mode_key;
 	char *queue_key, *alive_key, *ticket_key, *slots_key, *channel;
@@ -44,6 +45,9 @@ struct lock {
 int lock_init(struct lock *lk, const struct options *opts,
 	      const struct settings *st, struct error *err);
 void lock_free(struct lock *lk);
+/* With several servers: one line for each that failed in the last
+ * round without a majority (--verbose). */
+void lock_log_servers(const struct lock *lk);
 
 /* Takes the lock, waiting as -n/-w say; gives back partial acquisitions
  * before it returns anything but LOCK_ACQUIRED. sigfd: a signalfd whose

@@ -87,6 +87,8 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 		status = 128 + signo;
 		goto out;
 	case LOCK_FAILED:
+		if (opts->verbose)
+			lock_log_servers(&lk);
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto out;
