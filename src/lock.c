@@ -215,19 +215,44 @@ static void no_quorum(struct lock *lk, size_t n_ok, struct error *err,
 		  worst ? ")" : "");
 }
 
-/* RedLock fencing: each server counts acquisitions; the fence is the
- * highest count of this majority, written back to a majority so the next
- * majority (which shares a server with this one) counts past it. */
-static int fence_write_back(struct lock *lk, struct error *err)
+/* Leaves out of the next rounds the servers that did not grant the lock
+ * (counted[i] < 0), and those whose count equals except. */
+static void only_granted(struct lock *lk, const long long *counted,
+			 long long except)
+{
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		lk->nodes[i].skip = counted[i] < 0 || counted[i] == except;
+}
+
+static void all_servers(struct lock *lk)
+{
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		lk->nodes[i].skip = false;
+}
+
+/* RedLock fencing: each server counts acquisitions, and the fence is the
+ * highest count of this majority. The next majority shares a server with
+ * this one, so it counts past the fence once a majority holds it: the
+ * granting servers that lag behind get it written back. When the counts
+ * agree, the usual case, no round is needed. */
+static int fence_write_back(struct lock *lk, const long long *counted,
+			    struct error *err)
 {
 	const char *argv[] = { lk->fence_key, lk->fence };
 	struct cmd cmd = { &script_fence_max, 2, argv, NULL };
-	size_t n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1,
-				   lk->node_timeout_ms);
+	long long fence = strtoll(lk->fence, NULL, 10);
+	size_t need = quorum_majority(lk->n_nodes), n_at = 0, n_ok;
 
-	if (n_ok >= quorum_majority(lk->n_nodes))
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		n_at += counted[i] == fence;
+	if (n_at >= need)
 		return 0;
-	no_quorum(lk, n_ok, err, "stored the fencing token");
+	only_granted(lk, counted, fence);
+	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
+	all_servers(lk);
+	if (n_at + n_ok >= need)
+		return 0;
+	no_quorum(lk, n_at + n_ok, err, "stored the fencing token");
 	return -1;
 }
 
@@ -280,7 +305,8 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 	long long fence = 0, value;
 	int64_t start_ms, validity_ms;
 	enum lock_result r;
-	bool granted[MAX_SERVERS] = { false }, ok;
+	long long counted[MAX_SERVERS];	/* fencing count of each grant, or -1 */
+	bool ok;
 
 	lk->held_by[0] = '\0';
 	lk->queue_pos = 0;
@@ -292,11 +318,12 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		struct node *n = &lk->nodes[i];
 
+		counted[i] = -1;
 		if (n->state != NODE_DONE)
 			continue;
 		switch (acquire_reply(lk, n->replies[0], &value)) {
 		case 1:
-			granted[i] = true;
+			counted[i] = value;
 			n_yes++;
 			if (value > fence)
 				fence = value;
@@ -327,15 +354,15 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 	if (n_yes >= need && validity_ms > 0) {
 		snprintf(lk->fence, sizeof lk->fence, "%lld", fence);
 		lk->valid_until_ms = start_ms + lk->ttl_ms - quorum_drift_ms(lk->ttl_ms);
-		/* The fence write-back and WAIT go only to the servers that
+		/* The fence write-back and WAIT go only to servers that
 		 * granted the lock, a majority: one that did not answer would
 		 * cost another deadline. */
-		for (size_t i = 0; i < lk->n_nodes; i++)
-			lk->nodes[i].skip = !granted[i];
-		ok = (lk->n_nodes == 1 || fence_write_back(lk, err) == 0) &&
-		     (!lk->opts->wait_replicas || wait_replicas(lk, err) == 0);
-		for (size_t i = 0; i < lk->n_nodes; i++)
-			lk->nodes[i].skip = false;
+		ok = lk->n_nodes == 1 || fence_write_back(lk, counted, err) == 0;
+		if (ok && lk->opts->wait_replicas) {
+			only_granted(lk, counted, -1);
+			ok = wait_replicas(lk, err) == 0;
+			all_servers(lk);
+		}
 		if (ok && clock_now_ms() < lk->valid_until_ms)
 			return LOCK_ACQUIRED;
 		if (ok)

@@ -32,7 +32,7 @@ struct node {
 	bool ready;		/* handshake done on this connection */
 	bool auth_queued;	/* the next handshake reply answers AUTH */
 	enum node_state state;
-	bool skip;		/* left out of rounds (see lock.c's only_yes()) */
+	bool skip;		/* sits rounds out (lock.c's only_granted()) */
 	int64_t deadline_ms;
 	const struct cmd *cmds;
 	int n_cmds;
