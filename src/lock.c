@@ -91,7 +91,8 @@ int lock_init(struct lock *lk, const struct options *opts,
 	lk->nodes = calloc(lk->n_nodes, sizeof *lk->nodes);
 	lk->subs = calloc(lk->n_nodes, sizeof *lk->subs);
 	lk->why = calloc(lk->n_nodes, sizeof *lk->why);
-	if (!lk->nodes || !lk->subs || !lk->why ||
+	lk->granted = calloc(lk->n_nodes, sizeof *lk->granted);
+	if (!lk->nodes || !lk->subs || !lk->why || !lk->granted ||
 	    asprintf(&lk->key, "%s%s", st->prefix, opts->key) < 0 ||
 	    !(lk->fence_key = derived_key(lk->key, ":fence")) ||
 	    !(lk->owner_key = derived_key(lk->key, ":owner")) ||
@@ -142,6 +143,7 @@ void lock_free(struct lock *lk)
 	free(lk->nodes);
 	free(lk->subs);
 	free(lk->why);
+	free(lk->granted);
 	free(lk->key);
 	free(lk->fence_key);
 	free(lk->owner_key);
@@ -162,16 +164,19 @@ static void new_token(struct lock *lk)
 		snprintf(lk->token + 2 * i, 3, "%02x", raw[i]);
 }
 
-/* The acquire script's answer: {1, fence}, {2, fence}, or
+/* The acquire script's answer: {1, fence[, slot]}, {2, fence}, or
  * {0, retry hint, queue position, holder[, free slot]}; -1 when it is none
  * of these. */
-static int acquire_reply(struct lock *lk, const redisReply *r, long long *value)
+static int acquire_reply(struct lock *lk, const redisReply *r, long long *value,
+			 long long *slot)
 {
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
 	    r->element[0]->type != REDIS_REPLY_INTEGER ||
 	    r->element[1]->type != REDIS_REPLY_INTEGER)
 		return -1;
 	*value = r->element[1]->integer;
+	*slot = r->elements == 3 && r->element[2]->type == REDIS_REPLY_INTEGER ?
+		r->element[2]->integer : -1;
 	if (r->element[0]->integer == 0 && r->elements == 5 &&
 	    r->element[4]->type == REDIS_REPLY_INTEGER && r->element[4]->integer >= 0)
 		lk->free_slot = (long)r->element[4]->integer;
@@ -202,8 +207,8 @@ static void no_quorum(struct lock *lk, size_t n_ok, struct error *err,
 	const struct error *worst = fanout_worst_error(lk->nodes, lk->n_nodes);
 	size_t need = quorum_majority(lk->n_nodes);
 
-	if (lk->n_nodes == 1 && worst) {
-		*err = *worst;
+	if (worst && (lk->n_nodes == 1 || worst->exit == EX_USAGE)) {
+		*err = *worst;	/* one server, or a clash of modes: its words */
 		return;
 	}
 	for (size_t i = 0; i < lk->n_nodes; i++)
@@ -288,6 +293,49 @@ static int wait_replicas(struct lock *lk, struct error *err)
 	return -1;
 }
 
+/* --limit over several servers: a holder needs a majority on one slot.
+ * Grants of other slots are stray: not counted, given back. Returns the
+ * grants on the slot granted most. */
+static size_t keep_one_slot(struct lock *lk, long long *counted,
+			    const long long *slot, bool *stray, size_t n_yes)
+{
+	size_t best_n = 0;
+	long long best = -1;
+
+	if (lk->opts->limit <= 0 || lk->n_nodes == 1)
+		return n_yes;
+	for (size_t i = 0; i < lk->n_nodes; i++) {
+		size_t n = 0;
+
+		for (size_t k = 0; counted[i] >= 0 && k < lk->n_nodes; k++)
+			n += counted[k] >= 0 && slot[k] == slot[i];
+		if (n > best_n) {
+			best_n = n;
+			best = slot[i];
+		}
+	}
+	for (size_t i = 0; i < lk->n_nodes; i++) {
+		stray[i] = counted[i] >= 0 && slot[i] != best;
+		if (stray[i])
+			counted[i] = -1;
+	}
+	return best_n;
+}
+
+/* Releases where a grant does not count (stray slots). */
+static void give_back(struct lock *lk, const bool *stray)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < lk->n_nodes; i++) {
+		lk->nodes[i].skip = !stray[i];
+		any |= stray[i];
+	}
+	if (any)
+		release_round(lk);
+	all_servers(lk);
+}
+
 static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 				 struct error *err)
 {
@@ -306,7 +354,9 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 	int64_t start_ms, validity_ms;
 	enum lock_result r;
 	long long counted[MAX_SERVERS];	/* fencing count of each grant, or -1 */
-	bool ok;
+	long long slot[MAX_SERVERS], value_slot;
+	bool ok, stray[MAX_SERVERS] = { false };
+	size_t n_granted;
 
 	lk->held_by[0] = '\0';
 	lk->queue_pos = 0;
@@ -318,21 +368,20 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		struct node *n = &lk->nodes[i];
 
-		counted[i] = -1;
+		counted[i] = slot[i] = -1;
 		if (n->state != NODE_DONE)
 			continue;
-		switch (acquire_reply(lk, n->replies[0], &value)) {
+		switch (acquire_reply(lk, n->replies[0], &value, &value_slot)) {
 		case 1:
 			counted[i] = value;
+			slot[i] = value_slot;
 			n_yes++;
-			if (value > fence)
-				fence = value;
 			break;
 		case 2:
 			n_again++;
 			break;
 		case 0:
-			if (value > 0 && (*retry_ms < 0 || value < *retry_ms))
+			if (value >= 0 && (*retry_ms < 0 || value < *retry_ms))
 				*retry_ms = value;
 			break;
 		default:
@@ -343,6 +392,13 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 		}
 	}
 	validity_ms = quorum_validity_ms(lk->ttl_ms, clock_now_ms() - start_ms);
+	n_granted = n_yes;
+	n_yes = keep_one_slot(lk, counted, slot, stray, n_yes);
+	for (size_t i = 0; i < lk->n_nodes; i++) {
+		lk->granted[i] = counted[i] >= 0;
+		if (counted[i] > fence)
+			fence = counted[i];
+	}
 
 	if (n_again >= need) {
 		const char *env_fence = getenv("DLOCK_FENCE");
@@ -363,8 +419,10 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 			ok = wait_replicas(lk, err) == 0;
 			all_servers(lk);
 		}
-		if (ok && clock_now_ms() < lk->valid_until_ms)
+		if (ok && clock_now_ms() < lk->valid_until_ms) {
+			give_back(lk, stray);
 			return LOCK_ACQUIRED;
+		}
 		if (ok)
 			error_set(err, EX_UNAVAILABLE, "acquiring took longer than the lease");
 		release_round(lk);
@@ -381,7 +439,7 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 		r = LOCK_FAILED;
 	}
 	/* What did not answer may have taken the SET all the same. */
-	if (n_yes > 0 || n_answered < lk->n_nodes)
+	if (n_granted > 0 || n_answered < lk->n_nodes)
 		release_round(lk);
 	return r;
 }
@@ -557,8 +615,13 @@ enum lock_result lock_acquire(struct lock *lk, int sigfd, int *signo,
 	waitline_clear(&lk->wl);
 	if (lk->subscribed)
 		unsubscribe(lk);
-	if (lk->opts->fair && r != LOCK_ACQUIRED && r != LOCK_REENTERED)
+	if (lk->opts->fair && r != LOCK_REENTERED) {
+		/* Acquired, we are still queued where a server said no. */
+		for (size_t i = 0; i < lk->n_nodes; i++)
+			lk->nodes[i].skip = r == LOCK_ACQUIRED && lk->granted[i];
 		leave_queue(lk);
+		all_servers(lk);
+	}
 	return r;
 }
 

@@ -24,6 +24,7 @@ struct lock {
 	size_t n_nodes;
 	struct node *subs;		/* SUBSCRIBEd while waiting */
 	struct error *why;		/* each server's part in the last failure */
+	bool *granted;			/* which servers granted the last try */
 	bool subscribed;
 	char *key, *fence_key, *owner_key, *mode_key;
 	char *queue_key, *alive_key, *ticket_key, *slots_key, *channel;

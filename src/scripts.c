@@ -19,9 +19,9 @@
  * with several servers a holder needs a majority on one slot, so no more
  * than N can hold (counting holders per server would let majorities that
  * overlap on no slot admit more than N).
- * Returns {1, fence} acquired, {2, fence} re-entered, or
- * {0, retry hint ms, queue position, holder info[, free slot or -1]} when
- * held. The first
+ * Returns {1, fence[, slot taken or -1]} acquired, {2, fence} re-entered,
+ * or {0, retry hint ms, queue position, holder info[, free slot or -1]}
+ * when held. The first
  * lines are the common case, an exclusive lock that is free, kept short. */
 const struct script script_acquire = {
 	.name = "acquire",
@@ -87,7 +87,7 @@ const struct script script_acquire = {
 		"  end\n"
 		"  return who or ''\n"
 		"end\n"
-		"local pos = 0\n"
+		"local pos, taken = 0, -1\n"
 		"if ticket ~= '' then\n"
 		"  local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now)\n"
 		"  if #gone > 0 then\n"
@@ -132,10 +132,11 @@ const struct script script_acquire = {
 		"    if slot < 0 or slot >= limit or not redis.call('SET',\n"
 		"        KEYS[7] .. ':' .. slot, token, 'NX', 'PX', ARGV[2]) then\n"
 		"      local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
-		"      local hint = #first > 0 and math.max(1, tonumber(first[2]) - now) or -1\n"
+		"      local hint = #first > 0 and math.max(0, tonumber(first[2]) - now) or -1\n"
 		"      return {0, hint, pos, holder(), free_slot()}\n"
 		"    end\n"
 		"    redis.call('HSET', KEYS[7], token, slot)\n"
+		"    taken = slot\n"
 		"  end\n"
 		"  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), token)\n"
 		"  redis.call('SET', KEYS[4], mode)\n"
@@ -147,8 +148,8 @@ const struct script script_acquire = {
 		"  redis.call('ZREM', KEYS[6], token)\n"
 		"  redis.pcall('PUBLISH', ARGV[8], 'next')\n"
 		"end\n"
-		"return {1, redis.call('INCR', KEYS[2])}\n",
-	.sha = "744697da721d97833b9f21da2777a6baeb3db64b",
+		"return {1, redis.call('INCR', KEYS[2]), taken}\n",
+	.sha = "0efcc53e7672334f845bf12007ca1f2c7d208f5c",
 	.n_keys = 7,
 };
 

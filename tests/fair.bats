@@ -1,0 +1,132 @@
+#!/usr/bin/env bats
+# fair.bats - --fair: waiters get the lock in arrival order; a killed
+# waiter does not stall the queue (its liveness, 2 s + 2 * node-timeout,
+# runs out); a waiter that gives up leaves the queue at once. On one server
+# and on three (RedLock).
+
+load helpers
+load modes_helpers
+
+# fair_waiter I: waiter wI (--fair, waits for ever) appends I to $T/order
+# once it has the lock; returns once it is queued as the Ith.
+fair_waiter() {
+	start_bg "w$1" "${SRV[@]}" --fair "${@:2}" K sh -c 'echo "$1" >>"$2"' sh "$1" "$T/order"
+	wait_until 5 queued_all "$1" ||
+		fail "w$1 is not the $1th in the queue: $(rcli r1 zcard '{dlock:K}:queue') $(cat "$T/w$1.err")"
+}
+
+check_order() {
+	local i
+	hold h "${SRV[@]}" K
+	wait_ready h
+	for i in $(seq 8); do
+		fair_waiter "$i"
+	done
+	[[ ! -e $T/order ]] || fail "a waiter ran while h held the lock: $(cat "$T/order")"
+	finish h
+	assert_equal "$bg_status" 0
+	for i in $(seq 8); do
+		reap "w$i" 20
+		((bg_status == 0)) || fail "w$i: status $bg_status: $(cat "$T/w$i.err")"
+	done
+	assert_equal "$(tr '\n' ' ' <"$T/order")" "1 2 3 4 5 6 7 8 "
+	no_queue_left
+	nothing_left
+}
+
+@test "--fair: 8 waiters get the lock in arrival order" {
+	servers 1
+	check_order
+}
+
+@test "RedLock: --fair: 8 waiters get the lock in arrival order" {
+	servers 3
+	check_order
+}
+
+check_killed_waiter() {
+	local i
+	hold h "${SRV[@]}" K
+	wait_ready h
+	for i in $(seq 5); do
+		fair_waiter "$i"
+	done
+	end_pids KILL "$(<"$T/w3.dlock")"
+	finish h
+	assert_equal "$bg_status" 0
+	# w3 stays queued until its liveness (2 s + 2 * 1 s) runs out.
+	for i in 1 2 4 5; do
+		reap "w$i" 20
+		((bg_status == 0)) || fail "w$i: status $bg_status: $(cat "$T/w$i.err")"
+	done
+	assert_equal "$(tr '\n' ' ' <"$T/order")" "1 2 4 5 "
+	no_queue_left
+	nothing_left
+}
+
+@test "--fair: a killed waiter does not stall the queue" {
+	servers 1
+	check_killed_waiter
+}
+
+@test "RedLock: --fair: a killed waiter does not stall the queue" {
+	servers 3
+	check_killed_waiter
+}
+
+check_give_up() {
+	local tok s
+	hold h "${SRV[@]}" K
+	wait_ready h
+	fair_waiter 1
+	fair_waiter 2 -w 0.5
+	tok=$(rcli r1 zrange '{dlock:K}:queue' 1 1)
+	[[ $tok =~ ^[0-9a-f]{32}$ ]] || fail "w2's place in the queue: '$tok'"
+	fair_waiter 3
+	reap w2 5
+	assert_equal "$bg_status" 1
+	for s in "${NAMES[@]}"; do
+		assert_equal "$(rcli "$s" zscore '{dlock:K}:queue' "$tok")" ''
+		assert_equal "$(rcli "$s" zscore '{dlock:K}:alive' "$tok")" ''
+	done
+	every_server 2 zcard '{dlock:K}:queue'
+	finish h
+	assert_equal "$bg_status" 0
+	reap w1 10
+	assert_equal "$bg_status" 0
+	reap w3 10
+	assert_equal "$bg_status" 0
+	assert_equal "$(tr '\n' ' ' <"$T/order")" "1 3 "
+	no_queue_left
+	nothing_left
+}
+
+@test "--fair: a waiter that gives up (-w 0.5) leaves the queue" {
+	servers 1
+	check_give_up
+}
+
+@test "RedLock: --fair: a waiter that gives up (-w 0.5) leaves the queue" {
+	servers 3
+	check_give_up
+}
+
+@test "RedLock: a waiter that gets a majority leaves the queue on every server" {
+	servers 3
+	# r3 still has a lock key (say, an earlier release never reached it):
+	# the waiter gets r1 and r2 and is refused on r3.
+	assert_equal "$(rcli r3 set dlock:K stale PX 5000)" OK
+	hold w "${SRV[@]}" --fair K
+	wait_ready w
+	local tok
+	tok=$(job_var w DLOCK_TOKEN)
+	assert_equal "$(rcli r1 get dlock:K)" "$tok"
+	assert_equal "$(rcli r2 get dlock:K)" "$tok"
+	assert_equal "$(rcli r3 get dlock:K)" stale
+	[[ -z $(rcli r3 zscore '{dlock:K}:queue' "$tok") ]] ||
+		fail "r3 still has the holder in its queue (so it refuses every waiter behind it)"
+	[[ -z $(rcli r3 zscore '{dlock:K}:alive' "$tok") ]] ||
+		fail "r3 still has the holder in its liveness set"
+	finish w
+	assert_equal "$bg_status" 0
+}

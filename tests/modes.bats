@@ -1,0 +1,259 @@
+#!/usr/bin/env bats
+# modes.bats - shared locks (-s) and semaphores (--limit N): shared holders
+# coexist and exclude exclusive ones both ways, each holder has a lease of
+# its own, --limit N admits N at once, a lock is held in one mode only,
+# re-entry, and what redis-py's Lock makes of a shared lock. On one server
+# and on three (RedLock).
+
+load helpers
+load modes_helpers
+
+setup() {
+	common_setup
+	write_meet
+}
+
+check_shared_coexist() {
+	start_bg a "${SRV[@]}" -s K "$T/meet" "$T/a.in" "$T/b.in" "$T/go"
+	start_bg b "${SRV[@]}" --shared K "$T/meet" "$T/b.in" "$T/a.in" "$T/go"
+	wait_until 5 test -e "$T/a.in" -a -e "$T/b.in" ||
+		fail "the two shared holders did not run at once: $(cat "$T/a.err" "$T/b.err")"
+	every_server zset type dlock:K
+	every_server 2 zcard dlock:K
+	every_server s get '{dlock:K}:mode'
+	every_server 2 hlen '{dlock:K}:owner'
+	touch "$T/go"
+	reap a
+	assert_equal "$bg_status" 0
+	reap b
+	assert_equal "$bg_status" 0
+	nothing_left
+}
+
+@test "two -s holders run at the same time" {
+	servers 1
+	check_shared_coexist
+}
+
+@test "RedLock: two -s holders run at the same time" {
+	servers 3
+	check_shared_coexist
+}
+
+check_shared_vs_exclusive() {
+	hold s "${SRV[@]}" -s K
+	wait_ready s
+	run -1 tdlock "${SRV[@]}" -n K touch "$T/ran"
+	run -1 tdlock "${SRV[@]}" -x -n K touch "$T/ran"
+	run -1 tdlock "${SRV[@]}" -e -w 0.3 K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "an exclusive command ran beside a shared holder"
+	every_server 1 zcard dlock:K
+	every_server "$(job_var s DLOCK_TOKEN)" zrange dlock:K 0 -1
+	finish s
+	assert_equal "$bg_status" 0
+
+	hold x "${SRV[@]}" K
+	wait_ready x
+	run -1 tdlock "${SRV[@]}" -s -n K touch "$T/ran"
+	run -1 tdlock "${SRV[@]}" --shared -w 0.3 K touch "$T/ran"
+	run -1 tdlock "${SRV[@]}" --limit 2 -n K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "a shared command ran beside an exclusive holder"
+	every_server "$(job_var x DLOCK_TOKEN)" get dlock:K
+	finish x
+	assert_equal "$bg_status" 0
+}
+
+@test "shared and exclusive exclude each other both ways" {
+	servers 1
+	check_shared_vs_exclusive
+}
+
+@test "RedLock: shared and exclusive exclude each other both ways" {
+	servers 3
+	check_shared_vs_exclusive
+}
+
+check_dead_shared_holder() {
+	local ta tb s
+	hold a "${SRV[@]}" -s -t 1 K
+	hold b "${SRV[@]}" -s -t 1 K
+	wait_ready a
+	wait_ready b
+	ta=$(job_var a DLOCK_TOKEN) tb=$(job_var b DLOCK_TOKEN)
+	every_server 2 zcard dlock:K
+	end_pids KILL "$(<"$T/b.dlock")" "$(<"$T/b.pid")"
+	wait_until 5 lapsed_all "$tb" || fail "b's lease did not lapse"
+	# Past b's lease, with a renewing for 1 s leases all along:
+	run -1 tdlock "${SRV[@]}" -n K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "an exclusive command ran beside the surviving shared holder"
+	alive "$(<"$T/a.dlock")" || fail "a's dlock died: $(cat "$T/a.err")"
+	alive "$(<"$T/a.pid")" || fail "a's command died"
+	[[ ! -e $T/a.sig ]] || fail "a's command got SIG$(<"$T/a.sig")"
+	every_server 1 zcard dlock:K
+	every_server "$ta" zrange dlock:K 0 -1
+	for s in "${NAMES[@]}"; do
+		lapsed "$s" "$ta" && fail "$s: a's lease lapsed too"
+		assert_equal "$(rcli "$s" hkeys '{dlock:K}:owner')" "$ta"
+	done
+	# The lock is still a working shared lock.
+	run -0 tdlock "${SRV[@]}" -s -n K true
+	every_server 1 zcard dlock:K
+	finish a
+	assert_equal "$bg_status" 0
+	nothing_left
+}
+
+@test "a killed shared holder's lease lapses; the other keeps its own" {
+	servers 1
+	check_dead_shared_holder
+}
+
+@test "RedLock: a killed shared holder's lease lapses; the other keeps its own" {
+	servers 3
+	check_dead_shared_holder
+}
+
+# $T/worker I SOCK...: logs "enter I" with its slot on each server (from
+# {dlock:K}:slots, for the failure message) and "leave I" in $T/log; stays
+# until three have entered (4 s at most), then 0.2 s more.
+write_worker() {
+	cat >"$T/worker" <<'EOF'
+#!/bin/sh
+log=$(dirname "$0")/log
+i=$1; shift
+slots=
+for s; do
+	slots="$slots$(redis-cli -s "$s" hget '{dlock:K}:slots' "$DLOCK_TOKEN"),"
+done
+echo "enter $i slots $slots" >>"$log"
+n=0
+while [ "$(grep -c enter "$log")" -lt 3 ] && [ $n -lt 80 ]; do
+	n=$((n + 1))
+	sleep 0.05
+done
+sleep 0.2
+echo "leave $i" >>"$log"
+EOF
+	chmod +x "$T/worker"
+}
+
+check_limit() {
+	local i max s socks=()
+	write_worker
+	for s in "${NAMES[@]}"; do socks+=("$(sock "$s")"); done
+	for i in $(seq 10); do
+		start_bg "w$i" "${SRV[@]}" --limit 3 K "$T/worker" "$i" "${socks[@]}"
+	done
+	for i in $(seq 10); do
+		reap "w$i" 30
+		((bg_status == 0)) || fail "w$i: status $bg_status: $(cat "$T/w$i.err")"
+	done
+	assert_equal "$(grep -c enter "$T/log")" 10
+	assert_equal "$(grep -c leave "$T/log")" 10
+	max=$(awk '$1 == "enter" { n++; if (n > max) max = n } $1 == "leave" { n-- }
+		END { print max }' "$T/log")
+	echo "# at most $max at once" >&3
+	((max == 3)) || fail "$max ran at once with --limit 3: $(tr '\n' ';' <"$T/log")"
+	nothing_left
+}
+
+@test "--limit 3: 10 workers, never more than 3 at once, all finish" {
+	servers 1
+	check_limit
+}
+
+@test "RedLock: --limit 3: 10 workers, never more than 3 at once, all finish" {
+	servers 3
+	check_limit
+}
+
+check_mode_mismatch() {
+	hold h "${SRV[@]}" --limit 2 K
+	wait_ready h
+	run -64 --separate-stderr tdlock "${SRV[@]}" --limit 3 K touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: K: "*"held with --limit 2"* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr tdlock "${SRV[@]}" -s K touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: K: "*"held with --limit 2"* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr tdlock "${SRV[@]}" -n -s K touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	every_server 1 zcard dlock:K
+	every_server 2 get '{dlock:K}:mode'
+	finish h
+	assert_equal "$bg_status" 0
+
+	hold s "${SRV[@]}" -s K
+	wait_ready s
+	run -64 --separate-stderr tdlock "${SRV[@]}" --limit 2 K touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: K: "*"held shared"* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	every_server s get '{dlock:K}:mode'
+	finish s
+	assert_equal "$bg_status" 0
+}
+
+@test "a --limit 2 lock refuses --limit 3 and -s with 64 (and -s refuses --limit)" {
+	servers 1
+	check_mode_mismatch
+}
+
+@test "RedLock: a --limit 2 lock refuses --limit 3 and -s with 64" {
+	servers 3
+	check_mode_mismatch
+}
+
+check_shared_reentry() {
+	local socks="" s
+	for s in "${NAMES[@]}"; do socks+=" $(sock "$s")"; done
+	# The outer command runs dlock again on the same key, -s -n.
+	run -0 tdlock "${SRV[@]}" -s K sh -c '
+		p=$1 socks=$2; shift 2
+		echo "$DLOCK_TOKEN" >"$p.outer"
+		"$DLOCK" "$@" -s -n K sh -c "
+			echo \"\$DLOCK_TOKEN\" >\"$p.inner\"
+			for s in $socks; do redis-cli -s \"\$s\" zcard dlock:K; done >\"$p.zcard\"
+			echo inner"' sh "$T/re" "$socks" "${SRV[@]}"
+	assert_output inner
+	[[ $(<"$T/re.outer") =~ ^[0-9a-f]{32}$ ]] || fail "outer token: $(<"$T/re.outer")"
+	assert_equal "$(<"$T/re.inner")" "$(<"$T/re.outer")"
+	assert_equal "$(sort -u "$T/re.zcard")" 1
+	assert_equal "$(wc -l <"$T/re.zcard")" "${#NAMES[@]}"
+	nothing_left
+}
+
+@test "re-entry in shared mode: the inner dlock adds no holder" {
+	servers 1
+	check_shared_reentry
+}
+
+@test "RedLock: re-entry in shared mode: the inner dlock adds no holder" {
+	servers 3
+	check_shared_reentry
+}
+
+@test "a dlock -s holder makes redis-py's non-blocking acquire fail" {
+	"$PYTHON" -c 'import redis' 2>/dev/null ||
+		skip_unless_strict "$PYTHON has no redis module (python3-redis)"
+	servers 1
+	hold s "${SRV[@]}" -s K
+	wait_ready s
+	run -0 "$PYTHON" - "$(sock r1)" <<'EOF'
+import sys
+import redis
+lock = redis.Redis(unix_socket_path=sys.argv[1]).lock("dlock:K", timeout=30)
+try:
+    print(lock.acquire(blocking=False))
+except redis.exceptions.ResponseError as e:
+    print("error:", e)
+EOF
+	echo "# redis-py: $output" >&3
+	[[ $output == False || $output == "error: WRONGTYPE"* ]] ||
+		fail "redis-py's acquire: $output"
+	every_server zset type dlock:K
+	every_server "$(job_var s DLOCK_TOKEN)" zrange dlock:K 0 -1
+	finish s
+	assert_equal "$bg_status" 0
+}

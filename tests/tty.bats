@@ -1,0 +1,94 @@
+#!/usr/bin/env bats
+# tty.bats - the wait line: on a terminal (script(1) gives dlock a pty)
+# "dlock: K: held by USER@HOST pid N (CMD) for Xs; waited Ys" appears after
+# a second of waiting, is redrawn in place and erased (\r ESC[K) before the
+# command's own output; elsewhere only --verbose prints it, once.
+
+load helpers
+load modes_helpers
+
+setup() {
+	common_setup
+	command -v script >/dev/null || skip_unless_strict "no script(1) (util-linux)"
+}
+
+drawn_twice() { (($(grep -o 'held by' "$1" | wc -l) >= 2)); }
+
+check_tty_line() {
+	local out hpid re
+	hold h "${SRV[@]}" K
+	wait_ready h
+	hpid=$(<"$T/h.dlock")
+	# script -e: its status is dlock's; -f: the capture is written at once.
+	script -qfec "$(printf '%q ' "$DLOCK" "${SRV[@]}" K echo the-command-ran)" \
+		/dev/null </dev/null >"$T/tty.out" 2>"$T/tty.err" 3>&- &
+	local sp=$!
+	track $sp
+	# Drawn at least twice (each try redraws it), so redrawing is seen too.
+	wait_until 5 drawn_twice "$T/tty.out" ||
+		fail "no wait line (drawn twice) on the terminal: $(cat -v "$T/tty.out" "$T/tty.err")"
+	finish h
+	assert_equal "$bg_status" 0
+	wait_until 10 dead $sp || fail "dlock under script(1) did not finish"
+	local st=0
+	wait $sp || st=$?
+	assert_equal "$st" 0
+	out=$(cat "$T/tty.out"; echo x)	# keep the final \r\n
+	out=${out%x}
+	echo "# tty: $(cat -v <<<"$out")" >&3
+	[[ $out == *"held by "*"@$HOSTNAME pid $hpid ($T/job $T/h exit) for "*"s; waited "*s* ]] ||
+		fail "wait line: $(cat -v <<<"$out")"
+	# Every drawing starts with \r ESC[K, none ends a line; the last is
+	# erased, then the command's output follows.
+	re=$'^(\r\e\\[Kdlock: K: held by [^\r\n]*)+\r\e\\[Kthe-command-ran\r\n$'
+	[[ $out =~ $re ]] || fail "terminal output: $(cat -v <<<"$out")"
+}
+
+@test "on a terminal the wait line names the holder, then is erased" {
+	servers 1
+	check_tty_line
+}
+
+@test "RedLock: on a terminal the wait line names the holder, then is erased" {
+	servers 3
+	check_tty_line
+}
+
+# wait_a_while ID: waiter ID is subscribed and has waited past the 1 s
+# after which a terminal would show the line.
+wait_a_while() {
+	wait_until 5 subscribed_all 1 || fail "$1 never subscribed: $(cat "$T/$1.err")"
+	# Nothing to await: the point is that time passes (1 s + several tries).
+	sleep 1.5
+}
+
+@test "without a terminal and without --verbose nothing is printed" {
+	servers 1
+	hold h "${SRV[@]}" K
+	wait_ready h
+	start_bg w "${SRV[@]}" K echo the-command-ran
+	wait_a_while w
+	finish h
+	assert_equal "$bg_status" 0
+	reap w
+	assert_equal "$bg_status" 0
+	assert_equal "$(<"$T/w.out")" the-command-ran
+	assert_equal "$(cat -v "$T/w.err")" ''
+}
+
+@test "--verbose without a terminal prints one plain wait line" {
+	servers 1
+	hold h "${SRV[@]}" K
+	wait_ready h
+	start_bg w "${SRV[@]}" --verbose K echo the-command-ran
+	wait_a_while w
+	finish h
+	assert_equal "$bg_status" 0
+	reap w
+	assert_equal "$bg_status" 0
+	assert_equal "$(<"$T/w.out")" the-command-ran
+	assert_equal "$(wc -l <"$T/w.err")" 1
+	grep -q $'[\r\e]' "$T/w.err" && fail "terminal codes in a log: $(cat -v "$T/w.err")"
+	[[ $(<"$T/w.err") == "dlock: K: held by "*" pid $(<"$T/h.dlock") ($T/job $T/h exit) for "*"s; waited 0s" ]] ||
+		fail "stderr: $(<"$T/w.err")"
+}
