@@ -4,9 +4,7 @@
  * when a majority said yes and time is left of the lease once drift is
  * allowed for; anything less is given back on every server, including
  * those that did not answer (their SET may have landed after all). */
-#include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,18 +12,11 @@
 #include <sysexits.h>
 #include <unistd.h>
 #include <bsd/stdlib.h>
-#include <sys/signalfd.h>
 #include "clock.h"
 #include "fanout.h"
 #include "lock.h"
 #include "quorum.h"
 #include "scripts.h"
-
-/* With no -w, an unreachable service fails after this many tries, with
- * backoff 0.1, 0.2, 0.4, 0.8 and 1.6 s between them (about 3 s). */
-#define CONNECT_ATTEMPTS 6
-#define RETRY_MIN_MS 50
-#define RETRY_JITTER_MS 100
 
 /* A key in the lock key's Redis Cluster hash slot: "{key}suffix", or
  * "key suffix" when the key already has a {hash tag} of its own. */
@@ -89,10 +80,9 @@ int lock_init(struct lock *lk, const struct options *opts,
 		.node_timeout_ms = st->node_timeout_ms,
 	};
 	lk->nodes = calloc(lk->n_nodes, sizeof *lk->nodes);
-	lk->subs = calloc(lk->n_nodes, sizeof *lk->subs);
 	lk->why = calloc(lk->n_nodes, sizeof *lk->why);
 	lk->granted = calloc(lk->n_nodes, sizeof *lk->granted);
-	if (!lk->nodes || !lk->subs || !lk->why || !lk->granted ||
+	if (!lk->nodes || !lk->why || !lk->granted ||
 	    asprintf(&lk->key, "%s%s", st->prefix, opts->key) < 0 ||
 	    !(lk->fence_key = derived_key(lk->key, ":fence")) ||
 	    !(lk->owner_key = derived_key(lk->key, ":owner")) ||
@@ -105,10 +95,8 @@ int lock_init(struct lock *lk, const struct options *opts,
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	for (size_t i = 0; i < st->n_urls; i++) {
+	for (size_t i = 0; i < st->n_urls; i++)
 		node_init(&lk->nodes[i], &st->urls[i], st->password);
-		node_init(&lk->subs[i], &st->urls[i], st->password);
-	}
 	if (env_key && env_token && *env_token && strcmp(env_key, lk->key) == 0)
 		lk->reentry_token = env_token;
 	snprintf(lk->ttl_arg, sizeof lk->ttl_arg, "%" PRId64, lk->ttl_ms);
@@ -134,14 +122,11 @@ void lock_log_servers(const struct lock *lk)
 
 void lock_free(struct lock *lk)
 {
-	for (size_t i = 0; lk->nodes && lk->subs && i < lk->n_nodes; i++) {
+	for (size_t i = 0; lk->nodes && i < lk->n_nodes; i++) {
 		node_end(&lk->nodes[i]);
 		node_close(&lk->nodes[i]);
-		node_end(&lk->subs[i]);
-		node_close(&lk->subs[i]);
 	}
 	free(lk->nodes);
-	free(lk->subs);
 	free(lk->why);
 	free(lk->granted);
 	free(lk->key);
@@ -336,8 +321,7 @@ static void give_back(struct lock *lk, const bool *stray)
 	all_servers(lk);
 }
 
-static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
-				 struct error *err)
+enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 {
 	const char *argv[] = {
 		lk->key, lk->fence_key, lk->owner_key, lk->mode_key,
@@ -444,56 +428,6 @@ static enum lock_result try_once(struct lock *lk, int64_t *retry_ms,
 	return r;
 }
 
-/* Push wake-ups: a release PUBLISHes on the lock's channel. Subscribing
- * after the first refusal and trying once more right after it leaves no
- * gap: a release before the SUBSCRIBE is seen by that try, one after it
- * by the subscription. Each server gets a connection of its own, as a
- * subscribed connection takes no other commands. */
-static void subscribe(struct lock *lk)
-{
-	const char *argv[] = { "SUBSCRIBE", lk->channel };
-	struct cmd cmd = { NULL, 2, argv, NULL };
-
-	fanout_round(lk->subs, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
-	fanout_end(lk->subs, lk->n_nodes);
-	lk->subscribed = true;
-}
-
-static void unsubscribe(struct lock *lk)
-{
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		node_close(&lk->subs[i]);
-	lk->subscribed = false;
-}
-
-/* Sleeps up to ms, waking early on a message from any server. Returns 1
- * with *signo when a signal came first. */
-static int sleep_or_wake(struct lock *lk, int sigfd, int64_t ms, int *signo)
-{
-	struct pollfd pfd[MAX_SERVERS + 1] = { { sigfd, POLLIN, 0 } };
-	struct node *which[MAX_SERVERS + 1];
-	struct signalfd_siginfo si;
-	nfds_t n_pfd = 1;
-
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		if (node_fd(&lk->subs[i]) < 0)
-			continue;
-		which[n_pfd] = &lk->subs[i];
-		pfd[n_pfd++] = (struct pollfd){ node_fd(&lk->subs[i]), POLLIN, 0 };
-	}
-	if (poll(pfd, n_pfd, (int)ms) <= 0)
-		return 0;
-	for (nfds_t k = 1; k < n_pfd; k++)
-		if (pfd[k].revents)
-			node_read_pushes(which[k]);
-	if ((pfd[0].revents & POLLIN) &&
-	    read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-		*signo = (int)si.ssi_signo;
-		return 1;
-	}
-	return 0;
-}
-
 /* --fair: one ticket for all servers, the highest any of them gave, so
  * every server orders the waiters alike. */
 static int take_ticket(struct lock *lk, struct error *err)
@@ -519,110 +453,26 @@ static int take_ticket(struct lock *lk, struct error *err)
 	return 0;
 }
 
-static void leave_queue(struct lock *lk)
+int lock_begin(struct lock *lk, struct error *err)
+{
+	/* One token for the whole wait: a SET that lands late, after its
+	 * round timed out, then holds a lock we know and will release. */
+	new_token(lk);
+	return lk->opts->fair ? take_ticket(lk, err) : 0;
+}
+
+void lock_end_wait(struct lock *lk, enum lock_result r)
 {
 	const char *argv[] = { lk->queue_key, lk->alive_key, lk->token, lk->channel };
 	struct cmd cmd = { &script_leave_queue, 4, argv, NULL };
 
+	if (!lk->opts->fair || r == LOCK_REENTERED)
+		return;
+	/* Acquired, we are still queued where a server said no. */
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		lk->nodes[i].skip = r == LOCK_ACQUIRED && lk->granted[i];
 	fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
-}
-
-/* How long to sleep before the next try. */
-static int64_t next_try_ms(const struct lock *lk, int64_t retry_ms)
-{
-	/* Subscribed, a retry only catches releases by clients that do not
-	 * publish (redis-py, redsync) and dead fair waiters; polling, it is
-	 * redis-py's pace. Jitter keeps waiters from moving in step. */
-	int64_t sleep_ms = lk->subscribed ? 250 + arc4random_uniform(500) :
-			   RETRY_MIN_MS + arc4random_uniform(RETRY_JITTER_MS);
-
-	/* No sleeping past the holder's lease. */
-	if (retry_ms >= 0 && retry_ms < sleep_ms)
-		sleep_ms = retry_ms;
-	return sleep_ms;
-}
-
-static enum lock_result wait_loop(struct lock *lk, int sigfd, int *signo,
-				  struct error *err)
-{
-	const struct options *opts = lk->opts;
-	int64_t start_ms = clock_now_ms();
-	int64_t deadline_ms = opts->nonblock ? start_ms :
-			      opts->wait_ms >= 0 ? start_ms + opts->wait_ms : -1;
-	int64_t backoff_ms = 100;
-	int n_failures = 0;
-	bool slot_named = false;
-
-	for (;;) {
-		int64_t sleep_ms, retry_ms, now_ms;
-		enum lock_result r = try_once(lk, &retry_ms, err);
-
-		/* --limit over several servers: they picked different free
-		 * slots; all ask for one a server named, at once, once. */
-		lk->slot_arg[0] = '\0';
-		if (r == LOCK_HELD && lk->free_slot >= 0 && !slot_named) {
-			snprintf(lk->slot_arg, sizeof lk->slot_arg, "%ld", lk->free_slot);
-			slot_named = true;
-			continue;
-		}
-		slot_named = false;
-
-		if (r == LOCK_ACQUIRED || r == LOCK_REENTERED)
-			return r;
-		if (r == LOCK_FAILED) {
-			if (err->exit != EX_UNAVAILABLE)
-				return r;	/* credentials, bad replies: no retry */
-			if (deadline_ms < 0 && ++n_failures >= CONNECT_ATTEMPTS)
-				return r;
-			sleep_ms = backoff_ms;
-			backoff_ms = backoff_ms * 2 > 1600 ? 1600 : backoff_ms * 2;
-		} else {
-			n_failures = 0;
-			backoff_ms = 100;
-			if (deadline_ms == start_ms)	/* -n: no wait to show */
-				return r;
-			waitline_update(&lk->wl, lk->held_by, lk->queue_pos, opts->fair);
-			if (!lk->subscribed) {
-				subscribe(lk);
-				continue;
-			}
-			sleep_ms = next_try_ms(lk, retry_ms);
-		}
-		now_ms = clock_now_ms();
-		if (deadline_ms >= 0) {
-			if (now_ms >= deadline_ms)
-				return r;
-			if (sleep_ms > deadline_ms - now_ms)
-				sleep_ms = deadline_ms - now_ms;
-		}
-		if (sleep_or_wake(lk, sigfd, sleep_ms, signo))
-			return LOCK_INTERRUPTED;
-	}
-}
-
-enum lock_result lock_acquire(struct lock *lk, int sigfd, int *signo,
-			      struct error *err)
-{
-	enum lock_result r;
-
-	/* One token for the whole wait: a SET that lands late, after its
-	 * round timed out, then holds a lock we know and will release. */
-	new_token(lk);
-	waitline_init(&lk->wl, lk->opts->key, lk->opts->verbose);
-	if (lk->opts->fair && take_ticket(lk, err) < 0)
-		return LOCK_FAILED;
-	r = wait_loop(lk, sigfd, signo, err);
-	waitline_clear(&lk->wl);
-	if (lk->subscribed)
-		unsubscribe(lk);
-	if (lk->opts->fair && r != LOCK_REENTERED) {
-		/* Acquired, we are still queued where a server said no. */
-		for (size_t i = 0; i < lk->n_nodes; i++)
-			lk->nodes[i].skip = r == LOCK_ACQUIRED && lk->granted[i];
-		leave_queue(lk);
-		all_servers(lk);
-	}
-	return r;
+	all_servers(lk);
 }
 
 enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,

@@ -6,7 +6,6 @@
 #include "config.h"
 #include "log.h"
 #include "node.h"
-#include "waitline.h"
 
 enum lock_result {
 	LOCK_ACQUIRED,
@@ -20,12 +19,10 @@ enum extend_result { EXTEND_OK, EXTEND_FAILED, EXTEND_LOST };
 
 struct lock {
 	const struct options *opts;
-	struct node *nodes;		/* n_nodes of each */
+	struct node *nodes;		/* n_nodes of them */
 	size_t n_nodes;
-	struct node *subs;		/* SUBSCRIBEd while waiting */
 	struct error *why;		/* each server's part in the last failure */
 	bool *granted;			/* which servers granted the last try */
-	bool subscribed;
 	char *key, *fence_key, *owner_key, *mode_key;
 	char *queue_key, *alive_key, *ticket_key, *slots_key, *channel;
 	char token[33];
@@ -40,7 +37,6 @@ struct lock {
 	char held_by[512];
 	long queue_pos;
 	long free_slot;		/* a slot a server said is free, or -1 */
-	struct waitline wl;
 };
 
 int lock_init(struct lock *lk, const struct options *opts,
@@ -50,11 +46,15 @@ void lock_free(struct lock *lk);
  * round without a majority (--verbose). */
 void lock_log_servers(const struct lock *lk);
 
-/* Takes the lock, waiting as -n/-w say; gives back partial acquisitions
- * before it returns anything but LOCK_ACQUIRED. sigfd: a signalfd whose
- * signals interrupt the wait (*signo tells which). */
-enum lock_result lock_acquire(struct lock *lk, int sigfd, int *signo,
-			      struct error *err);
+/* Starts an acquisition: a fresh token, and with --fair a ticket. */
+int lock_begin(struct lock *lk, struct error *err);
+/* One try on every server. LOCK_HELD leaves in *retry_ms how long the
+ * holder's lease still runs (-1: unknown); anything but LOCK_ACQUIRED
+ * gives back what was partly taken. */
+enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err);
+/* Ends an acquisition's wait: with --fair, leaves the queue wherever it
+ * still stands in it. */
+void lock_end_wait(struct lock *lk, enum lock_result r);
 /* One renewal round, each server bounded by timeout_ms. */
 enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 			       struct error *err);

@@ -17,6 +17,8 @@
 #include "lease.h"
 #include "lock.h"
 #include "log.h"
+#include "wait.h"
+#include "waitline.h"
 
 /* Blocked from the start, so the renewal thread inherits the mask and
  * the supervisor alone takes them, through a signalfd. */
@@ -70,7 +72,7 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 		log_error(opts->key, &err);
 		return err.exit;
 	}
-	switch (lock_acquire(&lk, sigfd, &signo, &err)) {
+	switch (wait_acquire(&lk, sigfd, &signo, &err)) {
 	case LOCK_ACQUIRED:
 	case LOCK_REENTERED:
 		break;

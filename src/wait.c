@@ -1,0 +1,177 @@
+/* wait.c - waits for a lock: tries again when a release is published, at
+ * the holder's lease end, or after a bounded, jittered pause; backs off
+ * from servers that do not answer; shows the wait on a terminal. */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sysexits.h>
+#include <unistd.h>
+#include <bsd/stdlib.h>
+#include <sys/signalfd.h>
+#include "clock.h"
+#include "fanout.h"
+#include "wait.h"
+#include "waitline.h"
+
+/* With no -w, an unreachable service fails after this many tries, with
+ * backoff 0.1, 0.2, 0.4, 0.8 and 1.6 s between them (about 3 s). */
+#define CONNECT_ATTEMPTS 6
+#define RETRY_MIN_MS 50
+#define RETRY_JITTER_MS 100
+
+struct waiter {
+	struct lock *lk;
+	struct node *subs;	/* one SUBSCRIBEd connection per server */
+	bool subscribed;
+	struct waitline wl;
+	int64_t start_ms, deadline_ms;	/* deadline -1: for ever */
+};
+
+/* Push wake-ups: a release PUBLISHes on the lock's channel. Subscribing
+ * after the first refusal and trying once more right after it leaves no
+ * gap: a release before the SUBSCRIBE is seen by that try, one after it
+ * by the subscription. Each server gets a connection of its own, as a
+ * subscribed connection takes no other commands. */
+static void subscribe(struct waiter *w)
+{
+	const struct lock *lk = w->lk;
+	const char *argv[] = { "SUBSCRIBE", lk->channel };
+	struct cmd cmd = { NULL, 2, argv, NULL };
+
+	w->subscribed = true;
+	w->subs = calloc(lk->n_nodes, sizeof *w->subs);
+	if (!w->subs)
+		return;		/* then the timed retries alone */
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		node_init(&w->subs[i], lk->nodes[i].url, lk->nodes[i].password);
+	fanout_round(w->subs, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
+	fanout_end(w->subs, lk->n_nodes);
+}
+
+static void unsubscribe(struct waiter *w)
+{
+	for (size_t i = 0; w->subs && i < w->lk->n_nodes; i++)
+		node_close(&w->subs[i]);
+	free(w->subs);
+	w->subs = NULL;
+	w->subscribed = false;
+}
+
+/* Sleeps up to ms, waking early on a message from any server. Returns 1
+ * with *signo when a signal came first. */
+static int sleep_or_wake(struct waiter *w, int sigfd, int64_t ms, int *signo)
+{
+	struct pollfd pfd[MAX_SERVERS + 1] = { { sigfd, POLLIN, 0 } };
+	struct node *which[MAX_SERVERS + 1];
+	struct signalfd_siginfo si;
+	nfds_t n_pfd = 1;
+
+	for (size_t i = 0; w->subs && i < w->lk->n_nodes; i++) {
+		if (node_fd(&w->subs[i]) < 0)
+			continue;
+		which[n_pfd] = &w->subs[i];
+		pfd[n_pfd++] = (struct pollfd){ node_fd(&w->subs[i]), POLLIN, 0 };
+	}
+	if (poll(pfd, n_pfd, (int)ms) <= 0)
+		return 0;
+	for (nfds_t k = 1; k < n_pfd; k++)
+		if (pfd[k].revents)
+			node_read_pushes(which[k]);
+	if ((pfd[0].revents & POLLIN) &&
+	    read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		*signo = (int)si.ssi_signo;
+		return 1;
+	}
+	return 0;
+}
+
+/* How long to sleep before the next try. */
+static int64_t next_try_ms(const struct waiter *w, int64_t retry_ms)
+{
+	/* Subscribed, a retry only catches releases by clients that do not
+	 * publish (redis-py, redsync) and dead fair waiters; polling, it is
+	 * redis-py's pace. Jitter keeps waiters from moving in step. */
+	int64_t sleep_ms = w->subscribed ? 250 + arc4random_uniform(500) :
+			   RETRY_MIN_MS + arc4random_uniform(RETRY_JITTER_MS);
+
+	/* No sleeping past the holder's lease. */
+	if (retry_ms >= 0 && retry_ms < sleep_ms)
+		sleep_ms = retry_ms;
+	return sleep_ms;
+}
+
+static enum lock_result wait_loop(struct waiter *w, int sigfd, int *signo,
+				  struct error *err)
+{
+	struct lock *lk = w->lk;
+	const struct options *opts = lk->opts;
+	int64_t backoff_ms = 100;
+	int n_failures = 0;
+	bool slot_named = false;
+
+	for (;;) {
+		int64_t sleep_ms, retry_ms, now_ms;
+		enum lock_result r = lock_try(lk, &retry_ms, err);
+
+		/* --limit over several servers: they picked different free
+		 * slots; all ask for one a server named, at once, once. */
+		lk->slot_arg[0] = '\0';
+		if (r == LOCK_HELD && lk->free_slot >= 0 && !slot_named) {
+			snprintf(lk->slot_arg, sizeof lk->slot_arg, "%ld", lk->free_slot);
+			slot_named = true;
+			continue;
+		}
+		slot_named = false;
+
+		if (r == LOCK_ACQUIRED || r == LOCK_REENTERED)
+			return r;
+		if (r == LOCK_FAILED) {
+			if (err->exit != EX_UNAVAILABLE)
+				return r;	/* credentials, bad replies: no retry */
+			if (w->deadline_ms < 0 && ++n_failures >= CONNECT_ATTEMPTS)
+				return r;
+			sleep_ms = backoff_ms;
+			backoff_ms = backoff_ms * 2 > 1600 ? 1600 : backoff_ms * 2;
+		} else {
+			n_failures = 0;
+			backoff_ms = 100;
+			if (w->deadline_ms == w->start_ms)	/* -n: no wait to show */
+				return r;
+			waitline_update(&w->wl, lk->held_by, lk->queue_pos, opts->fair);
+			if (!w->subscribed) {
+				subscribe(w);
+				continue;
+			}
+			sleep_ms = next_try_ms(w, retry_ms);
+		}
+		now_ms = clock_now_ms();
+		if (w->deadline_ms >= 0) {
+			if (now_ms >= w->deadline_ms)
+				return r;
+			if (sleep_ms > w->deadline_ms - now_ms)
+				sleep_ms = w->deadline_ms - now_ms;
+		}
+		if (sleep_or_wake(w, sigfd, sleep_ms, signo))
+			return LOCK_INTERRUPTED;
+	}
+}
+
+enum lock_result wait_acquire(struct lock *lk, int sigfd, int *signo,
+			      struct error *err)
+{
+	const struct options *opts = lk->opts;
+	struct waiter w = { .lk = lk, .start_ms = clock_now_ms() };
+	enum lock_result r;
+
+	w.deadline_ms = opts->nonblock ? w.start_ms :
+			opts->wait_ms >= 0 ? w.start_ms + opts->wait_ms : -1;
+	if (lock_begin(lk, err) < 0)
+		return LOCK_FAILED;
+	waitline_init(&w.wl, opts->key, opts->verbose);
+	r = wait_loop(&w, sigfd, signo, err);
+	waitline_clear(&w.wl);
+	if (w.subscribed)
+		unsubscribe(&w);
+	lock_end_wait(lk, r);
+	return r;
+}
