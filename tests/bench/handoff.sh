@@ -50,12 +50,23 @@ for c in redis-server redis-cli flock python3; do
 done
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlock-handoff.XXXXXX")
-PIDS=()	# process groups: servers, workers, herd
-SERVERS=()	# their CPU time is counted too
-cleanup() {
+PIDS=()	# clients' process groups: workers, herd
+SERVERS=()	# redis-server, etcd
+# Clients first, while the servers still answer (etcdctl, told to stop,
+# hangs on if etcd is gone), then whatever is left of them, by SIGKILL.
+clients_left() {
 	local p
+	for p in "${PIDS[@]}"; do kill -0 -- "-$p" 2>/dev/null && return 0; done
+	return 1
+}
+cleanup() {
+	local p n
 	for p in "${PIDS[@]}"; do kill -- "-$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done	# leaders
+	for ((n = 0; n < 40; n++)); do clients_left || break; sleep 0.05; done
+	for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
+	for p in "${SERVERS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${SERVERS[@]}"; do wait "$p" 2>/dev/null || true; done
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -81,7 +92,7 @@ now_us() { echo "${EPOCHREALTIME/./}"; }
 SOCK=$T/redis.sock
 redis-server --port 0 --unixsocket "$SOCK" --dir "$T" --save '' \
 	--appendonly no --maxclients 1000 >"$T/redis.log" 2>&1 &
-PIDS+=($!) SERVERS+=($!)
+SERVERS+=($!)
 wait_until 5 redis-cli -s "$SOCK" ping || die "redis-server did not start: $(tail -n 3 "$T/redis.log")"
 REDIS_VERSION=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 rcli() { redis-cli -s "$SOCK" "$@"; }
@@ -96,7 +107,7 @@ if [[ $ETCD != 0 ]] && command -v etcd >/dev/null && command -v etcdctl >/dev/nu
 		--initial-advertise-peer-urls "http://127.0.0.1:$EPPORT" \
 		--initial-cluster "bench=http://127.0.0.1:$EPPORT" \
 		--logger zap --log-level error >"$T/etcd.log" 2>&1 &
-	PIDS+=($!) SERVERS+=($!)
+	SERVERS+=($!)
 	export ETCDCTL_API=3
 	if wait_until 20 etcdctl --endpoints="$EURL" endpoint health; then
 		HAVE_ETCD=1
@@ -289,7 +300,8 @@ for w in $WORKERS; do
 done
 printf 'dlock: Redis scripts (EVALSHA) per section:'
 for w in $WORKERS; do printf ' %s at %d workers;' "${SCRIPTS[$w]}" "$w"; done
-echo " 2 with no contention (acquire, release); a waiter woken by a release's PUBLISH that loses the race adds 1"
+echo " 2 with no contention (acquire, release), 4 for a process that waits" \
+	"(+ a refused try and the retry after SUBSCRIBE), +1 for each waiter a release's PUBLISH wakes that loses the race"
 if [[ -s $T/errors ]]; then
 	note "stderr of failed sections (first lines):"
 	sort "$T/errors" | uniq -c | sort -rn | head -n 5 >&2
