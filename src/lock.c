@@ -91,7 +91,7 @@ int lock_init(struct lock *lk, const struct options *opts,
 	    !(lk->alive_key = derived_key(lk->key, ":alive")) ||
 	    !(lk->ticket_key = derived_key(lk->key, ":ticket")) ||
 	    !(lk->slots_key = derived_key(lk->key, ":slots")) ||
-	    !(lk->channel = derived_key(lk->key, ":released"))) {
+	    !(lk->wake_key = derived_key(lk->key, ":wake"))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
@@ -137,7 +137,8 @@ void lock_free(struct lock *lk)
 	free(lk->alive_key);
 	free(lk->ticket_key);
 	free(lk->slots_key);
-	free(lk->channel);
+	free(lk->wake_key);
+	free(lk->wake_list);
 }
 
 static void new_token(struct lock *lk)
@@ -179,9 +180,9 @@ static size_t release_round(struct lock *lk)
 {
 	const char *argv[] = {
 		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
-		lk->token, lk->channel,
+		lk->queue_key, lk->wake_key, lk->alive_key, lk->token,
 	};
-	struct cmd cmd = { &script_release, 6, argv, NULL };
+	struct cmd cmd = { &script_release, 8, argv, NULL };
 
 	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
 }
@@ -325,13 +326,13 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 {
 	const char *argv[] = {
 		lk->key, lk->fence_key, lk->owner_key, lk->mode_key,
-		lk->queue_key, lk->alive_key, lk->slots_key,
+		lk->queue_key, lk->alive_key, lk->slots_key, lk->wake_key,
 		lk->token, lk->ttl_arg,
 		lk->reentry_token ? lk->reentry_token : "",
-		lk->info, lk->mode_arg, lk->ticket, lk->alive_arg, lk->channel,
-		lk->slot_arg,
+		lk->info, lk->mode_arg, lk->ticket, lk->alive_arg, lk->slot_arg,
+		lk->opts->nonblock ? "" : "1",
 	};
-	struct cmd cmd = { &script_acquire, 16, argv, NULL };
+	struct cmd cmd = { &script_acquire, 17, argv, NULL };
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
 	size_t n_answered;
 	long long fence = 0, value;
@@ -418,6 +419,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		r = LOCK_FAILED;
 	} else if (n_answered >= need) {
 		r = LOCK_HELD;
+		lk->waited |= !lk->opts->nonblock;
 	} else {
 		no_quorum(lk, n_answered, err, "answered");
 		r = LOCK_FAILED;
@@ -458,17 +460,27 @@ int lock_begin(struct lock *lk, struct error *err)
 	/* One token for the whole wait: a SET that lands late, after its
 	 * round timed out, then holds a lock we know and will release. */
 	new_token(lk);
+	lk->waited = false;
+	/* A fair waiter is woken on a list of its own, as the head. */
+	free(lk->wake_list);
+	if ((lk->opts->fair ?
+	     asprintf(&lk->wake_list, "%s:%s", lk->wake_key, lk->token) :
+	     asprintf(&lk->wake_list, "%s", lk->wake_key)) < 0) {
+		lk->wake_list = NULL;
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
 	return lk->opts->fair ? take_ticket(lk, err) : 0;
 }
 
 void lock_end_wait(struct lock *lk, enum lock_result r)
 {
-	const char *argv[] = { lk->queue_key, lk->alive_key, lk->token, lk->channel };
-	struct cmd cmd = { &script_leave_queue, 4, argv, NULL };
+	const char *argv[] = { lk->queue_key, lk->alive_key, lk->wake_key, lk->token };
+	struct cmd cmd = { &script_leave, 4, argv, NULL };
 
-	if (!lk->opts->fair || r == LOCK_REENTERED)
+	if ((!lk->opts->fair && !lk->waited) || r == LOCK_REENTERED)
 		return;
-	/* Acquired, we are still queued where a server said no. */
+	/* Acquired, we are still a waiter where a server said no. */
 	for (size_t i = 0; i < lk->n_nodes; i++)
 		lk->nodes[i].skip = r == LOCK_ACQUIRED && lk->granted[i];
 	fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);

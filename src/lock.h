@@ -24,7 +24,8 @@ struct lock {
 	struct error *why;		/* each server's part in the last failure */
 	bool *granted;			/* which servers granted the last try */
 	char *key, *fence_key, *owner_key, *mode_key;
-	char *queue_key, *alive_key, *ticket_key, *slots_key, *channel;
+	char *queue_key, *alive_key, *ticket_key, *slots_key, *wake_key;
+	char *wake_list;		/* what this waiter BLPOPs: wake_key[:token] */
 	char token[33];
 	char fence[24];
 	const char *reentry_token;	/* DLOCK_TOKEN when DLOCK_KEY is our key */
@@ -37,6 +38,7 @@ struct lock {
 	char held_by[512];
 	long queue_pos;
 	long free_slot;		/* a slot a server said is free, or -1 */
+	bool waited;		/* refused, and registered as a waiter */
 };
 
 int lock_init(struct lock *lk, const struct options *opts,
@@ -52,8 +54,8 @@ int lock_begin(struct lock *lk, struct error *err);
  * holder's lease still runs (-1: unknown); anything but LOCK_ACQUIRED
  * gives back what was partly taken. */
 enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err);
-/* Ends an acquisition's wait: with --fair, leaves the queue wherever it
- * still stands in it. */
+/* Ends an acquisition's wait: leaves the waiters (and the --fair queue)
+ * wherever it still stands among them. */
 void lock_end_wait(struct lock *lk, enum lock_result r);
 /* One renewal round, each server bounded by timeout_ms. */
 enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,

@@ -7,14 +7,16 @@
 /* KEYS: 1 lock (string: exclusive holder's token; zset: shared holders,
  * token -> lease end in server ms), 2 fencing counter, 3 holder info (hash:
  * token -> "host pid user since command"), 4 mode of a shared lock ("s" or
- * the --limit N), 5 fair queue (zset: token -> ticket), 6 queue liveness
- * (zset: token -> server ms after which the waiter counts as dead), 7 the
+ * the --limit N), 5 fair queue (zset: token -> ticket), 6 waiters (zset:
+ * token -> server ms after which the waiter counts as gone; every refusal
+ * of a caller that will wait refreshes its entry), 7 the
  * --limit slots (hash: token -> slot; each slot KEYS[7]..':'..i a string
- * holding its token, PX ttl).
+ * holding its token, PX ttl), 8 the wake list (waiters BLPOP it; a fair
+ * waiter its own, KEYS[8]..':'..token).
  * ARGV: 1 token, 2 ttl ms, 3 re-entry token or '', 4 holder info,
  * 5 mode ("x" exclusive, "s" shared, or N for --limit N), 6 fair ticket or '',
- * 7 queue liveness ms, 8 channel to publish on when the queue moves,
- * 9 the --limit slot to take, or '' for the lowest free one.
+ * 7 waiter liveness ms, 8 the --limit slot to take, or '' for the lowest
+ * free one, 9 '1' when the caller will wait if refused.
  * A --limit holder takes one of N slots, each an exclusive lock of its own:
  * with several servers a holder needs a majority on one slot, so no more
  * than N can hold (counting holders per server would let majorities that
@@ -22,7 +24,9 @@
  * Returns {1, fence[, slot taken or -1]} acquired, {2, fence} re-entered,
  * or {0, retry hint ms, queue position, holder info[, free slot or -1]}
  * when held. The first
- * lines are the common case, an exclusive lock that is free, kept short. */
+ * lines are the common case, an exclusive lock that is free, kept short.
+ * A shared or fair holder wakes the next waiter, who may hold alongside it
+ * or is the new head of the queue. */
 const struct script script_acquire = {
 	.name = "acquire",
 	.body =
@@ -30,6 +34,7 @@ const struct script script_acquire = {
 		"    redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
 		"  redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])\n"
 		"  redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
+		"  redis.call('ZREM', KEYS[6], ARGV[1])\n"
 		"  return {1, redis.call('INCR', KEYS[2])}\n"
 		"end\n"
 		"local t = redis.call('TIME')\n"
@@ -57,6 +62,21 @@ const struct script script_acquire = {
 		"    redis.call('HDEL', KEYS[7], unpack(dead))\n"
 		"    stretch(now)\n"
 		"  end\n"
+		"end\n"
+		"-- Wakes one waiter: the head of the fair queue on its own list, else,\n"
+		"-- if anyone waits, whoever has waited longest on the common one (BLPOP\n"
+		"-- serves in order). An element nobody takes goes after 2 s: it is for a\n"
+		"-- waiter between its refusal and its BLPOP, a matter of milliseconds.\n"
+		"local function wake(queue, list, waiters)\n"
+		"  local head = redis.call('ZRANGE', queue, 0, 0)\n"
+		"  if #head > 0 then\n"
+		"    list = list .. ':' .. head[1]\n"
+		"  elseif redis.call('ZCARD', waiters) == 0 then\n"
+		"    return\n"
+		"  end\n"
+		"  redis.call('LPUSH', list, '1')\n"
+		"  redis.call('LTRIM', list, 0, 0)\n"
+		"  redis.call('PEXPIRE', list, 2000)\n"
 		"end\n"
 		"local token, mode, ticket = ARGV[1], ARGV[5], ARGV[6]\n"
 		"local function fence() return tonumber(redis.call('GET', KEYS[2]) or '0') end\n"
@@ -88,6 +108,13 @@ const struct script script_acquire = {
 		"  return who or ''\n"
 		"end\n"
 		"local pos, taken = 0, -1\n"
+		"local function refuse(hint, free)\n"
+		"  if ARGV[9] == '1' then\n"
+		"    redis.call('ZADD', KEYS[6], now + tonumber(ARGV[7]), token)\n"
+		"    redis.call('PEXPIRE', KEYS[6], ARGV[7])\n"
+		"  end\n"
+		"  return {0, hint, pos, holder(), free}\n"
+		"end\n"
 		"if ticket ~= '' then\n"
 		"  local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now)\n"
 		"  if #gone > 0 then\n"
@@ -101,16 +128,16 @@ const struct script script_acquire = {
 		"  pos = redis.call('ZRANK', KEYS[5], token)\n"
 		"  if pos > 0 then\n"
 		"    local hint = kind == 'none' and -1 or redis.call('PTTL', KEYS[1])\n"
-		"    return {0, hint, pos, holder()}\n"
+		"    return refuse(hint)\n"
 		"  end\n"
 		"end\n"
 		"if mode == 'x' then\n"
-		"  if kind ~= 'none' then return {0, redis.call('PTTL', KEYS[1]), pos, holder()} end\n"
+		"  if kind ~= 'none' then return refuse(redis.call('PTTL', KEYS[1])) end\n"
 		"  redis.call('SET', KEYS[1], token, 'PX', ARGV[2])\n"
 		"  redis.call('HSET', KEYS[3], token, ARGV[4])\n"
 		"  redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
 		"else\n"
-		"  if kind == 'string' then return {0, redis.call('PTTL', KEYS[1]), pos, holder()} end\n"
+		"  if kind == 'string' then return refuse(redis.call('PTTL', KEYS[1])) end\n"
 		"  local had = redis.call('GET', KEYS[4])\n"
 		"  if kind == 'zset' and had and had ~= mode then\n"
 		"    return redis.error_reply('DLOCKMODE the lock is held ' ..\n"
@@ -128,12 +155,12 @@ const struct script script_acquire = {
 		"      end\n"
 		"      return -1\n"
 		"    end\n"
-		"    local slot = tonumber(ARGV[9]) or free_slot()\n"
+		"    local slot = tonumber(ARGV[8]) or free_slot()\n"
 		"    if slot < 0 or slot >= limit or not redis.call('SET',\n"
 		"        KEYS[7] .. ':' .. slot, token, 'NX', 'PX', ARGV[2]) then\n"
 		"      local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
 		"      local hint = #first > 0 and math.max(0, tonumber(first[2]) - now) or -1\n"
-		"      return {0, hint, pos, holder(), free_slot()}\n"
+		"      return refuse(hint, free_slot())\n"
 		"    end\n"
 		"    redis.call('HSET', KEYS[7], token, slot)\n"
 		"    taken = slot\n"
@@ -143,14 +170,15 @@ const struct script script_acquire = {
 		"  redis.call('HSET', KEYS[3], token, ARGV[4])\n"
 		"  stretch(now)\n"
 		"end\n"
+		"redis.call('ZREM', KEYS[6], token)\n"
 		"if ticket ~= '' then\n"
 		"  redis.call('ZREM', KEYS[5], token)\n"
-		"  redis.call('ZREM', KEYS[6], token)\n"
-		"  redis.pcall('PUBLISH', ARGV[8], 'next')\n"
+		"  redis.call('DEL', KEYS[8] .. ':' .. token)\n"
 		"end\n"
+		"if ticket ~= '' or mode ~= 'x' then wake(KEYS[5], KEYS[8], KEYS[6]) end\n"
 		"return {1, redis.call('INCR', KEYS[2]), taken}\n",
-	.sha = "0efcc53e7672334f845bf12007ca1f2c7d208f5c",
-	.n_keys = 7,
+	.sha = "8d42fa98b62a4e97916f0ad588693ad87210f411",
+	.n_keys = 8,
 };
 
 /* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock, 4 --limit slots
@@ -190,10 +218,10 @@ const struct script script_extend = {
 	.n_keys = 4,
 };
 
-/* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock, 4 --limit slots.
- * ARGV: 1 token, 2 channel. Compare-and-delete, as redis-py, redsync and
- * node-redlock release, then a PUBLISH that wakes the waiters at once
- * (pcall: an ACL user without channel rights still releases). Our holder
+/* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock, 4 --limit slots,
+ * 5 fair queue, 6 wake list, 7 waiters. ARGV: 1 token.
+ * Compare-and-delete, as redis-py, redsync and node-redlock release, then
+ * one waiter is woken at once (not all: one of them could win). Our holder
  * info goes even when the lock is no longer ours.
  * Returns 1 when released, 0 when the lock was not ours. */
 const struct script script_release = {
@@ -201,6 +229,21 @@ const struct script script_release = {
 	.body =
 		"local t = redis.call('TIME')\n"
 		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"-- Wakes one waiter: the head of the fair queue on its own list, else,\n"
+		"-- if anyone waits, whoever has waited longest on the common one (BLPOP\n"
+		"-- serves in order). An element nobody takes goes after 2 s: it is for a\n"
+		"-- waiter between its refusal and its BLPOP, a matter of milliseconds.\n"
+		"local function wake(queue, list, waiters)\n"
+		"  local head = redis.call('ZRANGE', queue, 0, 0)\n"
+		"  if #head > 0 then\n"
+		"    list = list .. ':' .. head[1]\n"
+		"  elseif redis.call('ZCARD', waiters) == 0 then\n"
+		"    return\n"
+		"  end\n"
+		"  redis.call('LPUSH', list, '1')\n"
+		"  redis.call('LTRIM', list, 0, 0)\n"
+		"  redis.call('PEXPIRE', list, 2000)\n"
+		"end\n"
 		"local slot = redis.call('HGET', KEYS[4], ARGV[1])\n"
 		"if slot then\n"
 		"  if redis.call('GET', KEYS[4] .. ':' .. slot) == ARGV[1] then\n"
@@ -225,23 +268,40 @@ const struct script script_release = {
 		"  return 0\n"
 		"end\n"
 		"redis.call('HDEL', KEYS[2], ARGV[1])\n"
-		"redis.pcall('PUBLISH', ARGV[2], 'released')\n"
+		"wake(KEYS[5], KEYS[6], KEYS[7])\n"
 		"return 1\n",
-	.sha = "3b042685cf769fbc86434db1de200bd078c82471",
-	.n_keys = 4,
+	.sha = "6c5cff733cc948b2cc94cb03fd76e907d66c464e",
+	.n_keys = 7,
 };
 
-/* KEYS: 1 fair queue, 2 queue liveness. ARGV: 1 token, 2 channel.
- * A fair waiter that gives up leaves the queue and lets the next one on. */
-const struct script script_leave_queue = {
-	.name = "leave_queue",
+/* KEYS: 1 fair queue, 2 waiters, 3 wake list. ARGV: 1 token.
+ * A waiter that stops waiting (acquired elsewhere, gave up, interrupted)
+ * leaves the waiters and the queue; the queue's new head is woken. */
+const struct script script_leave = {
+	.name = "leave",
 	.body =
+		"-- Wakes one waiter: the head of the fair queue on its own list, else,\n"
+		"-- if anyone waits, whoever has waited longest on the common one (BLPOP\n"
+		"-- serves in order). An element nobody takes goes after 2 s: it is for a\n"
+		"-- waiter between its refusal and its BLPOP, a matter of milliseconds.\n"
+		"local function wake(queue, list, waiters)\n"
+		"  local head = redis.call('ZRANGE', queue, 0, 0)\n"
+		"  if #head > 0 then\n"
+		"    list = list .. ':' .. head[1]\n"
+		"  elseif redis.call('ZCARD', waiters) == 0 then\n"
+		"    return\n"
+		"  end\n"
+		"  redis.call('LPUSH', list, '1')\n"
+		"  redis.call('LTRIM', list, 0, 0)\n"
+		"  redis.call('PEXPIRE', list, 2000)\n"
+		"end\n"
 		"redis.call('ZREM', KEYS[1], ARGV[1])\n"
 		"redis.call('ZREM', KEYS[2], ARGV[1])\n"
-		"redis.pcall('PUBLISH', ARGV[2], 'next')\n"
+		"redis.call('DEL', KEYS[3] .. ':' .. ARGV[1])\n"
+		"if redis.call('ZCARD', KEYS[1]) > 0 then wake(KEYS[1], KEYS[3], KEYS[2]) end\n"
 		"return 1\n",
-	.sha = "a8fa92525fc47512c624e903fc60982f65f93542",
-	.n_keys = 2,
+	.sha = "4378c41d8269dda083619f9b6181342471ff6217",
+	.n_keys = 3,
 };
 
 /* KEYS: 1 fencing counter. ARGV: 1 fence.

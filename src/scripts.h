@@ -11,5 +11,5 @@ struct script {
 extern const struct script script_acquire;
 extern const struct script script_extend;
 extern const struct script script_release;
-extern const struct script script_leave_queue;
+extern const struct script script_leave;
 extern const struct script script_fence_max;

@@ -1,4 +1,4 @@
-/* wait.c - waits for a lock: tries again when a release is published, at
+/* wait.c - waits for a lock: tries again when a release wakes it, at
  * the holder's lease end, or after a bounded, jittered pause; backs off
  * from servers that do not answer; shows the wait on a terminal. */
 #include <poll.h>
@@ -21,77 +21,102 @@
 
 struct waiter {
 	struct lock *lk;
-	struct node *subs;	/* one SUBSCRIBEd connection per server */
-	bool subscribed;
+	struct node *wakers;	/* one connection per server, blocked in BLPOP */
+	const char *blpop_argv[3];
+	struct cmd blpop;
 	struct waitline wl;
 	int64_t start_ms, deadline_ms;	/* deadline -1: for ever */
 };
 
-/* Push wake-ups: a release PUBLISHes on the lock's channel. Subscribing
- * after the first refusal and trying once more right after it leaves no
- * gap: a release before the SUBSCRIBE is seen by that try, one after it
- * by the subscription. Each server gets a connection of its own, as a
- * subscribed connection takes no other commands. */
-static void subscribe(struct waiter *w)
+/* Wake-ups: a release pushes on the lock's wake list, and Redis hands the
+ * element to the one client that has waited longest in BLPOP there (or
+ * keeps it, 2 s, for the next). So a release wakes one waiter, not all:
+ * with W waiters a handoff costs a few scripts, not W. A refusal already
+ * counts us among the waiters, so a release between it and our BLPOP
+ * leaves its element in the list for us: no gap, and no second try. Each
+ * server gets a connection of its own, as a blocked connection takes no
+ * other commands. */
+static void block(struct waiter *w)
 {
 	const struct lock *lk = w->lk;
-	const char *argv[] = { "SUBSCRIBE", lk->channel };
-	struct cmd cmd = { NULL, 2, argv, NULL };
 
-	w->subscribed = true;
-	w->subs = calloc(lk->n_nodes, sizeof *w->subs);
-	if (!w->subs)
-		return;		/* then the timed retries alone */
+	if (!w->wakers) {
+		w->wakers = calloc(lk->n_nodes, sizeof *w->wakers);
+		if (!w->wakers)
+			return;		/* then the timed retries alone */
+		for (size_t i = 0; i < lk->n_nodes; i++)
+			node_init(&w->wakers[i], lk->nodes[i].url, lk->nodes[i].password);
+		w->blpop_argv[0] = "BLPOP";
+		w->blpop_argv[1] = lk->wake_list;
+		w->blpop_argv[2] = "0";
+		w->blpop = (struct cmd){ NULL, 3, w->blpop_argv, NULL };
+	}
+	/* Where no BLPOP is outstanding: the first time, after a wake-up, or
+	 * after a failure (a dead server is asked again, at each pause). */
 	for (size_t i = 0; i < lk->n_nodes; i++)
-		node_init(&w->subs[i], lk->nodes[i].url, lk->nodes[i].password);
-	fanout_round(w->subs, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
-	fanout_end(w->subs, lk->n_nodes);
+		if (node_events(&w->wakers[i]) == 0) {
+			node_end(&w->wakers[i]);
+			node_begin(&w->wakers[i], &w->blpop, 1, INT64_MAX);
+		}
 }
 
-static void unsubscribe(struct waiter *w)
+static void unblock(struct waiter *w)
 {
-	for (size_t i = 0; w->subs && i < w->lk->n_nodes; i++)
-		node_close(&w->subs[i]);
-	free(w->subs);
-	w->subs = NULL;
-	w->subscribed = false;
+	for (size_t i = 0; w->wakers && i < w->lk->n_nodes; i++) {
+		node_end(&w->wakers[i]);
+		node_close(&w->wakers[i]);
+	}
+	free(w->wakers);
+	w->wakers = NULL;
 }
 
-/* Sleeps up to ms, waking early on a message from any server. Returns 1
- * with *signo when a signal came first. */
+/* Sleeps up to ms, or until a server wakes us. Returns 1 with *signo when
+ * a signal came first. */
 static int sleep_or_wake(struct waiter *w, int sigfd, int64_t ms, int *signo)
 {
-	struct pollfd pfd[MAX_SERVERS + 1] = { { sigfd, POLLIN, 0 } };
-	struct node *which[MAX_SERVERS + 1];
+	int64_t until_ms = clock_now_ms() + ms;
 	struct signalfd_siginfo si;
-	nfds_t n_pfd = 1;
 
-	for (size_t i = 0; w->subs && i < w->lk->n_nodes; i++) {
-		if (node_fd(&w->subs[i]) < 0)
-			continue;
-		which[n_pfd] = &w->subs[i];
-		pfd[n_pfd++] = (struct pollfd){ node_fd(&w->subs[i]), POLLIN, 0 };
+	for (;;) {
+		struct pollfd pfd[MAX_SERVERS + 1] = { { sigfd, POLLIN, 0 } };
+		struct node *which[MAX_SERVERS + 1];
+		int64_t left_ms = until_ms - clock_now_ms();
+		nfds_t n_pfd = 1;
+		bool woken = false;
+
+		for (size_t i = 0; w->wakers && i < w->lk->n_nodes; i++) {
+			short events = node_events(&w->wakers[i]);
+
+			if (!events)
+				continue;
+			which[n_pfd] = &w->wakers[i];
+			pfd[n_pfd++] = (struct pollfd){ node_fd(&w->wakers[i]), events, 0 };
+		}
+		if (left_ms <= 0 || poll(pfd, n_pfd, (int)left_ms) <= 0)
+			return 0;
+		for (nfds_t k = 1; k < n_pfd; k++) {
+			if (!pfd[k].revents)
+				continue;
+			node_step(which[k], pfd[k].revents);
+			woken |= which[k]->state == NODE_DONE;
+		}
+		if ((pfd[0].revents & POLLIN) &&
+		    read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+			*signo = (int)si.ssi_signo;
+			return 1;
+		}
+		if (woken)
+			return 0;
 	}
-	if (poll(pfd, n_pfd, (int)ms) <= 0)
-		return 0;
-	for (nfds_t k = 1; k < n_pfd; k++)
-		if (pfd[k].revents)
-			node_read_pushes(which[k]);
-	if ((pfd[0].revents & POLLIN) &&
-	    read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-		*signo = (int)si.ssi_signo;
-		return 1;
-	}
-	return 0;
 }
 
 /* How long to sleep before the next try. */
 static int64_t next_try_ms(const struct waiter *w, int64_t retry_ms)
 {
-	/* Subscribed, a retry only catches releases by clients that do not
-	 * publish (redis-py, redsync) and dead fair waiters; polling, it is
-	 * redis-py's pace. Jitter keeps waiters from moving in step. */
-	int64_t sleep_ms = w->subscribed ? 250 + arc4random_uniform(500) :
+	/* Blocked in BLPOP, a retry only catches releases by clients that do
+	 * not wake anyone (redis-py, redsync) and dead fair waiters; without,
+	 * it is redis-py's pace. Jitter keeps waiters from moving in step. */
+	int64_t sleep_ms = w->wakers ? 250 + arc4random_uniform(500) :
 			   RETRY_MIN_MS + arc4random_uniform(RETRY_JITTER_MS);
 
 	/* No sleeping past the holder's lease. */
@@ -138,10 +163,7 @@ static enum lock_result wait_loop(struct waiter *w, int sigfd, int *signo,
 			if (w->deadline_ms == w->start_ms)	/* -n: no wait to show */
 				return r;
 			waitline_update(&w->wl, lk->held_by, lk->queue_pos, opts->fair);
-			if (!w->subscribed) {
-				subscribe(w);
-				continue;
-			}
+			block(w);
 			sleep_ms = next_try_ms(w, retry_ms);
 		}
 		now_ms = clock_now_ms();
@@ -170,8 +192,7 @@ enum lock_result wait_acquire(struct lock *lk, int sigfd, int *signo,
 	waitline_init(&w.wl, opts->key, opts->verbose);
 	r = wait_loop(&w, sigfd, signo, err);
 	waitline_clear(&w.wl);
-	if (w.subscribed)
-		unsubscribe(&w);
+	unblock(&w);
 	lock_end_wait(lk, r);
 	return r;
 }

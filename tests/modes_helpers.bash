@@ -32,13 +32,19 @@ every_server() {
 }
 
 # nothing_left: every server holds only K's counters (fencing, tickets):
-# no lock, holder info, mode, slot, queue or liveness key.
-nothing_left() {
-	local s left
+# no lock, holder info, mode, slot, queue or liveness key. The wake list
+# and the "someone waits" mark may outlive a wait by their 2 s: they must
+# be gone within 3.
+leftovers() {
+	local s
 	for s in "${NAMES[@]}"; do
-		left=$(all_keys "$s" | grep -vx -e '{dlock:K}:fence' -e '{dlock:K}:ticket' | tr '\n' ' ')
-		[[ -z $left ]] || fail "$s: left behind: $left"
+		all_keys "$s" | grep -vx -e '{dlock:K}:fence' -e '{dlock:K}:ticket' |
+			sed "s/^/$s:/"
 	done
+}
+no_leftovers() { [[ -z $(leftovers) ]]; }
+nothing_left() {
+	wait_until 3 no_leftovers || fail "left behind: $(leftovers | tr '\n' ' ')"
 }
 
 # majority_holds TOKEN: a majority of the servers have dlock:K = TOKEN (a
@@ -52,11 +58,13 @@ majority_holds() {
 	((n >= ${#NAMES[@]} / 2 + 1)) || fail "$1 holds dlock:K on $n of ${#NAMES[@]} servers"
 }
 
-numsub() { rcli "$1" pubsub numsub '{dlock:K}:released' | sed -n 2p; }
-subscribed_all() {	# subscribed_all N: N subscribers on every server
+# A waiter waits for its wake-up blocked in BLPOP, one connection per
+# server: Redis counts it among blocked_clients.
+nblocked() { rcli "$1" info clients | sed -n 's/^blocked_clients:\([0-9]*\).*/\1/p'; }
+blocked_all() {	# blocked_all N: N waiters blocked on every server
 	local s
 	for s in "${NAMES[@]}"; do
-		[[ $(numsub "$s") == "$1" ]] || return 1
+		[[ $(nblocked "$s") == "$1" ]] || return 1
 	done
 }
 queued_all() { all_are "$1" zcard '{dlock:K}:queue'; }	# queued_all N

@@ -54,10 +54,10 @@ check_tty_line() {
 	check_tty_line
 }
 
-# wait_a_while ID: waiter ID is subscribed and has waited past the 1 s
+# wait_a_while ID: waiter ID is blocked for a wake-up and has waited past the 1 s
 # after which a terminal would show the line.
 wait_a_while() {
-	wait_until 5 subscribed_all 1 || fail "$1 never subscribed: $(cat "$T/$1.err")"
+	wait_until 5 blocked_all 1 || fail "$1 never blocked: $(cat "$T/$1.err")"
 	# Nothing to await: the point is that time passes (1 s + several tries).
 	sleep 1.5
 }

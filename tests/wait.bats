@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # wait.bats - waiting for a held lock (issue 4): a release wakes the waiter
-# at once (a PUBLISH, not polling, not the lease running out); releases by
-# clients that publish nothing and expiry are noticed too; a waiter that
-# is interrupted or gives up leaves no subscription and no queue entry.
+# at once (a push on the wake list it is blocked on, not polling, not the
+# lease running out); releases by clients that wake nobody and expiry are
+# noticed too; a waiter that is interrupted or gives up leaves no blocked
+# connection and no queue entry.
 # Each check runs on one server and on three (RedLock).
 
 load helpers
@@ -14,21 +15,21 @@ setup() {
 }
 
 # push_round I: holder hI (-t 30) waits for hI.go; waiter wI starts, and
-# once it is subscribed on every server, hI is let go. Prints
+# once it is blocked on every server, hI is let go. Prints
 #   CMD_MS PUSH_MS GAP_MS
 # CMD_MS: the waiter's command started this long after the holder's ended;
 # from r1's MONITOR (server time): PUSH_MS, the waiter's successful acquire
 # after the holder's release; GAP_MS, that acquire after the waiter's
 # previous try. A waiter that polls sleeps at least 250 ms between tries
 # (the holder's lease, 30 s, is no earlier bound), so GAP_MS < 250 means
-# something other than its timer woke it: the release's message.
+# something other than its timer woke it: the release's push.
 push_round() {
 	local i=$1 mon=$T/mon$1 cmd_ms
 	start_bg "h$i" "${SRV[@]}" -t 30 K "$T/stamper" "$T/h$i"
 	wait_ready "h$i"
 	start_monitor r1 "$mon"
 	start_bg "w$i" "${SRV[@]}" -t 30 K sh -c 'date +%s%N >"$1"' sh "$T/w$i.start"
-	wait_until 5 subscribed_all 1 || fail "w$i never subscribed: $(cat "$T/w$i.err")"
+	wait_until 5 blocked_all 1 || fail "w$i never blocked for a wake-up: $(cat "$T/w$i.err")"
 	[[ ! -e $T/w$i.start ]] || fail "w$i ran while h$i held the lock"
 	touch "$T/h$i.go"
 	reap "h$i"
@@ -43,7 +44,7 @@ push_round() {
 			if (!r) p = $1; else if (!a) a = $1
 			next
 		}
-		index($0, "\"{dlock:K}:released\"") {	# release
+		index($0, "\"{dlock:K}:slots\" \"{dlock:K}:queue\"") {	# release
 			if (!r) r = $1
 		}
 		END {
@@ -81,7 +82,7 @@ check_push() {
 	check_push
 }
 
-@test "a waiter gets in after a redis-py holder releases (no PUBLISH)" {
+@test "a waiter gets in after a redis-py holder releases (no wake-up)" {
 	"$PYTHON" -c 'import redis' 2>/dev/null ||
 		skip_unless_strict "$PYTHON has no redis module (python3-redis)"
 	servers 1
@@ -104,7 +105,7 @@ EOF
 	track $py
 	wait_until 5 test -e "$T/py.ready" || fail "redis-py did not get the lock: $(cat "$T/py.err")"
 	start_bg w "${SRV[@]}" K sh -c 'echo "$DLOCK_TOKEN" >"$1"' sh "$T/w.token"
-	wait_until 5 subscribed_all 1 || fail "the waiter never subscribed: $(cat "$T/w.err")"
+	wait_until 5 blocked_all 1 || fail "the waiter never blocked for a wake-up: $(cat "$T/w.err")"
 	[[ ! -e $T/w.token ]] || fail "the waiter ran while redis-py held the lock"
 	touch "$T/py.release"
 	wait_until 5 test -e "$T/py.released" || fail "redis-py did not release"
@@ -148,13 +149,13 @@ check_interrupted() {
 	wait_ready h
 	token=$(job_var h DLOCK_TOKEN)
 	start_bg w "${SRV[@]}" "$@" K touch "$T/ran"
-	wait_until 5 subscribed_all 1 || fail "the waiter never subscribed: $(cat "$T/w.err")"
+	wait_until 5 blocked_all 1 || fail "the waiter never blocked for a wake-up: $(cat "$T/w.err")"
 	[[ $* != *--fair* ]] || wait_until 5 queued_all 1 || fail "the waiter is not queued"
 	kill -INT "$(<"$T/w.dlock")"
 	reap w 5
 	assert_equal "$bg_status" 130
 	[[ ! -e $T/ran ]] || fail "the command ran"
-	wait_until 2 subscribed_all 0 || fail "still subscribed: $(numsub r1)"
+	wait_until 2 blocked_all 0 || fail "still blocked: $(nblocked r1)"
 	every_server 0 zcard '{dlock:K}:queue'
 	every_server 0 zcard '{dlock:K}:alive'
 	every_server "$token" get dlock:K
@@ -163,12 +164,12 @@ check_interrupted() {
 	nothing_left
 }
 
-@test "SIGINT while waiting: 130, no subscription left" {
+@test "SIGINT while waiting: 130, nothing left blocked" {
 	servers 1
 	check_interrupted
 }
 
-@test "SIGINT while waiting --fair: 130, no subscription, no queue entry" {
+@test "SIGINT while waiting --fair: 130, nothing blocked, no queue entry" {
 	servers 1
 	check_interrupted --fair
 }
@@ -186,7 +187,7 @@ check_timeout() {
 	token=$(job_var h DLOCK_TOKEN)
 	run -1 tdlock "${SRV[@]}" -w 0.5 "$@" K touch "$T/ran"
 	[[ ! -e $T/ran ]] || fail "the command ran"
-	wait_until 2 subscribed_all 0 || fail "still subscribed: $(numsub r1)"
+	wait_until 2 blocked_all 0 || fail "still blocked: $(nblocked r1)"
 	every_server 0 zcard '{dlock:K}:queue'
 	every_server 0 zcard '{dlock:K}:alive'
 	every_server "$token" get dlock:K
@@ -195,12 +196,12 @@ check_timeout() {
 	nothing_left
 }
 
-@test "-w 0.5 gives up with 1 and leaves no subscription" {
+@test "-w 0.5 gives up with 1 and leaves nothing blocked" {
 	servers 1
 	check_timeout
 }
 
-@test "-w 0.5 --fair gives up with 1 and leaves no subscription, no queue entry" {
+@test "-w 0.5 --fair gives up with 1, nothing blocked, no queue entry" {
 	servers 1
 	check_timeout --fair
 }
@@ -210,18 +211,18 @@ check_timeout() {
 	check_timeout --fair
 }
 
-# check_run_unsubscribed [--fair]: a waiter that got the lock runs its
-# command with its subscription closed and out of the queue.
-check_run_unsubscribed() {
+# check_run_unblocked [--fair]: a waiter that got the lock runs its
+# command with its wake-up connections closed and out of the queue.
+check_run_unblocked() {
 	hold h "${SRV[@]}" K
 	wait_ready h
 	hold w "${SRV[@]}" "$@" K
-	wait_until 5 subscribed_all 1 || fail "the waiter never subscribed: $(cat "$T/w.err")"
+	wait_until 5 blocked_all 1 || fail "the waiter never blocked for a wake-up: $(cat "$T/w.err")"
 	finish h
 	assert_equal "$bg_status" 0
 	wait_ready w
-	wait_until 2 subscribed_all 0 ||
-		fail "the command runs with dlock still subscribed: $(numsub r1)"
+	wait_until 2 blocked_all 0 ||
+		fail "the command runs with dlock still blocked: $(nblocked r1)"
 	every_server 0 zcard '{dlock:K}:queue'
 	majority_holds "$(job_var w DLOCK_TOKEN)"
 	finish w
@@ -229,12 +230,12 @@ check_run_unsubscribed() {
 	nothing_left
 }
 
-@test "the waiter's subscription is closed while its command runs" {
+@test "the waiter's wake-up connection is closed while its command runs" {
 	servers 1
-	check_run_unsubscribed --fair
+	check_run_unblocked --fair
 }
 
-@test "RedLock: the waiter's subscription is closed while its command runs" {
+@test "RedLock: the waiter's wake-up connections are closed while its command runs" {
 	servers 3
-	check_run_unsubscribed
+	check_run_unblocked
 }

@@ -300,8 +300,8 @@ for w in $WORKERS; do
 done
 printf 'dlock: Redis scripts (EVALSHA) per section:'
 for w in $WORKERS; do printf ' %s at %d workers;' "${SCRIPTS[$w]}" "$w"; done
-echo " 2 with no contention (acquire, release), 4 for a process that waits" \
-	"(+ a refused try and the retry after SUBSCRIBE), +1 for each waiter a release's PUBLISH wakes that loses the race"
+echo " 2 with no contention (acquire, release), 3 for a process that waits" \
+	"(+ a refused try); a release wakes one waiter (BLPOP), so no more with more waiters"
 if [[ -s $T/errors ]]; then
 	note "stderr of failed sections (first lines):"
 	sort "$T/errors" | uniq -c | sort -rn | head -n 5 >&2
