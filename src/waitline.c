@@ -15,7 +15,6 @@ void waitline_init(struct waitline *wl, const char *key, bool verbose)
 {
 	*wl = (struct waitline){
 		.key = key,
-		.tty = isatty(STDERR_FILENO),
 		.verbose = verbose,
 		.start_ms = clock_now_ms(),
 	};
@@ -52,6 +51,12 @@ void waitline_update(struct waitline *wl, const char *holder, long queue_pos,
 	int64_t waited_ms = clock_now_ms() - wl->start_ms;
 	char who[320], pos[48] = "";
 
+	/* Asked here, not at start: an acquisition that never waits should
+	 * not pay for the ioctl. */
+	if (!wl->tty_known) {
+		wl->tty = isatty(STDERR_FILENO);
+		wl->tty_known = true;
+	}
 	if (!wl->verbose && (!wl->tty || waited_ms < 1000))
 		return;
 	if (!wl->tty && wl->shown)

@@ -7,6 +7,7 @@
 struct waitline {
 	const char *key;
 	bool tty;		/* stderr is a terminal: one line, redrawn */
+	bool tty_known;
 	bool verbose;
 	bool shown;
 	int64_t start_ms;
