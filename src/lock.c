@@ -364,6 +364,8 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 			n_again++;
 			break;
 		case 0:
+			/* A refusal counts us among the waiters there. */
+			lk->waited |= !lk->opts->nonblock;
 			if (value >= 0 && (*retry_ms < 0 || value < *retry_ms))
 				*retry_ms = value;
 			break;
@@ -417,7 +419,6 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		r = LOCK_FAILED;
 	} else if (n_answered >= need) {
 		r = LOCK_HELD;
-		lk->waited |= !lk->opts->nonblock;
 	} else {
 		no_quorum(lk, n_answered, err, "answered");
 		r = LOCK_FAILED;

@@ -38,7 +38,7 @@ struct lock {
 	char held_by[512];
 	long queue_pos;
 	long free_slot;		/* a slot a server said is free, or -1 */
-	bool waited;		/* refused, and registered as a waiter */
+	bool waited;		/* a server refused us and counts us a waiter */
 };
 
 int lock_init(struct lock *lk, const struct options *opts,
