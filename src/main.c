@@ -60,8 +60,9 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 	struct lease lease;
 	struct error err = { 0 };
 	struct watch w = { .opts = opts, .sigfd = sigfd, .lost_fd = -1 };
+	enum lock_result got;
 	int status, signo = 0;
-	bool reentered, have_lease = false;
+	bool have_lease = false;
 
 	if (child_prepare(&job, opts, orig_mask, &err) < 0) {
 		log_error(opts->key, &err);
@@ -70,9 +71,11 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 	}
 	if (lock_init(&lk, opts, st, &err) < 0) {
 		log_error(opts->key, &err);
-		return err.exit;
+		status = err.exit;
+		goto out;
 	}
-	switch (wait_acquire(&lk, sigfd, &signo, &err)) {
+	got = wait_acquire(&lk, sigfd, &signo, &err);
+	switch (got) {
 	case LOCK_ACQUIRED:
 	case LOCK_REENTERED:
 		break;
@@ -95,8 +98,6 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 		status = err.exit;
 		goto out;
 	}
-	reentered = lk.reentry_token && strcmp(lk.token, lk.reentry_token) == 0;
-
 	if ((signo = pending_signal(sigfd)) != 0) {
 		status = 128 + signo;
 		goto release;
@@ -106,7 +107,8 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 		status = err.exit;
 		goto release;
 	}
-	if (!reentered) {
+	/* Re-entered, the outer dlock keeps the lease and releases. */
+	if (got == LOCK_ACQUIRED) {
 		if (lease_init(&lease, &lk) < 0) {
 			log_line(opts->key, "eventfd: %s", strerror(errno));
 			status = EX_OSERR;
@@ -130,7 +132,7 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 	if (have_lease)
 		lease_stop(&lease);
 release:
-	if (!reentered && lock_release(&lk, &err) < 0 && opts->verbose)
+	if (got == LOCK_ACQUIRED && lock_release(&lk, &err) < 0 && opts->verbose)
 		log_error(opts->key, &err);
 out:
 	if (have_lease)
