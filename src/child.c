@@ -22,14 +22,6 @@
 
 extern char **environ;
 
-static int lower_errno_msg(char *buf, size_t len, int e)
-{
-	snprintf(buf, len, "%s", strerror(e));
-	if (buf[0] >= 'A' && buf[0] <= 'Z' && buf[1] >= 'a' && buf[1] <= 'z')
-		buf[0] = (char)(buf[0] - 'A' + 'a');
-	return 0;
-}
-
 static void exec_error(struct error *err, const char *name, int e)
 {
 	char why[128];
@@ -38,7 +30,8 @@ static void exec_error(struct error *err, const char *name, int e)
 		error_set(err, 127, "%s: command not found", name);
 		return;
 	}
-	lower_errno_msg(why, sizeof why, e);
+	snprintf(why, sizeof why, "%s", strerror(e));
+	log_lower_first(why);
 	error_set(err, 126, "%s: %s", name, why);
 }
 
@@ -346,7 +339,7 @@ int child_supervise(struct job *job, const struct watch *w)
 	for (;;) {
 		struct pollfd pfd[2] = {
 			{ w->sigfd, POLLIN, 0 },
-			{ sv.lost ? -1 : w->lost_fd, POLLIN, 0 },
+			{ sv.lost || !w->lease ? -1 : w->lease->notify_fd, POLLIN, 0 },
 		};
 
 		if (poll(pfd, 2, next_timeout(&sv)) < 0 && errno != EINTR)

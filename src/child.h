@@ -34,7 +34,6 @@ int child_wait_exec(struct job *job, struct error *err);
 struct watch {
 	const struct options *opts;
 	int sigfd;		/* SIGCHLD and the signals to forward */
-	int lost_fd;		/* readable when the lease is lost; -1: none */
 	struct lease *lease;	/* NULL when nothing renews (re-entry); its
 				 * thread is started here, when first due */
 };

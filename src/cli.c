@@ -14,7 +14,6 @@
 #include "cli.h"
 #include "version.h"
 
-#define MAX_SECONDS_MS ((int64_t)315360000 * 1000)	/* ten years */
 
 enum {
 	OPT_ON_LOST = CHAR_MAX + 1,
@@ -236,7 +235,6 @@ void cli_parse(int argc, char **argv, struct options *opts)
 	int c;
 
 	*opts = (struct options){
-		.command = CMD_RUN,
 		.wait_ms = -1,
 		.conflict_exit = 1,
 		.on_lost_signal = SIGTERM,
@@ -289,7 +287,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 			break;
 		case 't':
 			opts->ttl_ms = seconds_arg("--ttl", optarg, false);
-			if (opts->ttl_ms < 10)
+			if (opts->ttl_ms < MIN_TTL_MS)
 				errx(EX_USAGE, "--ttl must be at least 0.01 seconds");
 			opts->ttl_given = true;
 			break;

@@ -4,15 +4,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum command {
-	CMD_RUN,		/* flock form or "run": lock, run COMMAND, release */
-};
-
-#define ON_LOST_IGNORE 0
-#define LIMIT_SHARED (-1)	/* --on-lost ignore: no signal, exit 75 later */
+#define ON_LOST_IGNORE 0	/* --on-lost ignore: no signal, exit 75 later */
+#define LIMIT_SHARED (-1)	/* -s in options.limit */
+#define MAX_SECONDS_MS ((int64_t)315360000 * 1000)	/* ten years */
+#define MIN_TTL_MS 10
 
 struct options {
-	enum command command;
 	const char *key;	/* the lock name as given (KEY) */
 	char **argv;		/* the command to run, NULL-terminated */
 	const char *shell_cmd;	/* -c STRING */

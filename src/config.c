@@ -258,8 +258,8 @@ static int resolve(struct options *opts, const struct config_file *cf,
 	}
 
 	if (!opts->ttl_given && cf->ttl) {
-		if (parse_seconds(cf->ttl, (int64_t)86400 * 1000 * 3650,
-				  &opts->ttl_ms) < 0 || opts->ttl_ms < 10) {
+		if (parse_seconds(cf->ttl, MAX_SECONDS_MS, &opts->ttl_ms) < 0 ||
+		    opts->ttl_ms < MIN_TTL_MS) {
 			snprintf(err, errlen, "config: bad ttl '%s'", cf->ttl);
 			return -1;
 		}
@@ -267,7 +267,7 @@ static int resolve(struct options *opts, const struct config_file *cf,
 		opts->ttl_ms = DEFAULT_TTL_MS;
 	}
 	if (!opts->node_timeout_given && cf->node_timeout) {
-		if (parse_seconds(cf->node_timeout, (int64_t)86400 * 1000,
+		if (parse_seconds(cf->node_timeout, MAX_SECONDS_MS,
 				  &opts->node_timeout_ms) < 0 ||
 		    opts->node_timeout_ms == 0) {
 			snprintf(err, errlen, "config: bad node-timeout '%s'",

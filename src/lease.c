@@ -76,11 +76,9 @@ static void *renew(void *arg)
 	return NULL;
 }
 
-int lease_init(struct lease *ls, struct lock *lk)
+void lease_init(struct lease *ls, struct lock *lk)
 {
-	*ls = (struct lease){ .lk = lk };
-	ls->notify_fd = eventfd(0, EFD_CLOEXEC);
-	return ls->notify_fd < 0 ? -1 : 0;
+	*ls = (struct lease){ .lk = lk, .notify_fd = -1 };
 }
 
 int64_t lease_first_renewal_ms(const struct lease *ls)
@@ -96,6 +94,9 @@ int lease_start(struct lease *ls)
 	pthread_attr_t tattr;
 	int e;
 
+	ls->notify_fd = eventfd(0, EFD_CLOEXEC);
+	if (ls->notify_fd < 0)
+		return -1;
 	pthread_mutex_init(&ls->mutex, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

@@ -12,13 +12,13 @@ struct lease {
 	pthread_mutex_t mutex;
 	pthread_cond_t wake;
 	bool started, stop, joined;
-	int notify_fd;		/* eventfd, written once when the lease is lost */
+	int notify_fd;		/* eventfd, written once when the lease is lost;
+				 * -1 until lease_start() */
 	struct error err;	/* why; read after notify_fd fires */
 };
 
-/* Prepares the lease of a freshly acquired lk; no thread runs yet.
- * Returns 0, or -1 (errno). */
-int lease_init(struct lease *ls, struct lock *lk);
+/* Prepares the lease of a freshly acquired lk; nothing runs yet. */
+void lease_init(struct lease *ls, struct lock *lk);
 /* When the first renewal is due (monotonic ms): the thread must run by
  * then. A command that ends sooner never pays for a thread. */
 int64_t lease_first_renewal_ms(const struct lease *ls);

@@ -1,7 +1,14 @@
 /* log.c - error lines on stderr */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include "log.h"
+
+void log_lower_first(char *s)
+{
+	if (isupper((unsigned char)s[0]) && islower((unsigned char)s[1]))
+		s[0] = (char)tolower((unsigned char)s[0]);
+}
 
 void error_set(struct error *err, int exit, const char *fmt, ...)
 {

@@ -9,6 +9,11 @@ struct error {
 	char msg[512];
 };
 
+/* "Connection refused" -> "connection refused": strerror() and hiredis
+ * capitalise, dlock's lines are lower case. Server words ("WRONGPASS",
+ * "ERR ...") are left as they are. */
+void log_lower_first(char *s);
+
 void error_set(struct error *err, int exit, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -59,7 +59,7 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 	struct job job;
 	struct lease lease;
 	struct error err = { 0 };
-	struct watch w = { .opts = opts, .sigfd = sigfd, .lost_fd = -1 };
+	struct watch w = { .opts = opts, .sigfd = sigfd };
 	enum lock_result got;
 	int status, signo = 0;
 	bool have_lease = false;
@@ -109,13 +109,8 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 	}
 	/* Re-entered, the outer dlock keeps the lease and releases. */
 	if (got == LOCK_ACQUIRED) {
-		if (lease_init(&lease, &lk) < 0) {
-			log_line(opts->key, "eventfd: %s", strerror(errno));
-			status = EX_OSERR;
-			goto release;
-		}
+		lease_init(&lease, &lk);
 		have_lease = true;
-		w.lost_fd = lease.notify_fd;
 		w.lease = &lease;
 	}
 	if (child_start(&job, &err) < 0) {

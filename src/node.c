@@ -4,7 +4,6 @@
  * sorted into exit codes (69 unreachable, 77 credentials, 70 anything else).
  * Any failure closes the connection: the next round starts on a fresh one,
  * never on a stream with replies still in flight. */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -48,9 +47,7 @@ static void fail(struct node *n, int exit, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
-	/* strerror() says "Connection refused"; dlock's lines are lower case. */
-	if (why[0] && isupper((unsigned char)why[0]) && islower((unsigned char)why[1]))
-		why[0] = (char)tolower((unsigned char)why[0]);
+	log_lower_first(why);
 	error_set(&n->err, exit, "%s: %s", n->url->text, why);
 	n->state = NODE_FAILED;
 	node_close(n);
