@@ -1,7 +1,8 @@
 /* node.c - one Redis server, driven by fanout.c's poll loop: a non-blocking
  * connect, the AUTH/SELECT handshake pipelined in front of the round's
  * commands, EVALSHA with an EVAL resend on NOSCRIPT, and per-node errors
- * sorted into exit codes (69 unreachable, 77 credentials, 70 anything else).
+ * sorted into exit codes (69 unreachable or in a passing state, 77
+ * credentials, 70 anything else).
  * Any failure closes the connection: the next round starts on a fresh one,
  * never on a stream with replies still in flight. */
 #include <errno.h>
@@ -65,6 +66,34 @@ static bool is_auth_error(const char *s)
 	for (const char *const *p = prefixes; *p; p++)
 		if (strncmp(s, *p, strlen(*p)) == 0)
 			return true;
+	return false;
+}
+
+/* A server that will answer otherwise soon, so a wait and not a failure:
+ * loading its data set, busy in a long script, moving a cluster slot, a
+ * replica cut off from its master, or a replica, which a failover may be
+ * about to promote. Redis 7 passes an error met inside a script on with
+ * its own code first ("READONLY You can't write ... script: SHA, on
+ * @user_script:1."); Redis 6 wraps it ("ERR Error running script (call to
+ * f_SHA): @user_script:1: @user_script: 1: -READONLY You can't ..."). */
+static bool is_transient(const char *s)
+{
+	static const char *const codes[] = {
+		"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY", NULL
+	};
+	bool wrapped = strncmp(s, "ERR Error running script", 24) == 0;
+
+	for (const char *const *c = codes; *c; c++) {
+		size_t len = strlen(*c);
+		const char *p = s;
+
+		if (strncmp(s, *c, len) == 0 && (s[len] == ' ' || s[len] == '\0'))
+			return true;
+		while (wrapped && (p = strstr(p + 1, *c)))
+			if ((p[-1] == '-' || p[-1] == ' ') &&
+			    (p[len] == ' ' || p[len] == '\0'))
+				return true;
+	}
 	return false;
 }
 
@@ -238,6 +267,19 @@ short node_events(const struct node *n)
 	return (short)(POLLIN | (sdslen(n->c->obuf) > 0 ? POLLOUT : 0));
 }
 
+static void reply_failed(struct node *n, const char *s)
+{
+	if (strncmp(s, "DLOCKMODE ", 10) == 0)
+		fail(n, EX_USAGE, "%s", s + 10);	/* -s vs --limit N */
+	else if (is_transient(s))
+		fail(n, EX_UNAVAILABLE, "%s", s);
+	else if (is_auth_error(s))
+		fail(n, EX_NOPERM, "%s", strstr(s, "unauthenticated") ?
+		     "authentication required (no password given)" : s);
+	else
+		fail(n, EX_SOFTWARE, "%s", s);
+}
+
 /* Returns false when the node stopped being busy (done or failed). */
 static bool take_reply(struct node *n, redisReply *r)
 {
@@ -250,7 +292,8 @@ static bool take_reply(struct node *n, redisReply *r)
 		if (r->type == REDIS_REPLY_ERROR) {
 			bool auth = is_auth_error(r->str) || n->auth_queued;
 
-			fail(n, auth ? EX_NOPERM : EX_SOFTWARE, "%s", r->str);
+			fail(n, is_transient(r->str) ? EX_UNAVAILABLE :
+			     auth ? EX_NOPERM : EX_SOFTWARE, "%s", r->str);
 			freeReplyObject(r);
 			return false;
 		}
@@ -268,13 +311,7 @@ static bool take_reply(struct node *n, redisReply *r)
 			flush(n);
 			return n->state == NODE_BUSY;
 		}
-		if (strncmp(r->str, "DLOCKMODE ", 10) == 0)
-			fail(n, EX_USAGE, "%s", r->str + 10);	/* -s vs --limit N */
-		else if (is_auth_error(r->str))
-			fail(n, EX_NOPERM, "%s", strstr(r->str, "unauthenticated") ?
-			     "authentication required (no password given)" : r->str);
-		else
-			fail(n, EX_SOFTWARE, "%s", r->str);
+		reply_failed(n, r->str);
 		freeReplyObject(r);
 		return false;
 	}
