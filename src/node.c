@@ -1,8 +1,9 @@
 /* node.c - one Redis server, driven by fanout.c's poll loop: a non-blocking
- * connect, the AUTH/SELECT handshake pipelined in front of the round's
- * commands, EVALSHA with an EVAL resend on NOSCRIPT, and per-node errors
- * sorted into exit codes (69 unreachable or in a passing state, 77
- * credentials, 70 anything else).
+ * connect, the AUTH/SELECT handshake (its replies awaited before the
+ * round's commands go out), EVALSHA with an EVAL resend on NOSCRIPT, and
+ * per-node errors sorted into exit codes (69 unreachable or in a passing
+ * state, 77 credentials, 64 a database the server lacks, 70 anything
+ * else).
  * Any failure closes the connection: the next round starts on a fresh one,
  * never on a stream with replies still in flight. */
 #include <errno.h>
@@ -209,6 +210,12 @@ static void append_cmd(struct node *n, int i, bool by_sha)
 	n->order[n->n_order++] = i;
 }
 
+static void queue_cmds(struct node *n)
+{
+	for (int i = 0; i < n->n_cmds; i++)
+		append_cmd(n, i, true);
+}
+
 static void queue_round(struct node *n)
 {
 	const struct url *u = n->url;
@@ -230,8 +237,14 @@ static void queue_round(struct node *n)
 			n->n_handshake++;
 		}
 	}
-	for (int i = 0; i < n->n_cmds; i++)
-		append_cmd(n, i, true);
+	/* The commands wait for the handshake's replies: pipelined behind a
+	 * failed AUTH they would run as the default user, behind a failed
+	 * SELECT in database 0. One more round trip, only on a connection
+	 * that needs a handshake, once. */
+	if (n->n_handshake == 0) {
+		n->ready = true;
+		queue_cmds(n);
+	}
 }
 
 static void flush(struct node *n)
@@ -267,6 +280,18 @@ short node_events(const struct node *n)
 	return (short)(POLLIN | (sdslen(n->c->obuf) > 0 ? POLLOUT : 0));
 }
 
+/* A handshake reply that is an error: the round stops before its
+ * commands were sent. */
+static void handshake_failed(struct node *n, bool auth, const char *s)
+{
+	if (is_transient(s))
+		fail(n, EX_UNAVAILABLE, "%s", s);
+	else if (auth || is_auth_error(s))
+		fail(n, EX_NOPERM, "%s", s);
+	else	/* a database past the server's "databases", or a cluster */
+		fail(n, EX_USAGE, "database %d: %s", n->url->db, s);
+}
+
 static void reply_failed(struct node *n, const char *s)
 {
 	if (strncmp(s, "DLOCKMODE ", 10) == 0)
@@ -286,23 +311,23 @@ static bool take_reply(struct node *n, redisReply *r)
 	int i;
 
 	if (n->n_handshake > 0) {
-		n->n_handshake--;
-		if (r->type != REDIS_REPLY_ERROR)
-			n->auth_queued = false;
-		if (r->type == REDIS_REPLY_ERROR) {
-			bool auth = is_auth_error(r->str) || n->auth_queued;
+		bool auth = n->auth_queued;
 
-			fail(n, is_transient(r->str) ? EX_UNAVAILABLE :
-			     auth ? EX_NOPERM : EX_SOFTWARE, "%s", r->str);
+		n->n_handshake--;
+		n->auth_queued = false;
+		if (r->type == REDIS_REPLY_ERROR) {
+			handshake_failed(n, auth, r->str);
 			freeReplyObject(r);
 			return false;
 		}
 		freeReplyObject(r);
-		if (n->n_handshake == 0)
-			n->ready = true;
-		return true;
+		if (n->n_handshake > 0)
+			return true;
+		n->ready = true;
+		queue_cmds(n);
+		flush(n);
+		return n->state == NODE_BUSY;
 	}
-	n->ready = true;
 	i = n->order[n->next_order++];
 	if (r->type == REDIS_REPLY_ERROR) {
 		if (strncmp(r->str, "NOSCRIPT", 8) == 0 && n->cmds[i].script) {

@@ -36,7 +36,8 @@ struct node {
 	int64_t deadline_ms;
 	const struct cmd *cmds;
 	int n_cmds;
-	int n_handshake;	/* handshake replies still expected */
+	int n_handshake;	/* handshake replies still expected; the round's
+				 * commands are sent once all of them said OK */
 	int order[NODE_MAX_CMDS * 2];	/* cmd index of each reply to come */
 	int n_order, next_order;
 	redisReply *replies[NODE_MAX_CMDS];

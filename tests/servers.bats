@@ -1,0 +1,48 @@
+#!/usr/bin/env bats
+# servers.bats - how dlock reaches its servers: AUTH and SELECT answered
+# before a round's commands are sent.
+
+load helpers
+
+# load_scripts NAME: a first run caches dlock's scripts on server NAME, then
+# every key goes, so that a later EVALSHA would run at once where it lands.
+load_scripts() {
+	run -0 dlock -S "$(sock_url "$1")" K true
+	rcli "$1" flushall >/dev/null
+}
+no_keys_at_all() { assert_equal "$(rcli "$1" info keyspace | tr -d '\r' | grep '^db')" ''; }
+
+@test "SELECT of a database the server lacks: 64, and no lock in database 0" {
+	start_redis r
+	load_scripts r
+	run -64 --separate-stderr dlock -S "$(sock_url r)?db=99" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: K: $(sock_url r)?db=99: database 99: ERR DB index is out of range"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	no_keys_at_all r
+}
+
+@test "a wrong ACL password where the default user needs none: 77, no lock" {
+	start_redis_tcp r
+	rcli r acl setuser alice on '>s3cret' '~*' '&*' '+@all' >/dev/null
+	load_scripts r
+	local url=redis://alice:wr0ng@127.0.0.1:$(<"$T/r/port")
+	run -77 --separate-stderr dlock -S "$url" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: K: redis://alice:***@127.0.0.1:$(<"$T/r/port"): WRONGPASS invalid username-password pair or user is disabled."
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	no_keys_at_all r
+	# and with the right one, in a database of its own: AUTH, SELECT, then the round
+	run -0 dlock -S "redis://alice:s3cret@127.0.0.1:$(<"$T/r/port")/5" K \
+		redis-cli -s "$(sock r)" -n 5 get dlock:K
+	[[ $output =~ ^[0-9a-f]{32}$ ]] || fail "db 5 holds no token while locked: $output"
+	assert_equal "$(all_keys r)" ''	# database 0
+}
+
+@test "a password where the server needs none: 77, no lock" {
+	start_redis r
+	load_scripts r
+	DLOCK_PASSWORD=wr0ng run -77 --separate-stderr dlock -S "$(sock_url r)" K touch "$T/ran"
+	[[ $stderr == "dlock: K: $(sock_url r): ERR AUTH <password> called without any password configured for the default user."* ]] ||
+		fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	no_keys_at_all r
+}
