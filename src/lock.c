@@ -93,8 +93,10 @@ int lock_init(struct lock *lk, const struct options *opts,
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	for (size_t i = 0; i < st->n_urls; i++)
+	for (size_t i = 0; i < st->n_urls; i++) {
 		node_init(&lk->nodes[i], &st->urls[i], st->password);
+		node_resolve(&lk->nodes[i]);	/* before any round */
+	}
 	if (env_key && env_token && *env_token && strcmp(env_key, lk->key) == 0)
 		lk->reentry_token = env_token;
 	snprintf(lk->ttl_arg, sizeof lk->ttl_arg, "%" PRId64, lk->ttl_ms);

@@ -1,18 +1,25 @@
 /* node.c - one Redis server, driven by fanout.c's poll loop: a non-blocking
- * connect, the AUTH/SELECT handshake (its replies awaited before the
- * round's commands go out), EVALSHA with an EVAL resend on NOSCRIPT, and
- * per-node errors sorted into exit codes (69 unreachable or in a passing
- * state, 77 credentials, 64 a database the server lacks, 70 anything
- * else).
- * Any failure closes the connection: the next round starts on a fresh one,
- * never on a stream with replies still in flight. */
+ * connect to an address looked up once, the AUTH/SELECT handshake (its
+ * replies awaited before the round's commands go out), EVALSHA with an EVAL
+ * resend on NOSCRIPT, and per-node errors sorted into exit codes (69
+ * unreachable or in a passing state, 77 credentials, 64 a database the
+ * server lacks, 70 anything else). Any failure closes the connection: the
+ * next round starts on a fresh one, never on a stream with replies still
+ * in flight. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <hiredis/sds.h>
 #include "clock.h"
 #include "node.h"
@@ -20,7 +27,7 @@
 
 #define MAX_ARGS 24
 
-void node_init(struct node *n, const struct url *url, const char *password)
+void node_init(struct node *n, struct url *url, const char *password)
 {
 	*n = (struct node){ .url = url, .password = password };
 }
@@ -98,49 +105,188 @@ static bool is_transient(const char *s)
 	return false;
 }
 
-/* Asks the sentinels, one after another, for the master's address. */
-static int sentinel_resolve(struct node *n, char *host, size_t hostlen, int *port)
+static struct addrinfo *first_of(struct addrinfo *ai, int family)
 {
-	const struct url *u = n->url;
-	char why[256] = "no sentinel answered";
+	for (; ai; ai = ai->ai_next)
+		if (ai->ai_family == family)
+			return ai;
+	return NULL;
+}
+
+/* Looks host up (blocking), preferring IPv4 as hiredis did. Returns 0, or
+ * -1 with the reason in why. */
+static int lookup(const char *host, int port, struct url_addr *a, char *why,
+		  size_t whylen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res, *pick;
+	struct url_addr found = { .len = 0 };
+	int e = getaddrinfo(host, NULL, &hints, &res);
+
+	if (e) {
+		snprintf(why, whylen, "%s", e == EAI_SYSTEM ? strerror(errno) :
+			 gai_strerror(e));
+		log_lower_first(why);
+		return -1;
+	}
+	pick = first_of(res, AF_INET);
+	if (!pick)
+		pick = first_of(res, AF_INET6);
+	if (pick && pick->ai_addrlen <= sizeof found.sa) {
+		memcpy(&found.sa, pick->ai_addr, pick->ai_addrlen);
+		found.len = pick->ai_addrlen;
+		if (pick->ai_family == AF_INET)
+			((struct sockaddr_in *)&found.sa)->sin_port = htons((uint16_t)port);
+		else
+			((struct sockaddr_in6 *)&found.sa)->sin6_port = htons((uint16_t)port);
+	}
+	freeaddrinfo(res);
+	if (!found.len) {
+		snprintf(why, whylen, "no IPv4 or IPv6 address");
+		return -1;
+	}
+	/* The length last: a reader sees no address, or the whole one. */
+	a->sa = found.sa;
+	a->len = found.len;
+	return 0;
+}
+
+void node_resolve(struct node *n)
+{
+	struct url *u = n->url;
+	char why[64];
+
+	n->resolve_err[0] = '\0';
+	if (u->kind == URL_TCP && !u->addr.len &&
+	    lookup(u->host, u->port, &u->addr, why, sizeof why) < 0)
+		snprintf(n->resolve_err, sizeof n->resolve_err, "%s", why);
+	/* A sentinel that does not resolve is looked up again when asked. */
+	for (int i = 0; u->kind == URL_SENTINEL && i < u->n_sentinels; i++)
+		if (!u->sentinels[i].addr.len)
+			lookup(u->sentinels[i].host, u->sentinels[i].port,
+			       &u->sentinels[i].addr, why, sizeof why);
+}
+
+/* The address of a host, looked up now where it was not before and the
+ * node may. Returns 0, or -1 with "cannot resolve HOST: why". */
+static int address(const struct node *n, const char *host, int port,
+		   struct url_addr *a, char *why, size_t whylen)
+{
+	char reason[64];
+
+	if (a->len)
+		return 0;
+	if (n->no_resolve)
+		snprintf(reason, sizeof reason, "not resolved before the lease started");
+	else if (lookup(host, port, a, reason, sizeof reason) == 0)
+		return 0;
+	snprintf(why, whylen, "cannot resolve %s: %s", host, reason);
+	return -1;
+}
+
+/* Starts a connection to a; returns the socket, or -1 with errno. No name
+ * lookup here: hiredis' own connect calls getaddrinfo() even for an
+ * address. Close-on-exec from the start, as another thread may fork. */
+static int tcp_socket(const struct url_addr *a)
+{
+	int fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			IPPROTO_TCP);
+	int one = 1, e;
+
+	if (fd < 0)
+		return -1;
+	/* As hiredis: a round is one write, its replies one read. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (connect(fd, (const struct sockaddr *)&a->sa, a->len) < 0 &&
+	    errno != EINPROGRESS) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* A blocking connection to a sentinel, connected within left_ms. */
+static redisContext *sentinel_connect(const struct url_addr *a, int64_t left_ms,
+				      char *why, size_t whylen)
+{
+	struct timeval tv = { left_ms / 1000, (left_ms % 1000) * 1000 };
+	int fd = tcp_socket(a), e = 0, r;
+	socklen_t elen = sizeof e;
+	struct pollfd pfd = { fd, POLLOUT, 0 };
+	redisContext *c;
+
+	if (fd < 0) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		log_lower_first(why);
+		return NULL;
+	}
+	r = poll(&pfd, 1, left_ms > INT_MAX ? INT_MAX : (int)left_ms);
+	if (r < 0)
+		e = errno;
+	else if (r == 0)
+		e = ETIMEDOUT;
+	else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
+		e = errno;
+	/* redisConnectFd() takes a blocking socket, as redisCommand() does. */
+	if (!e && fcntl(fd, F_SETFL, 0) < 0)
+		e = errno;
+	if (e || !(c = redisConnectFd(fd))) {
+		snprintf(why, whylen, "%s", e ? strerror(e) : "out of memory");
+		log_lower_first(why);
+		close(fd);
+		return NULL;
+	}
+	redisSetTimeout(c, tv);
+	return c;
+}
+
+/* Asks the sentinels, one after another, for the master's address. */
+static int sentinel_resolve(struct node *n, struct url_addr *master)
+{
+	struct url *u = n->url;
+	char why[384] = "no sentinel answered";
 
 	for (int i = 0; i < u->n_sentinels; i++) {
 		int64_t left = n->deadline_ms - clock_now_ms();
-		struct timeval tv;
+		char sentinel[300], what[320];
 		redisContext *c;
 		redisReply *r;
 
 		if (left <= 0)
 			break;
-		tv = (struct timeval){ left / 1000, (left % 1000) * 1000 };
-		c = redisConnectWithTimeout(u->sentinels[i].host, u->sentinels[i].port, tv);
-		if (!c || c->err) {
-			snprintf(why, sizeof why, "sentinel %s:%d: %s", u->sentinels[i].host,
-				 u->sentinels[i].port, c ? c->errstr : "out of memory");
-			if (c)
-				redisFree(c);
+		snprintf(sentinel, sizeof sentinel, "sentinel %s:%d", u->sentinels[i].host,
+			 u->sentinels[i].port);
+		if (address(n, u->sentinels[i].host, u->sentinels[i].port,
+			    &u->sentinels[i].addr, what, sizeof what) < 0 ||
+		    !(c = sentinel_connect(&u->sentinels[i].addr, left, what,
+					   sizeof what))) {
+			snprintf(why, sizeof why, "%.150s: %.200s", sentinel, what);
 			continue;
 		}
-		redisSetTimeout(c, tv);
 		r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", u->master);
 		if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 		    r->element[0]->type == REDIS_REPLY_STRING &&
 		    r->element[1]->type == REDIS_REPLY_STRING &&
-		    r->element[0]->len < hostlen) {
+		    r->element[0]->len < 256) {
+			const char *host = r->element[0]->str;
 			long p = strtol(r->element[1]->str, NULL, 10);
 
-			if (p > 0 && p < 65536) {
-				strcpy(host, r->element[0]->str);
-				*port = (int)p;
+			if (p > 0 && p < 65536 &&
+			    (url_numeric_addr(host, (int)p, master) == 0 ||
+			     address(n, host, (int)p, master, what, sizeof what) == 0)) {
 				freeReplyObject(r);
 				redisFree(c);
 				return 0;
 			}
+			snprintf(why, sizeof why, "%.150s: master %.200s", sentinel,
+				 p > 0 && p < 65536 ? what : "port out of range");
+		} else {
+			snprintf(why, sizeof why, "%.150s: %.200s", sentinel,
+				 !r ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str :
+				 "does not know the master");
 		}
-		snprintf(why, sizeof why, "sentinel %s:%d: %s", u->sentinels[i].host,
-			 u->sentinels[i].port,
-			 !r ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str :
-			 "does not know the master");
 		if (r)
 			freeReplyObject(r);
 		redisFree(c);
@@ -149,24 +295,56 @@ static int sentinel_resolve(struct node *n, char *host, size_t hostlen, int *por
 	return -1;
 }
 
+static int tcp_start(struct node *n, const struct url_addr *a)
+{
+	int fd = tcp_socket(a);
+
+	if (fd < 0) {
+		fail(n, errno == EMFILE || errno == ENFILE || errno == ENOMEM ||
+		     errno == ENOBUFS ? EX_OSERR : EX_UNAVAILABLE,
+		     "%s", strerror(errno));
+		return -1;
+	}
+	n->c = redisConnectFd(fd);
+	if (!n->c) {
+		close(fd);
+		fail(n, EX_OSERR, "out of memory");
+		return -1;
+	}
+	/* redisConnectFd() takes the socket for a blocking one: EAGAIN would
+	 * be an error. */
+	n->c->flags &= ~REDIS_BLOCK;
+	return 0;
+}
+
 static int connect_start(struct node *n)
 {
-	char host[256];
-	int port;
+	struct url *u = n->url;
+	struct url_addr master;
+	char why[384];
 
-	switch (n->url->kind) {
-	case URL_UNIX:
-		n->c = redisConnectUnixNonBlock(n->url->path);
-		break;
+	switch (u->kind) {
 	case URL_SENTINEL:
-		if (sentinel_resolve(n, host, sizeof host, &port) < 0)
+		if (sentinel_resolve(n, &master) < 0)
 			return -1;
-		n->c = redisConnectNonBlock(host, port);
-		break;
+		return tcp_start(n, &master);
 	case URL_TCP:
-		n->c = redisConnectNonBlock(n->url->host, n->url->port);
+		if (n->resolve_err[0]) {
+			/* node_resolve() just tried: report, look again next time */
+			fail(n, EX_UNAVAILABLE, "cannot resolve %s: %s", u->host,
+			     n->resolve_err);
+			n->resolve_err[0] = '\0';
+			return -1;
+		}
+		if (address(n, u->host, u->port, &u->addr, why, sizeof why) < 0) {
+			fail(n, EX_UNAVAILABLE, "%s", why);
+			return -1;
+		}
+		return tcp_start(n, &u->addr);
+	case URL_UNIX:
 		break;
 	}
+	n->c = redisConnectUnixNonBlock(u->path);
 	if (!n->c) {
 		fail(n, EX_OSERR, "out of memory");
 		return -1;

@@ -26,9 +26,20 @@ enum node_state {
 };
 
 struct node {
-	const struct url *url;
+	struct url *url;	/* its addresses are cached there, shared by
+				 * every node of that URL */
 	const char *password;	/* when the URL carries none */
 	redisContext *c;
+	/* Set before another thread drives the node (the renewal thread):
+	 * connecting never looks a name up then, as getaddrinfo() blocks
+	 * beyond any deadline. A host not resolved before fails the node
+	 * with 69 ("cannot resolve"), and so does a sentinel's master given
+	 * by name. Also, the URL's address cache is only written while
+	 * this is unset. */
+	bool no_resolve;
+	char resolve_err[64];	/* why node_resolve() found no address, for
+				 * the first connect to report rather than
+				 * look again at once; "" when none */
 	bool ready;		/* handshake done on this connection */
 	bool auth_queued;	/* the next handshake reply answers AUTH */
 	enum node_state state;
@@ -44,7 +55,12 @@ struct node {
 	struct error err;
 };
 
-void node_init(struct node *n, const struct url *url, const char *password);
+void node_init(struct node *n, struct url *url, const char *password);
+/* Looks up the URL's host names that are not addresses (TCP host,
+ * sentinels) and caches their addresses in the URL. Blocks (getaddrinfo):
+ * for the main thread, before the first round. A name that does not
+ * resolve is left to the first round, which fails the node with 69. */
+void node_resolve(struct node *n);
 /* Starts a round: connects if needed and queues the handshake and cmds. */
 void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 		int64_t deadline_ms);

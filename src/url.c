@@ -9,6 +9,8 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include "url.h"
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
@@ -121,6 +123,28 @@ static int parse_hostport(const char *s, size_t len, char *host, size_t hostlen,
 	return 0;
 }
 
+int url_numeric_addr(const char *host, int port, struct url_addr *a)
+{
+	struct sockaddr_in *in = (struct sockaddr_in *)&a->sa;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a->sa;
+
+	memset(a, 0, sizeof *a);
+	if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		a->len = sizeof *in;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		a->len = sizeof *in6;
+		return 0;
+	}
+	memset(a, 0, sizeof *a);
+	return -1;
+}
+
 static int parse_db(const char *s, size_t len, int *db, char *err, size_t errlen)
 {
 	long v;
@@ -165,6 +189,7 @@ static int parse_redis(const char *s, struct url *u, char *err, size_t errlen)
 		return -1;
 	if (slash && parse_db(slash + 1, strlen(slash + 1), &u->db, err, errlen) < 0)
 		return -1;
+	url_numeric_addr(u->host, u->port, &u->addr);	/* a name: resolved later */
 	u->kind = URL_TCP;
 	return 0;
 }
@@ -221,6 +246,9 @@ static int parse_sentinel(const char *s, struct url *u, char *err, size_t errlen
 				   &u->sentinels[u->n_sentinels].port, 26379, err,
 				   errlen) < 0)
 			return -1;
+		url_numeric_addr(u->sentinels[u->n_sentinels].host,
+				 u->sentinels[u->n_sentinels].port,
+				 &u->sentinels[u->n_sentinels].addr);
 		u->n_sentinels++;
 		p = end + (comma ? 1 : 0);
 		if (comma && p == slash)

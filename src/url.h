@@ -1,22 +1,36 @@
 /* url.h - server URLs: redis://, unix:, rediss://, redis-sentinel:// (pure) */
 #pragma once
 #include <stddef.h>
+#include <sys/socket.h>
 
 enum url_kind { URL_TCP, URL_UNIX, URL_SENTINEL };
 
 #define URL_MAX_SENTINELS 8
 
+/* Where a TCP host is reached. A numeric host is filled in by url_parse();
+ * a name by node_resolve() (src/node.h), once, on the main thread, so that
+ * no later connection waits on a name lookup. len 0: not known yet. */
+struct url_addr {
+	struct sockaddr_storage sa;
+	socklen_t len;
+};
+
 struct url {
 	enum url_kind kind;
 	char host[256];		/* TCP: name or address, IPv6 without brackets */
 	int port;		/* TCP: 1..65535, default 6379 */
+	struct url_addr addr;	/* TCP: host and port as an address */
 	char path[108];		/* UNIX: absolute socket path */
 	int db;			/* SELECT db, default 0 */
 	char user[128];		/* ACL user, "" for none */
 	char password[256];	/* "" for none */
 	int has_password;
 	/* SENTINEL: the sentinels and the master's name */
-	struct { char host[256]; int port; } sentinels[URL_MAX_SENTINELS];
+	struct {
+		char host[256];
+		int port;
+		struct url_addr addr;
+	} sentinels[URL_MAX_SENTINELS];
 	int n_sentinels;
 	char master[128];
 	char text[512];		/* the URL for messages, password masked */
@@ -24,3 +38,7 @@ struct url {
 
 /* Parses s into u. Returns 0, or -1 with a reason in err (no URL echo). */
 int url_parse(const char *s, struct url *u, char *err, size_t errlen);
+
+/* Fills a with host:port when host is a numeric IPv4 or IPv6 address
+ * (no lookup). Returns 0, or -1 when host is a name. */
+int url_numeric_addr(const char *host, int port, struct url_addr *a);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# servers.bats - how dlock reaches its servers: AUTH and SELECT answered
-# before a round's commands are sent.
+# servers.bats - how dlock reaches its servers: names looked up once, at
+# start; AUTH and SELECT answered before a round's commands are sent.
 
 load helpers
 
@@ -45,4 +45,33 @@ no_keys_at_all() { assert_equal "$(rcli "$1" info keyspace | tr -d '\r' | grep '
 		fail "stderr: $stderr"
 	[[ ! -e $T/ran ]] || fail "the command ran"
 	no_keys_at_all r
+}
+
+# lookups FILE: how many times the traced run read /etc/hosts (a name lookup)
+lookups() { grep -c '"/etc/hosts"' "$1" || true; }
+
+@test "a server's name is looked up once, not at every connection" {
+	command -v strace >/dev/null || skip_unless_strict "no strace"
+	start_redis_tcp r
+	local port; port=$(<"$T/r/port")
+	hold h -S "$(sock_url r)" K
+	wait_ready h
+	# Waiting opens a second connection (BLPOP), and every try that
+	# fails closes one: hiredis looked the name up for each.
+	run -1 strace -f -qq -o "$T/trace" -e trace=openat "$DLOCK" \
+		-S "redis://localhost:$port" -w 0.6 K true
+	(($(lookups "$T/trace") > 0)) ||
+		skip_unless_strict "localhost is not looked up in /etc/hosts here"
+	assert_equal "$(lookups "$T/trace")" 1
+	run -1 strace -f -qq -o "$T/trace" -e trace=openat "$DLOCK" \
+		-S "redis://127.0.0.1:$port" -w 0.6 K true
+	assert_equal "$(lookups "$T/trace")" 0	# an address: none at all
+	finish h
+}
+
+@test "a name that does not resolve: 69, naming it" {
+	run -69 --separate-stderr dlock -S redis://nowhere.invalid:6379 -n K touch "$T/ran"
+	[[ $stderr == "dlock: K: redis://nowhere.invalid:6379: cannot resolve nowhere.invalid: "* ]] ||
+		fail "stderr: $stderr"
+	[[ ! -e $T/ran ]]
 }

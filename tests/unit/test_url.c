@@ -1,5 +1,7 @@
 /* test_url.c - url_parse (src/url.h): every form, and what it refuses */
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "url.h"
 #include "tap.h"
@@ -74,6 +76,26 @@ int main(void)
 	tcp_ok("redis://:pw@[fe80::1:2]:6391", "fe80::1:2", 6391, 0, "", "pw", 1);
 	tcp_ok("redis://us%65r:p%40ss%3Aw%25@h", "h", 6379, 0, "user", "p@ss:w%", 1);
 	tcp_ok("redis://%61:%2F%3f@h", "h", 6379, 0, "a", "/?", 1);
+
+	/* an address is known at once; a name is looked up later (node.c) */
+	ok(parse("redis://127.0.0.1:6380") == 0 && u.addr.len == sizeof(struct sockaddr_in) &&
+	   u.addr.sa.ss_family == AF_INET &&
+	   ((struct sockaddr_in *)&u.addr.sa)->sin_port == htons(6380) &&
+	   ((struct sockaddr_in *)&u.addr.sa)->sin_addr.s_addr == htonl(INADDR_LOOPBACK),
+	   "redis://127.0.0.1:6380: address 127.0.0.1 port 6380");
+	ok(parse("redis://[::1]") == 0 && u.addr.len == sizeof(struct sockaddr_in6) &&
+	   u.addr.sa.ss_family == AF_INET6 &&
+	   ((struct sockaddr_in6 *)&u.addr.sa)->sin6_port == htons(6379) &&
+	   IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&u.addr.sa)->sin6_addr),
+	   "redis://[::1]: address ::1 port 6379");
+	ok(parse("redis://localhost") == 0 && u.addr.len == 0,
+	   "redis://localhost: no address yet");
+	ok(parse("redis://127.1") == 0 && u.addr.len == 0,
+	   "redis://127.1: not an address to inet_pton, left to the lookup");
+	ok(parse("redis-sentinel://10.0.0.1:26379,s2/m") == 0 &&
+	   u.sentinels[0].addr.len == sizeof(struct sockaddr_in) &&
+	   u.sentinels[1].addr.len == 0, "sentinels: an address at once, a name later");
+	ok(parse("unix:/tmp/x.sock") == 0 && u.addr.len == 0, "unix: no TCP address");
 
 	unix_ok("unix:/tmp/x.sock", "/tmp/x.sock", 0);
 	unix_ok("unix:///tmp/x.sock", "/tmp/x.sock", 0);
