@@ -65,6 +65,25 @@ static void describe_holder(struct lock *lk, const struct options *opts)
 		 (int)getpid(), user, clock_wall_ms(), cmd);
 }
 
+/* RedLock counts servers: one named twice would count twice, and its
+ * failure would cost two votes. A usage error, before anything is sent. */
+static int same_server_twice(const struct lock *lk, struct error *err)
+{
+	char where[300];
+
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		for (size_t k = i + 1; k < lk->n_nodes; k++)
+			if (node_same_server(&lk->nodes[i], &lk->nodes[k], where,
+					     sizeof where)) {
+				error_set(err, EX_USAGE,
+					  "%.200s and %.200s are the same server (%.200s): RedLock needs independent servers",
+					  lk->nodes[i].url->text, lk->nodes[k].url->text,
+					  where);
+				return -1;
+			}
+	return 0;
+}
+
 int lock_init(struct lock *lk, const struct options *opts,
 	      const struct settings *st, struct error *err)
 {
@@ -97,6 +116,8 @@ int lock_init(struct lock *lk, const struct options *opts,
 		node_init(&lk->nodes[i], &st->urls[i], st->password);
 		node_resolve(&lk->nodes[i]);	/* before any round */
 	}
+	if (same_server_twice(lk, err) < 0)
+		return -1;
 	if (env_key && env_token && *env_token && strcmp(env_key, lk->key) == 0)
 		lk->reentry_token = env_token;
 	snprintf(lk->ttl_arg, sizeof lk->ttl_arg, "%" PRId64, lk->ttl_ms);

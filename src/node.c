@@ -14,12 +14,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sysexits.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <hiredis/sds.h>
 #include "clock.h"
 #include "node.h"
@@ -589,4 +591,102 @@ int node_read_pushes(struct node *n)
 		freeReplyObject(r);
 		count++;
 	}
+}
+
+static bool same_addr(const struct url_addr *a, const struct url_addr *b)
+{
+	const struct sockaddr_in *a4 = (const void *)&a->sa, *b4 = (const void *)&b->sa;
+	const struct sockaddr_in6 *a6 = (const void *)&a->sa, *b6 = (const void *)&b->sa;
+
+	if (!a->len || a->sa.ss_family != b->sa.ss_family)
+		return false;
+	if (a->sa.ss_family == AF_INET)
+		return a4->sin_port == b4->sin_port &&
+		       a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	return a6->sin6_port == b6->sin6_port &&
+	       memcmp(&a6->sin6_addr, &b6->sin6_addr, sizeof a6->sin6_addr) == 0;
+}
+
+/* One host:port under two names, or twice the same name. */
+static bool same_host(const char *ha, int pa, const struct url_addr *aa,
+		      const char *hb, int pb, const struct url_addr *ab,
+		      char *why, size_t whylen)
+{
+	char text[INET6_ADDRSTRLEN] = "?";
+	const struct sockaddr_in6 *a6 = (const void *)&aa->sa;
+	const struct sockaddr_in *a4 = (const void *)&aa->sa;
+	bool v6 = aa->sa.ss_family == AF_INET6;
+
+	if (aa->len && ab->len) {
+		if (!same_addr(aa, ab))
+			return false;
+		inet_ntop(aa->sa.ss_family, v6 ? (const void *)&a6->sin6_addr :
+			  (const void *)&a4->sin_addr, text, sizeof text);
+		snprintf(why, whylen, "%s%s%s:%d", v6 ? "[" : "", text, v6 ? "]" : "", pa);
+		return true;
+	}
+	if (pa != pb || strcasecmp(ha, hb) != 0)
+		return false;
+	snprintf(why, whylen, "%s:%d", ha, pa);
+	return true;
+}
+
+/* path with "//" and "/./" collapsed and no trailing '/': how a socket
+ * that does not exist (yet) is compared. */
+static void normal_path(const char *path, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (const char *p = path; *p && o + 1 < outlen; p++) {
+		if (*p == '/' && o > 0 && out[o - 1] == '/')
+			continue;
+		if (*p == '.' && o > 0 && out[o - 1] == '/' && (p[1] == '/' || !p[1]))
+			continue;
+		out[o++] = *p;
+	}
+	while (o > 1 && out[o - 1] == '/')
+		o--;
+	out[o] = '\0';
+}
+
+bool node_same_server(const struct node *a, const struct node *b, char *why,
+		      size_t whylen)
+{
+	const struct url *ua = a->url, *ub = b->url;
+
+	if (ua->kind != ub->kind)
+		return false;	/* unix and TCP to one server: not told apart */
+	switch (ua->kind) {
+	case URL_TCP:
+		return same_host(ua->host, ua->port, &ua->addr, ub->host, ub->port,
+				 &ub->addr, why, whylen);
+	case URL_UNIX: {
+		char pa[sizeof ua->path], pb[sizeof ub->path];
+		struct stat sa, sb;
+
+		snprintf(why, whylen, "%s", ua->path);
+		if (stat(ua->path, &sa) == 0 && stat(ub->path, &sb) == 0)
+			return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+		normal_path(ua->path, pa, sizeof pa);
+		normal_path(ub->path, pb, sizeof pb);
+		return strcmp(pa, pb) == 0;
+	}
+	case URL_SENTINEL:
+		if (strcmp(ua->master, ub->master) != 0)
+			return false;
+		for (int i = 0; i < ua->n_sentinels; i++)
+			for (int k = 0; k < ub->n_sentinels; k++)
+				if (same_host(ua->sentinels[i].host, ua->sentinels[i].port,
+					      &ua->sentinels[i].addr,
+					      ub->sentinels[k].host, ub->sentinels[k].port,
+					      &ub->sentinels[k].addr, why, whylen)) {
+					size_t len = strlen(why);
+
+					snprintf(why + len, whylen - len, " master %s",
+						 ua->master);
+					return true;
+				}
+		return false;
+	}
+	return false;
 }

@@ -61,6 +61,11 @@ void node_init(struct node *n, struct url *url, const char *password);
  * for the main thread, before the first round. A name that does not
  * resolve is left to the first round, which fails the node with 69. */
 void node_resolve(struct node *n);
+/* Whether a and b name one server: the same address and port (after
+ * resolution), the same unix socket (same file, or same path when it does
+ * not exist), or the same sentinels' master. why gets "ADDRESS". */
+bool node_same_server(const struct node *a, const struct node *b, char *why,
+		      size_t whylen);
 /* Starts a round: connects if needed and queues the handshake and cmds. */
 void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 		int64_t deadline_ms);

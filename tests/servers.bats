@@ -75,3 +75,34 @@ lookups() { grep -c '"/etc/hosts"' "$1" || true; }
 		fail "stderr: $stderr"
 	[[ ! -e $T/ran ]]
 }
+
+# twice URL1 URL2 WHERE [SHOWN2]: dlock -S URL1 -S (a third server) -S URL2
+# is a usage error naming both (URL2 shown as SHOWN2, password masked),
+# before any server is contacted
+twice() {
+	local before
+	before=$(conns r)
+	run -64 --separate-stderr dlock -S "$1" -S "$(sock_url other)" -S "$2" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: K: $1 and ${4:-$2} are the same server ($3): RedLock needs independent servers"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	# this check's own connection is the only one since
+	assert_equal "$(conns r)" $((before + 1))
+	assert_equal "$(all_keys r)" ''
+}
+conns() { rcli "$1" info stats | tr -d '\r' | sed -n 's/^total_connections_received://p'; }
+
+@test "the same server twice in a RedLock set: 64, nothing touched" {
+	start_redis_tcp r
+	start_redis other
+	local port; port=$(<"$T/r/port")
+	twice "redis://127.0.0.1:$port" "redis://127.0.0.1:$port" "127.0.0.1:$port"
+	twice "redis://localhost:$port" "redis://127.0.0.1:$port" "127.0.0.1:$port"
+	twice "redis://127.0.0.1:$port/1" "redis://:pw@127.0.0.1:$port/2" "127.0.0.1:$port" \
+		"redis://:***@127.0.0.1:$port/2"
+	twice "$(sock_url r)" "unix://$(sock r)" "$(sock r)" "$(sock_url r)"
+	ln -s "$(sock r)" "$T/link.sock"
+	twice "$(sock_url r)" "unix:$T/link.sock" "$(sock r)"
+	twice "unix:$T/gone/a.sock" "unix:$T//gone/./a.sock" "$T/gone/a.sock"
+	# one server on TCP and on its unix socket is not told apart
+	run -0 dlock -S "$(tcp_url r)" -S "$(sock_url other)" -S "$(sock_url r)" K true
+}
