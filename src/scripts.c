@@ -1,7 +1,7 @@
 /* scripts.c - the Lua scripts, each headed by its KEYS and ARGV.
  * The SHA-1 beside each body must match it (EVALSHA falls back to EVAL
- * when it does not, at one more round trip): tests/single.bats checks them
- * with SCRIPT EXISTS; recompute with printf %s BODY | sha1sum. */
+ * when it does not, at one more round trip): tests/fence.bats checks them;
+ * recompute with printf %s BODY | sha1sum. */
 #include "scripts.h"
 
 /* KEYS: 1 lock (string: exclusive holder's token; zset: shared holders,
@@ -24,18 +24,31 @@
  * Returns {1, fence[, slot taken or -1]} acquired, {2, fence} re-entered,
  * or {0, retry hint ms, queue position, holder info[, free slot or -1]}
  * when held. The first
- * lines are the common case, an exclusive lock that is free, kept short.
+ * lines are the common case, an exclusive lock that is free, kept short:
+ * they call TIME only when the fencing counter is missing.
  * A shared or fair holder wakes the next waiter, who may hold alongside it
  * or is the new head of the queue. */
 const struct script script_acquire = {
 	.name = "acquire",
 	.body =
+		"-- The fence. A counter that is missing (a restart without\n"
+		"-- persistence, an eviction) starts again from the server's clock\n"
+		"-- in microseconds: above every fence handed out before, as long as\n"
+		"-- the clock did not go back and acquisitions came less than once a\n"
+		"-- microsecond. Below 2^53 for centuries: exact as a Lua number.\n"
+		"local function next_fence()\n"
+		"  local f = redis.call('INCR', KEYS[2])\n"
+		"  if f > 1 then return f end\n"
+		"  local t = redis.call('TIME')\n"
+		"  redis.call('SET', KEYS[2], t[1] .. string.rep('0', 6 - #t[2]) .. t[2])\n"
+		"  return redis.call('INCR', KEYS[2])\n"
+		"end\n"
 		"if ARGV[5] == 'x' and ARGV[6] == '' and\n"
 		"    redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
 		"  redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])\n"
 		"  redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
 		"  redis.call('ZREM', KEYS[6], ARGV[1])\n"
-		"  return {1, redis.call('INCR', KEYS[2])}\n"
+		"  return {1, next_fence()}\n"
 		"end\n"
 		"local t = redis.call('TIME')\n"
 		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
@@ -176,8 +189,8 @@ const struct script script_acquire = {
 		"  redis.call('DEL', KEYS[8] .. ':' .. token)\n"
 		"end\n"
 		"if ticket ~= '' or mode ~= 'x' then wake(KEYS[5], KEYS[8], KEYS[6]) end\n"
-		"return {1, redis.call('INCR', KEYS[2]), taken}\n",
-	.sha = "8d42fa98b62a4e97916f0ad588693ad87210f411",
+		"return {1, next_fence(), taken}\n",
+	.sha = "022fdf6f78f4a6c3e43b9130c53ccf5aa12d6d28",
 	.n_keys = 8,
 };
 

@@ -1,0 +1,111 @@
+#!/usr/bin/env bats
+# fence.bats - DLOCK_FENCE never goes backwards, even after a server lost
+# its fencing counter (a restart without persistence, an eviction): a fresh
+# counter starts from the server's clock. And the SHA-1 beside each script
+# in src/scripts.c is its body's, or every run pays an EVAL.
+
+load helpers
+load redlock_helpers
+
+fence() {	# fence DLOCK-ARGS...: the DLOCK_FENCE a run gets
+	run -0 --separate-stderr dlk "$@" K printenv DLOCK_FENCE
+	[[ $output =~ ^[0-9]+$ ]] || fail "DLOCK_FENCE '$output': $stderr"
+	echo "$output"
+}
+server_us() {	# server_us NAME: the server's clock, microseconds
+	local t
+	t=$(rcli "$1" time | tr '\n' ' ')
+	set -- $t
+	echo "$1$(printf '%06d' "$2")"
+}
+restart() {	# restart NAME: stopped and started again, empty
+	local pid; pid=$(server_pid "$1")
+	end_pids TERM "$pid"
+	start_redis "$1"
+	assert_equal "$(all_keys "$1")" ''
+}
+
+@test "DLOCK_FENCE grows across a restart without persistence" {
+	start_redis r
+	local f1 f2 f3 before
+	f1=$(fence -S "$(sock_url r)")
+	f2=$(fence -S "$(sock_url r)")
+	((f2 == f1 + 1)) || fail "fence $f2 after $f1: not counted on"
+	restart r
+	before=$(server_us r)
+	f3=$(fence -S "$(sock_url r)")
+	((f3 > f2)) || fail "fence $f3 after a restart, $f2 before"
+	((f3 > before)) || fail "fence $f3: not from the server's clock ($before)"
+	assert_equal "$(rcli r get '{dlock:K}:fence')" "$f3"
+}
+
+@test "a deleted counter starts above the old one; an old small one counts on" {
+	start_redis r
+	local f1 f2
+	rcli r set '{dlock:K}:fence' 41 >/dev/null	# as a dlock before this one left it
+	assert_equal "$(fence -S "$(sock_url r)")" 42
+	rcli r del '{dlock:K}:fence' >/dev/null	# evicted
+	f1=$(fence -S "$(sock_url r)")
+	((f1 > 42)) || fail "fence $f1 after 42"
+	# shared and --limit holders take the other way out of the script
+	rcli r del '{dlock:K}:fence' >/dev/null
+	f2=$(fence -S "$(sock_url r)" -s)
+	((f2 > f1)) || fail "shared: fence $f2 after $f1"
+	rcli r del '{dlock:K}:fence' >/dev/null
+	f1=$(fence -S "$(sock_url r)" --limit 2)
+	((f1 > f2)) || fail "--limit: fence $f1 after $f2"
+}
+
+@test "only a missing counter costs a TIME in the acquire script" {
+	start_redis r
+	time_calls() { rcli r info commandstats | tr -d '\r' |
+		sed -n 's/^cmdstat_time:calls=\([0-9]*\),.*/\1/p'; }
+	run -0 dlock -S "$(sock_url r)" K true
+	local t0; t0=$(time_calls)
+	run -0 dlock -S "$(sock_url r)" K true
+	# the release script's one
+	assert_equal "$(time_calls)" $((t0 + 1))
+}
+
+@test "RedLock: DLOCK_FENCE grows when servers restart empty" {
+	start_servers 3
+	local f s n prev
+	prev=$(fence "${SRV[@]}")
+	for s in r1 r2 r3; do
+		restart "$s"
+		f=$(fence "${SRV[@]}")
+		((f > prev)) || fail "fence $f after $prev, $s restarted"
+		# the write-back raised every granting server to it (fence_max,
+		# with numbers far beyond 32 bits)
+		for n in r1 r2 r3; do
+			assert_equal "$(rcli "$n" get '{dlock:K}:fence')" "$f"
+		done
+		prev=$f
+	done
+	restart r1
+	restart r2
+	restart r3
+	f=$(fence "${SRV[@]}")
+	((f > prev)) || fail "fence $f after $prev, every server restarted"
+}
+
+@test "each script's SHA-1 in src/scripts.c is its body's" {
+	run -0 "$PYTHON" - "$BATS_TEST_DIRNAME/../src/scripts.c" <<'EOF'
+import hashlib, re, sys
+src = open(sys.argv[1]).read()
+esc = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'"}
+n = 0
+for m in re.finditer(r"const struct script script_(\w+) = \{(.*?)\n\};", src, re.S):
+    name, block = m.groups()
+    body = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"',
+                              block[block.index(".body ="):block.index(".sha =")]))
+    body = re.sub(r"\\(.)", lambda e: esc[e.group(1)], body)
+    want = hashlib.sha1(body.encode()).hexdigest()
+    got = re.search(r'\.sha = "([0-9a-f]*)"', block).group(1)
+    print(name, "ok" if got == want else "has %s, body %s" % (got, want))
+    n += 1
+print(n, "scripts")
+EOF
+	refute_output --partial ' has '
+	assert_line '5 scripts'
+}
