@@ -64,6 +64,14 @@ static void fail(struct node *n, int exit, const char *fmt, ...)
 	node_close(n);
 }
 
+/* fail() with words that keep their capital ("Redis ..."). */
+static void fail_as_said(struct node *n, int exit, const char *words)
+{
+	error_set(&n->err, exit, "%s: %s", n->url->text, words);
+	n->state = NODE_FAILED;
+	node_close(n);
+}
+
 static bool is_auth_error(const char *s)
 {
 	static const char *const prefixes[] = {
@@ -476,6 +484,8 @@ static void reply_failed(struct node *n, const char *s)
 {
 	if (strncmp(s, "DLOCKMODE ", 10) == 0)
 		fail(n, EX_USAGE, "%s", s + 10);	/* -s vs --limit N */
+	else if (strncmp(s, "DLOCKVERSION ", 13) == 0)
+		fail_as_said(n, EX_SOFTWARE, s + 13);	/* "Redis 6.0 ..." */
 	else if (is_transient(s))
 		fail(n, EX_UNAVAILABLE, "%s", s);
 	else if (is_auth_error(s))

@@ -21,6 +21,7 @@
  * with several servers a holder needs a majority on one slot, so no more
  * than N can hold (counting holders per server would let majorities that
  * overlap on no slot admit more than N).
+ * An error "DLOCKVERSION ..." on a server older than Redis 6.0.
  * Returns {1, fence[, slot taken or -1]} acquired, {2, fence} re-entered,
  * or {0, retry hint ms, queue position, holder info[, free slot or -1]}
  * when held. The first
@@ -31,6 +32,10 @@
 const struct script script_acquire = {
 	.name = "acquire",
 	.body =
+		"-- Redis 6.0 added redis.setresp, and the ACL users dlock can AUTH as.\n"
+		"if not redis.setresp then\n"
+		"  return redis.error_reply('DLOCKVERSION Redis 6.0 or later is needed')\n"
+		"end\n"
 		"-- The fence. A counter that is missing (a restart without\n"
 		"-- persistence, an eviction) starts again from the server's clock\n"
 		"-- in microseconds: above every fence handed out before, as long as\n"
@@ -190,7 +195,7 @@ const struct script script_acquire = {
 		"end\n"
 		"if ticket ~= '' or mode ~= 'x' then wake(KEYS[5], KEYS[8], KEYS[6]) end\n"
 		"return {1, next_fence(), taken}\n",
-	.sha = "022fdf6f78f4a6c3e43b9130c53ccf5aa12d6d28",
+	.sha = "a595cc1ea880d326b62a6d87f206cf197f9e9f4d",
 	.n_keys = 8,
 };
 

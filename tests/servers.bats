@@ -106,3 +106,18 @@ conns() { rcli "$1" info stats | tr -d '\r' | sed -n 's/^total_connections_recei
 	# one server on TCP and on its unix socket is not told apart
 	run -0 dlock -S "$(tcp_url r)" -S "$(sock_url other)" -S "$(sock_url r)" K true
 }
+
+@test "a server older than Redis 6.0: 70, one line, nothing locked" {
+	start_redis r
+	# a relay that hides redis.setresp from the scripts, as Redis 5 lacks it
+	"$PYTHON" "$BATS_TEST_DIRNAME/fake_redis.py" "$(sock r)" --hide-setresp \
+		>"$T/fake" 2>"$T/fake.err" </dev/null 3>&- &
+	track $!
+	wait_until 5 grep -q '^ready ' "$T/fake" || fail "fake_redis: $(cat "$T/fake.err")"
+	local url=redis://127.0.0.1:$(sed -n 's/^ready //p' "$T/fake")
+	run -70 --separate-stderr dlock -S "$url" K touch "$T/ran"	# no retries
+	assert_equal "$stderr" "dlock: K: $url: Redis 6.0 or later is needed"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	assert_equal "$(all_keys r)" ''
+	run -0 dlock -S "$(sock_url r)" K true	# the real one is new enough
+}
