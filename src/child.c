@@ -1,12 +1,11 @@
-/* child.c - runs the command under the lock and watches over it.
+/* child.c - the command: found before any lock is taken, started in a
+ * process group of its own (the job), or exec'd in place on re-entry.
  *
- * Everything the child needs (path, argv, envp) is built before fork(), and
- * the child calls only async-signal-safe functions until it execs, so the
- * order of fork() and the renewal thread's start does not matter: main()
- * starts the thread while the child execs. */
+ * Everything the child needs (path, argv, envp) is built before it is
+ * cloned, and it calls only async-signal-safe functions until it execs. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +13,10 @@
 #include <sysexits.h>
 #include <unistd.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "child.h"
-#include "clock.h"
+#include "watchdog.h"
 
 extern char **environ;
 
@@ -77,12 +75,12 @@ static int resolve(const char *name, char **out)
 }
 
 int child_prepare(struct job *job, const struct options *opts,
-		  const sigset_t *orig_mask, struct error *err)
+		  const struct signals *sig, struct error *err)
 {
 	size_t argc = 0;
 	int e;
 
-	*job = (struct job){ .orig_mask = *orig_mask, .tty_fd = -1, .exec_fd = -1 };
+	*job = (struct job){ .sig = sig, .tty_fd = -1 };
 	if (opts->shell_cmd) {
 		const char *shell = getenv("SHELL");
 
@@ -144,232 +142,80 @@ int child_set_env(struct job *job, const char *key, const char *token,
 	return 0;
 }
 
-/* Only async-signal-safe calls from here to execve(). */
-static void __attribute__((noreturn)) exec_child(struct job *job, int err_fd,
-						 pid_t supervisor)
+/* The child, on a stack of its own, while dlock waits (CLONE_VFORK): only
+ * async-signal-safe calls from here to execve(). Not instrumented: it runs
+ * in dlock's memory on a stack a sanitizer does not know. */
+__attribute__((no_sanitize("address", "undefined")))
+static int exec_child(void *arg)
 {
-	int e;
+	struct job *job = arg;
 
-	/* PDEATHSIG follows the forking thread: fork() runs on main(). */
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != supervisor)
-		_exit(EX_OSERR);	/* supervisor gone: nobody renews the lease */
 	setpgid(0, 0);
-	if (job->tty_fd >= 0)
+	/* Published before exec, so no instant of the job goes unwatched. */
+	if (job->wd)
+		watchdog_job(job->wd, getpid());
+	if (job->tty_handed)
 		tcsetpgrp(job->tty_fd, getpid());	/* SIGTTOU is blocked */
-	sigprocmask(SIG_SETMASK, &job->orig_mask, NULL);	/* masks survive exec */
-	signal(SIGPIPE, SIG_DFL);	/* ignored signals survive exec too */
+	signals_restore(job->sig);
 	execve(job->path, job->argv, job->envp);
-	e = errno;
-	if (e == ENOEXEC) {
+	if (errno == ENOEXEC)
 		execve("/bin/sh", job->sh_argv, job->envp);
-		e = errno;
-	}
-	(void)!write(err_fd, &e, sizeof e);
-	_exit(e == ENOENT ? 127 : 126);
+	job->exec_errno = errno;	/* our memory: CLONE_VM */
+	_exit(job->exec_errno == ENOENT ? 127 : 126);
+}
+
+/* The terminal dlock may hand to the job: its controlling terminal, when
+ * dlock is that terminal's foreground job, whatever stdin is. */
+static void find_terminal(struct job *job)
+{
+	job->tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	job->tty_handed = job->tty_fd >= 0 && tcgetpgrp(job->tty_fd) == getpgrp();
 }
 
 int child_start(struct job *job, struct error *err)
 {
-	pid_t supervisor = getpid();
-	int pipefd[2];
+	/* 64 KiB: execve() and a few syscalls, nothing deep. */
+	static char stack[64 * 1024] __attribute__((aligned(16)));
 
-	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
-		job->tty_fd = STDIN_FILENO;
-	if (pipe2(pipefd, O_CLOEXEC) < 0) {
-		error_set(err, EX_OSERR, "pipe: %s", strerror(errno));
-		return -1;
-	}
-	job->pid = fork();
+	/* Orphans of the job come back to us, to be reaped: the job lasts as
+	 * long as its process group. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	find_terminal(job);
+	/* CLONE_VM | CLONE_VFORK, as posix_spawn(): no page tables copied
+	 * (a fork costs a tenth of a millisecond and more here), and we go
+	 * on only once the child has exec'd or failed to. */
+	job->exec_errno = 0;
+	job->pid = clone(exec_child, stack + sizeof stack,
+			 CLONE_VM | CLONE_VFORK | SIGCHLD, job);
 	if (job->pid < 0) {
-		error_set(err, EX_OSERR, "fork: %s", strerror(errno));
-		close(pipefd[0]);
-		close(pipefd[1]);
+		error_set(err, EX_OSERR, "clone: %s", strerror(errno));
 		return -1;
 	}
-	if (job->pid == 0) {
-		close(pipefd[0]);
-		exec_child(job, pipefd[1], supervisor);
-	}
-	close(pipefd[1]);
-	job->exec_fd = pipefd[0];
-	/* Both sides set the group, so neither order of events races. */
-	setpgid(job->pid, job->pid);
-	if (job->tty_fd >= 0)
-		tcsetpgrp(job->tty_fd, job->pid);
-	return 0;
-}
-
-int child_wait_exec(struct job *job, struct error *err)
-{
-	ssize_t n;
-	int e;
-
-	do
-		n = read(job->exec_fd, &e, sizeof e);
-	while (n < 0 && errno == EINTR);
-	close(job->exec_fd);
-	job->exec_fd = -1;
-	if (n == (ssize_t)sizeof e) {
+	if (job->exec_errno) {
 		while (waitpid(job->pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		if (job->tty_fd >= 0)
+		if (job->tty_handed)
 			tcsetpgrp(job->tty_fd, getpgrp());
-		exec_error(err, job->argv[0], e);
+		exec_error(err, job->argv[0], job->exec_errno);
 		return -1;
 	}
 	return 0;
 }
 
-static int exit_status(int status)
+int child_exec(struct job *job, struct error *err)
 {
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
-}
-
-/* The command stopped (Ctrl-Z): stop with it, as a shell's job would, and
- * give it the terminal back when we are continued in the foreground. */
-static void follow_stop(struct job *job)
-{
-	if (job->tty_fd < 0)
-		return;
-	tcsetpgrp(job->tty_fd, getpgrp());
-	kill(getpid(), SIGSTOP);
-	if (tcgetpgrp(job->tty_fd) == getpgrp())
-		tcsetpgrp(job->tty_fd, job->pid);
-	kill(-job->pid, SIGCONT);
-}
-
-struct supervisor {
-	bool lost;
-	int exit;		/* dlock's own status when not the command's */
-	int64_t kill_at_ms;	/* SIGKILL the group then; -1: not armed */
-	int64_t max_hold_at_ms;	/* -1: no --max-hold */
-	int64_t renew_at_ms;	/* start the renewal thread then; -1: none */
-};
-
-static void lose_lease(struct job *job, const struct watch *w,
-		       struct supervisor *sv, const char *why)
-{
-	const struct options *opts = w->opts;
-
-	log_line(opts->key, "lease lost: %s%s", why,
-		 opts->on_lost_signal ? "; stopping the command" : "");
-	sv->lost = true;
-	sv->renew_at_ms = -1;
-	if (opts->on_lost_signal) {
-		/* The whole group: the children of sh -c must stop too. */
-		kill(-job->pid, opts->on_lost_signal);
-		sv->kill_at_ms = clock_now_ms() + opts->kill_after_ms;
-	}
-}
-
-/* poll()'s timeout: until the earliest armed deadline, or -1. */
-static int next_timeout(const struct supervisor *sv)
-{
-	const int64_t at[] = { sv->kill_at_ms, sv->max_hold_at_ms, sv->renew_at_ms };
-	int64_t first = -1, now_ms = clock_now_ms();
-
-	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
-		if (at[i] >= 0 && (first < 0 || at[i] < first))
-			first = at[i];
-	if (first < 0)
-		return -1;
-	return first > now_ms ? (int)(first - now_ms) : 0;
-}
-
-/* Returns true once the command has exited, with its status. */
-static bool reap(struct job *job, int *status)
-{
-	int st;
-	pid_t r;
-
-	while ((r = waitpid(job->pid, &st, WNOHANG | WUNTRACED)) > 0) {
-		if (WIFSTOPPED(st)) {
-			follow_stop(job);
-			continue;
-		}
-		*status = exit_status(st);
-		return true;
-	}
-	return false;
-}
-
-static void on_deadlines(struct job *job, const struct watch *w,
-			 struct supervisor *sv)
-{
-	int64_t now_ms = clock_now_ms();
-
-	if (sv->renew_at_ms >= 0 && now_ms >= sv->renew_at_ms) {
-		sv->renew_at_ms = -1;
-		if (lease_start(w->lease) < 0) {
-			char why[160];
-
-			snprintf(why, sizeof why, "cannot start the renewal thread: %s",
-				 strerror(errno));
-			lose_lease(job, w, sv, why);
-			sv->exit = EX_OSERR;
-		}
-	}
-	if (sv->max_hold_at_ms >= 0 && now_ms >= sv->max_hold_at_ms) {
-		sv->max_hold_at_ms = -1;
-		if (w->lease)
-			lease_stop(w->lease);
-		if (!sv->lost)
-			lose_lease(job, w, sv,
-				   "held longer than --max-hold: the command is treated as hung");
-	}
-	if (sv->kill_at_ms >= 0 && now_ms >= sv->kill_at_ms) {
-		kill(-job->pid, SIGKILL);
-		sv->kill_at_ms = -1;
-	}
-}
-
-int child_supervise(struct job *job, const struct watch *w)
-{
-	struct supervisor sv = {
-		.exit = EX_TEMPFAIL,
-		.kill_at_ms = -1,
-		.max_hold_at_ms = w->opts->max_hold_ms >= 0 ?
-				  clock_now_ms() + w->opts->max_hold_ms : -1,
-		.renew_at_ms = w->lease ? lease_first_renewal_ms(w->lease) : -1,
-	};
-	int status = 0;
-
-	for (;;) {
-		struct pollfd pfd[2] = {
-			{ w->sigfd, POLLIN, 0 },
-			{ sv.lost || !w->lease ? -1 : w->lease->notify_fd, POLLIN, 0 },
-		};
-
-		if (poll(pfd, 2, next_timeout(&sv)) < 0 && errno != EINTR)
-			break;
-		if (pfd[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			while (read(w->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-				if (si.ssi_signo == SIGCHLD) {
-					if (reap(job, &status))
-						goto out;
-					continue;
-				}
-				kill(job->pid, (int)si.ssi_signo);
-			}
-		}
-		if (pfd[1].revents & POLLIN)
-			lose_lease(job, w, &sv, w->lease->err.msg);
-		on_deadlines(job, w, &sv);
-	}
-out:
-	if (job->tty_fd >= 0)
-		tcsetpgrp(job->tty_fd, getpgrp());
-	return sv.lost ? sv.exit : status;
+	signals_restore(job->sig);
+	execve(job->path, job->argv, job->envp);
+	if (errno == ENOEXEC)
+		execve("/bin/sh", job->sh_argv, job->envp);
+	exec_error(err, job->argv[0], errno);
+	return -1;
 }
 
 void child_free(struct job *job)
 {
-	if (job->exec_fd >= 0)
-		close(job->exec_fd);
+	if (job->tty_fd >= 0)
+		close(job->tty_fd);
 	free(job->path);
 	free(job->argv);
 	free(job->sh_argv);

@@ -1,11 +1,11 @@
-/* child.h - the command: resolve, fork/exec, supervise, exit status */
+/* child.h - the command: resolve, start in a process group of its own */
 #pragma once
-#include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include "cli.h"
-#include "lease.h"
 #include "log.h"
+#include "signals.h"
+#include "watchdog.h"
 
 struct job {
 	char *path;		/* what execve() runs */
@@ -13,33 +13,27 @@ struct job {
 	char **sh_argv;		/* /bin/sh PATH ARGS..., for a script without #! */
 	char **envp;
 	char *env_vars[3];	/* DLOCK_KEY=, DLOCK_TOKEN=, DLOCK_FENCE= */
-	sigset_t orig_mask;	/* restored in the child before exec */
-	pid_t pid;
-	int tty_fd;		/* the terminal handed to the command, or -1 */
-	int exec_fd;		/* close-on-exec pipe: the child's exec errno */
+	const struct signals *sig;	/* what the command gets back */
+	struct watchdog *wd;	/* told the job's group before exec; or NULL */
+	pid_t pid;		/* the command; also the job's process group */
+	int tty_fd;		/* dlock's controlling terminal, or -1 */
+	bool tty_handed;	/* the job is that terminal's foreground group */
+	volatile int exec_errno;	/* set by the child when exec fails */
 };
 
 /* Finds the command before any lock is taken: 127 when it does not exist,
  * 126 when it cannot be executed (err filled). */
 int child_prepare(struct job *job, const struct options *opts,
-		  const sigset_t *orig_mask, struct error *err);
+		  const struct signals *sig, struct error *err);
 /* The command's environment: ours plus DLOCK_KEY, DLOCK_TOKEN, DLOCK_FENCE. */
 int child_set_env(struct job *job, const char *key, const char *token,
 		  const char *fence, struct error *err);
-/* Forks the child, which execs; -1 (err, 71) when fork fails. */
+/* Starts the command in a process group of its own, which gets the
+ * terminal when dlock is its foreground job, and makes dlock the subreaper
+ * of what it leaves behind. Returns once the command exec'd (0), or could
+ * not (-1: err 126/127, reaped; 71 when no process could be made). */
 int child_start(struct job *job, struct error *err);
-/* Returns once exec succeeded (0) or failed (-1, err 126/127, reaped). */
-int child_wait_exec(struct job *job, struct error *err);
-
-struct watch {
-	const struct options *opts;
-	int sigfd;		/* SIGCHLD and the signals to forward */
-	struct lease *lease;	/* NULL when nothing renews (re-entry); its
-				 * thread is started here, when first due */
-};
-
-/* Forwards signals, handles a lost lease and --max-hold, and reaps the
- * command. Returns dlock's exit status: the command's (128+N for signal
- * N), or 75 when the lease was lost. */
-int child_supervise(struct job *job, const struct watch *w);
+/* Re-entry: the command replaces dlock, in the outer job's process group.
+ * Returns only when exec fails (-1, err 126/127). */
+int child_exec(struct job *job, struct error *err);
 void child_free(struct job *job);

@@ -96,7 +96,8 @@ static void usage(void)
 "\n"
 "Command:\n"
 "  -c, --command STRING         run STRING with $SHELL -c\n"
-"  -o, --close                  accepted for flock(1) compatibility\n"
+"  -o, --close                  hold the lock until COMMAND exits, not until\n"
+"                               every process of its group has (flock's -o)\n"
 "\n"
 "      --verbose                say what dlock waits for and why it fails\n"
 "  -h, --help                   show this help\n"
@@ -327,6 +328,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 			opts->shell_cmd = optarg;
 			break;
 		case 'o':
+			opts->close = true;
 			break;
 		case OPT_VERBOSE:
 			opts->verbose = true;

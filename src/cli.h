@@ -25,6 +25,8 @@ struct options {
 	int64_t kill_after_ms;	/* --kill-after, default 5 s */
 	int64_t max_hold_ms;	/* --max-hold; -1: no limit */
 	int wait_replicas;	/* --wait-replicas N; 0: off */
+	bool close;		/* -o: the lock lasts until the command exits,
+				 * not its whole process group */
 	bool verbose;
 
 	/* Raw settings, resolved by config.c: flags > environment > file. */

@@ -39,7 +39,7 @@ size_t fanout_round(struct node *nodes, size_t n_nodes, const struct cmd *cmds,
 		if (n_pfd == 0)
 			break;
 		wait_ms = deadline_ms - clock_now_ms();
-		if (poll(pfd, n_pfd, wait_ms > 0 ? (int)wait_ms : 0) < 0 &&
+		if (poll(pfd, n_pfd, clock_poll_ms(wait_ms)) < 0 &&
 		    errno != EINTR)
 			break;
 		for (size_t k = 0; k < n_pfd; k++)

@@ -1,4 +1,4 @@
-/* lease.h - the renewal thread */
+/* lease.h - when to renew and when the lease is gone; the renewal thread */
 #pragma once
 #include <pthread.h>
 #include <stdbool.h>
@@ -6,26 +6,47 @@
 #include "lock.h"
 #include "log.h"
 
+/* The supervisor keeps the time; a thread of the lease's own runs each
+ * renewal round, since a round blocks for up to --node-timeout. */
 struct lease {
-	struct lock *lk;	/* owned by the thread while it runs */
+	struct lock *lk;	/* the thread's while a round runs (busy) */
+	int64_t period_ms, notice_ms, retry_ms;
+	int64_t valid_until_ms;	/* the lock is ours at least until then */
+	int64_t renew_at_ms;	/* the next round starts then */
+	bool halted;		/* no more rounds: lost, --max-hold, the end */
+	bool busy;		/* a round runs */
+	struct error last;	/* why the last round failed */
+	int notify_fd;		/* eventfd the thread writes after each round;
+				 * -1 until the thread starts */
+	/* the thread, and what it hands over under mutex */
 	pthread_t thread;
 	pthread_mutex_t mutex;
-	pthread_cond_t wake;
-	bool started, stop, joined;
-	int notify_fd;		/* eventfd, written once when the lease is lost;
-				 * -1 until lease_start() */
-	struct error err;	/* why; read after notify_fd fires */
+	pthread_cond_t kick;
+	bool started, go, stop;
+	int64_t round_timeout_ms;
+	enum extend_result result;
+	int64_t result_valid_ms;
+	struct error result_err;
 };
 
-/* Prepares the lease of a freshly acquired lk; nothing runs yet. */
+/* The lease of a freshly acquired lk; nothing runs yet. */
 void lease_init(struct lease *ls, struct lock *lk);
-/* When the first renewal is due (monotonic ms): the thread must run by
- * then. A command that ends sooner never pays for a thread. */
-int64_t lease_first_renewal_ms(const struct lease *ls);
-/* Starts renewing every TTL/3 on a thread of its own, which owns lk's
- * connections until lease_stop() joins it. Returns 0, or -1 (errno). */
-int lease_start(struct lease *ls);
-/* Stops renewing at once and joins the thread; a second call, or one
- * before lease_start(), does nothing. */
+/* The command must have stopped by then: the validity bound less a tenth
+ * of the TTL, so that it is told while the lock is still ours. */
+int64_t lease_deadline_ms(const struct lease *ls);
+/* When lease_tick() must run next; -1 when halted. */
+int64_t lease_next_ms(const struct lease *ls);
+/* At lease_next_ms(): starts a round when one is due (and the thread with
+ * the first: a command that ends sooner never pays for a thread). Returns
+ * -1 with err when the lease is gone: the deadline passed (75) or the
+ * thread could not start (71); the lease is halted then. */
+int lease_tick(struct lease *ls, int64_t now_ms, struct error *err);
+/* When notify_fd is readable: takes the round's result. Returns -1 with
+ * err (75) when the servers said the lock is no longer ours. */
+int lease_collect(struct lease *ls, int64_t now_ms, struct error *err);
+/* No more rounds; the one running, if any, is left to finish. */
+void lease_halt(struct lease *ls);
+/* Halts and joins the thread (a round ends within --node-timeout):
+ * lk is the caller's again. */
 void lease_stop(struct lease *ls);
 void lease_free(struct lease *ls);

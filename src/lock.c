@@ -554,9 +554,21 @@ int lock_release(struct lock *lk, struct error *err)
 	 * that resumes runs our queued SET, then this release, in that order,
 	 * instead of keeping a key nobody knows for a whole TTL. */
 	size_t n_ok = release_round(lk);
+	const struct error *worst;
 
 	if (n_ok == lk->n_nodes)
 		return 0;
-	no_quorum(lk, n_ok, err, "confirmed the release");
-	return -1;
+	worst = fanout_worst_error(lk->nodes, lk->n_nodes);
+	if (n_ok < quorum_majority(lk->n_nodes)) {
+		no_quorum(lk, n_ok, err, "confirmed the release");
+		return -1;
+	}
+	error_set(err, 0, "released on %zu of %zu servers; %s", n_ok,
+		  lk->n_nodes, worst ? worst->msg : "no answer");
+	return 1;
+}
+
+int64_t lock_left_ms(const struct lock *lk)
+{
+	return lk->valid_until_ms - clock_now_ms();
 }

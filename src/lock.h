@@ -60,4 +60,9 @@ void lock_end_wait(struct lock *lk, enum lock_result r);
 /* One renewal round, each server bounded by timeout_ms. */
 enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 			       struct error *err);
+/* Releases on every server. Returns 0, 1 when a majority but not every
+ * server confirmed (err says which did not), or -1 when no majority did:
+ * the lock then lapses with its lease. */
 int lock_release(struct lock *lk, struct error *err);
+/* How long the lock is surely ours still (<= 0: maybe not). */
+int64_t lock_left_ms(const struct lock *lk);

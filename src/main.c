@@ -10,61 +10,83 @@
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <sys/signalfd.h>
 #include "child.h"
 #include "cli.h"
 #include "config.h"
 #include "lease.h"
 #include "lock.h"
 #include "log.h"
+#include "signals.h"
+#include "supervise.h"
 #include "wait.h"
 #include "waitline.h"
+#include "watchdog.h"
 
-/* Blocked from the start, so the renewal thread inherits the mask and
- * the supervisor alone takes them, through a signalfd. */
-static int block_signals(sigset_t *orig_mask)
+static void report_conflict(const struct options *opts, const struct lock *lk)
 {
-	sigset_t set;
-	int fd;
+	char who[320];
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
-	sigaddset(&set, SIGCHLD);
-	fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	/* SIGTTOU: handing the terminal to the command must not stop us. */
-	sigaddset(&set, SIGTTOU);
-	if (fd < 0 || sigprocmask(SIG_BLOCK, &set, orig_mask) < 0)
-		return -1;
-	signal(SIGPIPE, SIG_IGN);
-	return fd;
+	if (!opts->verbose)
+		return;
+	waitline_describe(lk->held_by, who, sizeof who);
+	log_line(opts->key, "lock is %s", who);
 }
 
-/* A signal that came while we acquired: the command must not start. */
-static int pending_signal(int sigfd)
+/* A release that did not reach a majority leaves the lock to lapse: say so
+ * always, as other hosts may wait on it; one that missed a minority only
+ * with --verbose. */
+static void report_release(const struct options *opts, const struct lock *lk,
+			   int r, const struct error *err)
 {
-	struct signalfd_siginfo si;
-
-	if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
-		return (int)si.ssi_signo;
-	return 0;
+	if (r < 0)
+		log_line(opts->key, "release failed: %s; the lock lapses within %.3g s",
+			 err->msg, (double)lk->ttl_ms / 1000);
+	else if (r > 0 && opts->verbose)
+		log_error(opts->key, err);
 }
 
-static int run(struct options *opts, struct settings *st, int sigfd,
-	       const sigset_t *orig_mask)
+/* The job under the lease: the watchdog first (unless --on-lost ignore),
+ * so that no instant of the job goes unwatched, then the command. */
+static int run_job(struct options *opts, struct lock *lk, struct job *job,
+		   const struct signals *sig)
+{
+	struct lease lease;
+	struct watchdog wd = { .fd = -1 };
+	struct watch w = { .opts = opts, .sig = sig, .lease = &lease };
+	struct error err = { 0 };
+	int status;
+
+	lease_init(&lease, lk);
+	if (opts->on_lost_signal != ON_LOST_IGNORE) {
+		if (watchdog_start(&wd, opts->on_lost_signal, opts->kill_after_ms,
+				   lease_deadline_ms(&lease), &err) < 0) {
+			log_error(opts->key, &err);
+			lease_free(&lease);
+			return err.exit;
+		}
+		job->wd = w.wd = &wd;
+	}
+	if (child_start(job, &err) < 0) {
+		log_error(opts->key, &err);
+		status = err.exit;
+	} else {
+		status = supervise(job, &w);
+	}
+	watchdog_end(&wd);
+	lease_free(&lease);	/* joins the thread: lk is ours again */
+	return status;
+}
+
+static int run(struct options *opts, struct settings *st,
+	       const struct signals *sig)
 {
 	struct lock lk;
 	struct job job;
-	struct lease lease;
 	struct error err = { 0 };
-	struct watch w = { .opts = opts, .sigfd = sigfd };
 	enum lock_result got;
-	int status, signo = 0;
-	bool have_lease = false;
+	int status, signo = 0, r;
 
-	if (child_prepare(&job, opts, orig_mask, &err) < 0) {
+	if (child_prepare(&job, opts, sig, &err) < 0) {
 		log_error(opts->key, &err);
 		child_free(&job);
 		return err.exit;
@@ -74,18 +96,13 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 		status = err.exit;
 		goto out;
 	}
-	got = wait_acquire(&lk, sigfd, &signo, &err);
+	got = wait_acquire(&lk, sig, &signo, &err);
 	switch (got) {
 	case LOCK_ACQUIRED:
 	case LOCK_REENTERED:
 		break;
 	case LOCK_HELD:
-		if (opts->verbose) {
-			char who[320];
-
-			waitline_describe(lk.held_by, who, sizeof who);
-			log_line(opts->key, "lock is %s", who);
-		}
+		report_conflict(opts, &lk);
 		status = opts->conflict_exit;
 		goto out;
 	case LOCK_INTERRUPTED:
@@ -98,7 +115,8 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 		status = err.exit;
 		goto out;
 	}
-	if ((signo = pending_signal(sigfd)) != 0) {
+	/* A signal that came while we acquired: the command must not start. */
+	if ((signo = signals_interrupt(sig)) != 0) {
 		status = 128 + signo;
 		goto release;
 	}
@@ -107,31 +125,22 @@ static int run(struct options *opts, struct settings *st, int sigfd,
 		status = err.exit;
 		goto release;
 	}
-	/* Re-entered, the outer dlock keeps the lease and releases. */
-	if (got == LOCK_ACQUIRED) {
-		lease_init(&lease, &lk);
-		have_lease = true;
-		w.lease = &lease;
-	}
-	if (child_start(&job, &err) < 0) {
+	/* Re-entered: the outer dlock keeps the lease and releases; the
+	 * command takes our place, in the outer job's process group. */
+	if (got == LOCK_REENTERED) {
+		lock_free(&lk);
+		child_exec(&job, &err);
 		log_error(opts->key, &err);
-		status = err.exit;
-		goto release;
+		child_free(&job);
+		return err.exit;
 	}
-	if (child_wait_exec(&job, &err) < 0) {
-		log_error(opts->key, &err);
-		status = err.exit;
-	} else {
-		status = child_supervise(&job, &w);
-	}
-	if (have_lease)
-		lease_stop(&lease);
+	status = run_job(opts, &lk, &job, sig);
 release:
-	if (got == LOCK_ACQUIRED && lock_release(&lk, &err) < 0 && opts->verbose)
-		log_error(opts->key, &err);
+	if (got == LOCK_ACQUIRED) {
+		r = lock_release(&lk, &err);
+		report_release(opts, &lk, r, &err);
+	}
 out:
-	if (have_lease)
-		lease_free(&lease);
 	lock_free(&lk);
 	child_free(&job);
 	return status;
@@ -141,9 +150,9 @@ int main(int argc, char **argv)
 {
 	struct options opts;
 	struct settings st;
-	sigset_t orig_mask;
+	struct signals sig;
 	char why[1024];
-	int sigfd, status;
+	int status;
 
 	cli_parse(argc, argv, &opts);
 	if (config_resolve(&opts, &st, why, sizeof why) < 0) {
@@ -155,13 +164,12 @@ int main(int argc, char **argv)
 	if (st.n_urls > 1 && st.n_urls % 2 == 0)
 		log_line(opts.key, "warning: %zu servers: an even number tolerates no more failures than %zu",
 			 st.n_urls, st.n_urls - 1);
-	sigfd = block_signals(&orig_mask);
-	if (sigfd < 0) {
+	if (signals_init(&sig) < 0) {
 		log_line(opts.key, "signal set-up: %s", strerror(errno));
 		return EX_OSERR;
 	}
-	status = run(&opts, &st, sigfd, &orig_mask);
-	close(sigfd);
+	status = run(&opts, &st, &sig);
+	close(sig.fd);
 	config_free(&st);
 	free(opts.servers);
 	return status;

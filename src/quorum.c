@@ -15,3 +15,8 @@ int64_t quorum_validity_ms(int64_t ttl_ms, int64_t elapsed_ms)
 {
 	return ttl_ms - elapsed_ms - quorum_drift_ms(ttl_ms);
 }
+
+int64_t quorum_notice_ms(int64_t ttl_ms)
+{
+	return ttl_ms / 10 > 0 ? ttl_ms / 10 : 1;
+}

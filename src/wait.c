@@ -7,9 +7,9 @@
 #include <sysexits.h>
 #include <unistd.h>
 #include <bsd/stdlib.h>
-#include <sys/signalfd.h>
 #include "clock.h"
 #include "fanout.h"
+#include "quorum.h"
 #include "wait.h"
 #include "waitline.h"
 
@@ -72,13 +72,13 @@ static void unblock(struct waiter *w)
 
 /* Sleeps up to ms, or until a server wakes us. Returns 1 with *signo when
  * a signal came first. */
-static int sleep_or_wake(struct waiter *w, int sigfd, int64_t ms, int *signo)
+static int sleep_or_wake(struct waiter *w, const struct signals *sig, int64_t ms,
+			 int *signo)
 {
 	int64_t until_ms = clock_now_ms() + ms;
-	struct signalfd_siginfo si;
 
 	for (;;) {
-		struct pollfd pfd[MAX_SERVERS + 1] = { { sigfd, POLLIN, 0 } };
+		struct pollfd pfd[MAX_SERVERS + 1] = { { sig->fd, POLLIN, 0 } };
 		struct node *which[MAX_SERVERS + 1];
 		int64_t left_ms = until_ms - clock_now_ms();
 		nfds_t n_pfd = 1;
@@ -92,7 +92,7 @@ static int sleep_or_wake(struct waiter *w, int sigfd, int64_t ms, int *signo)
 			which[n_pfd] = &w->wakers[i];
 			pfd[n_pfd++] = (struct pollfd){ node_fd(&w->wakers[i]), events, 0 };
 		}
-		if (left_ms <= 0 || poll(pfd, n_pfd, (int)left_ms) <= 0)
+		if (left_ms <= 0 || poll(pfd, n_pfd, clock_poll_ms(left_ms)) <= 0)
 			return 0;
 		for (nfds_t k = 1; k < n_pfd; k++) {
 			if (!pfd[k].revents)
@@ -100,11 +100,8 @@ static int sleep_or_wake(struct waiter *w, int sigfd, int64_t ms, int *signo)
 			node_step(which[k], pfd[k].revents);
 			woken |= which[k]->state == NODE_DONE;
 		}
-		if ((pfd[0].revents & POLLIN) &&
-		    read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-			*signo = (int)si.ssi_signo;
+		if ((pfd[0].revents & POLLIN) && (*signo = signals_interrupt(sig)))
 			return 1;
-		}
 		if (woken)
 			return 0;
 	}
@@ -125,8 +122,25 @@ static int64_t next_try_ms(const struct waiter *w, int64_t retry_ms)
 	return sleep_ms;
 }
 
-static enum lock_result wait_loop(struct waiter *w, int sigfd, int *signo,
-				  struct error *err)
+/* Acquired, after the last round (leaving the waiters where a server
+ * refused, giving back stray --limit grants): is enough of the lease left
+ * to start the command? A paused minority server costs a --node-timeout
+ * per round, and a short TTL may be gone by now. If not, give it back. */
+static bool enough_left(struct lock *lk, struct error *err)
+{
+	int64_t left_ms = lock_left_ms(lk);
+
+	if (left_ms > quorum_notice_ms(lk->ttl_ms))
+		return true;
+	lock_release(lk, err);
+	error_set(err, EX_UNAVAILABLE,
+		  "acquiring took so long that %lld ms of the lease were left (--ttl too short?)",
+		  (long long)(left_ms > 0 ? left_ms : 0));
+	return false;
+}
+
+static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
+				  int *signo, struct error *err)
 {
 	struct lock *lk = w->lk;
 	const struct options *opts = lk->opts;
@@ -148,7 +162,16 @@ static enum lock_result wait_loop(struct waiter *w, int sigfd, int *signo,
 		}
 		slot_named = false;
 
-		if (r == LOCK_ACQUIRED || r == LOCK_REENTERED)
+		if (r == LOCK_ACQUIRED) {
+			lock_end_wait(lk, r);
+			if (enough_left(lk, err))
+				return r;
+			r = LOCK_FAILED;
+			/* a fresh ticket: our place in the --fair queue is gone */
+			if (lock_begin(lk, err) < 0)
+				return r;
+		}
+		if (r == LOCK_REENTERED)
 			return r;
 		if (r == LOCK_FAILED) {
 			if (err->exit != EX_UNAVAILABLE)
@@ -173,13 +196,13 @@ static enum lock_result wait_loop(struct waiter *w, int sigfd, int *signo,
 			if (sleep_ms > w->deadline_ms - now_ms)
 				sleep_ms = w->deadline_ms - now_ms;
 		}
-		if (sleep_or_wake(w, sigfd, sleep_ms, signo))
+		if (sleep_or_wake(w, sig, sleep_ms, signo))
 			return LOCK_INTERRUPTED;
 	}
 }
 
-enum lock_result wait_acquire(struct lock *lk, int sigfd, int *signo,
-			      struct error *err)
+enum lock_result wait_acquire(struct lock *lk, const struct signals *sig,
+			      int *signo, struct error *err)
 {
 	const struct options *opts = lk->opts;
 	struct waiter w = { .lk = lk, .start_ms = clock_now_ms() };
@@ -190,9 +213,10 @@ enum lock_result wait_acquire(struct lock *lk, int sigfd, int *signo,
 	if (lock_begin(lk, err) < 0)
 		return LOCK_FAILED;
 	waitline_init(&w.wl, opts->key, opts->verbose);
-	r = wait_loop(&w, sigfd, signo, err);
+	r = wait_loop(&w, sig, signo, err);
 	waitline_clear(&w.wl);
 	unblock(&w);
-	lock_end_wait(lk, r);
+	if (r != LOCK_ACQUIRED)
+		lock_end_wait(lk, r);
 	return r;
 }

@@ -2,10 +2,12 @@
 #pragma once
 #include "lock.h"
 #include "log.h"
+#include "signals.h"
 
 /* Takes the lock, waiting as -n/-w say; gives back partial acquisitions
  * and leaves no subscription or queue entry behind unless it returns
- * LOCK_ACQUIRED. sigfd: a signalfd whose signals interrupt the wait
+ * LOCK_ACQUIRED, and acquires only with more of the lease left than the
+ * notice the command would get. A signal from sig interrupts the wait
  * (*signo tells which). */
-enum lock_result wait_acquire(struct lock *lk, int sigfd, int *signo,
-			      struct error *err);
+enum lock_result wait_acquire(struct lock *lk, const struct signals *sig,
+			      int *signo, struct error *err);

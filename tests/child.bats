@@ -10,16 +10,27 @@ setup() {
 	U=$(sock_url r)
 }
 
-# forwarded SIG STATUS: SIG to dlock reaches the command once, the lock is
-# released and dlock exits with the command's status (the job's trap's).
+# forwarded SIG STATUS: SIG to dlock reaches the command and its child (the
+# whole process group) once, the lock is released once both are gone, and
+# dlock exits with the command's status (the job's trap's).
 forwarded() {
-	hold h -S "$U" K
+	JOB_MODE=group hold h -S "$U" K
 	wait_ready h
 	key_exists r dlock:K
 	kill -"$1" "$(<"$T/h.dlock")"
+	if [[ $1 == INT || $1 == QUIT ]]; then
+		# sh starts a background child with SIGINT and SIGQUIT ignored:
+		# the command ends, its child does not, and holds the lock on.
+		wait_until 5 dead "$(<"$T/h.pid")" || fail "the command runs on"
+		key_exists r dlock:K
+		alive "$(<"$T/h.dlock")" || fail "dlock ended before the job"
+		touch "$T/h.gc.release"
+	fi
 	reap h
 	assert_equal "$bg_status" "$2"
 	assert_equal "$(cat "$T/h.sig")" "$1"	# once
+	[[ $1 == INT || $1 == QUIT ]] || assert_equal "$(cat "$T/h.gc.sig")" "$1"
+	dead "$(<"$T/h.gc.pid")" || fail "the command's child runs on"
 	key_gone r dlock:K
 }
 
@@ -91,4 +102,32 @@ interrupted() {
 	assert_equal "$pgrp" "$pid"
 	local dpgrp; dpgrp=$(cut -d' ' -f5 "/proc/$BASHPID/stat")
 	[[ $pgrp != "$dpgrp" ]] || fail "the command is in the test's group"
+}
+
+@test "a signal dlock's parent ignored (nohup) is not passed on" {
+	# The command catches SIGHUP whatever it inherited (a shell cannot).
+	cat >"$T/catch.py" <<'PY'
+import os, signal, sys, time
+p = sys.argv[1]
+def note(name, status):
+    def handler(signo, frame):
+        open(p + ".sig", "a").write(name + "\n")
+        if status:
+            sys.exit(status)
+    return handler
+signal.signal(signal.SIGHUP, note("HUP", 0))
+signal.signal(signal.SIGTERM, note("TERM", 11))
+open(p + ".ready", "w").close()
+time.sleep(60)
+PY
+	sh -c 'trap "" HUP; exec "$@"' sh "$DLOCK" -S "$U" K "$PYTHON" "$T/catch.py" "$T/h" \
+		>"$T/h.out" 2>"$T/h.err" 3>&- &
+	echo $! >"$T/h.dlock"
+	track $!
+	wait_until 5 test -e "$T/h.ready" || fail "no command: $(cat "$T/h.err")"
+	kill -HUP "$(<"$T/h.dlock")"
+	kill -TERM "$(<"$T/h.dlock")"	# this one counts
+	reap h
+	assert_equal "$bg_status" 11
+	assert_equal "$(cat "$T/h.sig")" TERM
 }

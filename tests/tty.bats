@@ -92,3 +92,73 @@ wait_a_while() {
 	[[ $(<"$T/w.err") == "dlock: K: held by "*" pid $(<"$T/h.dlock") ($T/job $T/h exit) for "*"s; waited 0s" ]] ||
 		fail "stderr: $(<"$T/w.err")"
 }
+
+# ---- the job and its terminal -------------------------------------------
+
+@test "the command gets the terminal when dlock is its foreground job, stdin or not" {
+	servers 1
+	mkfifo "$T/keys"
+	exec 4<>"$T/keys"
+	# The command reads the terminal, not stdin (/dev/null): on a process
+	# group the terminal does not know, that read would stop it (SIGTTIN).
+	script -qfec "$(printf '%q ' "$DLOCK" "${SRV[@]}" K sh -c 'echo >"$0"; read x </dev/tty; echo "got $x"' "$T/reading") </dev/null" \
+		/dev/null <"$T/keys" >"$T/tty.out" 2>"$T/tty.err" 3>&- &
+	local sp=$!
+	track $sp
+	wait_until 5 test -e "$T/reading" || fail "the command did not start: $(cat "$T/tty.err")"
+	echo hello >&4
+	wait_until 10 dead $sp || fail "the command never got the line: $(cat -v "$T/tty.out")"
+	exec 4>&-
+	grep -q 'got hello' "$T/tty.out" || fail "output: $(cat -v "$T/tty.out")"
+}
+
+# A real interactive shell with job control, in tmux: what Ctrl-Z, fg and a
+# background job reading the terminal do there.
+tmux_start() {
+	command -v tmux >/dev/null || skip_unless_strict "no tmux"
+	TM=(tmux -S "$T/tmux.sock")
+	"${TM[@]}" new-session -d -x 200 -y 50 \
+		"env -i PATH=$PATH TERM=xterm PS1='$ ' bash --norc --noprofile" 3>&-
+	echo "$("${TM[@]}" display -p '#{pid}')" >>"$T/pids"
+}
+screen() { "${TM[@]}" capture-pane -p; }
+shows() { screen | grep -q -- "$1"; }
+continued() { (($(screen | grep -c 'dev/tty') >= 3)); }	# typed, Stopped, fg
+type_line() { "${TM[@]}" send-keys -l -- "$1"; "${TM[@]}" send-keys Enter; }
+tmux_stop() { [[ -z ${TM:-} ]] || "${TM[@]}" kill-server 2>/dev/null || true; }
+
+teardown() { tmux_stop; stop_all; }
+
+@test "Ctrl-Z, then fg after the lease ran out: the job is not continued without the lock" {
+	servers 1
+	tmux_start
+	type_line "$(printf '%q ' "$DLOCK" "${SRV[@]}" -t 1 K "$T/job" "$T/j" stay)"
+	wait_until 5 test -e "$T/j.ready" || fail "no job: $(screen)"
+	"${TM[@]}" send-keys C-z
+	wait_until 5 shows 'Stopped' || fail "not stopped: $(screen)"
+	# The lease lapses while all is stopped; the watchdog tells the job.
+	wait_until 5 test -e "$T/j.sig" || fail "the job was not told: $(screen)"
+	assert_equal "$(<"$T/j.sig")" TERM
+	type_line fg
+	wait_until 5 shows 'lease lost: stopped for longer than the lease allows' ||
+		fail "no lease-lost line: $(screen)"
+	touch "$T/j.release"
+	wait_until 5 dead "$(<"$T/j.pid")" || fail "the job did not end"
+	type_line 'echo status=$?'
+	wait_until 5 shows 'status=75' || fail "dlock did not exit 75: $(screen)"
+	assert_equal "$(<"$T/j.sig")" TERM	# once
+}
+
+@test "a command that reads the terminal in the background: dlock stops with it, fg hands it over" {
+	servers 1
+	tmux_start
+	type_line "$(printf '%q ' "$DLOCK" "${SRV[@]}" K sh -c 'read x </dev/tty; echo "got $x"') &"
+	wait_until 5 shows 'it wants the terminal' || fail "no line: $(screen)"
+	type_line ''	# bash reports a job's change at its next prompt
+	wait_until 5 shows 'Stopped' || fail "dlock did not stop: $(screen)"
+	type_line fg
+	# bash prints the job's command line once it has handed it the terminal
+	wait_until 5 continued || fail "no fg: $(screen)"
+	type_line hello
+	wait_until 5 shows 'got hello' || fail "the command did not get the terminal: $(screen)"
+}

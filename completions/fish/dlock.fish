@@ -101,7 +101,7 @@ complete -c dlock -n __dlock_in_options -l password-file -r -F -d 'Read the Redi
 complete -c dlock -n __dlock_in_options -l node-timeout -r -f -d 'Deadline for one server\'s answer'
 complete -c dlock -n __dlock_in_options -l wait-replicas -r -f -d 'Count an acquisition once N replicas have it'
 complete -c dlock -n __dlock_after_key -s c -l command -r -f -d 'Run STRING with $SHELL -c (right after KEY)'
-complete -c dlock -n __dlock_in_options -s o -l close -d 'Accepted for flock compatibility'
+complete -c dlock -n __dlock_in_options -s o -l close -d 'Hold the lock until the command exits, not its whole group'
 complete -c dlock -n __dlock_in_options -l verbose -d 'Say what dlock waits for and why it failed'
 complete -c dlock -n __dlock_in_options -s h -l help -d 'Show help'
 complete -c dlock -n __dlock_in_options -s V -l version -d 'Show version'

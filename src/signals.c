@@ -1,0 +1,59 @@
+/* signals.c - the signals dlock takes through a signalfd */
+#include <unistd.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include "signals.h"
+
+static const int taken[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+int signals_init(struct signals *s)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigemptyset(&s->ignored);
+	for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++) {
+		struct sigaction old;
+
+		sigaddset(&set, taken[i]);
+		if (sigaction(taken[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			sigaddset(&s->ignored, taken[i]);
+	}
+	sigaddset(&set, SIGCHLD);
+	s->fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	/* SIGTTOU: handing the terminal to the command must not stop us. */
+	sigaddset(&set, SIGTTOU);
+	if (s->fd < 0 || sigprocmask(SIG_BLOCK, &set, &s->orig_mask) < 0 ||
+	    sigaction(SIGCHLD, &dfl, NULL) < 0 ||
+	    sigaction(SIGPIPE, &ign, &s->orig_pipe) < 0)
+		return -1;
+	return 0;
+}
+
+int signals_next(const struct signals *s)
+{
+	struct signalfd_siginfo si;
+
+	while (read(s->fd, &si, sizeof si) == (ssize_t)sizeof si)
+		if (!sigismember(&s->ignored, (int)si.ssi_signo))
+			return (int)si.ssi_signo;
+	return 0;
+}
+
+int signals_interrupt(const struct signals *s)
+{
+	int sig;
+
+	while ((sig = signals_next(s)) == SIGCHLD)
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+	return sig;
+}
+
+void signals_restore(const struct signals *s)
+{
+	sigaction(SIGPIPE, &s->orig_pipe, NULL);
+	sigprocmask(SIG_SETMASK, &s->orig_mask, NULL);
+}

@@ -1,0 +1,26 @@
+/* signals.h - the signals dlock takes, and those it was started with */
+#pragma once
+#include <signal.h>
+
+struct signals {
+	int fd;			/* signalfd: INT, TERM, HUP, QUIT and CHLD */
+	sigset_t orig_mask;	/* the mask dlock was started with */
+	sigset_t ignored;	/* those of INT, TERM, HUP, QUIT ignored then */
+	struct sigaction orig_pipe;	/* SIGPIPE as dlock was started with */
+};
+
+/* Blocks the signals dlock takes through s->fd (before any thread exists:
+ * threads inherit the mask), ignores SIGPIPE, and gives SIGCHLD its
+ * default action: a parent that ignored it would have the kernel reap the
+ * command before dlock learns how it ended. Returns 0, or -1 (errno). */
+int signals_init(struct signals *s);
+/* The next signal taken, 0 when none is pending. One that dlock's parent
+ * ignored (nohup, a background job of sh) is dropped, as the parent meant. */
+int signals_next(const struct signals *s);
+/* The next signal that interrupts a wait, 0 when none is pending.
+ * SIGCHLD there is a child dlock inherited across exec (sleep & exec dlock):
+ * it is reaped, and is nobody's business. */
+int signals_interrupt(const struct signals *s);
+/* In a child before exec (async-signal-safe): the mask and SIGPIPE as
+ * dlock got them, so the command gets them as it would under flock. */
+void signals_restore(const struct signals *s);

@@ -1,0 +1,288 @@
+/* supervise.c - watches over the job until it is over.
+ *
+ * The job is the command's process group, as flock's lock lasts while any
+ * process holding the inherited descriptor lives: the lock is released only
+ * once the group is empty (kill(-pgid, 0) says ESRCH). dlock is the group's
+ * subreaper, so an orphan of the job comes back to be reaped and its exit
+ * wakes us; a member that is not our child (its parent left the group) is
+ * looked for every GROUP_POLL_MS. Every deadline (renewal, lease, --max-hold,
+ * --kill-after) is on one timer on CLOCK_BOOTTIME, which counts suspend. */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "clock.h"
+#include "supervise.h"
+
+#define GROUP_POLL_MS 250
+
+struct supervisor {
+	struct job *job;
+	const struct watch *w;
+	int timer_fd;		/* -1: poll()'s timeout instead */
+	int64_t armed_ms;	/* what timer_fd is set to */
+	bool command_done;	/* the command itself has exited */
+	bool look_at_group;	/* something may have left the group */
+	int status;		/* the command's exit status */
+	bool lost;
+	int exit;		/* dlock's status once the lease is lost */
+	int64_t kill_at_ms;	/* SIGKILL the group then; -1: not armed */
+	int64_t max_hold_at_ms;	/* -1: no --max-hold */
+	int64_t group_poll_at_ms;	/* look at the group then; -1: no need */
+};
+
+static void signal_job(const struct supervisor *sv, int sig)
+{
+	kill(-sv->job->pid, sig);
+}
+
+static bool group_gone(const struct supervisor *sv)
+{
+	return kill(-sv->job->pid, 0) < 0 && errno == ESRCH;
+}
+
+static void lose_lease(struct supervisor *sv, const char *why, int exit)
+{
+	const struct options *opts = sv->w->opts;
+
+	if (sv->lost)
+		return;
+	sv->lost = true;
+	sv->exit = exit;
+	log_line(opts->key, "lease lost: %s%s", why,
+		 opts->on_lost_signal ? "; stopping the job" : "");
+	if (sv->w->lease)
+		lease_halt(sv->w->lease);
+	if (!opts->on_lost_signal)
+		return;
+	/* Once: the watchdog may have sent it already, while we were stopped. */
+	if (!sv->w->wd || watchdog_claim(sv->w->wd)) {
+		signal_job(sv, opts->on_lost_signal);
+		signal_job(sv, SIGCONT);	/* a stopped job must act on it */
+	}
+	sv->kill_at_ms = clock_now_ms() + opts->kill_after_ms;
+}
+
+/* Continued after the command stopped: not without the lock. */
+static void resume(struct supervisor *sv)
+{
+	struct job *job = sv->job;
+	const struct lease *ls = sv->w->lease;
+
+	if (ls && !sv->lost && clock_now_ms() >= lease_deadline_ms(ls)) {
+		lose_lease(sv, "stopped for longer than the lease allows", EX_TEMPFAIL);
+		return;
+	}
+	job->tty_handed = job->tty_fd >= 0 && tcgetpgrp(job->tty_fd) == getpgrp();
+	if (job->tty_handed)
+		tcsetpgrp(job->tty_fd, job->pid);
+	signal_job(sv, SIGCONT);
+}
+
+/* The command stopped. Ctrl-Z at the terminal it was handed, or a read of
+ * the terminal while dlock is in the background: stop with it, as a shell
+ * job would, so that the shell shows the job stopped and `fg` continues
+ * it. Stopped by someone else: say so, as it keeps the lock meanwhile. */
+static void follow_stop(struct supervisor *sv, int sig)
+{
+	struct job *job = sv->job;
+	const char *key = sv->w->opts->key;
+	bool wants_tty = sig == SIGTTIN || sig == SIGTTOU;
+
+	if (job->tty_fd < 0 || (!job->tty_handed && !wants_tty)) {
+		log_line(key, "the command was stopped (SIG%s) and keeps the lock until it is continued",
+			 sigabbrev_np(sig));
+		return;
+	}
+	if (!job->tty_handed)
+		log_line(key, "the command was stopped (SIG%s): it wants the terminal; dlock stops too, 'fg' gives it the terminal",
+			 sigabbrev_np(sig));
+	if (tcgetpgrp(job->tty_fd) == job->pid)
+		tcsetpgrp(job->tty_fd, getpgrp());
+	/* SIGSTOP, not the command's signal: a terminal stop signal is
+	 * discarded in an orphaned process group, and we would go on at once. */
+	kill(getpid(), SIGSTOP);
+	resume(sv);
+}
+
+static int exit_status(int status)
+{
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+/* SIGCHLDs coalesce: reap whatever there is. Besides the command, that is
+ * an orphan of the job, a child dlock inherited across exec, or the
+ * watchdog, which is started again while the job runs. */
+static void reap(struct supervisor *sv)
+{
+	struct job *job = sv->job;
+	struct watchdog *wd = sv->w->wd;
+	int st;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+		if (pid == job->pid && WIFSTOPPED(st)) {
+			follow_stop(sv, WSTOPSIG(st));
+		} else if (pid == job->pid) {
+			sv->command_done = true;
+			sv->status = exit_status(st);
+		} else if (wd && pid == wd->pid && !WIFSTOPPED(st)) {
+			struct error err = { 0 };
+
+			if (watchdog_restart(wd, &err) < 0)
+				log_error(sv->w->opts->key, &err);
+		}
+	}
+	sv->look_at_group = true;
+}
+
+static void on_signals(struct supervisor *sv)
+{
+	int sig;
+
+	while ((sig = signals_next(sv->w->sig)) > 0) {
+		if (sig == SIGCHLD)
+			reap(sv);
+		else
+			signal_job(sv, sig);
+	}
+}
+
+static void on_lease(struct supervisor *sv)
+{
+	struct lease *ls = sv->w->lease;
+	struct error err = { 0 };
+
+	if (lease_collect(ls, clock_now_ms(), &err) < 0)
+		lose_lease(sv, err.msg, EX_TEMPFAIL);
+	else if (sv->w->wd && !ls->halted)
+		watchdog_deadline(sv->w->wd, lease_deadline_ms(ls));
+}
+
+static void on_deadlines(struct supervisor *sv)
+{
+	struct lease *ls = sv->w->lease;
+	int64_t now_ms = clock_now_ms();
+	struct error err = { 0 };
+
+	if (ls && lease_tick(ls, now_ms, &err) < 0)
+		lose_lease(sv, err.msg, err.exit);
+	if (sv->max_hold_at_ms >= 0 && now_ms >= sv->max_hold_at_ms) {
+		sv->max_hold_at_ms = -1;
+		lose_lease(sv, "held longer than --max-hold: the job is treated as hung",
+			   EX_TEMPFAIL);
+	}
+	if (sv->kill_at_ms >= 0 && now_ms >= sv->kill_at_ms) {
+		sv->kill_at_ms = -1;
+		signal_job(sv, SIGKILL);	/* what remains, command or not */
+	}
+	if (sv->group_poll_at_ms >= 0 && now_ms >= sv->group_poll_at_ms) {
+		sv->group_poll_at_ms = -1;
+		sv->look_at_group = true;
+	}
+}
+
+static bool job_over(struct supervisor *sv)
+{
+	if (!sv->command_done)
+		return false;
+	if (sv->w->opts->close)
+		return true;
+	if (!sv->look_at_group)
+		return false;
+	sv->look_at_group = false;
+	if (group_gone(sv))
+		return true;
+	sv->group_poll_at_ms = clock_now_ms() + GROUP_POLL_MS;
+	return false;
+}
+
+static int64_t next_deadline(const struct supervisor *sv)
+{
+	const int64_t at[] = {
+		sv->w->lease ? lease_next_ms(sv->w->lease) : -1,
+		sv->max_hold_at_ms, sv->kill_at_ms, sv->group_poll_at_ms,
+	};
+	int64_t first = -1;
+
+	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+		if (at[i] >= 0 && (first < 0 || at[i] < first))
+			first = at[i];
+	return first;
+}
+
+/* poll()'s timeout: -1 when the timer holds the next deadline. */
+static int arm(struct supervisor *sv)
+{
+	int64_t next_ms = next_deadline(sv);
+
+	if (sv->timer_fd >= 0 && next_ms != sv->armed_ms) {
+		if (clock_arm(sv->timer_fd, next_ms) == 0) {
+			sv->armed_ms = next_ms;
+		} else {
+			close(sv->timer_fd);
+			sv->timer_fd = -1;
+		}
+	}
+	if (sv->timer_fd >= 0 || next_ms < 0)
+		return -1;
+	return clock_poll_ms(next_ms - clock_now_ms());
+}
+
+int supervise(struct job *job, const struct watch *w)
+{
+	struct supervisor sv = {
+		.job = job,
+		.w = w,
+		.timer_fd = clock_timer(),
+		.armed_ms = -1,
+		.exit = EX_TEMPFAIL,
+		.kill_at_ms = -1,
+		.max_hold_at_ms = w->opts->max_hold_ms >= 0 ?
+				  clock_now_ms() + w->opts->max_hold_ms : -1,
+		.group_poll_at_ms = -1,
+	};
+	bool poll_failed = false;
+
+	for (;;) {
+		struct pollfd pfd[3];
+		int timeout;
+
+		on_deadlines(&sv);
+		if (job_over(&sv))
+			break;
+		timeout = arm(&sv);
+		pfd[0] = (struct pollfd){ w->sig->fd, POLLIN, 0 };
+		pfd[1] = (struct pollfd){ w->lease && w->lease->busy ?
+					  w->lease->notify_fd : -1, POLLIN, 0 };
+		pfd[2] = (struct pollfd){ sv.timer_fd, POLLIN, 0 };
+		if (poll(pfd, 3, timeout) < 0) {
+			/* Never a reason to release a running job: try again,
+			 * keeping the deadlines (on_deadlines() runs first). */
+			struct timespec pause = { 0, 10 * 1000000 };
+
+			if (errno != EINTR && !poll_failed)
+				log_line(w->opts->key, "poll: %s", strerror(errno));
+			poll_failed = true;
+			nanosleep(&pause, NULL);
+			continue;
+		}
+		if (pfd[0].revents & POLLIN)
+			on_signals(&sv);
+		if (pfd[1].revents & POLLIN)
+			on_lease(&sv);
+		if (pfd[2].revents & POLLIN)
+			sv.armed_ms = -1;	/* fired: set it again */
+	}
+	if (job->tty_fd >= 0 && tcgetpgrp(job->tty_fd) == job->pid)
+		tcsetpgrp(job->tty_fd, getpgrp());
+	if (sv.timer_fd >= 0)
+		close(sv.timer_fd);
+	return sv.lost ? sv.exit : sv.status;
+}

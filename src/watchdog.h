@@ -1,0 +1,35 @@
+/* watchdog.h - a process that stops the job when dlock no longer can */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "log.h"
+
+struct watch_page;
+
+struct watchdog {
+	struct watch_page *page;	/* shared with the watchdog process */
+	pid_t pid;
+	int fd;			/* a pipe's write end: EOF says dlock is gone */
+};
+
+/* Forks the watchdog before the command starts: from then on, if dlock
+ * dies, or is stalled past deadline_ms (SIGSTOP, a debugger), the job's
+ * process group gets on_lost_signal and SIGCONT at once, SIGKILL after
+ * kill_after_ms. Returns 0, or -1 with err (71). */
+int watchdog_start(struct watchdog *wd, int on_lost_signal,
+		   int64_t kill_after_ms, int64_t deadline_ms, struct error *err);
+/* The job's process group, published by the command's own process before
+ * it execs (async-signal-safe: a plain atomic store). */
+void watchdog_job(struct watchdog *wd, pid_t pgid);
+/* The lease was renewed: the new deadline. */
+void watchdog_deadline(struct watchdog *wd, int64_t deadline_ms);
+/* Whoever claims first sends the --on-lost signal: true for the first
+ * caller, whether dlock or its watchdog, so that the job gets it once. */
+bool watchdog_claim(struct watchdog *wd);
+/* The watchdog process ended while the job runs (somebody killed it):
+ * starts another, with the same page, unless it ended after it acted.
+ * Returns 0 or -1 (err). */
+int watchdog_restart(struct watchdog *wd, struct error *err);
+/* The job is over: the watchdog exits without touching it. */
+void watchdog_end(struct watchdog *wd);

@@ -1,0 +1,223 @@
+#!/usr/bin/env bats
+# job.bats - the lock covers the whole job: the command's process group,
+# every process still in it, whatever the command inherited, and whatever
+# happens to dlock itself (killed, stopped) while the job runs.
+
+load helpers
+
+setup() {
+	common_setup
+	start_redis r
+	U=$(sock_url r)
+}
+
+held() { ! dlock -S "$U" -n K true; }	# K is taken (by anyone)
+free() { dlock -S "$U" -n K true; }
+pgid_of() { ps -o pgid= -p "$1" | tr -d ' '; }
+# command_of DLOCK-PID: the command dlock started (its other child, the
+# watchdog, is named "dlock watchdog")
+command_of() { ps -o pid=,comm= --ppid "$1" | awk '$2 != "dlock" { print $1 }'; }
+has_command() { [[ -n $(command_of "$1") ]]; }
+lost_line() {
+	grep -q '^dlock: K: .*lease lost' "$T/$1.err" ||
+		fail "no 'dlock: K: ...lease lost' line: $(cat "$T/$1.err")"
+}
+
+# bg_job ID DLOCK-ARGS... -- SH-SCRIPT: dlock runs sh -c SH-SCRIPT, in which
+# "$1" "$2" "$3" start the test job $T/job as $T/b in mode $JOB_MODE.
+bg_job() {
+	local id=$1 args=(); shift
+	while [[ $1 != -- ]]; do args+=("$1"); shift; done
+	start_bg "$id" "${args[@]}" sh -c "$2" sh "$T/job" "$T/b" "${JOB_MODE:-exit}"
+}
+
+@test "a child left running by the command keeps the lock until it exits" {
+	bg_job h -S "$U" K -- '"$1" "$2" "$3" & exit 3'
+	wait_ready b
+	local sh; sh=$(pgid_of "$(<"$T/b.pid")")
+	wait_until 5 dead "$sh" || fail "the command (sh) did not exit"
+	held || fail "the lock was released while the job's child runs"
+	alive "$(<"$T/h.dlock")" || fail "dlock ended before the job"
+	touch "$T/b.release"
+	reap h
+	assert_equal "$bg_status" 3	# the command's own status
+	key_gone r dlock:K
+}
+
+@test "-o: the lock goes when the command exits, its children run on" {
+	bg_job h -S "$U" -o K -- '"$1" "$2" "$3" & exit 0'
+	wait_ready b
+	reap h
+	assert_equal "$bg_status" 0
+	alive "$(<"$T/b.pid")" || fail "the child did not run on"
+	key_gone r dlock:K
+	run -0 dlock -S "$U" -n K true
+}
+
+@test "a daemon that leaves the group with setsid does not keep the lock" {
+	bg_job h -S "$U" K -- 'setsid "$1" "$2" "$3" & exit 0'
+	wait_ready b
+	reap h
+	assert_equal "$bg_status" 0
+	alive "$(<"$T/b.pid")" || fail "the daemon did not run on"
+	key_gone r dlock:K
+}
+
+@test "SIGTERM to dlock ends sh -c 'sleep 60; :' whole: no second copy runs" {
+	start_bg h -S "$U" K -c 'sleep 60; :'
+	local sh sleep
+	wait_until 5 has_command "$(<"$T/h.dlock")" || fail "no command"
+	sh=$(command_of "$(<"$T/h.dlock")")
+	wait_until 5 pgrep -P "$sh" -x sleep >/dev/null || fail "no sleep 60"
+	sleep=$(pgrep -P "$sh" -x sleep)
+	kill -TERM "$(<"$T/h.dlock")"
+	reap h
+	assert_equal "$bg_status" 143
+	dead "$sleep" || { kill "$sleep"; fail "sleep 60 runs on after dlock released"; }
+	run -0 dlock -S "$U" -n K true
+}
+
+@test "lease lost: SIGKILL after --kill-after reaches what is left, the command gone" {
+	# sh dies of the SIGTERM; its child ignores it and is left to the job
+	JOB_MODE=deaf bg_job h -S "$U" -t 1 --kill-after 0.5 K -- '"$1" "$2" "$3" & wait'
+	wait_ready b
+	local sh; sh=$(pgid_of "$(<"$T/b.pid")")
+	rcli r del dlock:K >/dev/null
+	wait_until 5 dead "$sh" || fail "sh did not die of the SIGTERM"
+	reap h 10
+	assert_equal "$bg_status" 75
+	dead "$(<"$T/b.pid")" || fail "the child deaf to SIGTERM runs on"
+	lost_line h
+}
+
+@test "lease lost after the command exited: the rest of the job is stopped, 75" {
+	bg_job h -S "$U" -t 1 K -- '"$1" "$2" "$3" & exit 0'
+	wait_ready b
+	wait_until 5 dead "$(pgid_of "$(<"$T/b.pid")")" || fail "sh did not exit"
+	rcli r del dlock:K >/dev/null
+	reap h 10
+	assert_equal "$bg_status" 75
+	assert_equal "$(cat "$T/b.sig")" TERM
+	lost_line h
+}
+
+@test "dlock killed: the whole job gets SIGTERM at once" {
+	JOB_MODE=group hold h -S "$U" K
+	wait_ready h
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 5 test -e "$T/h.sig" || fail "the command got no signal"
+	wait_until 5 test -e "$T/h.gc.sig" || fail "the command's child got no signal"
+	assert_equal "$(<"$T/h.sig")" TERM
+	assert_equal "$(<"$T/h.gc.sig")" TERM
+	wait_until 5 dead "$(<"$T/h.gc.pid")" || fail "the command's child runs on"
+}
+
+@test "dlock killed: sh -c 'sleep 30; :' leaves no sleep 30 after --kill-after" {
+	start_bg h -S "$U" --kill-after 1 K -c 'trap "" TERM; sleep 30; :'
+	local sh sleep
+	wait_until 5 has_command "$(<"$T/h.dlock")" || fail "no command"
+	sh=$(command_of "$(<"$T/h.dlock")")
+	wait_until 5 pgrep -P "$sh" -x sleep >/dev/null || fail "no sleep 30"
+	sleep=$(pgrep -P "$sh" -x sleep)
+	track "$sleep" "$sh"
+	kill -KILL "$(<"$T/h.dlock")"
+	sleep 0.5	# within --kill-after: SIGTERM is ignored, nothing ends yet
+	alive "$sleep" || fail "killed before --kill-after"
+	wait_until 5 dead "$sleep" || fail "sleep 30 runs on past --kill-after"
+	dead "$sh" || fail "sh runs on"
+}
+
+@test "dlock stopped past its lease: the job is stopped before the lease lapses" {
+	hold h -S "$U" -t 1 --kill-after 1 K
+	wait_ready h
+	kill -STOP "$(<"$T/h.dlock")"
+	wait_until 5 test -e "$T/h.sig" || fail "the job got no signal while dlock was stopped"
+	assert_equal "$(<"$T/h.sig")" TERM
+	wait_until 5 dead "$(<"$T/h.pid")" || fail "the job runs on"
+	run -0 dlock -S "$U" -w 5 K true	# the lease lapsed: free for others
+	kill -CONT "$(<"$T/h.dlock")"
+	reap h
+	assert_equal "$bg_status" 75
+	lost_line h
+	assert_equal "$(<"$T/h.sig")" TERM	# once, not again from dlock
+}
+
+@test "SIGCHLD ignored by the parent: the command's status, no hang" {
+	run -3 timeout -k 1 10 "$PYTHON" -c '
+import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execv(sys.argv[1], sys.argv[1:])' "$DLOCK" -S "$U" K sh -c 'exit 3'
+	key_gone r dlock:K
+}
+
+@test "SIGCHLD blocked by the parent: the command's status, no hang" {
+	run -3 timeout -k 1 10 "$PYTHON" -c '
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+os.execv(sys.argv[1], sys.argv[1:])' "$DLOCK" -S "$U" K sh -c 'exit 3'
+	key_gone r dlock:K
+}
+
+@test "a child dlock inherited exits while dlock waits: the wait goes on" {
+	hold h -S "$U" K
+	wait_ready h
+	sh -c 'sleep 0.3 & echo $! >"$0"; exec "$@"' "$T/stray" \
+		"$DLOCK" -S "$U" -w 20 K echo ran >"$T/w.out" 2>"$T/w.err" 3>&- &
+	echo $! >"$T/w.dlock"
+	track $!
+	wait_until 5 test -s "$T/stray" || fail "no stray child"
+	wait_until 5 dead "$(<"$T/stray")" || fail "the stray child did not exit"
+	alive "$(<"$T/w.dlock")" || { reap w; fail "the waiter ended ($bg_status): $(cat "$T/w.err")"; }
+	finish h
+	reap w
+	assert_equal "$bg_status" 0
+	assert_equal "$(<"$T/w.out")" ran
+}
+
+@test "a child dlock inherited is not taken for the command" {
+	run -3 sh -c '(exit 7) & exec "$@"' sh "$DLOCK" -S "$U" K sh -c 'sleep 0.5; exit 3'
+	key_gone r dlock:K
+}
+
+@test "a command stopped by someone else keeps the lock, and dlock says so" {
+	start_bg h -S "$U" K sh -c 'kill -STOP $$; echo resumed'
+	wait_until 5 grep -q 'stopped (SIGSTOP)' "$T/h.err" ||
+		fail "no line about the stopped command: $(cat "$T/h.err")"
+	held || fail "the lock went while the command is stopped"
+	kill -CONT "$(command_of "$(<"$T/h.dlock")")"
+	reap h
+	assert_equal "$bg_status" 0
+	assert_equal "$(<"$T/h.out")" resumed
+	assert_equal "$(wc -l <"$T/h.err")" 1
+}
+
+@test "timers past 24 days: no overflow" {
+	run -0 dlock -S "$U" -t 7776000 --node-timeout 2592000 --max-hold 2592000 \
+		--kill-after 2592000 K sh -c 'echo $DLOCK_FENCE'
+	key_gone r dlock:K
+}
+
+@test "a release that fails says so in one line; the command's status stands" {
+	local pid; pid=$(server_pid r)
+	run -4 --separate-stderr dlock -S "$U" -t 5 --node-timeout 0.2 K sh -c 'kill -STOP "$0"; exit 4' "$pid"
+	kill -CONT "$pid"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: K: release failed: "*"; the lock lapses within 5 s" ]] ||
+		fail "stderr: $stderr"
+}
+
+@test "RedLock: too little lease left after the last round: given back, never run" {
+	start_redis r2
+	start_redis r3
+	local srv=(-S "$U" -S "$(sock_url r2)" -S "$(sock_url r3)")
+	kill -STOP "$(server_pid r3)"
+	# --fair: the ticket, the acquisition and leaving the queue where the
+	# paused server did not grant each wait 0.45 s for it; a 1 s lease
+	# has less than its tenth left by the time the command would start.
+	run -69 --separate-stderr dlock "${srv[@]}" --fair -t 1 --node-timeout 0.45 -w 3 K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	[[ $stderr == *"acquiring took so long"* ]] || fail "stderr: $stderr"
+	# Given back each time: another client gets it at once.
+	run -0 dlock "${srv[@]}" --node-timeout 0.1 -n K true
+	kill -CONT "$(server_pid r3)"
+}
