@@ -54,21 +54,23 @@ push_round() {
 }
 
 check_push() {
-	local i cmd=() push=() gap=() min_gap=100000 out
+	local i cmd=() push=() out late=0
 	for i in 1 2 3; do
 		out=$(push_round "$i") || fail "round $i: $out"
 		set -- $out
 		echo "# round $i: command after $1 ms, acquire $2 ms after the release, $3 ms after the previous try" >&3
-		cmd+=("$1") push+=("$2") gap+=("$3")
-		(($3 < min_gap)) && min_gap=$3
+		cmd+=("$1") push+=("$2")
+		(($2 < 100)) || late=1
 	done
 	local m
 	m=$(median3 "${cmd[@]}")
 	((m < 150)) || fail "the waiter's command started a median $m ms after the holder's ended (${cmd[*]})"
-	m=$(median3 "${push[@]}")
-	((m < 150)) || fail "the waiter acquired a median $m ms after the release (${push[*]})"
-	((min_gap < 250)) ||
-		fail "every acquire came >= 250 ms after the previous try (${gap[*]} ms): polling, not woken"
+	# A waiter that polls every 250-750 ms lands within 100 ms of the
+	# release one time in five: three times running, one time in 125.
+	# (How long after its previous try says nothing: that is when the
+	# holder happened to release, which depends on the machine's load.)
+	((late == 0)) ||
+		fail "an acquire came >= 100 ms after the release (${push[*]} ms): polling, not woken"
 	nothing_left
 }
 
