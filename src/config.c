@@ -73,6 +73,21 @@ int config_parse(char *text, struct config_file *cf, char *err, size_t errlen)
 	return 0;
 }
 
+/* The length of the URL that starts at p. A comma or blank ends it, but
+ * for the commas that separate a sentinel URL's sentinels, before its '/':
+ * "redis-sentinel://h1:26379,h2:26379/mymaster,unix:/x" is two URLs. */
+static size_t url_length(const char *p, const char *seps)
+{
+	size_t len = 0;
+
+	if (strncmp(p, "redis-sentinel://", 17) == 0) {
+		len = 17 + strcspn(p + 17, "/ \t\n");
+		if (p[len] != '/')
+			return len;	/* no master name: url_parse says so */
+	}
+	return len + strcspn(p + len, seps);
+}
+
 int config_parse_servers(const char *list, struct url *urls, size_t max,
 			 size_t *n_urls, char *err, size_t errlen)
 {
@@ -81,7 +96,7 @@ int config_parse_servers(const char *list, struct url *urls, size_t max,
 
 	*n_urls = 0;
 	while (*(p += strspn(p, seps))) {
-		size_t len = strcspn(p, seps);
+		size_t len = url_length(p, seps);
 		char one[1024], why[256];
 
 		if (*n_urls == max) {

@@ -29,7 +29,8 @@ struct settings {
  * Returns 0, or -1 with "LINE: reason" in err. Pure: unit-tested, fuzzable. */
 int config_parse(char *text, struct config_file *cf, char *err, size_t errlen);
 
-/* Splits a server list on commas and blanks into urls. Returns 0 or -1. */
+/* Splits a server list on commas and blanks into urls; the commas between
+ * a redis-sentinel:// URL's sentinels stay in it. Returns 0 or -1. */
 int config_parse_servers(const char *list, struct url *urls, size_t max,
 			 size_t *n_urls, char *err, size_t errlen);
 

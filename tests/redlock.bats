@@ -324,6 +324,37 @@ no_replica() {	# --wait-replicas 1 on master m fails with 69, names replicas
 	no_lock_keys m
 }
 
+# on_master ARGS...: dlock ARGS... K, whose command prints the master's value
+# of dlock:K, then DLOCK_TOKEN: equal lines when the lock is on the master.
+on_master() {
+	run -0 --separate-stderr dlk "$@" K \
+		sh -c 'redis-cli -s "$1" get dlock:K; echo "$DLOCK_TOKEN"' sh "$(sock m)"
+	assert_equal "${#lines[@]}" 2
+	assert_equal "${lines[0]}" "${lines[1]}"
+	no_lock_keys m
+}
+
+@test "redis-sentinel:// with two sentinels, one down: -S, DLOCK_SERVERS, config" {
+	start_redis_tcp m
+	start_sentinel s1 m "$(<"$T/m/port")"
+	start_sentinel s2 m "$(<"$T/m/port")"
+	kill_server s1	# the first one asked is down
+	local su="redis-sentinel://127.0.0.1:$(<"$T/s1/port"),127.0.0.1:$(<"$T/s2/port")/m"
+	on_master -S "$su"
+	DLOCK_SERVERS=$su on_master
+	printf 'servers = %s\n' "$su" >"$T/conf"
+	on_master --config "$T/conf"
+	# In a list, the sentinel URL is one of three servers (RedLock).
+	start_redis r1
+	start_redis r3
+	printf 'servers = %s, %s %s\n' "$(sock_url r1)" "$su" "$(sock_url r3)" >"$T/conf"
+	run -0 --separate-stderr dlk --config "$T/conf" K sh -c '
+		n=0
+		for s; do [ "$(redis-cli -s "$s" get dlock:K)" = "$DLOCK_TOKEN" ] && n=$((n + 1)); done
+		echo $n' sh "$(sock r1)" "$(sock m)" "$(sock r3)"
+	assert_equal "$output" 3
+}
+
 # median_ms DLOCK-ARGS...: median of 5 times from dlock's start to its command
 median_ms() {
 	local run t0 all=() sorted

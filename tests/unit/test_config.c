@@ -85,6 +85,20 @@ int main(void)
 	   err[0] != '\0', "a bad URL in the list is refused (%s)", err);
 	ok(config_parse_servers("unix:/a,unix:/b,unix:/c", urls, 2, &n, err, sizeof err) == -1,
 	   "more servers than max are refused (%s)", err);
+	ok(config_parse_servers("redis-sentinel://h1:26379,h2:26380/mymaster", urls, 4,
+				&n, err, sizeof err) == 0 &&
+	   n == 1 && urls[0].kind == URL_SENTINEL && urls[0].n_sentinels == 2 &&
+	   urls[0].sentinels[1].port == 26380 && strcmp(urls[0].master, "mymaster") == 0,
+	   "a sentinel URL's commas stay in it (%s)", err);
+	ok(config_parse_servers("unix:/a,redis-sentinel://h1,h2:7/m,unix:/c redis-sentinel://h3/n",
+				urls, 4, &n, err, sizeof err) == 0 &&
+	   n == 4 && urls[1].n_sentinels == 2 && strcmp(urls[1].master, "m") == 0 &&
+	   strcmp(urls[2].path, "/c") == 0 && urls[3].n_sentinels == 1 &&
+	   strcmp(urls[3].master, "n") == 0,
+	   "a list splits between sentinel URLs and others (%s)", err);
+	ok(config_parse_servers("redis-sentinel://h1,h2", urls, 4, &n, err, sizeof err) == -1 &&
+	   strstr(err, "master name") != NULL,
+	   "a sentinel URL without its master is refused whole (%s)", err);
 
 	return done_testing();
 }
