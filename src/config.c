@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
+#include "log.h"
 
 #define MAX_FILE_BYTES (64 * 1024)
 
@@ -65,6 +66,14 @@ int config_parse(char *text, struct config_file *cf, char *err, size_t errlen)
 		}
 		if (*config_slot(&seen, name)) {
 			snprintf(err, errlen, "%d: duplicate key '%s'", lineno, name);
+			return -1;
+		}
+		/* A setting left empty (a template's blank, a secret that was
+		 * not filled in) must not mean the default; an empty prefix is
+		 * a prefix. */
+		if (*value == '\0' && strcmp(name, "prefix") != 0) {
+			snprintf(err, errlen, "%d: empty %s (remove the line for the default)",
+				 lineno, name);
 			return -1;
 		}
 		*config_slot(&seen, name) = value;
@@ -194,8 +203,10 @@ static int load_config(const char *path, bool must_exist, struct config_file *cf
 		snprintf(err, errlen, "%s:%s", path, why);
 		return -1;
 	}
-	if (one.servers)
+	if (one.servers) {
 		cf->servers = one.servers;
+		snprintf(cf->servers_from, sizeof cf->servers_from, "%s", path);
+	}
 	if (one.prefix)
 		cf->prefix = one.prefix;
 	if (one.ttl)
@@ -235,6 +246,13 @@ static int add_servers(struct settings *st, const char *list, const char *from,
 	char why[512];
 	size_t n = 0;
 
+	snprintf(st->servers_from, sizeof st->servers_from, "%s", from);
+	if (list[strspn(list, ", \t\n")] == '\0') {
+		snprintf(err, errlen, "%s is empty: name a server%s", from,
+			 strcmp(from, "DLOCK_SERVERS") == 0 ?
+			 ", or unset it for the default" : "");
+		return -1;
+	}
 	if (config_parse_servers(list, st->urls + st->n_urls,
 				 MAX_SERVERS - st->n_urls, &n, why, sizeof why) < 0) {
 		snprintf(err, errlen, "%s: %s", from, why);
@@ -256,12 +274,17 @@ static int resolve(struct options *opts, const struct config_file *cf,
 		for (size_t i = 0; i < opts->n_servers; i++)
 			if (add_servers(st, opts->servers[i], "--server", err, errlen) < 0)
 				return -1;
-	} else if (env_servers && *env_servers) {
+	} else if (env_servers) {
+		/* Set but empty, as a CI job gets it when a secret is missing:
+		 * not the default, where each host may have a Redis of its
+		 * own and would hold "the" lock alone. */
 		if (add_servers(st, env_servers, "DLOCK_SERVERS", err, errlen) < 0)
 			return -1;
-	} else if (add_servers(st, cf->servers ? cf->servers : DEFAULT_SERVER,
-			       cf->servers ? "config: servers" : "default",
-			       err, errlen) < 0) {
+	} else if (cf->servers) {
+		if (add_servers(st, cf->servers, cf->servers_from, err, errlen) < 0)
+			return -1;
+	} else if (add_servers(st, DEFAULT_SERVER, "the default", err,
+			       errlen) < 0) {
 		return -1;
 	}
 
@@ -333,6 +356,23 @@ int config_resolve(struct options *opts, struct settings *st, char *err,
 	while (n_texts > 0)
 		free(texts[--n_texts]);
 	return r;
+}
+
+void config_report(const struct options *opts, const struct settings *st)
+{
+	if (opts->verbose) {
+		char list[1024];
+		size_t len = 0;
+
+		list[0] = '\0';
+		for (size_t i = 0; i < st->n_urls && len < sizeof list; i++)
+			len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
+						i ? ", " : "", st->urls[i].text);
+		log_line(opts->key, "servers from %s: %s", st->servers_from, list);
+	}
+	if (st->n_urls > 1 && st->n_urls % 2 == 0)
+		log_line(opts->key, "warning: %zu servers: an even number tolerates no more failures than %zu",
+			 st->n_urls, st->n_urls - 1);
 }
 
 void config_free(struct settings *st)

@@ -14,6 +14,7 @@
 /* What one config file says; strings point into the file's text. */
 struct config_file {
 	char *servers, *prefix, *ttl, *password_file, *node_timeout;
+	char servers_from[256];	/* the file that named the servers */
 };
 
 struct settings {
@@ -23,6 +24,7 @@ struct settings {
 	char *password;		/* owned; NULL when none */
 	int64_t ttl_ms;
 	int64_t node_timeout_ms;
+	char servers_from[256];	/* --server, DLOCK_SERVERS, a file, the default */
 };
 
 /* Parses a config file's text in place ("name = value" lines, '#' comments).
@@ -39,5 +41,10 @@ int config_parse_servers(const char *list, struct url *urls, size_t max,
  * (a usage error: exit 64). */
 int config_resolve(struct options *opts, struct settings *st, char *err,
 		   size_t errlen);
+
+/* What the user should hear before anything is sent: with --verbose, where
+ * the servers came from; that an even number of servers tolerates no more
+ * failures than one fewer. */
+void config_report(const struct options *opts, const struct settings *st);
 
 void config_free(struct settings *st);

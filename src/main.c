@@ -161,9 +161,7 @@ int main(int argc, char **argv)
 		free(opts.servers);
 		return EX_USAGE;
 	}
-	if (st.n_urls > 1 && st.n_urls % 2 == 0)
-		log_line(opts.key, "warning: %zu servers: an even number tolerates no more failures than %zu",
-			 st.n_urls, st.n_urls - 1);
+	config_report(&opts, &st);	/* --verbose: the servers' source; even N */
 	if (signals_init(&sig) < 0) {
 		log_line(opts.key, "signal set-up: %s", strerror(errno));
 		return EX_OSERR;

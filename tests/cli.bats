@@ -78,6 +78,27 @@ usage_error() {
 	DLOCK_SERVERS="$U http://x" usage_error K touch "$M"
 }
 
+# A setting that is there but empty is a mistake (a CI secret not filled
+# in), not a wish for the default: where every host runs a local Redis, the
+# default would give each host "the" lock alone.
+@test "DLOCK_SERVERS set but empty is refused, naming it" {
+	DLOCK_SERVERS= usage_error K touch "$M"
+	assert_equal "$stderr" "dlock: DLOCK_SERVERS is empty: name a server, or unset it for the default"
+	DLOCK_SERVERS=' , ' usage_error K touch "$M"
+	[[ $stderr == *DLOCK_SERVERS* ]] || fail "stderr does not name DLOCK_SERVERS: $stderr"
+}
+
+@test "an empty -S is refused, naming it" {
+	usage_error -S '' K touch "$M"
+	assert_equal "$stderr" "dlock: --server is empty: name a server"
+}
+
+@test "an empty servers setting in the config file is refused, naming file and line" {
+	printf 'ttl = 5\nservers =\n' >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/conf:2: empty servers (remove the line for the default)"
+}
+
 @test "an unknown config key is refused, naming file and line" {
 	printf '# dlock\nservers = %s\ncolour = blue\n' "$U" >"$T/conf"
 	usage_error --config "$T/conf" K touch "$M"

@@ -121,3 +121,23 @@ conns() { rcli "$1" info stats | tr -d '\r' | sed -n 's/^total_connections_recei
 	assert_equal "$(all_keys r)" ''
 	run -0 dlock -S "$(sock_url r)" K true	# the real one is new enough
 }
+
+@test "--verbose says where the servers came from" {
+	start_redis r
+	local u; u=$(sock_url r)
+	run -0 --separate-stderr dlock --verbose -S "$u" K true
+	assert_equal "${stderr_lines[0]}" "dlock: K: servers from --server: $u"
+	DLOCK_SERVERS="$u" run -0 --separate-stderr dlock --verbose K true
+	assert_equal "${stderr_lines[0]}" "dlock: K: servers from DLOCK_SERVERS: $u"
+	printf 'servers = %s\n' "$u" >"$T/conf"
+	run -0 --separate-stderr dlock --verbose --config "$T/conf" K true
+	assert_equal "${stderr_lines[0]}" "dlock: K: servers from $T/conf: $u"
+	# A config file that names no servers leaves the built-in default
+	# (whether or not a Redis answers there).
+	printf 'ttl = 5\n' >"$T/conf"
+	run --separate-stderr dlock --verbose --config "$T/conf" -n K true
+	assert_equal "${stderr_lines[0]}" "dlock: K: servers from the default: redis://127.0.0.1:6379"
+	# and without --verbose, nothing
+	run -0 --separate-stderr dlock -S "$u" K true
+	assert_equal "$stderr" ''
+}

@@ -70,6 +70,10 @@ int main(void)
 	refused("duplicate key", "ttl = 1\nprefix = a\n\nttl = 2\n", 4);
 	refused("empty key", "= 5\n", 1);
 	refused("unknown key on line 1", "serverz = unix:/x\n", 1);
+	refused("empty servers", "ttl = 5\nservers =\n", 2);
+	refused("empty servers, blanks only", "servers =  \t\n", 1);
+	refused("empty ttl", "# c\n\nttl=\n", 3);
+	refused("empty password-file", "password-file =\n", 1);
 
 	ok(config_parse_servers("unix:/a,unix:/b", urls, 4, &n, err, sizeof err) == 0 &&
 	   n == 2 && strcmp(urls[0].path, "/a") == 0 && strcmp(urls[1].path, "/b") == 0,
