@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "config.h"
 #include "log.h"
 
@@ -370,7 +371,10 @@ void config_report(const struct options *opts, const struct settings *st)
 						i ? ", " : "", st->urls[i].text);
 		log_line(opts->key, "servers from %s: %s", st->servers_from, list);
 	}
-	if (st->n_urls > 1 && st->n_urls % 2 == 0)
+	/* Cron mails what a job prints: a setting that works is no news
+	 * there, only to someone at a terminal. */
+	if (st->n_urls > 1 && st->n_urls % 2 == 0 &&
+	    (opts->verbose || isatty(STDERR_FILENO)))
 		log_line(opts->key, "warning: %zu servers: an even number tolerates no more failures than %zu",
 			 st->n_urls, st->n_urls - 1);
 }

@@ -43,8 +43,8 @@ int config_resolve(struct options *opts, struct settings *st, char *err,
 		   size_t errlen);
 
 /* What the user should hear before anything is sent: with --verbose, where
- * the servers came from; that an even number of servers tolerates no more
- * failures than one fewer. */
+ * the servers came from; on a terminal or with --verbose, that an even
+ * number of servers tolerates no more failures than one fewer. */
 void config_report(const struct options *opts, const struct settings *st);
 
 void config_free(struct settings *st);
