@@ -361,7 +361,8 @@ int config_resolve(struct options *opts, struct settings *st, char *err,
 
 void config_report(const struct options *opts, const struct settings *st)
 {
-	if (opts->verbose) {
+	/* Where -S named them, the command line says so already. */
+	if (opts->verbose && opts->n_servers == 0) {
 		char list[1024];
 		size_t len = 0;
 

@@ -43,7 +43,7 @@ int config_resolve(struct options *opts, struct settings *st, char *err,
 		   size_t errlen);
 
 /* What the user should hear before anything is sent: with --verbose, where
- * the servers came from; on a terminal or with --verbose, that an even
+ * the servers came from, unless -S named them; on a terminal or with --verbose, that an even
  * number of servers tolerates no more failures than one fewer. */
 void config_report(const struct options *opts, const struct settings *st);
 

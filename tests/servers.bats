@@ -125,8 +125,6 @@ conns() { rcli "$1" info stats | tr -d '\r' | sed -n 's/^total_connections_recei
 @test "--verbose says where the servers came from" {
 	start_redis r
 	local u; u=$(sock_url r)
-	run -0 --separate-stderr dlock --verbose -S "$u" K true
-	assert_equal "${stderr_lines[0]}" "dlock: K: servers from --server: $u"
 	DLOCK_SERVERS="$u" run -0 --separate-stderr dlock --verbose K true
 	assert_equal "${stderr_lines[0]}" "dlock: K: servers from DLOCK_SERVERS: $u"
 	printf 'servers = %s\n' "$u" >"$T/conf"
@@ -137,7 +135,9 @@ conns() { rcli "$1" info stats | tr -d '\r' | sed -n 's/^total_connections_recei
 	printf 'ttl = 5\n' >"$T/conf"
 	run --separate-stderr dlock --verbose --config "$T/conf" -n K true
 	assert_equal "${stderr_lines[0]}" "dlock: K: servers from the default: redis://127.0.0.1:6379"
-	# and without --verbose, nothing
-	run -0 --separate-stderr dlock -S "$u" K true
+	# and without --verbose, or with -S, nothing
+	DLOCK_SERVERS="$u" run -0 --separate-stderr dlock K true
+	assert_equal "$stderr" ''
+	DLOCK_SERVERS="$u" run -0 --separate-stderr dlock --verbose -S "$u" K true
 	assert_equal "$stderr" ''
 }
