@@ -117,29 +117,60 @@ oom:
 	return -1;
 }
 
-int child_set_env(struct job *job, const char *key, const char *token,
-		  const char *fence, struct error *err)
+static bool is_var(const char *entry, const char *name)
 {
-	size_t n = 0, k = 0;
+	size_t len = strlen(name);
+
+	return strncmp(entry, name, len) == 0 && entry[len] == '=';
+}
+
+int child_set_env(struct job *job, const char *key, const char *token,
+		  const char *fence, bool reentered, struct error *err)
+{
+	static const char *const ours[] = {
+		"DLOCK_KEY", "DLOCK_TOKEN", "DLOCK_FENCE", "DLOCK_JOB",
+	};
+	size_t n_ours = reentered ? 3 : 4, n = 0, k = 0;
 
 	while (environ[n])
 		n++;
-	job->envp = calloc(n + 4, sizeof *job->envp);
+	job->envp = calloc(n + 5, sizeof *job->envp);
 	if (!job->envp ||
 	    asprintf(&job->env_vars[0], "DLOCK_KEY=%s", key) < 0 ||
 	    asprintf(&job->env_vars[1], "DLOCK_TOKEN=%s", token) < 0 ||
-	    asprintf(&job->env_vars[2], "DLOCK_FENCE=%s", fence) < 0) {
+	    asprintf(&job->env_vars[2], "DLOCK_FENCE=%s", fence) < 0 ||
+	    (!reentered && !(job->env_vars[3] = calloc(1, sizeof "DLOCK_JOB=" + 12)))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "DLOCK_KEY=", 10) != 0 &&
-		    strncmp(environ[i], "DLOCK_TOKEN=", 12) != 0 &&
-		    strncmp(environ[i], "DLOCK_FENCE=", 12) != 0)
+	if (job->env_vars[3])
+		strcpy(job->env_vars[3], "DLOCK_JOB=");
+	for (size_t i = 0; i < n; i++) {
+		bool keep = true;
+
+		for (size_t v = 0; v < n_ours; v++)
+			keep &= !is_var(environ[i], ours[v]);
+		if (keep)
 			job->envp[k++] = environ[i];
-	for (int i = 0; i < 3; i++)
-		job->envp[k++] = job->env_vars[i];
+	}
+	for (size_t v = 0; v < n_ours; v++)
+		job->envp[k++] = job->env_vars[v];
 	return 0;
+}
+
+/* DLOCK_JOB's digits, in the child (async-signal-safe). */
+static void write_job_var(char *var, pid_t pid)
+{
+	char digits[16];
+	int n = 0;
+	char *p = var + strlen("DLOCK_JOB=");
+
+	do
+		digits[n++] = (char)('0' + pid % 10);
+	while ((pid /= 10) > 0);
+	while (n > 0)
+		*p++ = digits[--n];
+	*p = '\0';
 }
 
 /* The child, on a stack of its own, while dlock waits (CLONE_VFORK): only
@@ -150,12 +181,16 @@ static int exec_child(void *arg)
 {
 	struct job *job = arg;
 
+	pid_t pid = getpid();
+
 	setpgid(0, 0);
 	/* Published before exec, so no instant of the job goes unwatched. */
 	if (job->wd)
-		watchdog_job(job->wd, getpid());
+		watchdog_job(job->wd, pid);
+	if (job->env_vars[3])
+		write_job_var(job->env_vars[3], pid);
 	if (job->tty_handed)
-		tcsetpgrp(job->tty_fd, getpid());	/* SIGTTOU is blocked */
+		tcsetpgrp(job->tty_fd, pid);	/* SIGTTOU is blocked */
 	signals_restore(job->sig);
 	execve(job->path, job->argv, job->envp);
 	if (errno == ENOEXEC)
@@ -220,6 +255,6 @@ void child_free(struct job *job)
 	free(job->argv);
 	free(job->sh_argv);
 	free(job->envp);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		free(job->env_vars[i]);
 }

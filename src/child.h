@@ -12,12 +12,14 @@ struct job {
 	char **argv;
 	char **sh_argv;		/* /bin/sh PATH ARGS..., for a script without #! */
 	char **envp;
-	char *env_vars[3];	/* DLOCK_KEY=, DLOCK_TOKEN=, DLOCK_FENCE= */
+	char *env_vars[4];	/* DLOCK_KEY=, DLOCK_TOKEN=, DLOCK_FENCE=,
+				 * DLOCK_JOB= (digits written by the child) */
 	const struct signals *sig;	/* what the command gets back */
 	struct watchdog *wd;	/* told the job's group before exec; or NULL */
 	pid_t pid;		/* the command; also the job's process group */
 	int tty_fd;		/* dlock's controlling terminal, or -1 */
 	bool tty_handed;	/* the job is that terminal's foreground group */
+	int term_signal;	/* the signal that killed the command, or 0 */
 	volatile int exec_errno;	/* set by the child when exec fails */
 };
 
@@ -25,9 +27,11 @@ struct job {
  * 126 when it cannot be executed (err filled). */
 int child_prepare(struct job *job, const struct options *opts,
 		  const struct signals *sig, struct error *err);
-/* The command's environment: ours plus DLOCK_KEY, DLOCK_TOKEN, DLOCK_FENCE. */
+/* The command's environment: ours plus DLOCK_KEY, DLOCK_TOKEN, DLOCK_FENCE
+ * and DLOCK_JOB, the job's process group (the command's pid, known once it
+ * starts); with reentered, DLOCK_JOB is left as the outer dlock set it. */
 int child_set_env(struct job *job, const char *key, const char *token,
-		  const char *fence, struct error *err);
+		  const char *fence, bool reentered, struct error *err);
 /* Starts the command in a process group of its own, which gets the
  * terminal when dlock is its foreground job, and makes dlock the subreaper
  * of what it leaves behind. Returns once the command exec'd (0), or could

@@ -71,6 +71,11 @@ int64_t lease_deadline_ms(const struct lease *ls)
 	return ls->valid_until_ms - ls->notice_ms;
 }
 
+int64_t lease_end_ms(const struct lease *ls)
+{
+	return ls->valid_until_ms;
+}
+
 int64_t lease_next_ms(const struct lease *ls)
 {
 	if (ls->halted)

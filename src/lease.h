@@ -34,6 +34,8 @@ void lease_init(struct lease *ls, struct lock *lk);
 /* The command must have stopped by then: the validity bound less a tenth
  * of the TTL, so that it is told while the lock is still ours. */
 int64_t lease_deadline_ms(const struct lease *ls);
+/* The validity bound itself: the lease may run out on a server then. */
+int64_t lease_end_ms(const struct lease *ls);
 /* When lease_tick() must run next; -1 when halted. */
 int64_t lease_next_ms(const struct lease *ls);
 /* At lease_next_ms(): starts a round when one is due (and the thread with

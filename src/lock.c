@@ -84,6 +84,24 @@ static int same_server_twice(const struct lock *lk, struct error *err)
 	return 0;
 }
 
+/* Re-entry is for the job's own processes: one that left the job's
+ * session (a daemon, setsid) keeps DLOCK_TOKEN but not the lock, which is
+ * released once the job is over. DLOCK_JOB is the job's process group;
+ * without it (the token was handed on by other means), any process. */
+static bool in_the_job(void)
+{
+	const char *job = getenv("DLOCK_JOB");
+	char *end;
+	long pgid;
+
+	if (!job)
+		return true;
+	pgid = strtol(job, &end, 10);
+	if (*job == '\0' || *end != '\0' || pgid <= 0)
+		return false;
+	return getpgrp() == pgid || getsid(0) == getsid((pid_t)pgid);
+}
+
 int lock_init(struct lock *lk, const struct options *opts,
 	      const struct settings *st, struct error *err)
 {
@@ -118,7 +136,8 @@ int lock_init(struct lock *lk, const struct options *opts,
 	}
 	if (same_server_twice(lk, err) < 0)
 		return -1;
-	if (env_key && env_token && *env_token && strcmp(env_key, lk->key) == 0)
+	if (env_key && env_token && *env_token && strcmp(env_key, lk->key) == 0 &&
+	    in_the_job())
 		lk->reentry_token = env_token;
 	snprintf(lk->ttl_arg, sizeof lk->ttl_arg, "%" PRId64, lk->ttl_ms);
 	if (opts->limit == 0)
@@ -568,7 +587,16 @@ int lock_release(struct lock *lk, struct error *err)
 	return 1;
 }
 
-int64_t lock_left_ms(const struct lock *lk)
+int lock_check_left(const struct lock *lk, struct error *err)
 {
-	return lk->valid_until_ms - clock_now_ms();
+	int64_t left_ms = lk->valid_until_ms - clock_now_ms();
+
+	/* The notice the command would get, and time for a renewal round
+	 * (which may wait a --node-timeout on a server that is down). */
+	if (left_ms > quorum_notice_ms(lk->ttl_ms) + lk->node_timeout_ms)
+		return 0;
+	error_set(err, EX_UNAVAILABLE,
+		  "acquiring took so long that %lld ms of the lease were left (--ttl too short?)",
+		  (long long)(left_ms > 0 ? left_ms : 0));
+	return -1;
 }

@@ -64,5 +64,7 @@ enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
  * server confirmed (err says which did not), or -1 when no majority did:
  * the lock then lapses with its lease. */
 int lock_release(struct lock *lk, struct error *err);
-/* How long the lock is surely ours still (<= 0: maybe not). */
-int64_t lock_left_ms(const struct lock *lk);
+/* Whether enough of the lease is left to start the command: the notice it
+ * would get before the lease ends, and a renewal round. -1 with err (69)
+ * when not: the caller gives the lock back. */
+int lock_check_left(const struct lock *lk, struct error *err);

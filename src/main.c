@@ -4,12 +4,14 @@
  * while the lease is renewed, release. Errors travel up to here, where what
  * was taken is given back, one line is printed and the exit code chosen. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include "child.h"
 #include "cli.h"
 #include "config.h"
@@ -59,14 +61,18 @@ static int run_job(struct options *opts, struct lock *lk, struct job *job,
 	lease_init(&lease, lk);
 	if (opts->on_lost_signal != ON_LOST_IGNORE) {
 		if (watchdog_start(&wd, opts->on_lost_signal, opts->kill_after_ms,
-				   lease_deadline_ms(&lease), &err) < 0) {
+				   lease_deadline_ms(&lease),
+				   lease_end_ms(&lease) - lease.notice_ms / 2,
+				   &err) < 0) {
 			log_error(opts->key, &err);
 			lease_free(&lease);
 			return err.exit;
 		}
 		job->wd = w.wd = &wd;
 	}
-	if (child_start(job, &err) < 0) {
+	/* Once more, right before the command starts: a stall since the last
+	 * round (a VM paused, dlock stopped) must not start it unprotected. */
+	if (lock_check_left(lk, &err) < 0 || child_start(job, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 	} else {
@@ -77,8 +83,28 @@ static int run_job(struct options *opts, struct lock *lk, struct job *job,
 	return status;
 }
 
+/* Whether a SIGINT or SIGQUIT that ends us came from the terminal, as
+ * Ctrl-C: the shell must then see us killed by it, as it would see flock,
+ * so that a loop or script running us stops there (an exit status of 130
+ * does not stop them). */
+static bool from_terminal(int sig, bool tty_handed)
+{
+	int fd;
+	bool fg;
+
+	if (sig != SIGINT && sig != SIGQUIT)
+		return false;
+	if (tty_handed)
+		return true;
+	fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	fg = fd >= 0 && tcgetpgrp(fd) == getpgrp();
+	if (fd >= 0)
+		close(fd);
+	return fg;
+}
+
 static int run(struct options *opts, struct settings *st,
-	       const struct signals *sig)
+	       const struct signals *sig, int *die_by)
 {
 	struct lock lk;
 	struct job job;
@@ -107,6 +133,8 @@ static int run(struct options *opts, struct settings *st,
 		goto out;
 	case LOCK_INTERRUPTED:
 		status = 128 + signo;
+		if (from_terminal(signo, false))
+			*die_by = signo;
 		goto out;
 	case LOCK_FAILED:
 		if (opts->verbose)
@@ -120,7 +148,8 @@ static int run(struct options *opts, struct settings *st,
 		status = 128 + signo;
 		goto release;
 	}
-	if (child_set_env(&job, lk.key, lk.token, lk.fence, &err) < 0) {
+	if (child_set_env(&job, lk.key, lk.token, lk.fence,
+			  got == LOCK_REENTERED, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto release;
@@ -135,6 +164,8 @@ static int run(struct options *opts, struct settings *st,
 		return err.exit;
 	}
 	status = run_job(opts, &lk, &job, sig);
+	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))
+		*die_by = job.term_signal;
 release:
 	if (got == LOCK_ACQUIRED) {
 		r = lock_release(&lk, &err);
@@ -146,14 +177,41 @@ out:
 	return status;
 }
 
+/* Ends dlock by sig, its default action restored, without a core dump. */
+static void die(int sig)
+{
+	struct rlimit none = { 0, 0 };
+	sigset_t set;
+
+	setrlimit(RLIMIT_CORE, &none);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+}
+
+/* Closed standard descriptors would be taken by the first socket, and a
+ * line meant for stderr would go to a server. */
+static void open_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", O_RDWR) != fd)
+			_exit(EX_OSERR);
+}
+
 int main(int argc, char **argv)
 {
 	struct options opts;
 	struct settings st;
 	struct signals sig;
 	char why[1024];
-	int status;
+	int status, die_by = 0;
 
+	if (argc == 1 && strcmp(argv[0], "dlock watchdog") == 0)
+		return watchdog_main();
+	open_std_fds();
 	cli_parse(argc, argv, &opts);
 	if (config_resolve(&opts, &st, why, sizeof why) < 0) {
 		fprintf(stderr, "dlock: %s\n", why);
@@ -166,9 +224,11 @@ int main(int argc, char **argv)
 		log_line(opts.key, "signal set-up: %s", strerror(errno));
 		return EX_OSERR;
 	}
-	status = run(&opts, &st, &sig);
+	status = run(&opts, &st, &sig, &die_by);
 	close(sig.fd);
 	config_free(&st);
 	free(opts.servers);
+	if (die_by)
+		die(die_by);
 	return status;
 }

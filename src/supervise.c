@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sysexits.h>
 #include <time.h>
@@ -26,6 +27,7 @@ struct supervisor {
 	int timer_fd;		/* -1: poll()'s timeout instead */
 	int64_t armed_ms;	/* what timer_fd is set to */
 	bool command_done;	/* the command itself has exited */
+	int signaled;		/* the signal that killed it, or 0 */
 	bool look_at_group;	/* something may have left the group */
 	int status;		/* the command's exit status */
 	bool lost;
@@ -45,9 +47,14 @@ static bool group_gone(const struct supervisor *sv)
 	return kill(-sv->job->pid, 0) < 0 && errno == ESRCH;
 }
 
-static void lose_lease(struct supervisor *sv, const char *why, int exit)
+/* The lease is gone, or about to be. end_ms: when it runs out, for a
+ * lease that was not renewed in time (or no more, --max-hold); -1 when
+ * the servers said it is no longer ours. */
+static void lose_lease(struct supervisor *sv, const char *why, int exit,
+		       int64_t end_ms)
 {
 	const struct options *opts = sv->w->opts;
+	int64_t kill_at_ms = clock_now_ms() + opts->kill_after_ms;
 
 	if (sv->lost)
 		return;
@@ -64,17 +71,32 @@ static void lose_lease(struct supervisor *sv, const char *why, int exit)
 		signal_job(sv, opts->on_lost_signal);
 		signal_job(sv, SIGCONT);	/* a stopped job must act on it */
 	}
-	sv->kill_at_ms = clock_now_ms() + opts->kill_after_ms;
+	/* A job deaf to the signal must not outlive a lease that is still
+	 * ours: --kill-after, but no later than the lease's last moment. */
+	sv->kill_at_ms = end_ms >= 0 && end_ms < kill_at_ms ? end_ms : kill_at_ms;
 }
 
-/* Continued after the command stopped: not without the lock. */
+/* The last moment to kill a job that would outlive the lease: half the
+ * notice before its end, so that a late wake-up still kills in time. */
+static int64_t lease_end(const struct supervisor *sv)
+{
+	const struct lease *ls = sv->w->lease;
+
+	return ls ? lease_end_ms(ls) - ls->notice_ms / 2 : -1;
+}
+
+/* Continued after the job stopped: not without the lock. */
 static void resume(struct supervisor *sv)
 {
 	struct job *job = sv->job;
 	const struct lease *ls = sv->w->lease;
 
 	if (ls && !sv->lost && clock_now_ms() >= lease_deadline_ms(ls)) {
-		lose_lease(sv, "stopped for longer than the lease allows", EX_TEMPFAIL);
+		lose_lease(sv, "stopped for longer than the lease allows",
+			   EX_TEMPFAIL, lease_end(sv));
+		/* --on-lost ignore: it runs on without the lock, as asked */
+		if (!sv->w->opts->on_lost_signal)
+			signal_job(sv, SIGCONT);
 		return;
 	}
 	job->tty_handed = job->tty_fd >= 0 && tcgetpgrp(job->tty_fd) == getpgrp();
@@ -83,24 +105,40 @@ static void resume(struct supervisor *sv)
 	signal_job(sv, SIGCONT);
 }
 
-/* The command stopped. Ctrl-Z at the terminal it was handed, or a read of
- * the terminal while dlock is in the background: stop with it, as a shell
- * job would, so that the shell shows the job stopped and `fg` continues
- * it. Stopped by someone else: say so, as it keeps the lock meanwhile. */
-static void follow_stop(struct supervisor *sv, int sig)
+/* Whether a shell could continue us after we stop: our process group is
+ * not orphaned, as far as our parent tells (it is in our session, in
+ * another group: a shell with job control). An orphaned group would stay
+ * stopped for ever. */
+static bool shell_above(void)
+{
+	pid_t parent = getppid();
+
+	return getsid(parent) == getsid(0) && getpgid(parent) != getpgrp();
+}
+
+/* A process of the job stopped. Ctrl-Z at the terminal it was handed, or
+ * a read of the terminal while dlock is in the background: stop with it,
+ * as a shell job would, so that the shell shows the job stopped and `fg`
+ * continues it. Stopped by anyone else (SIGSTOP), or with no shell to
+ * continue us: say so, as it keeps the lock meanwhile. */
+static void follow_stop(struct supervisor *sv, pid_t pid, int sig)
 {
 	struct job *job = sv->job;
 	const char *key = sv->w->opts->key;
 	bool wants_tty = sig == SIGTTIN || sig == SIGTTOU;
+	char who[64] = "the command";
 
-	if (job->tty_fd < 0 || (!job->tty_handed && !wants_tty)) {
-		log_line(key, "the command was stopped (SIG%s) and keeps the lock until it is continued",
-			 sigabbrev_np(sig));
+	if (pid != job->pid)
+		snprintf(who, sizeof who, "process %d of the job", (int)pid);
+	if (job->tty_fd < 0 || sig == SIGSTOP || !shell_above() ||
+	    (!job->tty_handed && !wants_tty)) {
+		log_line(key, "%s was stopped (SIG%s) and keeps the lock until it is continued",
+			 who, sigabbrev_np(sig));
 		return;
 	}
 	if (!job->tty_handed)
-		log_line(key, "the command was stopped (SIG%s): it wants the terminal; dlock stops too, 'fg' gives it the terminal",
-			 sigabbrev_np(sig));
+		log_line(key, "%s was stopped (SIG%s): it wants the terminal; dlock stops too, 'fg' gives it the terminal",
+			 who, sigabbrev_np(sig));
 	if (tcgetpgrp(job->tty_fd) == job->pid)
 		tcsetpgrp(job->tty_fd, getpgrp());
 	/* SIGSTOP, not the command's signal: a terminal stop signal is
@@ -127,16 +165,20 @@ static void reap(struct supervisor *sv)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
-		if (pid == job->pid && WIFSTOPPED(st)) {
-			follow_stop(sv, WSTOPSIG(st));
-		} else if (pid == job->pid) {
-			sv->command_done = true;
-			sv->status = exit_status(st);
-		} else if (wd && pid == wd->pid && !WIFSTOPPED(st)) {
+		if (wd && pid == wd->pid && WIFSTOPPED(st)) {
+			kill(pid, SIGCONT);
+		} else if (wd && pid == wd->pid) {
 			struct error err = { 0 };
 
 			if (watchdog_restart(wd, &err) < 0)
 				log_error(sv->w->opts->key, &err);
+		} else if (WIFSTOPPED(st) &&
+			   (pid == job->pid || getpgid(pid) == job->pid)) {
+			follow_stop(sv, pid, WSTOPSIG(st));
+		} else if (pid == job->pid) {
+			sv->command_done = true;
+			sv->status = exit_status(st);
+			sv->signaled = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 		}
 	}
 	sv->look_at_group = true;
@@ -160,9 +202,9 @@ static void on_lease(struct supervisor *sv)
 	struct error err = { 0 };
 
 	if (lease_collect(ls, clock_now_ms(), &err) < 0)
-		lose_lease(sv, err.msg, EX_TEMPFAIL);
+		lose_lease(sv, err.msg, EX_TEMPFAIL, -1);
 	else if (sv->w->wd && !ls->halted)
-		watchdog_deadline(sv->w->wd, lease_deadline_ms(ls));
+		watchdog_deadline(sv->w->wd, lease_deadline_ms(ls), lease_end(sv));
 }
 
 static void on_deadlines(struct supervisor *sv)
@@ -172,11 +214,11 @@ static void on_deadlines(struct supervisor *sv)
 	struct error err = { 0 };
 
 	if (ls && lease_tick(ls, now_ms, &err) < 0)
-		lose_lease(sv, err.msg, err.exit);
+		lose_lease(sv, err.msg, err.exit, lease_end(sv));
 	if (sv->max_hold_at_ms >= 0 && now_ms >= sv->max_hold_at_ms) {
 		sv->max_hold_at_ms = -1;
 		lose_lease(sv, "held longer than --max-hold: the job is treated as hung",
-			   EX_TEMPFAIL);
+			   EX_TEMPFAIL, lease_end(sv));
 	}
 	if (sv->kill_at_ms >= 0 && now_ms >= sv->kill_at_ms) {
 		sv->kill_at_ms = -1;
@@ -188,10 +230,8 @@ static void on_deadlines(struct supervisor *sv)
 	}
 }
 
-static bool job_over(struct supervisor *sv)
+static bool group_over(struct supervisor *sv)
 {
-	if (!sv->command_done)
-		return false;
 	if (sv->w->opts->close)
 		return true;
 	if (!sv->look_at_group)
@@ -201,6 +241,17 @@ static bool job_over(struct supervisor *sv)
 		return true;
 	sv->group_poll_at_ms = clock_now_ms() + GROUP_POLL_MS;
 	return false;
+}
+
+static bool job_over(struct supervisor *sv)
+{
+	if (!sv->command_done || !group_over(sv))
+		return false;
+	/* The watchdog stopped the job while we were stalled. */
+	if (sv->w->wd && watchdog_fired(sv->w->wd) && !sv->lost)
+		lose_lease(sv, "dlock was stalled past the lease; its watchdog stopped the job",
+			   EX_TEMPFAIL, -1);
+	return true;
 }
 
 static int64_t next_deadline(const struct supervisor *sv)
@@ -254,6 +305,7 @@ int supervise(struct job *job, const struct watch *w)
 		struct pollfd pfd[3];
 		int timeout;
 
+		on_signals(&sv);	/* a job that ended in time is not lost */
 		on_deadlines(&sv);
 		if (job_over(&sv))
 			break;
@@ -273,8 +325,6 @@ int supervise(struct job *job, const struct watch *w)
 			nanosleep(&pause, NULL);
 			continue;
 		}
-		if (pfd[0].revents & POLLIN)
-			on_signals(&sv);
 		if (pfd[1].revents & POLLIN)
 			on_lease(&sv);
 		if (pfd[2].revents & POLLIN)
@@ -284,5 +334,6 @@ int supervise(struct job *job, const struct watch *w)
 		tcsetpgrp(job->tty_fd, getpgrp());
 	if (sv.timer_fd >= 0)
 		close(sv.timer_fd);
+	job->term_signal = sv.lost ? 0 : sv.signaled;
 	return sv.lost ? sv.exit : sv.status;
 }

@@ -9,7 +9,6 @@
 #include <bsd/stdlib.h>
 #include "clock.h"
 #include "fanout.h"
-#include "quorum.h"
 #include "wait.h"
 #include "waitline.h"
 
@@ -128,14 +127,11 @@ static int64_t next_try_ms(const struct waiter *w, int64_t retry_ms)
  * per round, and a short TTL may be gone by now. If not, give it back. */
 static bool enough_left(struct lock *lk, struct error *err)
 {
-	int64_t left_ms = lock_left_ms(lk);
+	struct error ignored;
 
-	if (left_ms > quorum_notice_ms(lk->ttl_ms))
+	if (lock_check_left(lk, err) == 0)
 		return true;
-	lock_release(lk, err);
-	error_set(err, EX_UNAVAILABLE,
-		  "acquiring took so long that %lld ms of the lease were left (--ttl too short?)",
-		  (long long)(left_ms > 0 ? left_ms : 0));
+	lock_release(lk, &ignored);
 	return false;
 }
 

@@ -8,19 +8,22 @@
  * killer) and on a timer at the lease deadline, which dlock moves on after
  * every renewal (reached: dlock is stalled, SIGSTOP or a debugger, and the
  * lease is about to lapse). Either way the job's process group gets the
- * --on-lost signal and SIGCONT at once, SIGKILL after --kill-after.
+ * --on-lost signal and SIGCONT at once, and SIGKILL after --kill-after or
+ * when the lease runs out, whichever is first.
  *
- * The watchdog shares dlock's memory (clone(CLONE_VM), as posix_spawn()
- * does, but without CLONE_VFORK): a fork() copies the page tables and then
- * every page dlock writes, which costs more than a millisecond per run on a
- * small VM, a fifth of a whole `dlock K true`. Sharing the memory, the
- * watchdog also shares the main thread's thread-local storage, errno among
- * it; so it calls no libc function at all, only the raw system calls
- * below, and is built without sanitizers. Under valgrind (which has no
- * clone(CLONE_VM) without threads), where that clone fails, or where there
- * is no raw system call here for the architecture, a plain fork() runs the
- * same code. What both sides share is one MAP_SHARED
- * page, which suits either. */
+ * What it costs matters: dlock runs once per cron job or CI step. A fork()
+ * copies the page tables and then every page dlock writes, and an exec
+ * builds a process from scratch: each costs 1-2 ms here, a fifth of a whole
+ * `dlock K true`. So the watchdog starts sharing dlock's memory (clone with
+ * CLONE_VM, no copy), and only a job still running after HANDOVER_MS gets
+ * it exec'd as "dlock watchdog", a process of its own: one sharing dlock's
+ * memory would die with it, as the OOM killer kills every process of the
+ * victim's memory. Until then it shares dlock's thread-local storage, errno
+ * among it, so it makes only the raw system calls below and calls no libc
+ * function. The two sides share one page, a memfd. Under valgrind (which
+ * has no clone(CLONE_VM) without threads), where there is no raw system
+ * call here for the architecture, or where /proc/self/exe cannot be
+ * exec'd, a plain fork() runs the watchdog instead. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -34,8 +37,10 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include "clock.h"
 #include "watchdog.h"
+
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>	/* a header only: no library, no cost */
 #else
@@ -43,16 +48,109 @@
 #endif
 
 #define GROUP_POLL_MS 50
+#define HANDOVER_MS 20		/* a job this short never pays for an exec */
+#define PAGE_FD 3		/* in the watchdog: the shared page */
+#define PIPE_FD 4		/* dlock's pipe */
 #define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 
 struct watch_page {
 	_Atomic int64_t deadline_ms;	/* act then, unless moved on */
+	_Atomic int64_t end_ms;		/* the lease runs out then */
 	_Atomic pid_t pgid;		/* the job; 0 until it starts */
 	atomic_int fired;		/* the --on-lost signal was sent */
 	atomic_int done;		/* the job is over: exit, touch nothing */
+	atomic_int no_exec;		/* /proc/self/exe failed: fork() next */
 	int on_lost_signal;
 	int64_t kill_after_ms;
-	int fd;				/* the pipe's read end */
+};
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static bool group_alive(pid_t pgid)
+{
+	return kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
+static void pause_ms(int64_t ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void __attribute__((noreturn)) stop_job(struct watch_page *pg)
+{
+	pid_t pgid = atomic_load(&pg->pgid);
+	int64_t kill_at_ms = min64(clock_now_ms() + pg->kill_after_ms,
+				   atomic_load(&pg->end_ms));
+
+	if (pgid <= 0 || atomic_load(&pg->done))
+		_exit(0);
+	if (atomic_exchange(&pg->fired, 1) == 0) {
+		kill(-pgid, pg->on_lost_signal);
+		kill(-pgid, SIGCONT);	/* a stopped job must be able to act on it */
+	}
+	/* Polled: the group's members are not our children. Leaving as soon
+	 * as the group is gone keeps a later group of the same number safe. */
+	while (group_alive(pgid) && !atomic_load(&pg->done)) {
+		int64_t left_ms = kill_at_ms - clock_now_ms();
+
+		if (left_ms <= 0) {
+			kill(-pgid, SIGKILL);
+			break;
+		}
+		pause_ms(min64(left_ms, GROUP_POLL_MS));	/* on time */
+	}
+	_exit(0);
+}
+
+static void __attribute__((noreturn)) watch(struct watch_page *pg, int fd)
+{
+	struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { -1, POLLIN, 0 } };
+	sigset_t all;
+
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	pfd[1].fd = clock_timer();
+	for (;;) {
+		int64_t deadline_ms = atomic_load(&pg->deadline_ms);
+		int64_t now_ms = clock_now_ms();
+
+		if (now_ms >= deadline_ms)
+			stop_job(pg);
+		if (pfd[1].fd >= 0 && clock_arm(pfd[1].fd, deadline_ms) < 0) {
+			close(pfd[1].fd);
+			pfd[1].fd = -1;
+		}
+		/* Without a timer, poll()'s own timeout (which misses suspend). */
+		if (poll(pfd, 2, pfd[1].fd >= 0 ? -1 :
+			 clock_poll_ms(deadline_ms - now_ms)) < 0)
+			pause_ms(GROUP_POLL_MS);
+		else if (pfd[0].revents)
+			stop_job(pg);	/* EOF: dlock is gone, or done */
+	}
+}
+
+int watchdog_main(void)
+{
+	struct watch_page *pg = mmap(NULL, sizeof *pg, PROT_READ | PROT_WRITE,
+				     MAP_SHARED, PAGE_FD, 0);
+
+	if (pg == MAP_FAILED)
+		return EX_USAGE;	/* not started by dlock */
+	prctl(PR_SET_NAME, "dlock-watchdog");	/* not "exe" */
+	close(PAGE_FD);
+	close_range(PIPE_FD + 1, ~0U, 0);
+	watch(pg, PIPE_FD);
+}
+
+struct spawn {
+	int page_fd, pipe_fd;
+	struct watch_page *page;
 };
 
 #if defined(__x86_64__)
@@ -85,129 +183,76 @@ static NO_SANITIZE long sys(long n, long a, long b, long c, long d, long e)
 	return x0;
 }
 #else
-#define SHARE_VM 0	/* forked: libc is fine there */
-static long sys(long n, long a, long b, long c, long d, long e)
-{
-	long r = syscall(n, a, b, c, d, e);
-
-	return r < 0 ? -errno : r;
-}
+#define SHARE_VM 0	/* no raw system calls here: fork() */
 #endif
 
-static NO_SANITIZE int64_t now_ms(void)
+#if SHARE_VM
+
+/* The first HANDOVER_MS, in dlock's memory: raw system calls only. If the
+ * job is over by then (done, and the pipe closed), leave; otherwise, or if
+ * dlock died meanwhile, become "dlock watchdog", which sees the EOF too. */
+static NO_SANITIZE int watch_first(void *arg)
 {
-	struct timespec ts = { 0, 0 };
-
-	sys(SYS_clock_gettime, CLOCK_BOOTTIME, (long)&ts, 0, 0, 0);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static NO_SANITIZE bool group_alive(pid_t pgid)
-{
-	long r = sys(SYS_kill, -pgid, 0, 0, 0, 0);
-
-	return r == 0 || r == -EPERM;
-}
-
-static NO_SANITIZE void pause_ms(int64_t ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-
-	sys(SYS_clock_nanosleep, CLOCK_BOOTTIME, 0, (long)&ts, 0, 0);
-}
-
-static NO_SANITIZE __attribute__((noreturn)) void leave(void)
-{
-	for (;;)
-		sys(SYS_exit, 0, 0, 0, 0, 0);
-}
-
-static NO_SANITIZE __attribute__((noreturn)) void stop_job(struct watch_page *pg)
-{
-	pid_t pgid = atomic_load(&pg->pgid);
-	int64_t kill_at_ms = now_ms() + pg->kill_after_ms;
-
-	if (pgid <= 0 || atomic_load(&pg->done))
-		leave();
-	if (atomic_exchange(&pg->fired, 1) == 0) {
-		sys(SYS_kill, -pgid, pg->on_lost_signal, 0, 0, 0);
-		/* a stopped job must be able to act on it */
-		sys(SYS_kill, -pgid, SIGCONT, 0, 0, 0);
-	}
-	/* Polled: the group's members are not our children. Leaving as soon
-	 * as the group is gone keeps a later group of the same number safe. */
-	while (group_alive(pgid) && !atomic_load(&pg->done)) {
-		if (now_ms() >= kill_at_ms) {
-			sys(SYS_kill, -pgid, SIGKILL, 0, 0, 0);
-			break;
-		}
-		pause_ms(GROUP_POLL_MS);
-	}
-	leave();
-}
-
-static NO_SANITIZE void arm(int tfd, int64_t at_ms)
-{
-	struct itimerspec its = {
-		.it_value = { at_ms / 1000, (at_ms % 1000) * 1000000 },
-	};
-
-	sys(SYS_timerfd_settime, tfd, TFD_TIMER_ABSTIME, (long)&its, 0, 0);
-}
-
-static NO_SANITIZE int watch(void *arg)
-{
-	struct watch_page *pg = arg;
-	int fd = pg->fd;
+	static char *const argv[] = { (char *)"dlock watchdog", NULL };
+	static char *const envp[] = { NULL };
+	const struct spawn *sp = arg;
 	uint64_t all = ~(uint64_t)0;
-	struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { -1, POLLIN, 0 } };
+	struct timespec handover = { 0, HANDOVER_MS * 1000000L };
+	struct pollfd pfd = { PIPE_FD, POLLIN, 0 };
+	long page_fd = sys(SYS_fcntl, sp->page_fd, F_DUPFD, PIPE_FD + 1, 0, 0);
+	long pipe_fd = sys(SYS_fcntl, sp->pipe_fd, F_DUPFD, PIPE_FD + 1, 0, 0);
 
 	sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, sizeof all, 0);
 	/* Out of dlock's process group and session: a kill -9 of dlock's
 	 * group (a CI runner cancelling a step) must not take us with it. */
 	sys(SYS_setsid, 0, 0, 0, 0, 0);
-	sys(SYS_prctl, PR_SET_NAME, (long)"dlock watchdog", 0, 0, 0);
-	/* We hold copies of every descriptor dlock had: the pipe's write end
-	 * would hide dlock's death, its stdout a reader's EOF. */
-	for (long i = 0; i < 3; i++)
-		if (i != fd)
-			sys(SYS_close, i, 0, 0, 0, 0);
-	if (fd > 3)
-		sys(SYS_close_range, 3, fd - 1, 0, 0, 0);
-	sys(SYS_close_range, fd + 1, ~0U, 0, 0, 0);
-	pfd[1].fd = (int)sys(SYS_timerfd_create, CLOCK_BOOTTIME, TFD_CLOEXEC, 0, 0, 0);
-	for (;;) {
-		int64_t deadline_ms = atomic_load(&pg->deadline_ms);
-		int64_t left_ms = deadline_ms - now_ms();
-		struct timespec ts = { left_ms / 1000, (left_ms % 1000) * 1000000 };
-
-		if (left_ms <= 0)
-			stop_job(pg);
-		if (pfd[1].fd >= 0)
-			arm(pfd[1].fd, deadline_ms);
-		/* Without a timer, ppoll()'s timeout (which misses suspend). */
-		if (sys(SYS_ppoll, (long)pfd, 2, pfd[1].fd >= 0 ? 0 : (long)&ts, 0,
-			0) > 0 && pfd[0].revents)
-			stop_job(pg);	/* EOF: dlock is gone, or done */
-	}
+	sys(SYS_prctl, PR_SET_NAME, (long)"dlock-watchdog", 0, 0, 0);
+	/* None of dlock's descriptors: not the pipe's write end, which would
+	 * hide dlock's death, nor its stdout, whose reader waits for EOF. */
+	if (page_fd < 0 || pipe_fd < 0 ||
+	    sys(SYS_dup3, page_fd, PAGE_FD, 0, 0, 0) < 0 ||
+	    sys(SYS_dup3, pipe_fd, PIPE_FD, 0, 0, 0) < 0)
+		sys(SYS_exit, EX_OSERR, 0, 0, 0, 0);
+	for (long fd = 0; fd < 3; fd++)
+		sys(SYS_close, fd, 0, 0, 0, 0);
+	sys(SYS_close_range, PIPE_FD + 1, ~0U, 0, 0, 0);
+	if (sys(SYS_ppoll, (long)&pfd, 1, (long)&handover, 0, 0) > 0 &&
+	    atomic_load(&sp->page->done))
+		sys(SYS_exit, 0, 0, 0, 0, 0);
+	sys(SYS_execve, (long)"/proc/self/exe", (long)argv, (long)envp, 0, 0);
+	atomic_store(&sp->page->no_exec, 1);
+	sys(SYS_exit, EX_OSERR, 0, 0, 0, 0);	/* dlock starts another */
 	return 0;
 }
+#endif
 
-static int start_process(struct watchdog *wd)
+static int start_process(struct watchdog *wd, int page_fd, int pipe_fd,
+			 int write_fd)
 {
-	/* 32 KiB: a few frames of system calls. The watchdog is started
-	 * again only once the one before has been reaped. */
-	static char stack[32 * 1024] __attribute__((aligned(16)));
+#if SHARE_VM
+	/* Static: the clone reads them after we return. 16 KiB of stack: a
+	 * few system calls. It is started again only once reaped. */
+	static char stack[16 * 1024] __attribute__((aligned(16)));
+	static struct spawn sp;
 
-	if (SHARE_VM && !RUNNING_ON_VALGRIND) {
-		wd->pid = clone(watch, stack + sizeof stack, CLONE_VM | SIGCHLD,
-				wd->page);
-		if (wd->pid >= 0)
+	if (!RUNNING_ON_VALGRIND && !atomic_load(&wd->page->no_exec)) {
+		sp = (struct spawn){ page_fd, pipe_fd, wd->page };
+		wd->pid = clone(watch_first, stack + sizeof stack,
+				CLONE_VM | SIGCHLD, &sp);
+		if (wd->pid > 0)
 			return 0;
 	}
+#endif
 	wd->pid = fork();
-	if (wd->pid == 0)
-		_exit(watch(wd->page));
+	if (wd->pid == 0) {
+		setsid();
+		prctl(PR_SET_NAME, "dlock-watchdog");
+		close(write_fd);
+		for (int i = 0; i < 3; i++)
+			if (i != pipe_fd)
+				close(i);
+		watch(wd->page, pipe_fd);
+	}
 	return wd->pid < 0 ? -1 : 0;
 }
 
@@ -219,8 +264,7 @@ static int start(struct watchdog *wd, struct error *err)
 		error_set(err, EX_OSERR, "watchdog: pipe: %s", strerror(errno));
 		return -1;
 	}
-	wd->page->fd = fds[0];
-	if (start_process(wd) < 0) {
+	if (start_process(wd, wd->page_fd, fds[0], fds[1]) < 0) {
 		error_set(err, EX_OSERR, "watchdog: %s", strerror(errno));
 		close(fds[0]);
 		close(fds[1]);
@@ -232,23 +276,29 @@ static int start(struct watchdog *wd, struct error *err)
 }
 
 int watchdog_start(struct watchdog *wd, int on_lost_signal,
-		   int64_t kill_after_ms, int64_t deadline_ms, struct error *err)
+		   int64_t kill_after_ms, int64_t deadline_ms, int64_t end_ms,
+		   struct error *err)
 {
-	struct watch_page *pg = mmap(NULL, sizeof *pg, PROT_READ | PROT_WRITE,
-				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct watch_page *pg;
 
-	*wd = (struct watchdog){ .fd = -1 };
-	if (pg == MAP_FAILED) {
-		error_set(err, EX_OSERR, "watchdog: mmap: %s", strerror(errno));
+	*wd = (struct watchdog){ .fd = -1, .page_fd = -1 };
+	wd->page_fd = memfd_create("dlock-watchdog", MFD_CLOEXEC);
+	if (wd->page_fd < 0 || ftruncate(wd->page_fd, sizeof *pg) < 0 ||
+	    (pg = mmap(NULL, sizeof *pg, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       wd->page_fd, 0)) == MAP_FAILED) {
+		error_set(err, EX_OSERR, "watchdog: %s", strerror(errno));
+		if (wd->page_fd >= 0)
+			close(wd->page_fd);
+		wd->page_fd = -1;
 		return -1;
 	}
 	pg->deadline_ms = deadline_ms;
+	pg->end_ms = end_ms;
 	pg->on_lost_signal = on_lost_signal;
 	pg->kill_after_ms = kill_after_ms;
 	wd->page = pg;
 	if (start(wd, err) < 0) {
-		munmap(pg, sizeof *pg);
-		wd->page = NULL;
+		watchdog_end(wd);
 		return -1;
 	}
 	return 0;
@@ -259,8 +309,9 @@ void watchdog_job(struct watchdog *wd, pid_t pgid)
 	atomic_store(&wd->page->pgid, pgid);
 }
 
-void watchdog_deadline(struct watchdog *wd, int64_t deadline_ms)
+void watchdog_deadline(struct watchdog *wd, int64_t deadline_ms, int64_t end_ms)
 {
+	atomic_store(&wd->page->end_ms, end_ms);
 	atomic_store(&wd->page->deadline_ms, deadline_ms);
 }
 
@@ -269,10 +320,15 @@ bool watchdog_claim(struct watchdog *wd)
 	return atomic_exchange(&wd->page->fired, 1) == 0;
 }
 
+bool watchdog_fired(const struct watchdog *wd)
+{
+	return atomic_load(&wd->page->fired) != 0;
+}
+
 int watchdog_restart(struct watchdog *wd, struct error *err)
 {
 	/* One that acted has done its part; dlock sees to the rest. */
-	if (atomic_load(&wd->page->fired))
+	if (!wd->page || atomic_load(&wd->page->fired))
 		return 0;
 	if (wd->fd >= 0)
 		close(wd->fd);
@@ -288,7 +344,8 @@ void watchdog_end(struct watchdog *wd)
 	atomic_store(&wd->page->done, 1);
 	if (wd->fd >= 0)
 		close(wd->fd);
-	/* Not unmapped: the watchdog may still be reading it. The page goes
-	 * with the last of us to exit. */
-	*wd = (struct watchdog){ .fd = -1 };
+	if (wd->page_fd >= 0)
+		close(wd->page_fd);
+	/* Not unmapped: a watchdog still in our memory may read it yet. */
+	*wd = (struct watchdog){ .fd = -1, .page_fd = -1 };
 }

@@ -9,24 +9,34 @@ struct watch_page;
 
 struct watchdog {
 	struct watch_page *page;	/* shared with the watchdog process */
+	int page_fd;		/* its memfd, for a watchdog started again */
 	pid_t pid;
 	int fd;			/* a pipe's write end: EOF says dlock is gone */
 };
 
-/* Forks the watchdog before the command starts: from then on, if dlock
+/* Starts the watchdog before the command starts: from then on, if dlock
  * dies, or is stalled past deadline_ms (SIGSTOP, a debugger), the job's
  * process group gets on_lost_signal and SIGCONT at once, SIGKILL after
- * kill_after_ms. Returns 0, or -1 with err (71). */
+ * kill_after_ms or at end_ms (just before the lease runs out), whichever
+ * is first.
+ * Returns 0, or -1 with err (71). */
 int watchdog_start(struct watchdog *wd, int on_lost_signal,
-		   int64_t kill_after_ms, int64_t deadline_ms, struct error *err);
+		   int64_t kill_after_ms, int64_t deadline_ms, int64_t end_ms,
+		   struct error *err);
+/* The watchdog process itself: main() of "dlock watchdog", which finds
+ * the shared page on fd 3 and dlock's pipe on fd 4. Returns only when it
+ * was not started by dlock (64). */
+int watchdog_main(void);
 /* The job's process group, published by the command's own process before
  * it execs (async-signal-safe: a plain atomic store). */
 void watchdog_job(struct watchdog *wd, pid_t pgid);
-/* The lease was renewed: the new deadline. */
-void watchdog_deadline(struct watchdog *wd, int64_t deadline_ms);
+/* The lease was renewed: the new deadline and end. */
+void watchdog_deadline(struct watchdog *wd, int64_t deadline_ms, int64_t end_ms);
 /* Whoever claims first sends the --on-lost signal: true for the first
  * caller, whether dlock or its watchdog, so that the job gets it once. */
 bool watchdog_claim(struct watchdog *wd);
+/* Whether the --on-lost signal was sent, by either. */
+bool watchdog_fired(const struct watchdog *wd);
 /* The watchdog process ended while the job runs (somebody killed it):
  * starts another, with the same page, unless it ended after it acted.
  * Returns 0 or -1 (err). */

@@ -15,8 +15,8 @@ held() { ! dlock -S "$U" -n K true; }	# K is taken (by anyone)
 free() { dlock -S "$U" -n K true; }
 pgid_of() { ps -o pgid= -p "$1" | tr -d ' '; }
 # command_of DLOCK-PID: the command dlock started (its other child, the
-# watchdog, is named "dlock watchdog")
-command_of() { ps -o pid=,comm= --ppid "$1" | awk '$2 != "dlock" { print $1 }'; }
+# watchdog, is named "dlock-watchdog")
+command_of() { ps -o pid=,comm= --ppid "$1" | awk '$2 !~ /^dlock/ { print $1 }'; }
 has_command() { [[ -n $(command_of "$1") ]]; }
 lost_line() {
 	grep -q '^dlock: K: .*lease lost' "$T/$1.err" ||
@@ -217,7 +217,105 @@ os.execv(sys.argv[1], sys.argv[1:])' "$DLOCK" -S "$U" K sh -c 'exit 3'
 	run -69 --separate-stderr dlock "${srv[@]}" --fair -t 1 --node-timeout 0.45 -w 3 K touch "$T/ran"
 	[[ ! -e $T/ran ]] || fail "the command ran"
 	[[ $stderr == *"acquiring took so long"* ]] || fail "stderr: $stderr"
+	# The default --node-timeout (TTL/3) leaves enough for the notice but
+	# not for a renewal round, which waits it out on the paused server.
+	run -69 --separate-stderr dlock "${srv[@]}" --fair -t 1 -w 2 K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran (with the default --node-timeout)"
 	# Given back each time: another client gets it at once.
 	run -0 dlock "${srv[@]}" --node-timeout 0.1 -n K true
 	kill -CONT "$(server_pid r3)"
+}
+
+# ---- a job deaf to the --on-lost signal never outlives the lease ----------
+
+# second_alone: another client gets K and finds the first job dead (gone,
+# or a zombie nobody has reaped yet)
+second_alone() {
+	run -0 dlock -S "$U" -w 15 K sh -c '
+		s=$(cat "/proc/$0/stat" 2>/dev/null) || { echo alone; exit; }
+		s=${s##*) }
+		case $s in Z*) echo alone ;; *) echo "overlap: ${s%% *}" ;; esac' "$(<"$T/h.pid")"
+	assert_output alone
+}
+
+@test "--max-hold: a job deaf to SIGTERM is killed when the lease runs out, not after --kill-after" {
+	JOB_MODE=deaf hold h -S "$U" -t 2 --max-hold 0.5 --kill-after 60 K
+	wait_ready h
+	second_alone
+	reap h
+	assert_equal "$bg_status" 75
+}
+
+@test "dlock stopped: a job deaf to SIGTERM is killed when the lease runs out" {
+	JOB_MODE=deaf hold h -S "$U" -t 2 --kill-after 60 K
+	wait_ready h
+	kill -STOP "$(<"$T/h.dlock")"
+	second_alone
+	kill -CONT "$(<"$T/h.dlock")"
+	reap h
+	assert_equal "$bg_status" 75
+}
+
+@test "dlock killed: a job deaf to SIGTERM is killed when the lease runs out" {
+	JOB_MODE=deaf hold h -S "$U" -t 2 --kill-after 60 K
+	wait_ready h
+	kill -KILL "$(<"$T/h.dlock")"
+	second_alone
+}
+
+# ---- the watchdog ---------------------------------------------------------
+
+watchdog_of() { ps -o pid=,comm= --ppid "$1" | awk '$2 == "dlock-watchdog" { print $1 }'; }
+has_watchdog() { [[ -n $(watchdog_of "$1") ]]; }
+is_exec_d() { [[ $(tr '\0' ' ' <"/proc/$1/cmdline") == "dlock watchdog " ]]; }
+state_of() { s=$(<"/proc/$1/stat"); s=${s##*) }; echo "${s:0:1}"; }
+running() { [[ $(state_of "$1") != T ]]; }
+
+@test "the watchdog becomes a process of its own (the OOM killer kills every sharer of dlock's memory)" {
+	hold h -S "$U" K
+	wait_ready h
+	local wd; wd=$(watchdog_of "$(<"$T/h.dlock")")
+	[[ -n $wd ]] || fail "no watchdog"
+	wait_until 2 is_exec_d "$wd" || fail "the watchdog still shares dlock's memory: $(tr '\0' ' ' <"/proc/$wd/cmdline")"
+	[[ $(readlink "/proc/$wd/exe") == "$(readlink -f "$DLOCK")"* ]] || fail "exe: $(readlink "/proc/$wd/exe")"
+	finish h
+	assert_equal "$bg_status" 0
+	wait_until 5 dead "$wd" || fail "the watchdog outlives dlock"
+}
+
+@test "a stopped watchdog is continued, a killed one started again" {
+	hold h -S "$U" -t 2 K
+	wait_ready h
+	local d wd wd2; d=$(<"$T/h.dlock")
+	wd=$(watchdog_of "$d")
+	kill -STOP "$wd"
+	wait_until 5 running "$wd" || fail "the watchdog stays stopped"
+	kill -KILL "$wd"
+	wait_until 5 dead "$wd"
+	wait_until 5 has_watchdog "$d" || fail "no new watchdog"
+	wd2=$(watchdog_of "$d")
+	[[ $wd2 != "$wd" ]] || fail "the same watchdog"
+	kill -KILL "$d"
+	wait_until 5 test -e "$T/h.sig" || fail "the job got no signal"
+	assert_equal "$(<"$T/h.sig")" TERM
+}
+
+# ---- odd starts -----------------------------------------------------------
+
+@test "re-entry only from inside the job: a process that left its session waits" {
+	run -0 dlock -S "$U" K sh -c '
+		setsid "$0" -S "$1" -n K true; echo "setsid:$?"
+		"$0" -S "$1" -n K true; echo "inside:$?"' "$DLOCK" "$U"
+	assert_output $'setsid:1\ninside:0'
+}
+
+@test "the command sees DLOCK_JOB, its process group" {
+	run -0 dlock -S "$U" K sh -c 'set -- $(cat /proc/$$/stat); echo "$DLOCK_JOB $5"'
+	local job pgrp; read -r job pgrp <<<"$output"
+	assert_equal "$job" "$pgrp"
+}
+
+@test "closed stdin and stderr: no reply or line goes astray" {
+	run -75 sh -c '"$0" -S "$1" -t 1 --max-hold 0.3 K sleep 0.6 <&- 2>&-' "$DLOCK" "$U"
+	key_gone r dlock:K	# released, not left to lapse
 }

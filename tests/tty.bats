@@ -162,3 +162,86 @@ teardown() { tmux_stop; stop_all; }
 	type_line hello
 	wait_until 5 shows 'got hello' || fail "the command did not get the terminal: $(screen)"
 }
+
+@test "Ctrl-C stops a shell loop of dlock, as it stops one of flock" {
+	servers 1
+	tmux_start
+	type_line "for i in 1 2 3; do $(printf '%q ' "$DLOCK" "${SRV[@]}" K sh -c 'touch "$0"; sleep 30' "$T/ran"); echo iter\$i; done; echo loop-end"
+	wait_until 5 test -e "$T/ran" || fail "no job: $(screen)"
+	"${TM[@]}" send-keys C-c
+	type_line 'echo after'
+	wait_until 5 shows '^after' || fail "the shell is stuck: $(screen)"
+	! shows '^iter1' || fail "the loop went on after Ctrl-C: $(screen)"
+	! shows '^loop-end' || fail "the list went on after Ctrl-C: $(screen)"
+}
+
+@test "Ctrl-C while waiting stops a shell loop too" {
+	servers 1
+	hold h "${SRV[@]}" K
+	wait_ready h
+	tmux_start
+	type_line "for i in 1 2 3; do $(printf '%q ' "$DLOCK" "${SRV[@]}" K true); echo iter\$i; done; echo loop-end"
+	wait_until 5 blocked_all 1 || fail "dlock does not wait: $(screen)"
+	"${TM[@]}" send-keys C-c
+	type_line 'echo after'
+	wait_until 5 shows '^after' || fail "the shell is stuck: $(screen)"
+	! shows '^iter1' || fail "the loop went on after Ctrl-C: $(screen)"
+}
+
+@test "Ctrl-Z stops what the command left running too, and fg continues it" {
+	servers 1
+	tmux_start
+	type_line "$(printf '%q ' "$DLOCK" "${SRV[@]}" K sh -c '"$0" "$1" stay & exit 0' "$T/job" "$T/j")"
+	wait_until 5 test -e "$T/j.ready" || fail "no job: $(screen)"
+	# the command (sh, the group's leader) exits; its child runs on
+	wait_until 5 dead "$(ps -o pgid= -p "$(<"$T/j.pid")" | tr -d ' ')" || fail "sh did not exit"
+	"${TM[@]}" send-keys C-z
+	type_line ''
+	wait_until 5 shows 'Stopped' || fail "not stopped: $(screen)"
+	type_line fg
+	touch "$T/j.release"
+	type_line 'echo status=$?'
+	wait_until 10 shows 'status=0' || fail "did not finish: $(screen)"
+}
+
+@test "kill -STOP of a command that has the terminal: dlock says so and does not stop" {
+	servers 1
+	tmux_start
+	type_line "$(printf '%q ' "$DLOCK" "${SRV[@]}" K "$T/job" "$T/j")"
+	wait_until 5 test -e "$T/j.ready" || fail "no job: $(screen)"
+	kill -STOP "$(<"$T/j.pid")"
+	wait_until 5 shows 'was stopped (SIGSTOP) and keeps the lock' || fail "no line: $(screen)"
+	! shows 'Stopped' || fail "dlock stopped too: $(screen)"
+	kill -CONT "$(<"$T/j.pid")"
+	touch "$T/j.release"
+	type_line 'echo status=$?'
+	wait_until 10 shows 'status=0' || fail "did not finish: $(screen)"
+}
+
+@test "--on-lost ignore, Ctrl-Z, fg after the lease: the job runs on as asked, 75" {
+	servers 1
+	tmux_start
+	type_line "$(printf '%q ' "$DLOCK" "${SRV[@]}" -t 1 --on-lost ignore K "$T/job" "$T/j")"
+	wait_until 5 test -e "$T/j.ready" || fail "no job: $(screen)"
+	"${TM[@]}" send-keys C-z
+	wait_until 5 shows 'Stopped' || fail "not stopped: $(screen)"
+	sleep 1.5	# past the lease: nothing to await, time must pass
+	type_line fg
+	wait_until 5 shows 'lease lost' || fail "no lease-lost line: $(screen)"
+	touch "$T/j.release"
+	type_line 'echo status=$?'
+	wait_until 10 shows 'status=75' || fail "dlock did not end with the job: $(screen)"
+	[[ ! -e $T/j.sig ]] || fail "the job was signalled: $(cat "$T/j.sig")"
+}
+
+@test "a background job whose shell is gone: dlock says it wants the terminal, does not stop for ever" {
+	servers 1
+	tmux_start
+	type_line "bash -c '$(printf '%q ' "$DLOCK" "${SRV[@]}" K sh -c 'touch "$0"; read x </dev/tty' "$T/ran") >$T/o.out 2>$T/o.err & echo \$! >$T/o.pid'"
+	wait_until 5 test -s "$T/o.pid" || fail "no dlock: $(screen)"
+	track "$(<"$T/o.pid")"
+	wait_until 5 grep -q 'keeps the lock until it is continued' "$T/o.err" ||
+		fail "no line: $(cat "$T/o.err")"
+	local s; s=$(<"/proc/$(<"$T/o.pid")/stat"); s=${s##*) }
+	[[ ${s:0:1} != T ]] || fail "dlock stopped, with no shell to continue it"
+}
