@@ -126,7 +126,8 @@ int lock_init(struct lock *lk, const struct options *opts,
 	    !(lk->alive_key = derived_key(lk->key, ":alive")) ||
 	    !(lk->ticket_key = derived_key(lk->key, ":ticket")) ||
 	    !(lk->slots_key = derived_key(lk->key, ":slots")) ||
-	    !(lk->wake_key = derived_key(lk->key, ":wake"))) {
+	    !(lk->wake_key = derived_key(lk->key, ":wake")) ||
+	    !(lk->writers_key = derived_key(lk->key, ":writers"))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
@@ -178,6 +179,7 @@ void lock_free(struct lock *lk)
 	free(lk->ticket_key);
 	free(lk->slots_key);
 	free(lk->wake_key);
+	free(lk->writers_key);
 	free(lk->wake_list);
 }
 
@@ -220,9 +222,10 @@ static size_t release_round(struct lock *lk)
 {
 	const char *argv[] = {
 		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
-		lk->queue_key, lk->wake_key, lk->alive_key, lk->token,
+		lk->queue_key, lk->wake_key, lk->alive_key, lk->writers_key,
+		lk->token,
 	};
-	struct cmd cmd = { &script_release, 8, argv, NULL };
+	struct cmd cmd = { &script_release, 9, argv, NULL };
 
 	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
 }
@@ -367,12 +370,13 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	const char *argv[] = {
 		lk->key, lk->fence_key, lk->owner_key, lk->mode_key,
 		lk->queue_key, lk->alive_key, lk->slots_key, lk->wake_key,
+		lk->writers_key,
 		lk->token, lk->ttl_arg,
 		lk->reentry_token ? lk->reentry_token : "",
 		lk->info, lk->mode_arg, lk->ticket, lk->alive_arg, lk->slot_arg,
 		lk->opts->nonblock ? "" : "1",
 	};
-	struct cmd cmd = { &script_acquire, 17, argv, NULL };
+	struct cmd cmd = { &script_acquire, 18, argv, NULL };
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
 	size_t n_answered;
 	long long fence = 0, value;
@@ -502,9 +506,10 @@ int lock_begin(struct lock *lk, struct error *err)
 	 * round timed out, then holds a lock we know and will release. */
 	new_token(lk);
 	lk->waited = false;
-	/* A fair waiter is woken on a list of its own, as the head. */
+	/* A fair waiter is woken on a list of its own, as the head; so is an
+	 * exclusive one, as a writer that readers wait behind. */
 	free(lk->wake_list);
-	if ((lk->opts->fair ?
+	if ((lk->opts->fair || lk->opts->limit == 0 ?
 	     asprintf(&lk->wake_list, "%s:%s", lk->wake_key, lk->token) :
 	     asprintf(&lk->wake_list, "%s", lk->wake_key)) < 0) {
 		lk->wake_list = NULL;
@@ -516,8 +521,11 @@ int lock_begin(struct lock *lk, struct error *err)
 
 void lock_end_wait(struct lock *lk, enum lock_result r)
 {
-	const char *argv[] = { lk->queue_key, lk->alive_key, lk->wake_key, lk->token };
-	struct cmd cmd = { &script_leave, 4, argv, NULL };
+	const char *argv[] = {
+		lk->queue_key, lk->alive_key, lk->wake_key, lk->writers_key,
+		lk->token,
+	};
+	struct cmd cmd = { &script_leave, 5, argv, NULL };
 
 	if ((!lk->opts->fair && !lk->waited) || r == LOCK_REENTERED)
 		return;

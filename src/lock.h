@@ -25,6 +25,7 @@ struct lock {
 	bool *granted;			/* which servers granted the last try */
 	char *key, *fence_key, *owner_key, *mode_key;
 	char *queue_key, *alive_key, *ticket_key, *slots_key, *wake_key;
+	char *writers_key;		/* exclusive waiters, whom readers let by */
 	char *wake_list;		/* what this waiter BLPOPs: wake_key[:token] */
 	char token[33];
 	char fence[24];

@@ -12,7 +12,8 @@
  * of a caller that will wait refreshes its entry), 7 the
  * --limit slots (hash: token -> slot; each slot KEYS[7]..':'..i a string
  * holding its token, PX ttl), 8 the wake list (waiters BLPOP it; a fair
- * waiter its own, KEYS[8]..':'..token).
+ * or exclusive waiter its own, KEYS[8]..':'..token), 9 the exclusive
+ * waiters (zset: token -> server ms after which it counts as gone).
  * ARGV: 1 token, 2 ttl ms, 3 re-entry token or '', 4 holder info,
  * 5 mode ("x" exclusive, "s" shared, or N for --limit N), 6 fair ticket or '',
  * 7 waiter liveness ms, 8 the --limit slot to take, or '' for the lowest
@@ -28,7 +29,12 @@
  * lines are the common case, an exclusive lock that is free, kept short:
  * they call TIME only when the fencing counter is missing.
  * A shared or fair holder wakes the next waiter, who may hold alongside it
- * or is the new head of the queue. */
+ * or is the new head of the queue.
+ * Writers first, as read-write locks do: an exclusive request refused
+ * while the lock is held marks itself in KEYS[9] (if it will wait), and a
+ * shared or --limit request waits while a live mark is there, so that a
+ * stream of readers cannot keep a writer out for ever. The mark goes when
+ * the writer acquires or leaves, or lapses as KEYS[6]'s entries do. */
 const struct script script_acquire = {
 	.name = "acquire",
 	.body =
@@ -53,6 +59,7 @@ const struct script script_acquire = {
 		"  redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])\n"
 		"  redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
 		"  redis.call('ZREM', KEYS[6], ARGV[1])\n"
+		"  redis.call('ZREM', KEYS[9], ARGV[1])\n"
 		"  return {1, next_fence()}\n"
 		"end\n"
 		"local t = redis.call('TIME')\n"
@@ -81,17 +88,18 @@ const struct script script_acquire = {
 		"    stretch(now)\n"
 		"  end\n"
 		"end\n"
-		"-- Wakes one waiter: the head of the fair queue on its own list, else,\n"
-		"-- if anyone waits, whoever has waited longest on the common one (BLPOP\n"
-		"-- serves in order). An element nobody takes goes after 2 s: it is for a\n"
-		"-- waiter between its refusal and its BLPOP, a matter of milliseconds.\n"
-		"local function wake(queue, list, waiters)\n"
-		"  local head = redis.call('ZRANGE', queue, 0, 0)\n"
-		"  if #head > 0 then\n"
-		"    list = list .. ':' .. head[1]\n"
-		"  elseif redis.call('ZCARD', waiters) == 0 then\n"
-		"    return\n"
-		"  end\n"
+		"-- Wakes one waiter, if anyone waits (every waiter is in waiters): a\n"
+		"-- live exclusive waiter (writers first) when writers is given, else\n"
+		"-- the head of the fair queue, each on its own list; else whoever has\n"
+		"-- waited longest on the common one (BLPOP serves in order). An\n"
+		"-- element nobody takes goes after 2 s: it is for a waiter between\n"
+		"-- its refusal and its BLPOP.\n"
+		"local function wake(queue, list, waiters, writers, now)\n"
+		"  if redis.call('ZCARD', waiters) == 0 then return end\n"
+		"  local head = writers and redis.call('ZRANGEBYSCORE', writers,\n"
+		"    '(' .. now, '+inf', 'LIMIT', 0, 1) or {}\n"
+		"  if #head == 0 then head = redis.call('ZRANGE', queue, 0, 0) end\n"
+		"  if #head > 0 then list = list .. ':' .. head[1] end\n"
 		"  redis.call('LPUSH', list, '1')\n"
 		"  redis.call('LTRIM', list, 0, 0)\n"
 		"  redis.call('PEXPIRE', list, 2000)\n"
@@ -126,10 +134,16 @@ const struct script script_acquire = {
 		"  return who or ''\n"
 		"end\n"
 		"local pos, taken = 0, -1\n"
-		"local function refuse(hint, free)\n"
+		"local function refuse(hint, free, writer)\n"
 		"  if ARGV[9] == '1' then\n"
-		"    redis.call('ZADD', KEYS[6], now + tonumber(ARGV[7]), token)\n"
+		"    local until_ms = now + tonumber(ARGV[7])\n"
+		"    redis.call('ZADD', KEYS[6], until_ms, token)\n"
 		"    redis.call('PEXPIRE', KEYS[6], ARGV[7])\n"
+		"    if writer then\n"
+		"      redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now)\n"
+		"      redis.call('ZADD', KEYS[9], until_ms, token)\n"
+		"      redis.call('PEXPIRE', KEYS[9], ARGV[7])\n"
+		"    end\n"
 		"  end\n"
 		"  return {0, hint, pos, holder(), free}\n"
 		"end\n"
@@ -150,7 +164,7 @@ const struct script script_acquire = {
 		"  end\n"
 		"end\n"
 		"if mode == 'x' then\n"
-		"  if kind ~= 'none' then return refuse(redis.call('PTTL', KEYS[1])) end\n"
+		"  if kind ~= 'none' then return refuse(redis.call('PTTL', KEYS[1]), nil, true) end\n"
 		"  redis.call('SET', KEYS[1], token, 'PX', ARGV[2])\n"
 		"  redis.call('HSET', KEYS[3], token, ARGV[4])\n"
 		"  redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
@@ -160,6 +174,11 @@ const struct script script_acquire = {
 		"  if kind == 'zset' and had and had ~= mode then\n"
 		"    return redis.error_reply('DLOCKMODE the lock is held ' ..\n"
 		"      (had == 's' and 'shared' or 'with --limit ' .. had))\n"
+		"  end\n"
+		"  -- Writers first: behind a live exclusive waiter, whose wake-up\n"
+		"  -- comes first, and then wakes the readers.\n"
+		"  if redis.call('ZCOUNT', KEYS[9], '(' .. now, '+inf') > 0 then\n"
+		"    return refuse(-1)\n"
 		"  end\n"
 		"  if mode ~= 's' then\n"
 		"    local limit = tonumber(mode)\n"
@@ -189,14 +208,15 @@ const struct script script_acquire = {
 		"  stretch(now)\n"
 		"end\n"
 		"redis.call('ZREM', KEYS[6], token)\n"
+		"if mode == 'x' then redis.call('ZREM', KEYS[9], token) end\n"
 		"if ticket ~= '' then\n"
 		"  redis.call('ZREM', KEYS[5], token)\n"
 		"  redis.call('DEL', KEYS[8] .. ':' .. token)\n"
 		"end\n"
 		"if ticket ~= '' or mode ~= 'x' then wake(KEYS[5], KEYS[8], KEYS[6]) end\n"
 		"return {1, next_fence(), taken}\n",
-	.sha = "a595cc1ea880d326b62a6d87f206cf197f9e9f4d",
-	.n_keys = 8,
+	.sha = "ea2ad968d7d8f55a698abb98ba05772be8b0a8f0",
+	.n_keys = 9,
 };
 
 /* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock, 4 --limit slots
@@ -237,27 +257,28 @@ const struct script script_extend = {
 };
 
 /* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock, 4 --limit slots,
- * 5 fair queue, 6 wake list, 7 waiters. ARGV: 1 token.
+ * 5 fair queue, 6 wake list, 7 waiters, 8 exclusive waiters. ARGV: 1 token.
  * Compare-and-delete, as redis-py, redsync and node-redlock release, then
- * one waiter is woken at once (not all: one of them could win). Our holder
- * info goes even when the lock is no longer ours.
+ * one waiter is woken at once (not all: one of them could win), a writer
+ * first. Our holder info goes even when the lock is no longer ours.
  * Returns 1 when released, 0 when the lock was not ours. */
 const struct script script_release = {
 	.name = "release",
 	.body =
 		"local t = redis.call('TIME')\n"
 		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-		"-- Wakes one waiter: the head of the fair queue on its own list, else,\n"
-		"-- if anyone waits, whoever has waited longest on the common one (BLPOP\n"
-		"-- serves in order). An element nobody takes goes after 2 s: it is for a\n"
-		"-- waiter between its refusal and its BLPOP, a matter of milliseconds.\n"
-		"local function wake(queue, list, waiters)\n"
-		"  local head = redis.call('ZRANGE', queue, 0, 0)\n"
-		"  if #head > 0 then\n"
-		"    list = list .. ':' .. head[1]\n"
-		"  elseif redis.call('ZCARD', waiters) == 0 then\n"
-		"    return\n"
-		"  end\n"
+		"-- Wakes one waiter, if anyone waits (every waiter is in waiters): a\n"
+		"-- live exclusive waiter (writers first) when writers is given, else\n"
+		"-- the head of the fair queue, each on its own list; else whoever has\n"
+		"-- waited longest on the common one (BLPOP serves in order). An\n"
+		"-- element nobody takes goes after 2 s: it is for a waiter between\n"
+		"-- its refusal and its BLPOP.\n"
+		"local function wake(queue, list, waiters, writers, now)\n"
+		"  if redis.call('ZCARD', waiters) == 0 then return end\n"
+		"  local head = writers and redis.call('ZRANGEBYSCORE', writers,\n"
+		"    '(' .. now, '+inf', 'LIMIT', 0, 1) or {}\n"
+		"  if #head == 0 then head = redis.call('ZRANGE', queue, 0, 0) end\n"
+		"  if #head > 0 then list = list .. ':' .. head[1] end\n"
 		"  redis.call('LPUSH', list, '1')\n"
 		"  redis.call('LTRIM', list, 0, 0)\n"
 		"  redis.call('PEXPIRE', list, 2000)\n"
@@ -286,40 +307,48 @@ const struct script script_release = {
 		"  return 0\n"
 		"end\n"
 		"redis.call('HDEL', KEYS[2], ARGV[1])\n"
-		"wake(KEYS[5], KEYS[6], KEYS[7])\n"
+		"wake(KEYS[5], KEYS[6], KEYS[7], KEYS[8], now)\n"
 		"return 1\n",
-	.sha = "6c5cff733cc948b2cc94cb03fd76e907d66c464e",
-	.n_keys = 7,
+	.sha = "b810a39c5ff9a3d48cdcb9677f82a62105be5529",
+	.n_keys = 8,
 };
 
-/* KEYS: 1 fair queue, 2 waiters, 3 wake list. ARGV: 1 token.
+/* KEYS: 1 fair queue, 2 waiters, 3 wake list, 4 exclusive waiters.
+ * ARGV: 1 token.
  * A waiter that stops waiting (acquired elsewhere, gave up, interrupted)
- * leaves the waiters and the queue; the queue's new head is woken. */
+ * leaves the waiters, the queue and the writers; the queue's new head is
+ * woken, and when a writer leaves, whoever waited behind it. */
 const struct script script_leave = {
 	.name = "leave",
 	.body =
-		"-- Wakes one waiter: the head of the fair queue on its own list, else,\n"
-		"-- if anyone waits, whoever has waited longest on the common one (BLPOP\n"
-		"-- serves in order). An element nobody takes goes after 2 s: it is for a\n"
-		"-- waiter between its refusal and its BLPOP, a matter of milliseconds.\n"
-		"local function wake(queue, list, waiters)\n"
-		"  local head = redis.call('ZRANGE', queue, 0, 0)\n"
-		"  if #head > 0 then\n"
-		"    list = list .. ':' .. head[1]\n"
-		"  elseif redis.call('ZCARD', waiters) == 0 then\n"
-		"    return\n"
-		"  end\n"
+		"-- Wakes one waiter, if anyone waits (every waiter is in waiters): a\n"
+		"-- live exclusive waiter (writers first) when writers is given, else\n"
+		"-- the head of the fair queue, each on its own list; else whoever has\n"
+		"-- waited longest on the common one (BLPOP serves in order). An\n"
+		"-- element nobody takes goes after 2 s: it is for a waiter between\n"
+		"-- its refusal and its BLPOP.\n"
+		"local function wake(queue, list, waiters, writers, now)\n"
+		"  if redis.call('ZCARD', waiters) == 0 then return end\n"
+		"  local head = writers and redis.call('ZRANGEBYSCORE', writers,\n"
+		"    '(' .. now, '+inf', 'LIMIT', 0, 1) or {}\n"
+		"  if #head == 0 then head = redis.call('ZRANGE', queue, 0, 0) end\n"
+		"  if #head > 0 then list = list .. ':' .. head[1] end\n"
 		"  redis.call('LPUSH', list, '1')\n"
 		"  redis.call('LTRIM', list, 0, 0)\n"
 		"  redis.call('PEXPIRE', list, 2000)\n"
 		"end\n"
+		"local t = redis.call('TIME')\n"
+		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
 		"redis.call('ZREM', KEYS[1], ARGV[1])\n"
 		"redis.call('ZREM', KEYS[2], ARGV[1])\n"
 		"redis.call('DEL', KEYS[3] .. ':' .. ARGV[1])\n"
-		"if redis.call('ZCARD', KEYS[1]) > 0 then wake(KEYS[1], KEYS[3], KEYS[2]) end\n"
+		"if redis.call('ZREM', KEYS[4], ARGV[1]) == 1 or\n"
+		"    redis.call('ZCARD', KEYS[1]) > 0 then\n"
+		"  wake(KEYS[1], KEYS[3], KEYS[2], KEYS[4], now)\n"
+		"end\n"
 		"return 1\n",
-	.sha = "4378c41d8269dda083619f9b6181342471ff6217",
-	.n_keys = 3,
+	.sha = "ad3c42fcb4506b96152dbf847f4bb80f517d69b5",
+	.n_keys = 4,
 };
 
 /* KEYS: 1 fencing counter. ARGV: 1 fence.

@@ -167,6 +167,138 @@ check_limit() {
 	check_limit
 }
 
+# $T/reader: a shared holder's command, 1 s long; $T/writer: the exclusive
+# one, 0.5 s. Each marks itself running, then looks for the other kind: a
+# reader and the writer that overlap at all see each other at the start of
+# the later one, and leave $T/overlap.
+write_readers_writer() {
+	cat >"$T/reader" <<'EOF2'
+#!/bin/sh
+d=$(dirname "$0")
+: >"$d/r.$$"
+[ -e "$d/w.on" ] && echo "reader $$ beside the writer" >>"$d/overlap"
+sleep 1
+rm -f "$d/r.$$"
+EOF2
+	cat >"$T/writer" <<'EOF2'
+#!/bin/sh
+d=$(dirname "$0")
+date +%s%N >"$d/w.in"
+: >"$d/w.on"
+set -- "$d"/r.*
+[ -e "$1" ] && echo "writer beside readers: $*" >>"$d/overlap"
+sleep 0.5
+rm -f "$d/w.on"
+EOF2
+	chmod +x "$T/reader" "$T/writer"
+}
+
+# Readers arrive every 0.3 s for 8 s, each holding 1 s: the lock is never
+# free of readers. A writer that comes after 1 s must get in all the same,
+# within about two reader lifetimes (the readers that hold it then finish;
+# the ones that come later wait behind the writer), and never beside one.
+check_writer_not_starved() {
+	local n t0 waited_ms spawner f
+	write_readers_writer
+	(
+		n=0 end=$((SECONDS + 8))
+		while ((SECONDS < end)); do
+			n=$((n + 1))
+			{
+				timeout -k 2 30 "$DLOCK" "${SRV[@]}" -s K "$T/reader" \
+					>"$T/reader$n.err" 2>&1 </dev/null
+				echo $? >"$T/reader$n.status"
+			} &
+			sleep 0.3
+		done
+		wait
+	) 3>&- &
+	spawner=$!
+	track $spawner
+	sleep 1
+	t0=$(date +%s%N)
+	run -0 --separate-stderr tdlock "${SRV[@]}" -w 5 K "$T/writer"
+	waited_ms=$((($(<"$T/w.in") - t0) / 1000000))
+	echo "# the writer got in after $waited_ms ms" >&3
+	((waited_ms < 2500)) || fail "the writer waited $waited_ms ms"
+	# The readers keep coming, get in again after the writer, and end.
+	wait_until 30 dead "$spawner" || fail "the readers did not end"
+	n=0
+	for f in "$T"/reader*.status; do
+		n=$((n + 1))
+		assert_equal "$(<"$f")" 0
+	done
+	((n >= 20)) || fail "only $n readers"
+	[[ ! -e $T/overlap ]] || fail "$(cat "$T/overlap")"
+	nothing_left
+}
+
+@test "a writer gets in under a stream of readers (writers first)" {
+	servers 1
+	check_writer_not_starved
+}
+
+@test "RedLock: a writer gets in under a stream of readers (writers first)" {
+	servers 3
+	check_writer_not_starved
+}
+
+# writer_marked N: N exclusive waiters are marked on every server
+writer_marked() { all_are "$1" zcard '{dlock:K}:writers'; }
+
+# A waiting writer holds up new shared requests (-s -n fails), even while
+# the lock is held only shared; one that gives up or is killed does not.
+check_writer_mark() {
+	hold r1 "${SRV[@]}" -s K
+	wait_ready r1
+	# a writer that gives up: no mark left, readers get in at once
+	run -1 tdlock "${SRV[@]}" -w 0.5 K touch "$T/ran"
+	writer_marked 0 || fail "a writer that gave up is still marked"
+	run -0 tdlock "${SRV[@]}" -s -n K true
+	# a writer that waits: -s -n fails, -s waits for it
+	start_bg w "${SRV[@]}" K touch "$T/w.ran"
+	wait_until 5 writer_marked 1 || fail "the waiting writer is not marked"
+	run -1 tdlock "${SRV[@]}" -s -n K touch "$T/ran"
+	hold r2 "${SRV[@]}" -s K
+	sleep 0.5
+	[[ ! -e $T/r2.ready ]] || fail "a reader got in before the waiting writer"
+	[[ ! -e $T/ran ]] || fail "a reader ran"
+	finish r1
+	assert_equal "$bg_status" 0
+	reap w
+	assert_equal "$bg_status" 0
+	[[ -e $T/w.ran ]] || fail "the writer did not run"
+	wait_ready r2	# woken by the writer's release
+	finish r2
+	assert_equal "$bg_status" 0
+	nothing_left
+
+	# a writer killed while it waits holds readers up only until its
+	# mark lapses (2 s + 2 * --node-timeout)
+	hold r3 "${SRV[@]}" -s K
+	wait_ready r3
+	start_bg w2 "${SRV[@]}" --node-timeout 0.2 K touch "$T/w2.ran"
+	wait_until 5 writer_marked 1 || fail "the waiting writer is not marked"
+	end_pids KILL "$(<"$T/w2.dlock")"
+	run -1 tdlock "${SRV[@]}" -s -n K touch "$T/ran"
+	wait_until 5 writer_marked 0 || fail "a killed writer's mark did not lapse"
+	run -0 tdlock "${SRV[@]}" -s -n K true
+	[[ ! -e $T/w2.ran ]] || fail "the killed writer ran"
+	finish r3
+	assert_equal "$bg_status" 0
+	nothing_left
+}
+
+@test "a waiting writer holds up new readers; one that gives up or dies does not" {
+	servers 1
+	check_writer_mark
+}
+
+@test "RedLock: a waiting writer holds up new readers; one that gives up or dies does not" {
+	servers 3
+	check_writer_mark
+}
+
 check_mode_mismatch() {
 	hold h "${SRV[@]}" --limit 2 K
 	wait_ready h

@@ -113,8 +113,8 @@ bounded_69() {
 	echo 'LOADING Redis is loading the dataset in memory' >"$T/state"
 	start_fake f r --state "$T/state" --log "$T/f.log"
 	bounded_69 "$(fake_url f)" 'LOADING Redis is loading the dataset in memory'
-	# the acquire script is the one with 8 keys
-	assert_equal "$(grep -c '^EVALSHA 8 -> -LOADING' "$T/f.log")" 6
+	# the acquire script is the one with 9 keys
+	assert_equal "$(grep -c '^EVALSHA 9 -> -LOADING' "$T/f.log")" 6
 	assert_equal "$(all_keys r)" ''
 }
 
