@@ -17,6 +17,10 @@
 #include "quorum.h"
 #include "scripts.h"
 
+/* How long the fencing and ticket counters outlive the lock's last use;
+ * the scripts say 86400000 where they set it. */
+#define COUNTER_IDLE_MS "86400000"
+
 /* A key in the lock key's Redis Cluster hash slot: "{key}suffix", or
  * "key suffix" when the key already has a {hash tag} of its own. */
 static char *derived_key(const char *key, const char *suffix)
@@ -476,12 +480,18 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 }
 
 /* --fair: one ticket for all servers, the highest any of them gave, so
- * every server orders the waiters alike. */
+ * every server orders the waiters alike. The counter lapses a day after
+ * the last ticket, as the fencing counter does: a queue has long been
+ * empty by then, so starting again from 1 reorders nobody. */
 static int take_ticket(struct lock *lk, struct error *err)
 {
-	const char *argv[] = { "INCR", lk->ticket_key };
-	struct cmd cmd = { NULL, 2, argv, NULL };
-	size_t n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1,
+	const char *incr[] = { "INCR", lk->ticket_key };
+	const char *pexpire[] = { "PEXPIRE", lk->ticket_key, COUNTER_IDLE_MS };
+	const struct cmd cmds[] = {
+		{ NULL, 2, incr, NULL },
+		{ NULL, 3, pexpire, NULL },
+	};
+	size_t n_ok = fanout_round(lk->nodes, lk->n_nodes, cmds, 2,
 				   lk->node_timeout_ms);
 	long long ticket = 0;
 

@@ -47,12 +47,17 @@ const struct script script_acquire = {
 		"-- in microseconds: above every fence handed out before, as long as\n"
 		"-- the clock did not go back and acquisitions came less than once a\n"
 		"-- microsecond. Below 2^53 for centuries: exact as a Lua number.\n"
+		"-- So the counter may go a day after the lock was last taken, as a\n"
+		"-- lock named per build would otherwise leave one for ever.\n"
 		"local function next_fence()\n"
 		"  local f = redis.call('INCR', KEYS[2])\n"
-		"  if f > 1 then return f end\n"
-		"  local t = redis.call('TIME')\n"
-		"  redis.call('SET', KEYS[2], t[1] .. string.rep('0', 6 - #t[2]) .. t[2])\n"
-		"  return redis.call('INCR', KEYS[2])\n"
+		"  if f == 1 then\n"
+		"    local t = redis.call('TIME')\n"
+		"    redis.call('SET', KEYS[2], t[1] .. string.rep('0', 6 - #t[2]) .. t[2])\n"
+		"    f = redis.call('INCR', KEYS[2])\n"
+		"  end\n"
+		"  redis.call('PEXPIRE', KEYS[2], 86400000)\n"
+		"  return f\n"
 		"end\n"
 		"if ARGV[5] == 'x' and ARGV[6] == '' and\n"
 		"    redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
@@ -215,7 +220,7 @@ const struct script script_acquire = {
 		"end\n"
 		"if ticket ~= '' or mode ~= 'x' then wake(KEYS[5], KEYS[8], KEYS[6]) end\n"
 		"return {1, next_fence(), taken}\n",
-	.sha = "ea2ad968d7d8f55a698abb98ba05772be8b0a8f0",
+	.sha = "30c08b77f046cc48dac35bc03b6059d868097571",
 	.n_keys = 9,
 };
 
@@ -353,17 +358,18 @@ const struct script script_leave = {
 
 /* KEYS: 1 fencing counter. ARGV: 1 fence.
  * RedLock: raises the counter to ARGV[1] so the next majority, which meets
- * this one on at least one server, counts past it. Returns the new value. */
+ * this one on at least one server, counts past it; it lapses a day later,
+ * as the acquire script's does. Returns the new value. */
 const struct script script_fence_max = {
 	.name = "fence_max",
 	.body =
 		"local cur = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
 		"local want = tonumber(ARGV[1])\n"
 		"if cur < want then\n"
-		"  redis.call('SET', KEYS[1], ARGV[1])\n"
+		"  redis.call('SET', KEYS[1], ARGV[1], 'PX', 86400000)\n"
 		"  return want\n"
 		"end\n"
 		"return cur\n",
-	.sha = "416851c4ac73cd6a99c754bfa2aebc70000cb3ff",
+	.sha = "57c521f0239b8643001b073335145e7d718f9f59",
 	.n_keys = 1,
 };

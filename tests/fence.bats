@@ -56,6 +56,45 @@ restart() {	# restart NAME: stopped and started again, empty
 	((f1 > f2)) || fail "--limit: fence $f1 after $f2"
 }
 
+# pttl_day NAME KEY: KEY on server NAME expires within a day (and more
+# than a day less a minute from now)
+pttl_day() {
+	local ms; ms=$(rcli "$1" pttl "$2")
+	((ms > 86400000 - 60000 && ms <= 86400000)) ||
+		fail "$1: $2 has PTTL $ms, not a day"
+}
+
+@test "the fencing and ticket counters lapse a day after the lock was last used" {
+	start_redis r
+	local f1 f2
+	f1=$(fence -S "$(sock_url r)")
+	pttl_day r '{dlock:K}:fence'
+	run -0 dlk -S "$(sock_url r)" --fair K true
+	pttl_day r '{dlock:K}:ticket'
+	pttl_day r '{dlock:K}:fence'
+	f1=$(fence -S "$(sock_url r)" -s)	# the shared way out of the script
+	pttl_day r '{dlock:K}:fence'
+	# once lapsed, the counter starts again above every fence given out
+	rcli r pexpire '{dlock:K}:fence' 1 >/dev/null
+	wait_until 2 key_gone r '{dlock:K}:fence'
+	f2=$(fence -S "$(sock_url r)")
+	((f2 > f1)) || fail "fence $f2 after the counter lapsed, $f1 before"
+	pttl_day r '{dlock:K}:fence'
+}
+
+@test "RedLock: a fence written back to a server lapses a day later too" {
+	start_servers 3
+	local f
+	# r1's counter is far ahead: r2 and r3 get its value written back
+	rcli r1 set '{dlock:K}:fence' 5000000000000000 >/dev/null
+	f=$(fence "${SRV[@]}")
+	assert_equal "$f" 5000000000000001
+	for s in r1 r2 r3; do
+		assert_equal "$(rcli "$s" get '{dlock:K}:fence')" "$f"
+		pttl_day "$s" '{dlock:K}:fence'
+	done
+}
+
 @test "only a missing counter costs a TIME in the acquire script" {
 	start_redis r
 	time_calls() { rcli r info commandstats | tr -d '\r' |
