@@ -480,6 +480,31 @@ static void handshake_failed(struct node *n, bool auth, const char *s)
 		fail(n, EX_USAGE, "database %d: %s", n->url->db, s);
 }
 
+void node_script_error(const char *s, const char *name, char *out, size_t len)
+{
+	static const char wrapped[] = "ERR Error running script (call to f_";
+	const char *p = strstr(s, " script: "), *at, *line;
+	size_t n_digits;
+
+	if (strncmp(s, wrapped, sizeof wrapped - 1) == 0 &&
+	    (at = strstr(s, "): @user_script:"))) {
+		line = at + 16;
+		n_digits = strspn(line, "0123456789");
+		p = line + n_digits + (line[n_digits] == ':');
+		p += strspn(p, " ");
+		snprintf(out, len, "%s (%s script, line %.*s)", p, name,
+			 (int)n_digits, line);
+	} else if (p && strspn(p + 9, "0123456789abcdef") == 40) {
+		at = strstr(p + 49, "@user_script:");
+		line = at ? at + 13 : "";
+		n_digits = strspn(line, "0123456789");
+		snprintf(out, len, "%.*s (%s script%s%.*s)", (int)(p - s), s, name,
+			 n_digits ? ", line " : "", (int)n_digits, line);
+	} else {
+		snprintf(out, len, "%s", s);
+	}
+}
+
 static void reply_failed(struct node *n, const char *s)
 {
 	if (strncmp(s, "DLOCKMODE ", 10) == 0)
@@ -526,7 +551,15 @@ static bool take_reply(struct node *n, redisReply *r)
 			flush(n);
 			return n->state == NODE_BUSY;
 		}
-		reply_failed(n, r->str);
+		if (n->cmds[i].script) {
+			char why[384];
+
+			node_script_error(r->str, n->cmds[i].script->name, why,
+					  sizeof why);
+			reply_failed(n, why);
+		} else {
+			reply_failed(n, r->str);
+		}
 		freeReplyObject(r);
 		return false;
 	}

@@ -81,4 +81,9 @@ void node_close(struct node *n);
 /* On a connection that has SUBSCRIBEd: reads what arrived and returns the
  * number of messages, or -1 when the connection is gone (then closed). */
 int node_read_pushes(struct node *n);
+/* A script's error without the script's SHA-1, which tells a user nothing:
+ * Redis 7's "ERROR script: SHA, on @user_script:N." and Redis 6's
+ * "ERR Error running script (call to f_SHA): @user_script:N: ERROR" both
+ * become "ERROR (NAME script, line N)"; anything else is copied. */
+void node_script_error(const char *s, const char *name, char *out, size_t len);
 int node_fd(const struct node *n);

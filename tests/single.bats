@@ -275,6 +275,10 @@ EOF
 	[[ ${stderr_lines[0]} == "dlock: K: $U: "* ]] || fail "stderr: $stderr"
 	[[ ! -e $T/ran ]] || fail "the command ran"
 	key_gone r dlock:K
+	# The script is named, not by its SHA-1, which tells a user nothing.
+	[[ $stderr == *"WRONGTYPE Operation against a key holding the wrong kind of value (acquire script, line "[0-9]*")" ]] ||
+		fail "stderr: $stderr"
+	[[ ! $stderr =~ [0-9a-f]{40} ]] || fail "a SHA-1 in: $stderr"
 }
 
 @test "re-entry: the inner dlock runs at once and the outer keeps the lock" {

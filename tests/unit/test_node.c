@@ -150,5 +150,29 @@ int main(void)
 
 	node_end(&n);
 	node_close(&n);
+
+	{
+		static const char sha[] = "30c08b77f046cc48dac35bc03b6059d868097571";
+		char in[512], out[512];
+
+		snprintf(in, sizeof in, "WRONGTYPE Operation against a key holding the wrong kind of value script: %s, on @user_script:13.", sha);
+		node_script_error(in, "acquire", out, sizeof out);
+		ok(strcmp(out, "WRONGTYPE Operation against a key holding the wrong kind of value (acquire script, line 13)") == 0,
+		   "Redis 7: no SHA-1, the script and line instead (%s)", out);
+		snprintf(in, sizeof in, "ERR Error running script (call to f_%s): @user_script:13: WRONGTYPE Operation against a key holding the wrong kind of value", sha);
+		node_script_error(in, "acquire", out, sizeof out);
+		ok(strcmp(out, "WRONGTYPE Operation against a key holding the wrong kind of value (acquire script, line 13)") == 0,
+		   "Redis 6: unwrapped, no SHA-1 (%s)", out);
+		snprintf(in, sizeof in, "OOM command not allowed when used memory > 'maxmemory'. script: %s, on @user_script:23.", sha);
+		node_script_error(in, "release", out, sizeof out);
+		ok(strcmp(out, "OOM command not allowed when used memory > 'maxmemory'. (release script, line 23)") == 0,
+		   "OOM: no SHA-1 (%s)", out);
+		node_script_error("WRONGTYPE dlock:K is a hash, not a lock", "acquire", out, sizeof out);
+		ok(strcmp(out, "WRONGTYPE dlock:K is a hash, not a lock") == 0,
+		   "the script's own error is left as it is (%s)", out);
+		node_script_error("ERR bad script: thing", "acquire", out, sizeof out);
+		ok(strcmp(out, "ERR bad script: thing") == 0,
+		   "' script: ' without a SHA-1 is left as it is (%s)", out);
+	}
 	return done_testing();
 }
