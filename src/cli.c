@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <err.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -91,7 +92,8 @@ static void usage(void)
 "      --config FILE            config file (default /etc/dlock.conf and\n"
 "                               $XDG_CONFIG_HOME/dlock/config)\n"
 "      --password-file FILE     read the Redis password from FILE\n"
-"      --node-timeout SECS      deadline for one server's answer (default 1)\n"
+"      --node-timeout SECS      deadline for one server's answer (default 1,\n"
+"                               or TTL/3 if that is less)\n"
 "      --wait-replicas N        count the lock once N replicas have it\n"
 "\n"
 "Command:\n"
@@ -186,13 +188,42 @@ static void bad(const char *what, const char *value)
 	errx(EX_USAGE, "bad %s '%s'", what, value);
 }
 
+/* Only digits, and at most one '.' between digits: a number that
+ * parse_seconds() refused for its size, not its form. */
+static bool is_decimal(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	if (s[n] == '.' && isdigit((unsigned char)s[n + 1]))
+		n += 1 + strspn(s + n + 1, "0123456789");
+	return n > 0 && s[n] == '\0';
+}
+
 static int64_t seconds_arg(const char *opt, const char *value, bool zero_ok)
 {
 	int64_t ms;
 
-	if (parse_seconds(value, MAX_SECONDS_MS, &ms) < 0 || (ms == 0 && !zero_ok))
+	if (parse_seconds(value, MAX_SECONDS_MS, &ms) < 0) {
+		if (is_decimal(value))
+			errx(EX_USAGE, "bad %s '%s': at most %" PRId64 " seconds (ten years)",
+			     opt, value, MAX_SECONDS_MS / 1000);
 		bad(opt, value);
+	}
+	if (ms == 0 && !zero_ok)
+		errx(EX_USAGE, "bad %s '%s': must be more than 0", opt, value);
 	return ms;
+}
+
+static long count_arg(const char *opt, const char *value, long min, long max)
+{
+	long n;
+
+	if (parse_count(value, min, max, &n) < 0) {
+		if (value[0] && value[strspn(value, "0123456789")] == '\0')
+			errx(EX_USAGE, "bad %s '%s': %ld to %ld", opt, value, min, max);
+		bad(opt, value);
+	}
+	return n;
 }
 
 static const char *const reserved_words[] = {
@@ -232,7 +263,7 @@ static void parse_command_part(int argc, char **argv, struct options *opts)
 void cli_parse(int argc, char **argv, struct options *opts)
 {
 	bool mode_given = false;
-	long n, limit = 0;
+	long limit = 0;
 	int c;
 
 	*opts = (struct options){
@@ -242,6 +273,12 @@ void cli_parse(int argc, char **argv, struct options *opts)
 		.kill_after_ms = 5000,
 		.max_hold_ms = -1,
 	};
+	if (argc < 2) {
+		/* as flock(1): what to type, and where to read more */
+		fputs("Usage: dlock [options] KEY COMMAND [ARG...]\n"
+		      "Try 'dlock --help' for more information.\n", stderr);
+		exit(EX_USAGE);
+	}
 	if (argc > 1) {
 		for (const char *const *w = reserved_words; *w; w++)
 			if (strcmp(argv[1], *w) == 0)
@@ -268,9 +305,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 			mode_given = true;
 			break;
 		case OPT_LIMIT:
-			if (parse_count(optarg, 1, 1000000, &n) < 0)
-				bad("--limit", optarg);
-			limit = n;
+			limit = count_arg("--limit", optarg, 1, 1000000);
 			break;
 		case OPT_FAIR:
 			opts->fair = true;
@@ -282,9 +317,8 @@ void cli_parse(int argc, char **argv, struct options *opts)
 			opts->wait_ms = seconds_arg("--wait", optarg, true);
 			break;
 		case 'E':
-			if (parse_count(optarg, 0, 255, &n) < 0)
-				bad("--conflict-exit-code", optarg);
-			opts->conflict_exit = (int)n;
+			opts->conflict_exit = (int)count_arg("--conflict-exit-code",
+							     optarg, 0, 255);
 			break;
 		case 't':
 			opts->ttl_ms = seconds_arg("--ttl", optarg, false);
@@ -320,9 +354,8 @@ void cli_parse(int argc, char **argv, struct options *opts)
 			opts->node_timeout_given = true;
 			break;
 		case OPT_WAIT_REPLICAS:
-			if (parse_count(optarg, 0, 1000, &n) < 0)
-				bad("--wait-replicas", optarg);
-			opts->wait_replicas = (int)n;
+			opts->wait_replicas = (int)count_arg("--wait-replicas",
+							     optarg, 0, 1000);
 			break;
 		case 'c':
 			opts->shell_cmd = optarg;

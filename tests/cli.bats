@@ -135,6 +135,42 @@ usage_error() {
 	done
 }
 
+@test "a bare dlock prints the usage line and where to read more, as flock" {
+	local conns0; conns0=$(conns)
+	run -64 --separate-stderr dlock
+	assert_output ''
+	assert_equal "$stderr" "Usage: dlock [options] KEY COMMAND [ARG...]
+Try 'dlock --help' for more information."
+	assert_equal "$(conns)" "$((conns0 + 1))"
+}
+
+@test "a number out of range names the range" {
+	usage_error -S "$U" -t 99999999999 K touch "$M"
+	assert_equal "$stderr" "dlock: bad --ttl '99999999999': at most 315360000 seconds (ten years)"
+	usage_error -S "$U" -w 315360000.001 K touch "$M"
+	assert_equal "$stderr" "dlock: bad --wait '315360000.001': at most 315360000 seconds (ten years)"
+	usage_error -S "$U" -t 0 K touch "$M"
+	assert_equal "$stderr" "dlock: bad --ttl '0': must be more than 0"
+	usage_error -S "$U" -n -E 256 K touch "$M"
+	assert_equal "$stderr" "dlock: bad --conflict-exit-code '256': 0 to 255"
+	usage_error -S "$U" --limit 0 K touch "$M"
+	assert_equal "$stderr" "dlock: bad --limit '0': 1 to 1000000"
+	usage_error -S "$U" --wait-replicas 1001 K touch "$M"
+	assert_equal "$stderr" "dlock: bad --wait-replicas '1001': 0 to 1000"
+	# what is no number is only called bad
+	usage_error -S "$U" -t 1e3 K touch "$M"
+	assert_equal "$stderr" "dlock: bad --ttl '1e3'"
+}
+
+@test "-c before KEY is accepted; then nothing may follow KEY" {
+	run -0 --separate-stderr dlock -S "$U" -c "touch '$M'" K
+	[[ -e $M ]] || fail "the command string did not run"
+	rm "$M"
+	rcli r flushall >/dev/null	# the fencing counter that run left
+	usage_error -S "$U" -c "touch '$M'" K extra
+	usage_error -S "$U" -c "touch '$M'" K -c "touch '$M'"
+}
+
 @test "--help prints usage on stdout and exits 0" {
 	local conns0; conns0=$(conns)
 	run -0 --separate-stderr dlock --help

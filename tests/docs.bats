@@ -67,3 +67,11 @@ missing() {
 		last=$line prev=$opt
 	done
 }
+
+@test "--help and the man page give --node-timeout the same default" {
+	dlock --help >"$T/help"
+	grep -A1 -- '--node-timeout' "$T/help" | tr -s ' \n' ' ' | grep -q 'default 1, or TTL/3 if that is less' ||
+		fail "--help: $(grep -A1 -- '--node-timeout' "$T/help")"
+	grep -q 'smaller of 1 and TTL/3' "$TOP/man/dlock.1.scd" ||
+		fail "the man page does not say 'the smaller of 1 and TTL/3'"
+}
