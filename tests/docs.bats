@@ -75,3 +75,46 @@ missing() {
 	grep -q 'smaller of 1 and TTL/3' "$TOP/man/dlock.1.scd" ||
 		fail "the man page does not say 'the smaller of 1 and TTL/3'"
 }
+
+# bash_complete WORD...: what completions/bash/dlock offers for the last WORD
+bash_complete() {
+	bash -c '
+		. /usr/share/bash-completion/bash_completion
+		. "$1"; shift
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+		COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+		_dlock dlock "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$TOP/completions/bash/dlock" "$@"
+}
+
+@test "bash completes --on-lost as TERM, SIGTERM or ignore" {
+	[[ -r /usr/share/bash-completion/bash_completion ]] ||
+		skip_unless_strict "no bash-completion"
+	run -0 bash_complete dlock --on-lost SIGTE
+	assert_output SIGTERM
+	run -0 bash_complete dlock --on-lost sigte
+	assert_output SIGTERM
+	run -0 bash_complete dlock --on-lost=SIGTE
+	assert_output SIGTERM
+	run -0 bash_complete dlock --on-lost TE
+	assert_output TERM
+	run -0 bash_complete dlock --on-lost ig
+	assert_output ignore
+}
+
+@test "fish completes --on-lost as TERM, SIGTERM or ignore" {
+	command -v fish >/dev/null || skip_unless_strict "no fish"
+	fish_complete() {
+		HOME=$T fish -c 'source $argv[1]; complete -C"$argv[2]"' \
+			"$TOP/completions/fish/dlock.fish" "$1" | cut -f1
+	}
+	run -0 fish_complete 'dlock --on-lost SIGTE'
+	assert_output SIGTERM
+	run -0 fish_complete 'dlock --on-lost=SIGTE'
+	assert_output --on-lost=SIGTERM
+	run -0 fish_complete 'dlock --on-lost TE'
+	assert_output TERM
+	run -0 fish_complete 'dlock --on-lost ig'
+	assert_output ignore
+}
+

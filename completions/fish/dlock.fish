@@ -72,9 +72,14 @@ function __dlock_complete_command
     complete -C "$(string join ' ' -- (string escape -- $rest) '')$(commandline -ct)"
 end
 
+# TERM, SIGTERM (any case) and 15 are all accepted: the SIG forms too once
+# the token starts with S.
 function __dlock_signals
     __fish_make_completion_signals
-    string replace -r '^\d+ ' '' -- $__kill_signals
+    set -l names (string replace -r '^\d+ ' '' -- $__kill_signals)
+    printf '%s\n' $names
+    string match -qi 's*' -- (string replace -r '^--on-lost=' '' -- (commandline -ct))
+    and printf 'SIG%s\n' $names
     printf '%s\t%s\n' ignore 'No signal; exit 75 once the command ends'
 end
 
