@@ -48,11 +48,17 @@ static void describe_holder(struct lock *lk, const struct options *opts)
 	if (gethostname(host, sizeof host) < 0)
 		strcpy(host, "?");
 	host[sizeof host - 1] = '\0';
+	/* Not getpwuid(): NSS (nscd, nsswitch.conf, /etc/passwd) costs more
+	 * than the rest of start-up, on every run. The environment names the
+	 * user where someone set it up: a login, sudo, su, cron (LOGNAME),
+	 * systemd with User=. A system service without User= has neither:
+	 * uid 0 is root by definition (and su to root keeps the caller's
+	 * USER, which is not who runs). */
+	if (getuid() == 0)
+		user = "root";
 	if (!user || !*user)
 		user = getenv("LOGNAME");
 	if (!user || !*user) {
-		/* Not getpwuid(): NSS (nscd, nsswitch.conf, /etc/passwd) costs
-		 * more than the rest of start-up, on every run. */
 		snprintf(uid, sizeof uid, "uid %u", (unsigned)getuid());
 		user = uid;
 	}

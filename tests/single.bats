@@ -322,3 +322,33 @@ EOF
 	run -0 dlock -S "$U" -o -x K true
 	run -0 dlock -S "$U" --close --exclusive -e K true
 }
+
+# holder_user ENV...: the user the holder's info names, dlock run with ENV
+# (and as ENV's setpriv prefix says), over TCP so any user can connect
+holder_user() {
+	local port; port=$(<"$T/t/port")
+	run -0 --separate-stderr env "$@" "$DLOCK" -S "redis://127.0.0.1:$port" K \
+		sh -c 'redis-cli -p "$1" hvals "{dlock:K}:owner"' sh "$port"
+	cut -f3 <<<"$output"
+}
+
+@test "the holder's info names the user: USER, LOGNAME, root for uid 0, else uid N" {
+	start_redis_tcp t
+	if (($(id -u) == 0)); then
+		# a system service without User= sets neither variable
+		assert_equal "$(holder_user -u USER -u LOGNAME)" root
+		# su to root keeps the caller's USER, but root runs
+		assert_equal "$(holder_user USER=alice)" root
+		command -v setpriv >/dev/null || skip_unless_strict "no setpriv(1)"
+		# (no config file of ours: nobody may not read our temp dir)
+		local as=(XDG_CONFIG_HOME=/nonexistent
+			setpriv --reuid=65534 --regid=65534 --clear-groups)
+		assert_equal "$(holder_user USER=nobody "${as[@]}")" nobody
+		assert_equal "$(holder_user -u USER LOGNAME=cronuser "${as[@]}")" cronuser
+		assert_equal "$(holder_user -u USER -u LOGNAME "${as[@]}")" "uid 65534"
+	else
+		assert_equal "$(holder_user USER=me)" me
+		assert_equal "$(holder_user -u USER LOGNAME=cronuser)" cronuser
+		assert_equal "$(holder_user -u USER -u LOGNAME)" "uid $(id -u)"
+	fi
+}
