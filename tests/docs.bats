@@ -118,3 +118,18 @@ bash_complete() {
 	assert_output ignore
 }
 
+
+# apt_packages FILE: the packages FILE's apt-get install commands name
+apt_packages() {
+	sed -e ':a' -e '/\\$/N; s/\\\n//; ta' "$1" | grep -o 'apt-get install.*' |
+		sed 's/^apt-get install//' | tr -s ' \t' '\n' |
+		grep -Ev '^$|^-|^>|^[|&;]' | sort -u
+}
+
+@test "README's apt-get line installs every package .ci/run does" {
+	local missing
+	run -0 apt_packages "$TOP/.ci/run"
+	((${#lines[@]} >= 20)) || fail "only ${#lines[@]} packages found in .ci/run: $output"
+	missing=$(comm -23 <(apt_packages "$TOP/.ci/run") <(apt_packages "$TOP/README.md"))
+	[[ -z $missing ]] || fail "README's apt-get line lacks: $(echo $missing)"
+}
