@@ -487,11 +487,19 @@ void node_script_error(const char *s, const char *name, char *out, size_t len)
 	size_t n_digits;
 
 	if (strncmp(s, wrapped, sizeof wrapped - 1) == 0 &&
-	    (at = strstr(s, "): @user_script:"))) {
-		line = at + 16;
+	    strspn(s + sizeof wrapped - 1, "0123456789abcdef") == 40 &&
+	    strncmp(s + sizeof wrapped - 1 + 40, "): @user_script:", 16) == 0) {
+		line = s + sizeof wrapped - 1 + 40 + 16;
 		n_digits = strspn(line, "0123456789");
 		p = line + n_digits + (line[n_digits] == ':');
 		p += strspn(p, " ");
+		/* a redis.call() error: "@user_script: 1: -READONLY ..." */
+		if (strncmp(p, "@user_script: ", 14) == 0) {
+			p += 14 + strspn(p + 14, "0123456789");
+			p += (*p == ':');
+			p += strspn(p, " ");
+		}
+		p += (*p == '-');
 		snprintf(out, len, "%s (%s script, line %.*s)", p, name,
 			 (int)n_digits, line);
 	} else if (p && strspn(p + 9, "0123456789abcdef") == 40) {
@@ -505,19 +513,20 @@ void node_script_error(const char *s, const char *name, char *out, size_t len)
 	}
 }
 
-static void reply_failed(struct node *n, const char *s)
+/* s as the server said it, for its class; shown as the user reads it. */
+static void reply_failed(struct node *n, const char *s, const char *shown)
 {
 	if (strncmp(s, "DLOCKMODE ", 10) == 0)
 		fail(n, EX_USAGE, "%s", s + 10);	/* -s vs --limit N */
 	else if (strncmp(s, "DLOCKVERSION ", 13) == 0)
 		fail_as_said(n, EX_SOFTWARE, s + 13);	/* "Redis 6.0 ..." */
 	else if (is_transient(s))
-		fail(n, EX_UNAVAILABLE, "%s", s);
+		fail(n, EX_UNAVAILABLE, "%s", shown);
 	else if (is_auth_error(s))
 		fail(n, EX_NOPERM, "%s", strstr(s, "unauthenticated") ?
-		     "authentication required (no password given)" : s);
+		     "authentication required (no password given)" : shown);
 	else
-		fail(n, EX_SOFTWARE, "%s", s);
+		fail(n, EX_SOFTWARE, "%s", shown);
 }
 
 /* Returns false when the node stopped being busy (done or failed). */
@@ -556,9 +565,9 @@ static bool take_reply(struct node *n, redisReply *r)
 
 			node_script_error(r->str, n->cmds[i].script->name, why,
 					  sizeof why);
-			reply_failed(n, why);
+			reply_failed(n, r->str, why);
 		} else {
-			reply_failed(n, r->str);
+			reply_failed(n, r->str, r->str);
 		}
 		freeReplyObject(r);
 		return false;

@@ -170,6 +170,14 @@ int main(void)
 		node_script_error("WRONGTYPE dlock:K is a hash, not a lock", "acquire", out, sizeof out);
 		ok(strcmp(out, "WRONGTYPE dlock:K is a hash, not a lock") == 0,
 		   "the script's own error is left as it is (%s)", out);
+		snprintf(in, sizeof in, "ERR Error running script (call to f_%s): @user_script:1: @user_script: 1: -READONLY You can't write against a read only replica.", sha);
+		node_script_error(in, "acquire", out, sizeof out);
+		ok(strcmp(out, "READONLY You can't write against a read only replica. (acquire script, line 1)") == 0,
+		   "Redis 6, a redis.call() error: unwrapped twice (%s)", out);
+		node_script_error("ERR Error running script (call to f_x): @user_script:1: READONLYISH",
+				  "acquire", out, sizeof out);
+		ok(strcmp(out, "ERR Error running script (call to f_x): @user_script:1: READONLYISH") == 0,
+		   "Redis 6 form without a SHA-1: left as it is (%s)", out);
 		node_script_error("ERR bad script: thing", "acquire", out, sizeof out);
 		ok(strcmp(out, "ERR bad script: thing") == 0,
 		   "' script: ' without a SHA-1 is left as it is (%s)", out);
