@@ -183,6 +183,12 @@ int parse_signal(const char *s)
 	return -1;
 }
 
+static bool is_stop_or_cont(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
+	       sig == SIGTTOU || sig == SIGCONT;
+}
+
 static void bad(const char *what, const char *value)
 {
 	errx(EX_USAGE, "bad %s '%s'", what, value);
@@ -330,6 +336,11 @@ void cli_parse(int argc, char **argv, struct options *opts)
 			opts->on_lost_signal = parse_signal(optarg);
 			if (opts->on_lost_signal < 0)
 				bad("--on-lost signal", optarg);
+			/* SIGCONT follows the signal: a stop would be undone
+			 * at once, and the job never told. */
+			if (is_stop_or_cont(opts->on_lost_signal))
+				errx(EX_USAGE, "bad --on-lost signal '%s': it must not stop or continue the job",
+				     optarg);
 			break;
 		case OPT_KILL_AFTER:
 			opts->kill_after_ms = seconds_arg("--kill-after", optarg, true);

@@ -122,6 +122,8 @@ static int run(struct options *opts, struct settings *st,
 		status = err.exit;
 		goto out;
 	}
+	/* After lock_init: a server named twice is one line (64), no more. */
+	config_report(opts, st);	/* --verbose: the servers' source; even N */
 	got = wait_acquire(&lk, sig, &signo, &err);
 	switch (got) {
 	case LOCK_ACQUIRED:
@@ -219,7 +221,6 @@ int main(int argc, char **argv)
 		free(opts.servers);
 		return EX_USAGE;
 	}
-	config_report(&opts, &st);	/* --verbose: the servers' source; even N */
 	if (signals_init(&sig) < 0) {
 		log_line(opts.key, "signal set-up: %s", strerror(errno));
 		return EX_OSERR;

@@ -56,6 +56,10 @@ usage_error() {
 @test "KEY -c without its argument is refused" { usage_error -S "$U" K -c; }
 @test "--on-lost FOO is refused" { usage_error -S "$U" --on-lost FOO K touch "$M"; }
 @test "--on-lost SIGFOO is refused" { usage_error -S "$U" --on-lost SIGFOO K touch "$M"; }
+# SIGCONT follows the --on-lost signal: a stop would tell the job nothing
+@test "--on-lost STOP is refused" { usage_error -S "$U" --on-lost STOP K touch "$M"; }
+@test "--on-lost SIGTSTP is refused" { usage_error -S "$U" --on-lost SIGTSTP K touch "$M"; }
+@test "--on-lost 18 (CONT) is refused" { usage_error -S "$U" --on-lost 18 K touch "$M"; }
 @test "--kill-after soon is refused" { usage_error -S "$U" --kill-after soon K touch "$M"; }
 @test "--kill-after -1 is refused" { usage_error -S "$U" --kill-after -1 K touch "$M"; }
 @test "--max-hold x is refused" { usage_error -S "$U" --max-hold x K touch "$M"; }

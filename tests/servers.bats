@@ -103,6 +103,9 @@ conns() { rcli "$1" info stats | tr -d '\r' | sed -n 's/^total_connections_recei
 	ln -s "$(sock r)" "$T/link.sock"
 	twice "$(sock_url r)" "unix:$T/link.sock" "$(sock r)"
 	twice "unix:$T/gone/a.sock" "unix:$T//gone/./a.sock" "$T/gone/a.sock"
+	# the one line, also where --verbose would say more
+	run -64 --separate-stderr dlock --verbose -S "$(sock_url r)" -S "$(sock_url r)" K true
+	assert_equal "${#stderr_lines[@]}" 1
 	# one server on TCP and on its unix socket is not told apart
 	run -0 dlock -S "$(tcp_url r)" -S "$(sock_url other)" -S "$(sock_url r)" K true
 }
