@@ -74,14 +74,14 @@ static int resolve(const char *name, char **out)
 	return found_errno;
 }
 
-int child_prepare(struct job *job, const struct options *opts,
+int child_prepare(struct job *job, char *const *argv, const char *shell_cmd,
 		  const struct signals *sig, struct error *err)
 {
 	size_t argc = 0;
 	int e;
 
 	*job = (struct job){ .sig = sig, .tty_fd = -1 };
-	if (opts->shell_cmd) {
+	if (shell_cmd) {
 		const char *shell = getenv("SHELL");
 
 		job->argv = calloc(4, sizeof *job->argv);
@@ -89,14 +89,14 @@ int child_prepare(struct job *job, const struct options *opts,
 			goto oom;
 		job->argv[0] = (char *)(shell && *shell ? shell : "/bin/sh");
 		job->argv[1] = (char *)"-c";
-		job->argv[2] = (char *)opts->shell_cmd;
+		job->argv[2] = (char *)shell_cmd;
 	} else {
-		while (opts->argv[argc])
+		while (argv[argc])
 			argc++;
 		job->argv = calloc(argc + 1, sizeof *job->argv);
 		if (!job->argv)
 			goto oom;
-		memcpy(job->argv, opts->argv, argc * sizeof *job->argv);
+		memcpy(job->argv, argv, argc * sizeof *job->argv);
 	}
 	e = resolve(job->argv[0], &job->path);
 	if (e) {

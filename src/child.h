@@ -2,7 +2,6 @@
 #pragma once
 #include <stdbool.h>
 #include <sys/types.h>
-#include "cli.h"
 #include "log.h"
 #include "signals.h"
 #include "watchdog.h"
@@ -23,9 +22,10 @@ struct job {
 	volatile int exec_errno;	/* set by the child when exec fails */
 };
 
-/* Finds the command before any lock is taken: 127 when it does not exist,
- * 126 when it cannot be executed (err filled). */
-int child_prepare(struct job *job, const struct options *opts,
+/* Finds the command (argv, or shell_cmd run by $SHELL -c) before any lock
+ * is taken: 127 when it does not exist, 126 when it cannot be executed
+ * (err filled). */
+int child_prepare(struct job *job, char *const *argv, const char *shell_cmd,
 		  const struct signals *sig, struct error *err);
 /* The command's environment: ours plus DLOCK_KEY, DLOCK_TOKEN, DLOCK_FENCE
  * and DLOCK_JOB, the job's process group (the command's pid, known once it

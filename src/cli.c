@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sysexits.h>
 #include "cli.h"
+#include "parse.h"
 #include "version.h"
 
 
@@ -28,6 +29,12 @@ enum {
 	OPT_VERBOSE,
 	OPT_LIMIT,
 	OPT_FAIR,
+	OPT_HISTORY,
+	OPT_JSON,
+	OPT_COUNT,
+	OPT_TOKEN,
+	OPT_FORCE,
+	OPT_EXPORT,
 };
 
 /* In the order of --help, the man page and the completions. */
@@ -50,8 +57,16 @@ static const struct option longopts[] = {
 	{ "password-file",	required_argument,	NULL, OPT_PASSWORD_FILE },
 	{ "node-timeout",	required_argument,	NULL, OPT_NODE_TIMEOUT },
 	{ "wait-replicas",	required_argument,	NULL, OPT_WAIT_REPLICAS },
+	{ "history",		required_argument,	NULL, OPT_HISTORY },
 	{ "command",		required_argument,	NULL, 'c' },
 	{ "close",		no_argument,		NULL, 'o' },
+	{ "no-fork",		no_argument,		NULL, 'F' },
+	{ "json",		no_argument,		NULL, OPT_JSON },
+	{ "quiet",		no_argument,		NULL, 'q' },
+	{ "count",		required_argument,	NULL, OPT_COUNT },
+	{ "token",		required_argument,	NULL, OPT_TOKEN },
+	{ "force",		no_argument,		NULL, OPT_FORCE },
+	{ "export",		no_argument,		NULL, OPT_EXPORT },
 	{ "verbose",		no_argument,		NULL, OPT_VERBOSE },
 	{ "help",		no_argument,		NULL, 'h' },
 	{ "version",		no_argument,		NULL, 'V' },
@@ -65,6 +80,11 @@ static void usage(void)
 "  dlock [options] KEY [--] COMMAND [ARG...]\n"
 "  dlock [options] KEY -c COMMAND_STRING\n"
 "  dlock run [options] KEY [--] COMMAND [ARG...]\n"
+"  dlock status [options] [KEY...]\n"
+"  dlock history [options] KEY\n"
+"  dlock release [options] KEY [--token TOKEN | --force]\n"
+"  dlock acquire [options] KEY\n"
+"  dlock extend [options] KEY [--token TOKEN]\n"
 "\n"
 "Run COMMAND while holding the lock KEY in Redis, as flock(1) does with a file.\n"
 "\n"
@@ -95,11 +115,26 @@ static void usage(void)
 "      --node-timeout SECS      deadline for one server's answer (default 1,\n"
 "                               or TTL/3 if that is less)\n"
 "      --wait-replicas N        count the lock once N replicas have it\n"
+"      --history N              keep the lock's last N events (0: none)\n"
 "\n"
 "Command:\n"
 "  -c, --command STRING         run STRING with $SHELL -c\n"
 "  -o, --close                  hold the lock until COMMAND exits, not until\n"
 "                               every process of its group has (flock's -o)\n"
+"  -F, --no-fork                COMMAND replaces dlock (keeps its PID); a\n"
+"                               helper process keeps the lease\n"
+"\n"
+"status, history:\n"
+"      --json                   one JSON document\n"
+"  -q, --quiet                  print nothing; the exit status tells\n"
+"  -n, --count N                history: the last N events (default 10)\n"
+"release, extend:\n"
+"      --token TOKEN            the holder's token (default DLOCK_TOKEN when\n"
+"                               DLOCK_KEY names the lock)\n"
+"      --force                  release: break the lock, whoever holds it\n"
+"acquire:\n"
+"      --export                 print DLOCK_KEY=, DLOCK_TOKEN=, DLOCK_FENCE=\n"
+"                               lines for eval, not the token alone\n"
 "\n"
 "      --verbose                say what dlock waits for and why it fails\n"
 "  -h, --help                   show this help\n"
@@ -110,77 +145,6 @@ static void usage(void)
 "Environment: DLOCK_SERVERS, DLOCK_PASSWORD, DLOCK_PREFIX.\n"
 "See dlock(1).\n", stdout);
 	exit(EX_OK);
-}
-
-int parse_seconds(const char *s, int64_t max_ms, int64_t *out_ms)
-{
-	const char *p = s;
-	int64_t ms = 0;
-	int n_digits = 0;
-
-	for (; isdigit((unsigned char)*p); p++, n_digits++) {
-		ms = ms * 10 + (*p - '0');
-		if (ms > max_ms / 1000 + 1)
-			return -1;
-	}
-	ms *= 1000;
-	if (*p == '.') {
-		int64_t scale = 100;
-		bool round_up = false;
-
-		p++;
-		if (!isdigit((unsigned char)*p))
-			return -1;
-		for (; isdigit((unsigned char)*p); p++, n_digits++) {
-			if (scale > 0)
-				ms += (*p - '0') * scale;
-			else if (*p != '0')
-				round_up = true;
-			scale /= 10;
-		}
-		ms += round_up;
-	}
-	if (n_digits == 0 || *p != '\0' || ms > max_ms)
-		return -1;
-	*out_ms = ms;
-	return 0;
-}
-
-int parse_count(const char *s, long min, long max, long *out)
-{
-	long v = 0;
-	const char *p = s;
-
-	if (!isdigit((unsigned char)*p))
-		return -1;
-	for (; isdigit((unsigned char)*p); p++) {
-		v = v * 10 + (*p - '0');
-		if (v > max)
-			return -1;
-	}
-	if (*p != '\0' || v < min)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-int parse_signal(const char *s)
-{
-	long n;
-
-	if (strcmp(s, "ignore") == 0)
-		return ON_LOST_IGNORE;
-	if (parse_count(s, 1, NSIG - 1, &n) == 0)
-		return (int)n;
-	if (strncasecmp(s, "SIG", 3) == 0)
-		s += 3;
-	for (int sig = 1; sig < NSIG; sig++) {
-		const char *name = sigabbrev_np(sig);
-
-		if (name && strcasecmp(s, name) == 0)
-			return sig;
-	}
-	return -1;
 }
 
 static bool is_stop_or_cont(int sig)
@@ -232,9 +196,74 @@ static long count_arg(const char *opt, const char *value, long min, long max)
 	return n;
 }
 
-static const char *const reserved_words[] = {
-	"status", "release", "acquire", "extend", NULL
+/* Which options each form takes: a group of options each. */
+enum {
+	G_COMMON = 1 << 0,	/* servers, --verbose, --help */
+	G_MODE = 1 << 1,	/* -x -s --limit */
+	G_WAIT = 1 << 2,	/* -n -w -E --fair */
+	G_TTL = 1 << 3,		/* -t */
+	G_JOB = 1 << 4,		/* --on-lost --kill-after --max-hold -c -o -F */
+	G_REPLICAS = 1 << 5,	/* --wait-replicas */
+	G_HISTORY = 1 << 6,	/* --history N */
+	G_OUTPUT = 1 << 7,	/* --json -q */
+	G_COUNT = 1 << 8,	/* history's -n COUNT */
+	G_TOKEN = 1 << 9,	/* --token */
+	G_FORCE = 1 << 10,	/* --force */
+	G_EXPORT = 1 << 11,	/* --export */
 };
+
+/* Every form knows every short option, to say which it does not take. */
+#define SHORT "xesnw:E:t:S:c:oFqhV"
+
+static const struct form {
+	const char *word;
+	enum command cmd;
+	unsigned groups;
+	const char *shortopts;	/* '+': options end at KEY (run: the command's);
+				 * '-': options before or after KEYs, in order */
+	int min_keys, max_keys;	/* KEY positionals; -1: any number */
+} forms[] = {
+	{ "run", CMD_RUN, G_COMMON | G_MODE | G_WAIT | G_TTL | G_JOB |
+	  G_REPLICAS | G_HISTORY, "+:" SHORT, 1, 1 },
+	{ "status", CMD_STATUS, G_COMMON | G_OUTPUT, "-:" SHORT, 0, -1 },
+	{ "history", CMD_HISTORY, G_COMMON | G_OUTPUT | G_COUNT,
+	  "-:n:" SHORT, 1, 1 },	/* -n COUNT */
+	{ "release", CMD_RELEASE, G_COMMON | G_TOKEN | G_FORCE, "-:" SHORT, 1, 1 },
+	{ "acquire", CMD_ACQUIRE, G_COMMON | G_MODE | G_WAIT | G_TTL |
+	  G_REPLICAS | G_HISTORY | G_EXPORT, "-:" SHORT, 1, 1 },
+	{ "extend", CMD_EXTEND, G_COMMON | G_TTL | G_TOKEN, "-:" SHORT, 1, 1 },
+};
+
+static unsigned group_of(int c)
+{
+	switch (c) {
+	case 'x': case 'e': case 's': case OPT_LIMIT:
+		return G_MODE;
+	case 'n': case 'w': case 'E': case OPT_FAIR:
+		return G_WAIT;
+	case 't':
+		return G_TTL;
+	case OPT_ON_LOST: case OPT_KILL_AFTER: case OPT_MAX_HOLD:
+	case 'c': case 'o': case 'F':
+		return G_JOB;
+	case OPT_WAIT_REPLICAS:
+		return G_REPLICAS;
+	case OPT_HISTORY:
+		return G_HISTORY;
+	case OPT_JSON: case 'q':
+		return G_OUTPUT;
+	case OPT_COUNT:
+		return G_COUNT;
+	case OPT_TOKEN:
+		return G_TOKEN;
+	case OPT_FORCE:
+		return G_FORCE;
+	case OPT_EXPORT:
+		return G_EXPORT;
+	default:
+		return G_COMMON;
+	}
+}
 
 /* What follows KEY: [--] COMMAND [ARG...], or -c STRING. */
 static void parse_command_part(int argc, char **argv, struct options *opts)
@@ -266,131 +295,157 @@ static void parse_command_part(int argc, char **argv, struct options *opts)
 	opts->argv = argv;
 }
 
-void cli_parse(int argc, char **argv, struct options *opts)
+/* A URL's password on the command line is there for anyone's ps(1) to see:
+ * the URL is copied for dlock's use, and the argument overwritten with
+ * '*' where the password was. (A password file is the better way.) */
+static const char *scrubbed(char *arg)
 {
-	bool mode_given = false;
-	long limit = 0;
-	int c;
+	char *copy = strdup(arg);
 
-	*opts = (struct options){
-		.wait_ms = -1,
-		.conflict_exit = 1,
-		.on_lost_signal = SIGTERM,
-		.kill_after_ms = 5000,
-		.max_hold_ms = -1,
-	};
-	if (argc < 2) {
-		/* as flock(1): what to type, and where to read more */
-		fputs("Usage: dlock [options] KEY COMMAND [ARG...]\n"
-		      "Try 'dlock --help' for more information.\n", stderr);
-		exit(EX_USAGE);
-	}
-	if (argc > 1) {
-		for (const char *const *w = reserved_words; *w; w++)
-			if (strcmp(argv[1], *w) == 0)
-				errx(EX_USAGE, "%s: not implemented yet", *w);
-		if (strcmp(argv[1], "run") == 0) {
-			argv++;
-			argc--;
-		}
-	}
-	opts->servers = calloc((size_t)argc, sizeof *opts->servers);
-	if (!opts->servers)
-		err(EX_OSERR, "calloc");
+	if (!copy)
+		err(EX_OSERR, "strdup");
+	for (char *p = strstr(arg, "://"); p; p = strstr(p, "://")) {
+		char *auth = p + 3;
+		size_t len = strcspn(auth, "/, \t\n");
+		char *at = memchr(auth, '@', len);
+		char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
 
-	while ((c = getopt_long(argc, argv, "+:xesnw:E:t:S:c:ohV", longopts,
-				NULL)) != -1) {
-		switch (c) {
-		case 'x':
-		case 'e':
-			opts->limit = 0;	/* the last of -x and -s wins, as in flock */
-			mode_given = true;
-			break;
-		case 's':
-			opts->limit = LIMIT_SHARED;
-			mode_given = true;
-			break;
-		case OPT_LIMIT:
-			limit = count_arg("--limit", optarg, 1, 1000000);
-			break;
-		case OPT_FAIR:
-			opts->fair = true;
-			break;
-		case 'n':
-			opts->nonblock = true;
-			break;
-		case 'w':
-			opts->wait_ms = seconds_arg("--wait", optarg, true);
-			break;
-		case 'E':
-			opts->conflict_exit = (int)count_arg("--conflict-exit-code",
-							     optarg, 0, 255);
-			break;
-		case 't':
-			opts->ttl_ms = seconds_arg("--ttl", optarg, false);
-			if (opts->ttl_ms < MIN_TTL_MS)
-				errx(EX_USAGE, "--ttl must be at least 0.01 seconds");
-			opts->ttl_given = true;
-			break;
-		case OPT_ON_LOST:
-			opts->on_lost_signal = parse_signal(optarg);
-			if (opts->on_lost_signal < 0)
-				bad("--on-lost signal", optarg);
-			/* SIGCONT follows the signal: a stop would be undone
-			 * at once, and the job never told. */
-			if (is_stop_or_cont(opts->on_lost_signal))
-				errx(EX_USAGE, "bad --on-lost signal '%s': it must not stop or continue the job",
-				     optarg);
-			break;
-		case OPT_KILL_AFTER:
-			opts->kill_after_ms = seconds_arg("--kill-after", optarg, true);
-			break;
-		case OPT_MAX_HOLD:
-			opts->max_hold_ms = seconds_arg("--max-hold", optarg, false);
-			break;
-		case 'S':
-			opts->servers[opts->n_servers++] = optarg;
-			break;
-		case OPT_PREFIX:
-			opts->prefix = optarg;
-			break;
-		case OPT_CONFIG:
-			opts->config_file = optarg;
-			break;
-		case OPT_PASSWORD_FILE:
-			opts->password_file = optarg;
-			break;
-		case OPT_NODE_TIMEOUT:
-			opts->node_timeout_ms = seconds_arg("--node-timeout", optarg, false);
-			opts->node_timeout_given = true;
-			break;
-		case OPT_WAIT_REPLICAS:
-			opts->wait_replicas = (int)count_arg("--wait-replicas",
-							     optarg, 0, 1000);
-			break;
-		case 'c':
-			opts->shell_cmd = optarg;
-			break;
-		case 'o':
-			opts->close = true;
-			break;
-		case OPT_VERBOSE:
-			opts->verbose = true;
-			break;
-		case 'h':
-			usage();
-			break;
-		case 'V':
-			printf("dlock %s\n", DLOCK_VERSION);
-			exit(EX_OK);
-		case ':':
-			errx(EX_USAGE, "option '%s' needs an argument", argv[optind - 1]);
-		default:
-			if (optopt)
-				errx(EX_USAGE, "unknown option '-%c'", optopt);
-			errx(EX_USAGE, "unknown option '%s'", argv[optind - 1]);
-		}
+		for (char *c = colon ? colon + 1 : at; c && c < at; c++)
+			*c = '*';
+		p = auth + len;
 	}
+	return copy;
+}
+
+static void parse_option(int c, const char *arg, struct options *opts,
+			 bool *mode_given, long *limit)
+{
+	switch (c) {
+	case 'x':
+	case 'e':
+		opts->limit = 0;	/* the last of -x and -s wins, as in flock */
+		*mode_given = true;
+		break;
+	case 's':
+		opts->limit = LIMIT_SHARED;
+		*mode_given = true;
+		break;
+	case OPT_LIMIT:
+		*limit = count_arg("--limit", arg, 1, 1000000);
+		break;
+	case OPT_FAIR:
+		opts->fair = true;
+		break;
+	case 'n':
+		opts->nonblock = true;
+		break;
+	case 'w':
+		opts->wait_ms = seconds_arg("--wait", arg, true);
+		break;
+	case 'E':
+		opts->conflict_exit = (int)count_arg("--conflict-exit-code", arg, 0, 255);
+		break;
+	case 't':
+		opts->cfg.ttl_ms = seconds_arg("--ttl", arg, false);
+		if (opts->cfg.ttl_ms < MIN_TTL_MS)
+			errx(EX_USAGE, "--ttl must be at least 0.01 seconds");
+		break;
+	case OPT_ON_LOST:
+		opts->on_lost_signal = parse_signal(arg);
+		if (opts->on_lost_signal < 0)
+			bad("--on-lost signal", arg);
+		/* SIGCONT follows the signal: a stop would be undone at once,
+		 * and the job never told. */
+		if (is_stop_or_cont(opts->on_lost_signal))
+			errx(EX_USAGE, "bad --on-lost signal '%s': it must not stop or continue the job",
+			     arg);
+		break;
+	case OPT_KILL_AFTER:
+		opts->kill_after_ms = seconds_arg("--kill-after", arg, true);
+		break;
+	case OPT_MAX_HOLD:
+		opts->max_hold_ms = seconds_arg("--max-hold", arg, false);
+		break;
+	case OPT_PREFIX:
+		opts->cfg.prefix = arg;
+		break;
+	case OPT_CONFIG:
+		opts->cfg.config_file = arg;
+		break;
+	case OPT_PASSWORD_FILE:
+		opts->cfg.password_file = arg;
+		break;
+	case OPT_NODE_TIMEOUT:
+		opts->cfg.node_timeout_ms = seconds_arg("--node-timeout", arg, false);
+		break;
+	case OPT_WAIT_REPLICAS:
+		opts->wait_replicas = (int)count_arg("--wait-replicas", arg, 0, 1000);
+		break;
+	case OPT_HISTORY:
+		opts->cfg.history = count_arg("--history", arg, 0, 1000000);
+		break;
+	case 'c':
+		opts->shell_cmd = arg;
+		break;
+	case 'o':
+		opts->close = true;
+		break;
+	case 'F':
+		opts->no_fork = true;
+		break;
+	case OPT_JSON:
+		opts->json = true;
+		break;
+	case 'q':
+		opts->quiet = true;
+		break;
+	case OPT_COUNT:
+		opts->count = count_arg("--count", arg, 1, 1000000);
+		break;
+	case OPT_TOKEN:
+		if (!*arg)
+			errx(EX_USAGE, "empty --token");
+		opts->token = arg;
+		break;
+	case OPT_FORCE:
+		opts->force = true;
+		break;
+	case OPT_EXPORT:
+		opts->export_vars = true;
+		break;
+	case OPT_VERBOSE:
+		opts->verbose = opts->cfg.verbose = true;
+		break;
+	case 'h':
+		usage();
+		break;
+	case 'V':
+		printf("dlock %s\n", DLOCK_VERSION);
+		exit(EX_OK);
+	}
+}
+
+static const struct form *form_of(int argc, char **argv)
+{
+	for (size_t i = 1; argc > 1 && i < sizeof forms / sizeof forms[0]; i++)
+		if (strcmp(argv[1], forms[i].word) == 0)
+			return &forms[i];
+	return &forms[0];
+}
+
+/* An option of another form: named as given, long or short. */
+static void __attribute__((noreturn)) not_here(const struct form *f, int c, int li)
+{
+	if (li >= 0)
+		errx(EX_USAGE, "--%s does not apply to 'dlock %s'", longopts[li].name,
+		     f->word);
+	errx(EX_USAGE, "-%c does not apply to 'dlock %s'", c, f->word);
+}
+
+/* The checks once every option is in: combinations and positionals. */
+static void check(const struct form *f, int n_keys, struct options *opts,
+		  bool mode_given, long limit)
+{
 	if (limit) {
 		if (mode_given)
 			errx(EX_USAGE, "--limit excludes --shared and --exclusive");
@@ -398,10 +453,81 @@ void cli_parse(int argc, char **argv, struct options *opts)
 	}
 	if (opts->wait_ms == 0)
 		opts->nonblock = true;
-	if (optind >= argc)
+	if (opts->force && opts->token)
+		errx(EX_USAGE, "release: --token and --force exclude each other");
+	if (n_keys < f->min_keys)
 		errx(EX_USAGE, "missing KEY");
-	opts->key = argv[optind++];
-	if (opts->key[0] == '\0')
-		errx(EX_USAGE, "empty KEY");
-	parse_command_part(argc - optind, argv + optind, opts);
+	if (f->max_keys >= 0 && n_keys > f->max_keys)
+		errx(EX_USAGE, "%s: one KEY only", f->word);
+	for (int i = 0; i < n_keys; i++)
+		if (opts->keys[i][0] == '\0')
+			errx(EX_USAGE, "empty KEY");
+	opts->key = opts->cfg.key = n_keys > 0 ? opts->keys[0] : NULL;
+}
+
+void cli_parse(int argc, char **argv, struct options *opts)
+{
+	const struct form *f;
+	bool mode_given = false;
+	long limit = 0;
+	int c, li = -1, n_keys = 0;
+
+	*opts = (struct options){
+		.wait_ms = -1,
+		.conflict_exit = 1,
+		.on_lost_signal = SIGTERM,
+		.kill_after_ms = 5000,
+		.max_hold_ms = -1,
+		.count = 10,
+		.cfg.history = -1,
+	};
+	if (argc < 2) {
+		/* as flock(1): what to type, and where to read more */
+		fputs("Usage: dlock [options] KEY COMMAND [ARG...]\n"
+		      "Try 'dlock --help' for more information.\n", stderr);
+		exit(EX_USAGE);
+	}
+	f = form_of(argc, argv);
+	opts->cmd = f->cmd;
+	if (f != &forms[0] || strcmp(argv[1], "run") == 0) {
+		argv++;
+		argc--;
+	}
+	opts->cfg.servers = calloc((size_t)argc, sizeof *opts->cfg.servers);
+	opts->keys = calloc((size_t)argc + 1, sizeof *opts->keys);
+	if (!opts->cfg.servers || !opts->keys)
+		err(EX_OSERR, "calloc");
+	for (;;) {
+		li = -1;
+		c = getopt_long(argc, argv, f->shortopts, longopts, &li);
+		if (c == -1)
+			break;
+		if (c == 1) {		/* a KEY, between options ('-') */
+			opts->keys[n_keys++] = optarg;
+			continue;
+		}
+		if (c == ':')
+			errx(EX_USAGE, "option '%s' needs an argument", argv[optind - 1]);
+		if (c == '?') {
+			if (optopt)
+				errx(EX_USAGE, "unknown option '-%c'", optopt);
+			errx(EX_USAGE, "unknown option '%s'", argv[optind - 1]);
+		}
+		if (c == 'n' && f->cmd == CMD_HISTORY)
+			c = OPT_COUNT;		/* history -n COUNT */
+		if (!(f->groups & group_of(c)))
+			not_here(f, c, li);
+		if (c == 'S')
+			opts->cfg.servers[opts->cfg.n_servers++] = scrubbed(optarg);
+		else
+			parse_option(c, optarg, opts, &mode_given, &limit);
+	}
+	if (f->cmd == CMD_RUN && optind < argc)
+		opts->keys[n_keys++] = argv[optind++];
+	else if (optind < argc)	/* after "--" */
+		while (optind < argc)
+			opts->keys[n_keys++] = argv[optind++];
+	check(f, n_keys, opts, mode_given, limit);
+	if (f->cmd == CMD_RUN)
+		parse_command_part(argc - optind, argv + optind, opts);
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "config.h"
 #include "log.h"
+#include "parse.h"
 
 #define MAX_FILE_BYTES (64 * 1024)
 
@@ -219,14 +220,14 @@ static int load_config(const char *path, bool must_exist, struct config_file *cf
 	return 0;
 }
 
-static int load_configs(const struct options *opts, struct config_file *cf,
+static int load_configs(const struct config_flags *fl, struct config_file *cf,
 			char **texts, size_t *n_texts, char *err, size_t errlen)
 {
 	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
 	char user_path[4096];
 
-	if (opts->config_file)
-		return load_config(opts->config_file, true, cf, texts, n_texts,
+	if (fl->config_file)
+		return load_config(fl->config_file, true, cf, texts, n_texts,
 				   err, errlen);
 	if (load_config("/etc/dlock.conf", false, cf, texts, n_texts, err,
 			errlen) < 0)
@@ -263,17 +264,17 @@ static int add_servers(struct settings *st, const char *list, const char *from,
 	return 0;
 }
 
-static int resolve(struct options *opts, const struct config_file *cf,
+static int resolve(const struct config_flags *fl, const struct config_file *cf,
 		   struct settings *st, char *err, size_t errlen)
 {
 	const char *env_servers = getenv("DLOCK_SERVERS");
 	const char *env_prefix = getenv("DLOCK_PREFIX");
 	const char *env_password = getenv("DLOCK_PASSWORD");
 
-	if (opts->n_servers > 0) {
+	if (fl->n_servers > 0) {
 		/* Each -S may itself be a list, as DLOCK_SERVERS is. */
-		for (size_t i = 0; i < opts->n_servers; i++)
-			if (add_servers(st, opts->servers[i], "--server", err, errlen) < 0)
+		for (size_t i = 0; i < fl->n_servers; i++)
+			if (add_servers(st, fl->servers[i], "--server", err, errlen) < 0)
 				return -1;
 	} else if (env_servers) {
 		/* Set but empty, as a CI job gets it when a secret is missing:
@@ -289,44 +290,45 @@ static int resolve(struct options *opts, const struct config_file *cf,
 		return -1;
 	}
 
-	st->prefix = strdup(opts->prefix ? opts->prefix : env_prefix ? env_prefix :
+	st->prefix = strdup(fl->prefix ? fl->prefix : env_prefix ? env_prefix :
 			    cf->prefix ? cf->prefix : DEFAULT_PREFIX);
 	if (!st->prefix) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 
-	if (!opts->ttl_given && cf->ttl) {
-		if (parse_seconds(cf->ttl, MAX_SECONDS_MS, &opts->ttl_ms) < 0 ||
-		    opts->ttl_ms < MIN_TTL_MS) {
+	st->history = fl->history >= 0 ? fl->history : DEFAULT_HISTORY;
+	st->ttl_ms = fl->ttl_ms;
+	if (!fl->ttl_ms && cf->ttl) {
+		if (parse_seconds(cf->ttl, MAX_SECONDS_MS, &st->ttl_ms) < 0 ||
+		    st->ttl_ms < MIN_TTL_MS) {
 			snprintf(err, errlen, "config: bad ttl '%s'", cf->ttl);
 			return -1;
 		}
-	} else if (!opts->ttl_given) {
-		opts->ttl_ms = DEFAULT_TTL_MS;
+	} else if (!fl->ttl_ms) {
+		st->ttl_ms = DEFAULT_TTL_MS;
 	}
-	if (!opts->node_timeout_given && cf->node_timeout) {
+	st->node_timeout_ms = fl->node_timeout_ms;
+	if (!fl->node_timeout_ms && cf->node_timeout) {
 		if (parse_seconds(cf->node_timeout, MAX_SECONDS_MS,
-				  &opts->node_timeout_ms) < 0 ||
-		    opts->node_timeout_ms == 0) {
+				  &st->node_timeout_ms) < 0 ||
+		    st->node_timeout_ms == 0) {
 			snprintf(err, errlen, "config: bad node-timeout '%s'",
 				 cf->node_timeout);
 			return -1;
 		}
-	} else if (!opts->node_timeout_given) {
+	} else if (!fl->node_timeout_ms) {
 		/* A stalled server must not eat the whole lease. */
-		opts->node_timeout_ms = opts->ttl_ms / 3 < DEFAULT_NODE_TIMEOUT_MS ?
-					opts->ttl_ms / 3 : DEFAULT_NODE_TIMEOUT_MS;
+		st->node_timeout_ms = st->ttl_ms / 3 < DEFAULT_NODE_TIMEOUT_MS ?
+				      st->ttl_ms / 3 : DEFAULT_NODE_TIMEOUT_MS;
 	}
-	if (opts->node_timeout_ms >= opts->ttl_ms) {
+	if (st->node_timeout_ms >= st->ttl_ms) {
 		snprintf(err, errlen, "--node-timeout must be shorter than --ttl");
 		return -1;
 	}
-	st->ttl_ms = opts->ttl_ms;
-	st->node_timeout_ms = opts->node_timeout_ms;
 
-	if (opts->password_file)
-		return read_password(opts->password_file, &st->password, err, errlen);
+	if (fl->password_file)
+		return read_password(fl->password_file, &st->password, err, errlen);
 	if (env_password && *env_password) {
 		st->password = strdup(env_password);
 		return st->password ? 0 : -1;
@@ -336,7 +338,7 @@ static int resolve(struct options *opts, const struct config_file *cf,
 	return 0;
 }
 
-int config_resolve(struct options *opts, struct settings *st, char *err,
+int config_resolve(const struct config_flags *fl, struct settings *st, char *err,
 		   size_t errlen)
 {
 	struct config_file cf = { 0 };
@@ -351,18 +353,18 @@ int config_resolve(struct options *opts, struct settings *st, char *err,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	r = load_configs(opts, &cf, texts, &n_texts, err, errlen);
+	r = load_configs(fl, &cf, texts, &n_texts, err, errlen);
 	if (r == 0)
-		r = resolve(opts, &cf, st, err, errlen);
+		r = resolve(fl, &cf, st, err, errlen);
 	while (n_texts > 0)
 		free(texts[--n_texts]);
 	return r;
 }
 
-void config_report(const struct options *opts, const struct settings *st)
+void config_report(const struct config_flags *fl, const struct settings *st)
 {
 	/* Where -S named them, the command line says so already. */
-	if (opts->verbose && opts->n_servers == 0) {
+	if (fl->verbose && fl->n_servers == 0) {
 		char list[1024];
 		size_t len = 0;
 
@@ -370,13 +372,13 @@ void config_report(const struct options *opts, const struct settings *st)
 		for (size_t i = 0; i < st->n_urls && len < sizeof list; i++)
 			len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
 						i ? ", " : "", st->urls[i].text);
-		log_line(opts->key, "servers from %s: %s", st->servers_from, list);
+		log_line(fl->key, "servers from %s: %s", st->servers_from, list);
 	}
 	/* Cron mails what a job prints: a setting that works is no news
 	 * there, only to someone at a terminal. */
 	if (st->n_urls > 1 && st->n_urls % 2 == 0 &&
-	    (opts->verbose || isatty(STDERR_FILENO)))
-		log_line(opts->key, "warning: %zu servers: an even number tolerates no more failures than %zu",
+	    (fl->verbose || isatty(STDERR_FILENO)))
+		log_line(fl->key, "warning: %zu servers: an even number tolerates no more failures than %zu",
 			 st->n_urls, st->n_urls - 1);
 }
 

@@ -2,7 +2,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include "cli.h"
+#include <stdbool.h>
 #include "url.h"
 
 #define DEFAULT_SERVER "redis://127.0.0.1:6379"
@@ -10,6 +10,22 @@
 #define DEFAULT_TTL_MS 30000
 #define DEFAULT_NODE_TIMEOUT_MS 1000
 #define MAX_SERVERS 32
+#define MIN_TTL_MS 10
+#define DEFAULT_HISTORY 100	/* events kept per lock */
+
+/* What the command line said of the settings; NULL or 0 when it did not. */
+struct config_flags {
+	const char *key;	/* the lock's name, for messages */
+	const char **servers;	/* -S, in order given */
+	size_t n_servers;
+	const char *prefix;
+	const char *password_file;
+	const char *config_file;
+	int64_t ttl_ms;		/* -t */
+	int64_t node_timeout_ms;
+	long history;		/* --history N; -1 when not given */
+	bool verbose;
+};
 
 /* What one config file says; strings point into the file's text. */
 struct config_file {
@@ -24,6 +40,7 @@ struct settings {
 	char *password;		/* owned; NULL when none */
 	int64_t ttl_ms;
 	int64_t node_timeout_ms;
+	long history;		/* events kept per lock; 0: none */
 	char servers_from[256];	/* --server, DLOCK_SERVERS, a file, the default */
 };
 
@@ -36,15 +53,15 @@ int config_parse(char *text, struct config_file *cf, char *err, size_t errlen);
 int config_parse_servers(const char *list, struct url *urls, size_t max,
 			 size_t *n_urls, char *err, size_t errlen);
 
-/* Resolves every setting in order of precedence; fills opts->ttl_ms and
- * opts->node_timeout_ms too. Returns 0, or -1 with the reason in err
- * (a usage error: exit 64). */
-int config_resolve(struct options *opts, struct settings *st, char *err,
-		   size_t errlen);
+/* Resolves every setting in order of precedence: flags, environment,
+ * config file, defaults. Returns 0, or -1 with the reason in err (a usage
+ * error: exit 64). */
+int config_resolve(const struct config_flags *fl, struct settings *st,
+		   char *err, size_t errlen);
 
 /* What the user should hear before anything is sent: with --verbose, where
  * the servers came from, unless -S named them; on a terminal or with --verbose, that an even
  * number of servers tolerates no more failures than one fewer. */
-void config_report(const struct options *opts, const struct settings *st);
+void config_report(const struct config_flags *fl, const struct settings *st);
 
 void config_free(struct settings *st);

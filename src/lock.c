@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <bsd/stdlib.h>
 #include "clock.h"
+#include "config.h"
 #include "fanout.h"
 #include "lock.h"
 #include "quorum.h"
@@ -39,11 +40,10 @@ static char *derived_key(const char *key, const char *suffix)
 }
 
 /* Holder info, as the status line and status show it. */
-static void describe_holder(struct lock *lk, const struct options *opts)
+static void describe_holder(struct lock *lk, const char *command)
 {
 	const char *user = getenv("USER");
 	char host[128], uid[16], cmd[256];
-	size_t len = 0;
 
 	if (gethostname(host, sizeof host) < 0)
 		strcpy(host, "?");
@@ -62,12 +62,7 @@ static void describe_holder(struct lock *lk, const struct options *opts)
 		snprintf(uid, sizeof uid, "uid %u", (unsigned)getuid());
 		user = uid;
 	}
-	cmd[0] = '\0';
-	if (opts->shell_cmd)
-		snprintf(cmd, sizeof cmd, "%s", opts->shell_cmd);
-	for (char **a = opts->argv; a && *a && len + 1 < sizeof cmd; a++)
-		len += (size_t)snprintf(cmd + len, sizeof cmd - len, "%s%s",
-					a == opts->argv ? "" : " ", *a);
+	snprintf(cmd, sizeof cmd, "%s", command ? command : "");
 	for (char *c = cmd; *c; c++)
 		if (*c == '\t' || *c == '\n')
 			*c = ' ';
@@ -112,23 +107,22 @@ static bool in_the_job(void)
 	return getpgrp() == pgid || getsid(0) == getsid((pid_t)pgid);
 }
 
-int lock_init(struct lock *lk, const struct options *opts,
-	      const struct settings *st, struct error *err)
+int lock_init(struct lock *lk, const struct lock_params *p, struct error *err)
 {
 	const char *env_key = getenv("DLOCK_KEY");
 	const char *env_token = getenv("DLOCK_TOKEN");
 
 	*lk = (struct lock){
-		.opts = opts,
-		.n_nodes = st->n_urls,
-		.ttl_ms = st->ttl_ms,
-		.node_timeout_ms = st->node_timeout_ms,
+		.p = p,
+		.n_nodes = p->n_urls,
+		.ttl_ms = p->ttl_ms,
+		.node_timeout_ms = p->node_timeout_ms,
 	};
 	lk->nodes = calloc(lk->n_nodes, sizeof *lk->nodes);
 	lk->why = calloc(lk->n_nodes, sizeof *lk->why);
 	lk->granted = calloc(lk->n_nodes, sizeof *lk->granted);
 	if (!lk->nodes || !lk->why || !lk->granted ||
-	    asprintf(&lk->key, "%s%s", st->prefix, opts->key) < 0 ||
+	    asprintf(&lk->key, "%s%s", p->prefix, p->name) < 0 ||
 	    !(lk->fence_key = derived_key(lk->key, ":fence")) ||
 	    !(lk->owner_key = derived_key(lk->key, ":owner")) ||
 	    !(lk->mode_key = derived_key(lk->key, ":mode")) ||
@@ -141,8 +135,8 @@ int lock_init(struct lock *lk, const struct options *opts,
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	for (size_t i = 0; i < st->n_urls; i++) {
-		node_init(&lk->nodes[i], &st->urls[i], st->password);
+	for (size_t i = 0; i < p->n_urls; i++) {
+		node_init(&lk->nodes[i], &p->urls[i], p->password);
 		node_resolve(&lk->nodes[i]);	/* before any round */
 	}
 	if (same_server_twice(lk, err) < 0)
@@ -151,16 +145,16 @@ int lock_init(struct lock *lk, const struct options *opts,
 	    in_the_job())
 		lk->reentry_token = env_token;
 	snprintf(lk->ttl_arg, sizeof lk->ttl_arg, "%" PRId64, lk->ttl_ms);
-	if (opts->limit == 0)
+	if (p->limit == 0)
 		strcpy(lk->mode_arg, "x");
-	else if (opts->limit == LIMIT_SHARED)
+	else if (p->limit == LOCK_SHARED)
 		strcpy(lk->mode_arg, "s");
 	else
-		snprintf(lk->mode_arg, sizeof lk->mode_arg, "%ld", opts->limit);
+		snprintf(lk->mode_arg, sizeof lk->mode_arg, "%ld", p->limit);
 	/* A fair waiter that stops refreshing its place is dead after this. */
 	snprintf(lk->alive_arg, sizeof lk->alive_arg, "%" PRId64,
 		 2000 + 2 * lk->node_timeout_ms);
-	describe_holder(lk, opts);
+	describe_holder(lk, p->command);
 	return 0;
 }
 
@@ -168,7 +162,7 @@ void lock_log_servers(const struct lock *lk)
 {
 	for (size_t i = 0; lk->n_nodes > 1 && i < lk->n_nodes; i++)
 		if (lk->why[i].exit)
-			log_error(lk->opts->key, &lk->why[i]);
+			log_error(lk->p->name, &lk->why[i]);
 }
 
 void lock_free(struct lock *lk)
@@ -308,7 +302,7 @@ static int wait_replicas(struct lock *lk, struct error *err)
 	size_t n_ok = 0, need = quorum_majority(lk->n_nodes);
 	long long least = -1;
 
-	snprintf(n_arg, sizeof n_arg, "%d", lk->opts->wait_replicas);
+	snprintf(n_arg, sizeof n_arg, "%d", lk->p->wait_replicas);
 	/* The replicas get one --node-timeout to confirm, and the answer
 	 * another to arrive. */
 	snprintf(timeout_arg, sizeof timeout_arg, "%" PRId64, lk->node_timeout_ms);
@@ -320,13 +314,13 @@ static int wait_replicas(struct lock *lk, struct error *err)
 			continue;
 		if (least < 0 || r->integer < least)
 			least = r->integer;
-		n_ok += r->integer >= lk->opts->wait_replicas;
+		n_ok += r->integer >= lk->p->wait_replicas;
 	}
 	if (n_ok >= need)
 		return 0;
 	if (lk->n_nodes == 1 && least >= 0)
 		error_set(err, EX_UNAVAILABLE, "%s: %lld of %d replicas acknowledged in time",
-			  lk->nodes[0].url->text, least, lk->opts->wait_replicas);
+			  lk->nodes[0].url->text, least, lk->p->wait_replicas);
 	else
 		no_quorum(lk, n_ok, err, "had enough replicas acknowledge");
 	return -1;
@@ -341,7 +335,7 @@ static size_t keep_one_slot(struct lock *lk, long long *counted,
 	size_t best_n = 0;
 	long long best = -1;
 
-	if (lk->opts->limit <= 0 || lk->n_nodes == 1)
+	if (lk->p->limit <= 0 || lk->n_nodes == 1)
 		return n_yes;
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		size_t n = 0;
@@ -384,7 +378,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		lk->token, lk->ttl_arg,
 		lk->reentry_token ? lk->reentry_token : "",
 		lk->info, lk->mode_arg, lk->ticket, lk->alive_arg, lk->slot_arg,
-		lk->opts->nonblock ? "" : "1",
+		lk->p->waits ? "1" : "",
 	};
 	struct cmd cmd = { &script_acquire, 18, argv, NULL };
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
@@ -421,7 +415,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 			break;
 		case 0:
 			/* A refusal counts us among the waiters there. */
-			lk->waited |= !lk->opts->nonblock;
+			lk->waited |= lk->p->waits;
 			if (value >= 0 && (*retry_ms < 0 || value < *retry_ms))
 				*retry_ms = value;
 			break;
@@ -455,7 +449,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		 * granted the lock, a majority: one that did not answer would
 		 * cost another deadline. */
 		ok = lk->n_nodes == 1 || fence_write_back(lk, counted, err) == 0;
-		if (ok && lk->opts->wait_replicas) {
+		if (ok && lk->p->wait_replicas) {
 			only_granted(lk, counted, -1);
 			ok = wait_replicas(lk, err) == 0;
 			all_servers(lk);
@@ -525,14 +519,14 @@ int lock_begin(struct lock *lk, struct error *err)
 	/* A fair waiter is woken on a list of its own, as the head; so is an
 	 * exclusive one, as a writer that readers wait behind. */
 	free(lk->wake_list);
-	if ((lk->opts->fair || lk->opts->limit == 0 ?
+	if ((lk->p->fair || lk->p->limit == 0 ?
 	     asprintf(&lk->wake_list, "%s:%s", lk->wake_key, lk->token) :
 	     asprintf(&lk->wake_list, "%s", lk->wake_key)) < 0) {
 		lk->wake_list = NULL;
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	return lk->opts->fair ? take_ticket(lk, err) : 0;
+	return lk->p->fair ? take_ticket(lk, err) : 0;
 }
 
 void lock_end_wait(struct lock *lk, enum lock_result r)
@@ -543,7 +537,7 @@ void lock_end_wait(struct lock *lk, enum lock_result r)
 	};
 	struct cmd cmd = { &script_leave, 5, argv, NULL };
 
-	if ((!lk->opts->fair && !lk->waited) || r == LOCK_REENTERED)
+	if ((!lk->p->fair && !lk->waited) || r == LOCK_REENTERED)
 		return;
 	/* Acquired, we are still a waiter where a server said no. */
 	for (size_t i = 0; i < lk->n_nodes; i++)

@@ -2,10 +2,27 @@
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
-#include "cli.h"
-#include "config.h"
 #include "log.h"
 #include "node.h"
+
+#define LOCK_SHARED (-1)	/* lock_params.limit of a shared lock */
+
+/* What the lock is and how this caller takes it: built once, by main, from
+ * the command line and the settings. */
+struct lock_params {
+	const char *name;	/* the lock's name as given, for messages */
+	const char *prefix;	/* the Redis key is prefix + name */
+	struct url *urls;	/* n_urls servers; one: single, more: RedLock */
+	size_t n_urls;
+	const char *password;	/* for URLs that carry none */
+	int64_t ttl_ms, node_timeout_ms;
+	long limit;		/* 0 exclusive, LOCK_SHARED, or N holders */
+	bool fair;		/* waiters take the lock in arrival order */
+	bool waits;		/* a refusal counts the caller among waiters */
+	int wait_replicas;	/* an acquisition counts once N replicas have it */
+	const char *command;	/* the holder's command, for the holder info */
+	bool verbose;
+};
 
 enum lock_result {
 	LOCK_ACQUIRED,
@@ -18,7 +35,7 @@ enum lock_result {
 enum extend_result { EXTEND_OK, EXTEND_FAILED, EXTEND_LOST };
 
 struct lock {
-	const struct options *opts;
+	const struct lock_params *p;
 	struct node *nodes;		/* n_nodes of them */
 	size_t n_nodes;
 	struct error *why;		/* each server's part in the last failure */
@@ -42,8 +59,7 @@ struct lock {
 	bool waited;		/* a server refused us and counts us a waiter */
 };
 
-int lock_init(struct lock *lk, const struct options *opts,
-	      const struct settings *st, struct error *err);
+int lock_init(struct lock *lk, const struct lock_params *p, struct error *err);
 void lock_free(struct lock *lk);
 /* With several servers: one line for each that failed in the last
  * round without a majority (--verbose). */

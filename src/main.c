@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include "child.h"
 #include "cli.h"
+#include "commands.h"
 #include "config.h"
 #include "lease.h"
 #include "lock.h"
@@ -47,6 +48,42 @@ static void report_release(const struct options *opts, const struct lock *lk,
 		log_error(opts->key, err);
 }
 
+/* The command as one line, for the holder info: what `dlock status` and
+ * a waiter's line show. */
+static void command_line(const struct options *opts, char *out, size_t len)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (opts->shell_cmd)
+		snprintf(out, len, "%s", opts->shell_cmd);
+	for (char **a = opts->argv; a && *a && n + 1 < len; a++)
+		n += (size_t)snprintf(out + n, len - n, "%s%s",
+				      a == opts->argv ? "" : " ", *a);
+}
+
+/* The lock layer's view of the command line and the settings. */
+static void lock_params_of(const struct options *opts, const struct settings *st,
+			   const char *command, struct lock_params *p)
+{
+	_Static_assert(LIMIT_SHARED == LOCK_SHARED, "one value for -s");
+	*p = (struct lock_params){
+		.name = opts->key,
+		.prefix = st->prefix,
+		.urls = st->urls,
+		.n_urls = st->n_urls,
+		.password = st->password,
+		.ttl_ms = st->ttl_ms,
+		.node_timeout_ms = st->node_timeout_ms,
+		.limit = opts->limit,
+		.fair = opts->fair,
+		.waits = !opts->nonblock,
+		.wait_replicas = opts->wait_replicas,
+		.command = command,
+		.verbose = opts->verbose,
+	};
+}
+
 /* The job under the lease: the watchdog first (unless --on-lost ignore),
  * so that no instant of the job goes unwatched, then the command. */
 static int run_job(struct options *opts, struct lock *lk, struct job *job,
@@ -54,7 +91,15 @@ static int run_job(struct options *opts, struct lock *lk, struct job *job,
 {
 	struct lease lease;
 	struct watchdog wd = { .fd = -1 };
-	struct watch w = { .opts = opts, .sig = sig, .lease = &lease };
+	struct watch w = {
+		.key = opts->key,
+		.on_lost_signal = opts->on_lost_signal,
+		.kill_after_ms = opts->kill_after_ms,
+		.max_hold_ms = opts->max_hold_ms,
+		.close = opts->close,
+		.sig = sig,
+		.lease = &lease,
+	};
 	struct error err = { 0 };
 	int status;
 
@@ -107,24 +152,29 @@ static int run(struct options *opts, struct settings *st,
 	       const struct signals *sig, int *die_by)
 {
 	struct lock lk;
+	struct lock_params params;
 	struct job job;
 	struct error err = { 0 };
 	enum lock_result got;
+	char command[256];
 	int status, signo = 0, r;
 
-	if (child_prepare(&job, opts, sig, &err) < 0) {
+	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0) {
 		log_error(opts->key, &err);
 		child_free(&job);
 		return err.exit;
 	}
-	if (lock_init(&lk, opts, st, &err) < 0) {
+	command_line(opts, command, sizeof command);
+	lock_params_of(opts, st, command, &params);
+	if (lock_init(&lk, &params, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto out;
 	}
 	/* After lock_init: a server named twice is one line (64), no more. */
-	config_report(opts, st);	/* --verbose: the servers' source; even N */
-	got = wait_acquire(&lk, sig, &signo, &err);
+	config_report(&opts->cfg, st);	/* --verbose: the servers' source; even N */
+	got = wait_acquire(&lk, opts->nonblock ? 0 : opts->wait_ms, sig, &signo,
+			   &err);
 	switch (got) {
 	case LOCK_ACQUIRED:
 	case LOCK_REENTERED:
@@ -179,6 +229,38 @@ out:
 	return status;
 }
 
+/* status, history, release, acquire, extend */
+static int run_command(const struct options *opts, const struct settings *st)
+{
+	static int (*const mains[])(const struct lock_params *,
+				    const struct command_args *) = {
+		[CMD_STATUS] = status_main,
+		[CMD_HISTORY] = history_main,
+		[CMD_RELEASE] = release_main,
+		[CMD_ACQUIRE] = acquire_main,
+		[CMD_EXTEND] = extend_main,
+	};
+	struct command_args a = {
+		.keys = opts->keys,
+		.json = opts->json,
+		.quiet = opts->quiet,
+		.count = opts->count,
+		.token = opts->token,
+		.force = opts->force,
+		.export_vars = opts->export_vars,
+		.wait_ms = opts->nonblock ? 0 : opts->wait_ms,
+		.conflict_exit = opts->conflict_exit,
+		.history = st->history,
+	};
+	struct lock_params base;
+
+	while (opts->keys[a.n_keys])
+		a.n_keys++;
+	lock_params_of(opts, st, opts->cmd == CMD_ACQUIRE ? "(dlock acquire)" : "",
+		       &base);
+	return mains[opts->cmd](&base, &a);
+}
+
 /* Ends dlock by sig, its default action restored, without a core dump. */
 static void die(int sig)
 {
@@ -215,20 +297,23 @@ int main(int argc, char **argv)
 		return watchdog_main();
 	open_std_fds();
 	cli_parse(argc, argv, &opts);
-	if (config_resolve(&opts, &st, why, sizeof why) < 0) {
+	if (config_resolve(&opts.cfg, &st, why, sizeof why) < 0) {
 		fprintf(stderr, "dlock: %s\n", why);
 		config_free(&st);
-		free(opts.servers);
+		free(opts.cfg.servers);
 		return EX_USAGE;
 	}
 	if (signals_init(&sig) < 0) {
 		log_line(opts.key, "signal set-up: %s", strerror(errno));
 		return EX_OSERR;
 	}
-	status = run(&opts, &st, &sig, &die_by);
+	if (opts.cmd == CMD_RUN)
+		status = run(&opts, &st, &sig, &die_by);
+	else
+		status = run_command(&opts, &st);
 	close(sig.fd);
 	config_free(&st);
-	free(opts.servers);
+	free(opts.cfg.servers);
 	if (die_by)
 		die(die_by);
 	return status;

@@ -25,7 +25,6 @@
 #include <hiredis/sds.h>
 #include "clock.h"
 #include "node.h"
-#include "scripts.h"
 
 #define MAX_ARGS 24
 

@@ -9,6 +9,16 @@
 
 #define NODE_MAX_CMDS 4
 
+/* A Lua script, as the connection sends it: EVALSHA by sha, EVAL with the
+ * body when the server says NOSCRIPT. The scripts themselves are the lock
+ * layer's (scripts.c). */
+struct script {
+	const char *name;	/* for messages: "acquire script, line 3" */
+	const char *body;
+	const char *sha;	/* SHA-1 of body, for EVALSHA */
+	int n_keys;
+};
+
 /* One command of a round: a script call (EVALSHA, EVAL on NOSCRIPT) or,
  * with script NULL, a plain command. argv excludes the script/numkeys. */
 struct cmd {

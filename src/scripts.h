@@ -1,12 +1,6 @@
-/* scripts.h - the Lua scripts run on every server */
+/* scripts.h - the lock's Lua scripts, run on every server */
 #pragma once
-
-struct script {
-	const char *name;
-	const char *body;
-	const char *sha;	/* SHA-1 of body, for EVALSHA */
-	int n_keys;
-};
+#include "node.h"	/* struct script */
 
 extern const struct script script_acquire;
 extern const struct script script_extend;

@@ -53,22 +53,22 @@ static bool group_gone(const struct supervisor *sv)
 static void lose_lease(struct supervisor *sv, const char *why, int exit,
 		       int64_t end_ms)
 {
-	const struct options *opts = sv->w->opts;
-	int64_t kill_at_ms = clock_now_ms() + opts->kill_after_ms;
+	const struct watch *w = sv->w;
+	int64_t kill_at_ms = clock_now_ms() + w->kill_after_ms;
 
 	if (sv->lost)
 		return;
 	sv->lost = true;
 	sv->exit = exit;
-	log_line(opts->key, "lease lost: %s%s", why,
-		 opts->on_lost_signal ? "; stopping the job" : "");
-	if (sv->w->lease)
-		lease_halt(sv->w->lease);
-	if (!opts->on_lost_signal)
+	log_line(w->key, "lease lost: %s%s", why,
+		 w->on_lost_signal ? "; stopping the job" : "");
+	if (w->lease)
+		lease_halt(w->lease);
+	if (!w->on_lost_signal)
 		return;
 	/* Once: the watchdog may have sent it already, while we were stopped. */
-	if (!sv->w->wd || watchdog_claim(sv->w->wd)) {
-		signal_job(sv, opts->on_lost_signal);
+	if (!w->wd || watchdog_claim(w->wd)) {
+		signal_job(sv, w->on_lost_signal);
 		signal_job(sv, SIGCONT);	/* a stopped job must act on it */
 	}
 	/* A job deaf to the signal must not outlive a lease that is still
@@ -95,7 +95,7 @@ static void resume(struct supervisor *sv)
 		lose_lease(sv, "stopped for longer than the lease allows",
 			   EX_TEMPFAIL, lease_end(sv));
 		/* --on-lost ignore: it runs on without the lock, as asked */
-		if (!sv->w->opts->on_lost_signal)
+		if (!sv->w->on_lost_signal)
 			signal_job(sv, SIGCONT);
 		return;
 	}
@@ -124,7 +124,7 @@ static bool shell_above(void)
 static void follow_stop(struct supervisor *sv, pid_t pid, int sig)
 {
 	struct job *job = sv->job;
-	const char *key = sv->w->opts->key;
+	const char *key = sv->w->key;
 	bool wants_tty = sig == SIGTTIN || sig == SIGTTOU;
 	char who[64] = "the command";
 
@@ -171,7 +171,7 @@ static void reap(struct supervisor *sv)
 			struct error err = { 0 };
 
 			if (watchdog_restart(wd, &err) < 0)
-				log_error(sv->w->opts->key, &err);
+				log_error(sv->w->key, &err);
 		} else if (WIFSTOPPED(st) &&
 			   (pid == job->pid || getpgid(pid) == job->pid)) {
 			follow_stop(sv, pid, WSTOPSIG(st));
@@ -232,7 +232,7 @@ static void on_deadlines(struct supervisor *sv)
 
 static bool group_over(struct supervisor *sv)
 {
-	if (sv->w->opts->close)
+	if (sv->w->close)
 		return true;
 	if (!sv->look_at_group)
 		return false;
@@ -295,8 +295,8 @@ int supervise(struct job *job, const struct watch *w)
 		.armed_ms = -1,
 		.exit = EX_TEMPFAIL,
 		.kill_at_ms = -1,
-		.max_hold_at_ms = w->opts->max_hold_ms >= 0 ?
-				  clock_now_ms() + w->opts->max_hold_ms : -1,
+		.max_hold_at_ms = w->max_hold_ms >= 0 ?
+				  clock_now_ms() + w->max_hold_ms : -1,
 		.group_poll_at_ms = -1,
 	};
 	bool poll_failed = false;
@@ -320,7 +320,7 @@ int supervise(struct job *job, const struct watch *w)
 			struct timespec pause = { 0, 10 * 1000000 };
 
 			if (errno != EINTR && !poll_failed)
-				log_line(w->opts->key, "poll: %s", strerror(errno));
+				log_line(w->key, "poll: %s", strerror(errno));
 			poll_failed = true;
 			nanosleep(&pause, NULL);
 			continue;

@@ -1,13 +1,18 @@
 /* supervise.h - the job, from its start to its end */
 #pragma once
+#include <stdbool.h>
+#include <stdint.h>
 #include "child.h"
-#include "cli.h"
 #include "lease.h"
 #include "signals.h"
 #include "watchdog.h"
 
 struct watch {
-	const struct options *opts;
+	const char *key;	/* the lock's name, for messages */
+	int on_lost_signal;	/* 0: none (--on-lost ignore) */
+	int64_t kill_after_ms;
+	int64_t max_hold_ms;	/* -1: no --max-hold */
+	bool close;		/* -o: the job ends with the command */
 	const struct signals *sig;
 	struct lease *lease;	/* renews the lock while the job runs */
 	struct watchdog *wd;	/* NULL with --on-lost ignore */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <bsd/stdlib.h>
 #include "clock.h"
+#include "config.h"
 #include "fanout.h"
 #include "wait.h"
 #include "waitline.h"
@@ -139,7 +140,7 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 				  int *signo, struct error *err)
 {
 	struct lock *lk = w->lk;
-	const struct options *opts = lk->opts;
+	const struct lock_params *p = lk->p;
 	int64_t backoff_ms = 100;
 	int n_failures = 0;
 	bool slot_named = false;
@@ -181,7 +182,7 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 			backoff_ms = 100;
 			if (w->deadline_ms == w->start_ms)	/* -n: no wait to show */
 				return r;
-			waitline_update(&w->wl, lk->held_by, lk->queue_pos, opts->fair);
+			waitline_update(&w->wl, lk->held_by, lk->queue_pos, p->fair);
 			block(w);
 			sleep_ms = next_try_ms(w, retry_ms);
 		}
@@ -197,18 +198,18 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 	}
 }
 
-enum lock_result wait_acquire(struct lock *lk, const struct signals *sig,
-			      int *signo, struct error *err)
+enum lock_result wait_acquire(struct lock *lk, int64_t wait_ms,
+			      const struct signals *sig, int *signo,
+			      struct error *err)
 {
-	const struct options *opts = lk->opts;
+	const struct lock_params *p = lk->p;
 	struct waiter w = { .lk = lk, .start_ms = clock_now_ms() };
 	enum lock_result r;
 
-	w.deadline_ms = opts->nonblock ? w.start_ms :
-			opts->wait_ms >= 0 ? w.start_ms + opts->wait_ms : -1;
+	w.deadline_ms = wait_ms >= 0 ? w.start_ms + wait_ms : -1;
 	if (lock_begin(lk, err) < 0)
 		return LOCK_FAILED;
-	waitline_init(&w.wl, opts->key, opts->verbose);
+	waitline_init(&w.wl, p->name, p->verbose);
 	r = wait_loop(&w, sig, signo, err);
 	waitline_clear(&w.wl);
 	unblock(&w);

@@ -16,7 +16,8 @@ function __dlock_key_index
             case '--*=*'
             case --limit --wait --timeout --conflict-exit-code --ttl --on-lost \
                     --kill-after --max-hold --server --prefix --config \
-                    --password-file --node-timeout --wait-replicas --command
+                    --password-file --node-timeout --wait-replicas --history \
+                    --count --token --command
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -106,7 +107,15 @@ complete -c dlock -n __dlock_in_options -l password-file -r -F -d 'Read the Redi
 complete -c dlock -n __dlock_in_options -l node-timeout -r -f -d 'Deadline for one server\'s answer'
 complete -c dlock -n __dlock_in_options -l wait-replicas -r -f -d 'Count an acquisition once N replicas have it'
 complete -c dlock -n __dlock_after_key -s c -l command -r -f -d 'Run STRING with $SHELL -c (right after KEY)'
+complete -c dlock -n __dlock_in_options -l history -r -f -d 'Keep the lock'"'"'s last N events'
 complete -c dlock -n __dlock_in_options -s o -l close -d 'Hold the lock until the command exits, not its whole group'
+complete -c dlock -n __dlock_in_options -s F -l no-fork -d 'The command replaces dlock and keeps its PID'
+complete -c dlock -n __dlock_in_options -l json -d 'status, history: one JSON document'
+complete -c dlock -n __dlock_in_options -s q -l quiet -d 'status, history: print nothing'
+complete -c dlock -n __dlock_in_options -l count -r -f -d 'history: the last N events'
+complete -c dlock -n __dlock_in_options -l token -r -f -d 'release, extend: the holder'"'"'s token'
+complete -c dlock -n __dlock_in_options -l force -d 'release: break the lock, whoever holds it'
+complete -c dlock -n __dlock_in_options -l export -d 'acquire: print DLOCK_* lines for eval'
 complete -c dlock -n __dlock_in_options -l verbose -d 'Say what dlock waits for and why it failed'
 complete -c dlock -n __dlock_in_options -s h -l help -d 'Show help'
 complete -c dlock -n __dlock_in_options -s V -l version -d 'Show version'

@@ -3,7 +3,7 @@
 #include <signal.h>
 #include <string.h>
 
-#include "cli.h"
+#include "parse.h"
 #include "tap.h"
 
 #define BIG_MS INT64_C(1000000000000)

@@ -1,0 +1,29 @@
+/* commands.h - the forms besides running a job: status, history, release,
+ * acquire, extend. main() resolves the settings and hands each the lock's
+ * parameters; none of them sees the command line. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "lock.h"
+
+struct command_args {
+	const char **keys;	/* the KEYs given (status: any number) */
+	size_t n_keys;
+	bool json, quiet;	/* --json, -q */
+	long count;		/* history -n COUNT */
+	const char *token;	/* --token, or NULL */
+	bool force;		/* release --force */
+	bool export_vars;	/* acquire --export */
+	int64_t wait_ms;	/* acquire: 0 -n, -1 for ever, else -w */
+	int conflict_exit;	/* acquire: -E */
+	long history;		/* events kept per lock (--history, config) */
+};
+
+/* Each returns dlock's exit status; base describes the lock of keys[0]
+ * (name, servers, prefix, TTL, mode...), to be copied for other keys. */
+int status_main(const struct lock_params *base, const struct command_args *a);
+int history_main(const struct lock_params *base, const struct command_args *a);
+int release_main(const struct lock_params *base, const struct command_args *a);
+int acquire_main(const struct lock_params *base, const struct command_args *a);
+int extend_main(const struct lock_params *base, const struct command_args *a);
