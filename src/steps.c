@@ -1,14 +1,7 @@
 /* steps.c - a lock held across separate processes, for pipelines:
- * dlock acquire, dlock extend, dlock release. */
+ * dlock acquire, dlock extend (dlock release is in release.c). */
 #include <sysexits.h>
 #include "commands.h"
-
-int release_main(const struct lock_params *base, const struct command_args *a)
-{
-	(void)a;
-	log_line(base->name, "release: not implemented yet");
-	return EX_USAGE;
-}
 
 int acquire_main(const struct lock_params *base, const struct command_args *a)
 {
