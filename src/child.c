@@ -80,7 +80,7 @@ int child_prepare(struct job *job, char *const *argv, const char *shell_cmd,
 	size_t argc = 0;
 	int e;
 
-	*job = (struct job){ .sig = sig, .tty_fd = -1 };
+	*job = (struct job){ .sig = sig, .tty_fd = -1, .pidfd = -1 };
 	if (shell_cmd) {
 		const char *shell = getenv("SHELL");
 
@@ -237,8 +237,10 @@ int child_start(struct job *job, struct error *err)
 	return 0;
 }
 
-int child_exec(struct job *job, struct error *err)
+int child_exec(struct job *job, pid_t job_pgid, struct error *err)
 {
+	if (job_pgid > 0 && job->env_vars[3])
+		write_job_var(job->env_vars[3], job_pgid);
 	signals_restore(job->sig);
 	execve(job->path, job->argv, job->envp);
 	if (errno == ENOEXEC)

@@ -16,6 +16,8 @@ struct job {
 	const struct signals *sig;	/* what the command gets back */
 	struct watchdog *wd;	/* told the job's group before exec; or NULL */
 	pid_t pid;		/* the command; also the job's process group */
+	int pidfd;		/* -F: the command, not our child, watched by a
+				 * pidfd (the job is that process alone); -1 */
 	int tty_fd;		/* dlock's controlling terminal, or -1 */
 	bool tty_handed;	/* the job is that terminal's foreground group */
 	int term_signal;	/* the signal that killed the command, or 0 */
@@ -37,7 +39,8 @@ int child_set_env(struct job *job, const char *key, const char *token,
  * of what it leaves behind. Returns once the command exec'd (0), or could
  * not (-1: err 126/127, reaped; 71 when no process could be made). */
 int child_start(struct job *job, struct error *err);
-/* Re-entry: the command replaces dlock, in the outer job's process group.
+/* The command replaces dlock: on re-entry (job_pgid 0), in the outer
+ * job's process group; with -F, as the job, DLOCK_JOB being job_pgid.
  * Returns only when exec fails (-1, err 126/127). */
-int child_exec(struct job *job, struct error *err);
+int child_exec(struct job *job, pid_t job_pgid, struct error *err);
 void child_free(struct job *job);

@@ -11,7 +11,10 @@
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
+#include <limits.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include "child.h"
 #include "cli.h"
 #include "commands.h"
@@ -84,6 +87,20 @@ static void lock_params_of(const struct options *opts, const struct settings *st
 	};
 }
 
+static struct watch watch_of(const struct options *opts,
+			     const struct signals *sig, struct lease *lease)
+{
+	return (struct watch){
+		.key = opts->key,
+		.on_lost_signal = opts->on_lost_signal,
+		.kill_after_ms = opts->kill_after_ms,
+		.max_hold_ms = opts->max_hold_ms,
+		.close = opts->close,
+		.sig = sig,
+		.lease = lease,
+	};
+}
+
 /* The job under the lease: the watchdog first (unless --on-lost ignore),
  * so that no instant of the job goes unwatched, then the command. */
 static int run_job(struct options *opts, struct lock *lk, struct job *job,
@@ -91,15 +108,7 @@ static int run_job(struct options *opts, struct lock *lk, struct job *job,
 {
 	struct lease lease;
 	struct watchdog wd = { .fd = -1 };
-	struct watch w = {
-		.key = opts->key,
-		.on_lost_signal = opts->on_lost_signal,
-		.kill_after_ms = opts->kill_after_ms,
-		.max_hold_ms = opts->max_hold_ms,
-		.close = opts->close,
-		.sig = sig,
-		.lease = &lease,
-	};
+	struct watch w = watch_of(opts, sig, &lease);
 	struct error err = { 0 };
 	int status;
 
@@ -126,6 +135,81 @@ static int run_job(struct options *opts, struct lock *lk, struct job *job,
 	watchdog_end(&wd);
 	lease_free(&lease);	/* joins the thread: lk is ours again */
 	return status;
+}
+
+/* -F's helper keeps no descriptor but those it uses: the servers'
+ * sockets, the pidfd, the signalfd and stderr. Another would hold a pipe
+ * open that a reader of the command waits on (stdout, bats' fd 3). */
+static void keep_only(const struct lock *lk, int pidfd, int sigfd)
+{
+	int keep[MAX_SERVERS + 3], n = 0, devnull;
+
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		if (node_fd(&lk->nodes[i]) >= 0)
+			keep[n++] = node_fd(&lk->nodes[i]);
+	keep[n++] = pidfd;
+	keep[n++] = sigfd;
+	keep[n++] = STDERR_FILENO;
+	for (int i = 1; i < n; i++)		/* insertion sort: a handful */
+		for (int k = i; k > 0 && keep[k] < keep[k - 1]; k--) {
+			int t = keep[k];
+
+			keep[k] = keep[k - 1];
+			keep[k - 1] = t;
+		}
+	for (int i = 0, from = 0; i <= n; i++) {
+		int to = i < n ? keep[i] : INT_MAX;
+
+		if (to > from)
+			close_range((unsigned)from, (unsigned)to - 1, 0);
+		from = to + 1;
+	}
+	devnull = open("/dev/null", O_RDWR);	/* on 0 and 1 */
+	if (devnull == STDIN_FILENO)
+		dup2(devnull, STDOUT_FILENO);
+}
+
+/* -F: the command takes dlock's place and PID (as flock -F); a helper
+ * process, forked first, keeps the lease: it watches that PID through a
+ * pidfd opened before the fork (so that the number cannot be another
+ * process's by then), signals it if the lease is lost, and releases once
+ * it has exited. The job is that process alone, not its process group,
+ * which is the caller's. */
+static int run_no_fork(struct options *opts, struct lock *lk, struct job *job,
+		       const struct signals *sig)
+{
+	struct error err = { 0 };
+	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	pid_t helper;
+
+	if (pidfd < 0 || (helper = fork()) < 0) {
+		log_line(opts->key, "-F: %s: %s", pidfd < 0 ? "pidfd_open" : "fork",
+			 strerror(errno));
+		if (pidfd >= 0)
+			close(pidfd);
+		return EX_OSERR;
+	}
+	if (helper == 0) {
+		struct lease lease;
+		struct watch w = watch_of(opts, sig, &lease);
+		int status, r;
+
+		setsid();	/* not in the caller's job: its signals are its own */
+		prctl(PR_SET_NAME, "dlock-lease");
+		keep_only(lk, pidfd, sig->fd);
+		job->pid = getppid();
+		job->pidfd = pidfd;
+		lease_init(&lease, lk);
+		status = supervise(job, &w);
+		lease_free(&lease);
+		r = lock_release(lk, &err);
+		report_release(opts, lk, r, &err);
+		_exit(status);
+	}
+	close(pidfd);
+	child_exec(job, getpgrp(), &err);
+	log_error(opts->key, &err);
+	return err.exit;	/* the helper sees us exit, and releases */
 }
 
 /* Whether a SIGINT or SIGQUIT that ends us came from the terminal, as
@@ -210,10 +294,16 @@ static int run(struct options *opts, struct settings *st,
 	 * command takes our place, in the outer job's process group. */
 	if (got == LOCK_REENTERED) {
 		lock_free(&lk);
-		child_exec(&job, &err);
+		child_exec(&job, 0, &err);
 		log_error(opts->key, &err);
 		child_free(&job);
 		return err.exit;
+	}
+	if (opts->no_fork) {
+		status = run_no_fork(opts, &lk, &job, sig);
+		lock_free(&lk);
+		child_free(&job);
+		return status;	/* exec failed; the helper releases */
 	}
 	status = run_job(opts, &lk, &job, sig);
 	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))

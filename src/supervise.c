@@ -15,6 +15,7 @@
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include "clock.h"
 #include "supervise.h"
@@ -39,12 +40,18 @@ struct supervisor {
 
 static void signal_job(const struct supervisor *sv, int sig)
 {
-	kill(-sv->job->pid, sig);
+	/* -F: a process that is not our child; its pidfd names it even
+	 * once its number is free again. */
+	if (sv->job->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, sv->job->pidfd, sig, NULL, 0);
+	else
+		kill(-sv->job->pid, sig);
 }
 
 static bool group_gone(const struct supervisor *sv)
 {
-	return kill(-sv->job->pid, 0) < 0 && errno == ESRCH;
+	return sv->job->pidfd >= 0 ||
+	       (kill(-sv->job->pid, 0) < 0 && errno == ESRCH);
 }
 
 /* The lease is gone, or about to be. end_ms: when it runs out, for a
@@ -302,7 +309,7 @@ int supervise(struct job *job, const struct watch *w)
 	bool poll_failed = false;
 
 	for (;;) {
-		struct pollfd pfd[3];
+		struct pollfd pfd[4];
 		int timeout;
 
 		on_signals(&sv);	/* a job that ended in time is not lost */
@@ -314,7 +321,8 @@ int supervise(struct job *job, const struct watch *w)
 		pfd[1] = (struct pollfd){ w->lease && w->lease->busy ?
 					  w->lease->notify_fd : -1, POLLIN, 0 };
 		pfd[2] = (struct pollfd){ sv.timer_fd, POLLIN, 0 };
-		if (poll(pfd, 3, timeout) < 0) {
+		pfd[3] = (struct pollfd){ job->pidfd, POLLIN, 0 };
+		if (poll(pfd, 4, timeout) < 0) {
 			/* Never a reason to release a running job: try again,
 			 * keeping the deadlines (on_deadlines() runs first). */
 			struct timespec pause = { 0, 10 * 1000000 };
@@ -329,6 +337,8 @@ int supervise(struct job *job, const struct watch *w)
 			on_lease(&sv);
 		if (pfd[2].revents & POLLIN)
 			sv.armed_ms = -1;	/* fired: set it again */
+		if (pfd[3].revents & POLLIN)	/* -F: the command ended */
+			sv.command_done = sv.look_at_group = true;
 	}
 	if (job->tty_fd >= 0 && tcgetpgrp(job->tty_fd) == job->pid)
 		tcsetpgrp(job->tty_fd, getpgrp());
