@@ -67,7 +67,8 @@ static void describe_holder(struct lock *lk, const char *command)
 		if (*c == '\t' || *c == '\n')
 			*c = ' ';
 	snprintf(lk->info, sizeof lk->info, "%s\t%d\t%s\t%" PRId64 "\t%s", host,
-		 (int)getpid(), user, clock_wall_ms(), cmd);
+		 lk->p->holder_pid ? lk->p->holder_pid : (int)getpid(), user,
+		 clock_wall_ms(), cmd);
 }
 
 /* RedLock counts servers: one named twice would count twice, and its

@@ -21,6 +21,7 @@ struct lock_params {
 	bool waits;		/* a refusal counts the caller among waiters */
 	int wait_replicas;	/* an acquisition counts once N replicas have it */
 	const char *command;	/* the holder's command, for the holder info */
+	int holder_pid;		/* the holder info's pid; 0: ours */
 	bool verbose;
 };
 
