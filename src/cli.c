@@ -513,8 +513,9 @@ void cli_parse(int argc, char **argv, struct options *opts)
 				errx(EX_USAGE, "unknown option '-%c'", optopt);
 			errx(EX_USAGE, "unknown option '%s'", argv[optind - 1]);
 		}
-		if (c == 'n' && f->cmd == CMD_HISTORY)
-			c = OPT_COUNT;		/* history -n COUNT */
+		/* history -n COUNT; --nonblock (also 'n') stays what it is */
+		if (c == 'n' && f->cmd == CMD_HISTORY && li < 0)
+			c = OPT_COUNT;
 		if (!(f->groups & group_of(c)))
 			not_here(f, c, li);
 		if (c == 'S')

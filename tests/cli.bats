@@ -195,3 +195,12 @@ Try 'dlock --help' for more information."
 	run -0 --separate-stderr dlock -V
 	assert_output --regexp '^dlock [0-9]+\.[0-9]+\.[0-9]+$'
 }
+
+@test "history: -n is --count, --nonblock does not apply" {
+	usage_error history -S "$U" --nonblock K
+	[[ ${stderr_lines[0]} == "dlock: --nonblock does not apply to 'dlock history'" ]] ||
+		fail "stderr: $stderr"
+	usage_error history -S "$U" -n 0 K
+	[[ ${stderr_lines[0]} == "dlock: bad --count '0': 1 to 1000000" ]] ||
+		fail "stderr: $stderr"
+}
