@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "config.h"
 #include "log.h"
 #include "parse.h"
@@ -164,26 +165,57 @@ static char *read_file(const char *path)
 	return buf;
 }
 
+/* One line; one trailing newline is ignored. A file that group or others
+ * can read gets a warning worded as ssh's for a key file, on every run (so
+ * cron mails it) but not an error: the password still works, and refusing
+ * it would stop every job at once. fstat() on the file that is read, not a
+ * stat() of its name beside it, so the file checked is the file read. */
 static int read_password(const char *path, char **out, char *err, size_t errlen)
 {
-	char *pw = read_file(path);
-	size_t len;
+	FILE *f = fopen(path, "re");
+	char *pw = NULL, why[128];
+	struct stat sb;
+	size_t len = 0;
 
-	if (!pw) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
+	if (!f || fstat(fileno(f), &sb) < 0 || !(pw = malloc(MAX_FILE_BYTES + 1)))
+		goto fail;
+	errno = 0;
+	len = fread(pw, 1, MAX_FILE_BYTES + 1, f);
+	if (ferror(f) || len > MAX_FILE_BYTES) {
+		if (!ferror(f))
+			errno = EFBIG;
+		else if (!errno)
+			errno = EIO;
+		goto fail;
 	}
+	fclose(f);
+	pw[len] = '\0';
 	len = strlen(pw);
 	if (len > 0 && pw[len - 1] == '\n')
 		pw[--len] = '\0';
 	if (len == 0 || strchr(pw, '\n')) {
 		snprintf(err, errlen, "%s: %s", path,
 			 len ? "more than one line" : "empty password");
+		explicit_bzero(pw, len);
 		free(pw);
 		return -1;
 	}
+	if (sb.st_mode & (S_IRGRP | S_IROTH))
+		log_line(NULL, "warning: permissions 0%03o for '%s' are too open: group or others can read the password",
+			 (unsigned)(sb.st_mode & 0777), path);
 	*out = pw;
 	return 0;
+fail:
+	snprintf(why, sizeof why, "%s", strerror(errno));
+	log_lower_first(why);
+	snprintf(err, errlen, "%s: %s", path, why);
+	if (f)
+		fclose(f);
+	if (pw) {
+		explicit_bzero(pw, len);
+		free(pw);
+	}
+	return -1;
 }
 
 /* One config file; later files override earlier ones key by key. */

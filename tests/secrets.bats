@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # secrets.bats - a password in a -S URL does not show in ps or
-# /proc/PID/cmdline while dlock runs.
+# /proc/PID/cmdline while dlock runs; a password file that group or others
+# can read gets one warning line, as ssh gives for a key file.
 
 load helpers
 load redlock_helpers	# start_sentinel
@@ -122,4 +123,63 @@ stars() { printf '%*s' "${#1}" '' | tr ' ' '*'; }
 	[[ -n $helpers ]] || fail "no process with the masked URL (the -F helper)"
 	finish h
 	assert_equal "$bg_status" 0
+}
+
+# ---- password files -----------------------------------------------------
+
+# too_open MODE FILE: the warning, as ssh words it for a key file
+too_open() {
+	echo "dlock: warning: permissions 0$1 for '$2' are too open: group or others can read the password"
+}
+
+@test "--password-file readable by group or others: one warning line, and the password is used" {
+	pw_server r
+	echo "$PW" >"$T/pwfile"
+	local mode
+	for mode in 640 604 644 660 755; do
+		chmod "$mode" "$T/pwfile"
+		run -0 --separate-stderr dlock -S "redis://127.0.0.1:$(port r)" \
+			--password-file "$T/pwfile" K echo ran
+		assert_output ran
+		assert_equal "$stderr" "$(too_open "$mode" "$T/pwfile")"
+	done
+}
+
+@test "--password-file 0600 or 0400, or a pipe: no warning" {
+	pw_server r
+	echo "$PW" >"$T/pwfile"
+	local mode
+	for mode in 600 400 700 620; do
+		chmod "$mode" "$T/pwfile"
+		run -0 --separate-stderr dlock -S "redis://127.0.0.1:$(port r)" \
+			--password-file "$T/pwfile" K echo ran
+		assert_output ran
+		assert_equal "$stderr" ''
+	done
+	run -0 --separate-stderr bash -c '"$DLOCK" -S "$1" --password-file <(echo "$2") K echo ran' \
+		bash "redis://127.0.0.1:$(port r)" "$PW"
+	assert_output ran
+	assert_equal "$stderr" ''
+}
+
+@test "password-file in the config file, readable by others: the same warning" {
+	pw_server r
+	echo "$PW" >"$T/pwfile"
+	chmod 644 "$T/pwfile"
+	printf 'servers = redis://127.0.0.1:%s\npassword-file = %s\n' "$(port r)" "$T/pwfile" >"$T/conf"
+	run -0 --separate-stderr dlock --config "$T/conf" K echo ran
+	assert_output ran
+	assert_equal "$stderr" "$(too_open 644 "$T/pwfile")"
+}
+
+@test "a password file that cannot be used is an error (64), without the warning" {
+	: >"$T/pwfile"
+	chmod 644 "$T/pwfile"
+	run -64 --separate-stderr dlock -S "redis://127.0.0.1:1" --password-file "$T/pwfile" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: $T/pwfile: empty password"
+	run -64 --separate-stderr dlock -S "redis://127.0.0.1:1" --password-file "$T/nosuch" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: $T/nosuch: no such file or directory"
+	run -64 --separate-stderr dlock -S "redis://127.0.0.1:1" --password-file "$T" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: $T: is a directory"
+	[[ ! -e $T/ran ]] || fail "the command ran"
 }
