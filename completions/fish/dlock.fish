@@ -1,9 +1,87 @@
 # fish completion for dlock(1)
 
+# Prints the form being completed: run (with or without the word), status,
+# history, release, acquire or extend. Subcommand words are recognised only
+# as the first argument, once it is complete.
+function __dlock_form
+    set -l tokens (commandline -opc)
+    if test (count $tokens) -ge 2
+        and contains -- $tokens[2] status history release acquire extend
+        echo $tokens[2]
+    else
+        echo run
+    end
+end
+
+# __dlock_takes FORM...: true where the form being completed is one of
+# FORM... and an option may come there: in the run form before KEY, in the
+# others anywhere before a --.
+function __dlock_takes
+    set -l form (__dlock_form)
+    contains -- $form $argv; or return 1
+    test $form = run; and __dlock_in_options
+    and return 0
+    test $form != run; and not contains -- -- (commandline -opc)
+end
+
+# The locks on the servers the command line names so far, from
+# `dlock status --json`; nothing, quietly and soon, when none answers.
+function __dlock_locks
+    set -l tokens (commandline -opc)
+    set -l opts
+    set -l i 3
+    while test $i -le (count $tokens)
+        set -l t $tokens[$i]
+        switch $t
+            case -S --server --prefix --config --password-file
+                test $i -lt (count $tokens); and set -a opts $t $tokens[(math $i + 1)]
+                set i (math $i + 1)
+            case '--server=*' '--prefix=*' '--config=*' '--password-file=*' '-S?*'
+                set -a opts $t
+            case --
+                break
+        end
+        set i (math $i + 1)
+    end
+    timeout 2 $tokens[1] status $opts --node-timeout 0.5 --json 2>/dev/null </dev/null |
+        string replace -rf '^ *"name": *"((?:[^"\\\\]|\\\\.)*)".*' '$1' |
+        string replace -ra '\\\\(.)' '$1'
+end
+
+# Where KEY goes in a form other than run: status takes any number, the
+# others one (acquire's is a new name: nothing to offer).
+function __dlock_wants_lock
+    set -l form (__dlock_form)
+    contains -- $form status history release extend; or return 1
+    test $form = status; and return 0
+    set -l tokens (commandline -opc)
+    set -l n 0
+    set -l skip 0
+    for t in $tokens[3..-1]
+        if test $skip = 1
+            set skip 0
+            continue
+        end
+        switch $t
+            case --
+            case -S --server --prefix --config --password-file --node-timeout --count --token --ttl
+                set skip 1
+            case '-*'
+                # clustered short options ending in one that takes a value
+                string match -qr -- '^-[^-]*[StEw]$' $t; and set skip 1
+                test $form = history; and string match -qr -- '^-[^-]*n$' $t; and set skip 1
+            case '*'
+                set n (math $n + 1)
+        end
+    end
+    test $n -eq 0
+end
+
 # Prints the position of KEY among the tokens before the cursor (it may be
-# the token being typed) and succeeds, or fails while options still come.
-# Subcommand words are recognised only as the first argument.
+# the token being typed) and succeeds, or fails while options still come:
+# the run form's.
 function __dlock_key_index
+    test (__dlock_form) = run; or return 1
     set -l tokens (commandline -opc)
     set -l i 2
     test "$tokens[2]" = run; and set i 3
@@ -40,7 +118,7 @@ function __dlock_key_index
 end
 
 function __dlock_in_options
-    not __dlock_key_index >/dev/null
+    test (__dlock_form) = run; and not __dlock_key_index >/dev/null
 end
 
 # True once KEY is complete: what follows is the command.
@@ -86,36 +164,47 @@ end
 
 complete -c dlock -f -n 'not __dlock_in_command'
 complete -c dlock -n '__dlock_in_command' -x -a '(__dlock_complete_command)'
-complete -c dlock -n 'test (count (commandline -opc)) -eq 1' -a run -d 'Lock KEY and run a command'
+complete -c dlock -n '__dlock_wants_lock; and not string match -q -- "-*" (commandline -ct)' -a '(__dlock_locks)' -d 'Lock'
 
-# One option per line, in --help order; -c/--command only right after KEY.
-complete -c dlock -n __dlock_in_options -s x -s e -l exclusive -d 'Exclusive lock: one holder (default)'
-complete -c dlock -n __dlock_in_options -s s -l shared -d 'Shared lock: any number of shared holders'
-complete -c dlock -n __dlock_in_options -l limit -r -f -d 'Semaphore: at most N holders at once'
-complete -c dlock -n __dlock_in_options -s n -l nonblock -d 'Fail at once if the lock is held'
-complete -c dlock -n __dlock_in_options -s w -l wait -l timeout -r -f -d 'Wait at most SECONDS'
-complete -c dlock -n __dlock_in_options -s E -l conflict-exit-code -r -f -d 'Exit status when -n/-w gives up (default 1)'
-complete -c dlock -n __dlock_in_options -l fair -d 'Waiters get the lock in arrival order'
-complete -c dlock -n __dlock_in_options -s t -l ttl -r -f -d 'Lease TTL in seconds (default 30)'
-complete -c dlock -n __dlock_in_options -l on-lost -r -f -a '(__dlock_signals)' -d 'Signal for the command when the lease is lost'
-complete -c dlock -n __dlock_in_options -l kill-after -r -f -d 'SIGKILL that long after --on-lost (default 5)'
-complete -c dlock -n __dlock_in_options -l max-hold -r -f -d 'Stop renewing after SECONDS'
-complete -c dlock -n __dlock_in_options -s S -l server -r -f -d 'Redis server URL; repeat for RedLock'
-complete -c dlock -n __dlock_in_options -l prefix -r -f -d 'Key prefix (default dlock:)'
-complete -c dlock -n __dlock_in_options -l config -r -F -d 'Config file'
-complete -c dlock -n __dlock_in_options -l password-file -r -F -d 'Read the Redis password from FILE'
-complete -c dlock -n __dlock_in_options -l node-timeout -r -f -d 'Deadline for one server\'s answer'
-complete -c dlock -n __dlock_in_options -l wait-replicas -r -f -d 'Count an acquisition once N replicas have it'
+# The first argument may be a subcommand; one per line.
+set -l first 'test (count (commandline -opc)) -eq 1'
+complete -c dlock -n $first -a run -d 'Lock KEY and run a command'
+complete -c dlock -n $first -a status -d 'Who holds locks, or every lock'
+complete -c dlock -n $first -a history -d 'The last events of a lock'
+complete -c dlock -n $first -a release -d 'Release a lock by its token, or break it'
+complete -c dlock -n $first -a acquire -d 'Take a lock, print its token (pipelines)'
+complete -c dlock -n $first -a extend -d 'Renew the lease of an acquired lock'
+
+# One option per line, in --help order, each offered to the forms that
+# take it (src/cli.c's forms[] and group_of()); -c/--command only right
+# after KEY.
+complete -c dlock -n '__dlock_takes run acquire' -s x -s e -l exclusive -d 'Exclusive lock: one holder (default)'
+complete -c dlock -n '__dlock_takes run acquire' -s s -l shared -d 'Shared lock: any number of shared holders'
+complete -c dlock -n '__dlock_takes run acquire' -l limit -r -f -d 'Semaphore: at most N holders at once'
+complete -c dlock -n '__dlock_takes run acquire' -s n -l nonblock -d 'Fail at once if the lock is held'
+complete -c dlock -n '__dlock_takes run acquire' -s w -l wait -l timeout -r -f -d 'Wait at most SECONDS'
+complete -c dlock -n '__dlock_takes run acquire' -s E -l conflict-exit-code -r -f -d 'Exit status when -n/-w gives up (default 1)'
+complete -c dlock -n '__dlock_takes run acquire' -l fair -d 'Waiters get the lock in arrival order'
+complete -c dlock -n '__dlock_takes run acquire extend' -s t -l ttl -r -f -d 'Lease TTL in seconds (default 30)'
+complete -c dlock -n '__dlock_takes run' -l on-lost -r -f -a '(__dlock_signals)' -d 'Signal for the command when the lease is lost'
+complete -c dlock -n '__dlock_takes run' -l kill-after -r -f -d 'SIGKILL that long after --on-lost (default 5)'
+complete -c dlock -n '__dlock_takes run' -l max-hold -r -f -d 'Stop renewing after SECONDS'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -s S -l server -r -f -d 'Redis server URL; repeat for RedLock'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -l prefix -r -f -d 'Key prefix (default dlock:)'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -l config -r -F -d 'Config file'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -l password-file -r -F -d 'Read the Redis password from FILE'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -l node-timeout -r -f -d 'Deadline for one server\'s answer'
+complete -c dlock -n '__dlock_takes run acquire' -l wait-replicas -r -f -d 'Count an acquisition once N replicas have it'
+complete -c dlock -n '__dlock_takes run acquire' -l history -r -f -d 'Keep the lock'"'"'s last N events'
 complete -c dlock -n __dlock_after_key -s c -l command -r -f -d 'Run STRING with $SHELL -c (right after KEY)'
-complete -c dlock -n __dlock_in_options -l history -r -f -d 'Keep the lock'"'"'s last N events'
-complete -c dlock -n __dlock_in_options -s o -l close -d 'Hold the lock until the command exits, not its whole group'
-complete -c dlock -n __dlock_in_options -s F -l no-fork -d 'The command replaces dlock and keeps its PID'
-complete -c dlock -n __dlock_in_options -l json -d 'status, history: one JSON document'
-complete -c dlock -n __dlock_in_options -s q -l quiet -d 'status, history: print nothing'
-complete -c dlock -n __dlock_in_options -l count -r -f -d 'history: the last N events'
-complete -c dlock -n __dlock_in_options -l token -r -f -d 'release, extend: the holder'"'"'s token'
-complete -c dlock -n __dlock_in_options -l force -d 'release: break the lock, whoever holds it'
-complete -c dlock -n __dlock_in_options -l export -d 'acquire: print DLOCK_* lines for eval'
-complete -c dlock -n __dlock_in_options -l verbose -d 'Say what dlock waits for and why it failed'
-complete -c dlock -n __dlock_in_options -s h -l help -d 'Show help'
-complete -c dlock -n __dlock_in_options -s V -l version -d 'Show version'
+complete -c dlock -n '__dlock_takes run' -s o -l close -d 'Hold the lock until the command exits, not its whole group'
+complete -c dlock -n '__dlock_takes run' -s F -l no-fork -d 'The command replaces dlock and keeps its PID'
+complete -c dlock -n '__dlock_takes status history' -l json -d 'One JSON document'
+complete -c dlock -n '__dlock_takes status history' -s q -l quiet -d 'Print nothing; the exit status tells'
+complete -c dlock -n '__dlock_takes history' -s n -l count -r -f -d 'The last N events (default 10)'
+complete -c dlock -n '__dlock_takes release extend' -l token -r -f -d 'The holder'"'"'s token'
+complete -c dlock -n '__dlock_takes release' -l force -d 'Break the lock, whoever holds it'
+complete -c dlock -n '__dlock_takes acquire' -l export -d 'Print DLOCK_* lines for eval'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -l verbose -d 'Say what dlock waits for and why it failed'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -s h -l help -d 'Show help'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -s V -l version -d 'Show version'
