@@ -1,0 +1,78 @@
+#!/usr/bin/env bats
+# examples.bats - the man page's and README's examples for acquire/extend/
+# release and the systemd fail-over unit, taken from those files and run as
+# written against a real server (DLOCK_SERVERS names it, dlock is on PATH).
+# The pipeline run end to end waits for dlock release.
+
+load helpers
+
+setup() {
+	common_setup
+	TOP=$BATS_TEST_DIRNAME/..
+	mkdir -p "$T/bin"
+	ln -s "$DLOCK" "$T/bin/dlock"
+	export PATH=$T/bin:$PATH
+	start_redis r
+	DLOCK_SERVERS=$(sock_url r)
+	export DLOCK_SERVERS
+}
+
+# man_example TEXT: the man page's code block after the paragraph that
+# starts with TEXT, as the reader sees it (scdoc's \\ is \)
+man_example() {
+	awk -v start="$1" '
+		index($0, start) == 1 { found = 1 }
+		found && /^```$/ { if (inside) exit; inside = 1; next }
+		inside' "$TOP/man/dlock.1.scd" | sed 's/\\\\/\\/g'
+}
+
+@test "the pipeline example stops when another holds the lock" {
+	local script
+	script=$(man_example 'A pipeline whose steps run as separate processes')
+	run -0 dlock acquire -t 60 staging
+	# -w 600 would wait ten minutes: the same script, not waiting
+	printf '%s\n' "${script//-w 600/-n}" >"$T/pipeline.sh"
+	run -1 --separate-stderr sh -x "$T/pipeline.sh"
+	assert_output ''
+	# it stopped at acquire: nothing after it ran, not even the eval
+	[[ ${stderr_lines[-1]} == '+ vars=' ]] ||
+		fail "went on after acquire failed: $stderr"
+}
+
+# serves PORT: the web server answers on PORT with the file it serves
+serves() {
+	"$PYTHON" -c 'import sys, urllib.request
+sys.exit(urllib.request.urlopen(sys.argv[1], timeout=1).read() != b"here\n")' \
+		"http://127.0.0.1:$1/index.html" 2>/dev/null
+}
+
+@test "the systemd unit's service moves to the standby when its host dies" {
+	local unit exec port
+	unit=$(man_example 'A service that runs on one host at a time')
+	[[ $unit == *Restart=always* && $unit == *KillMode=mixed* ]] || fail "unit: $unit"
+	# ExecStart, its continuation line joined
+	exec=$(sed -n '/^ExecStart=/,/[^\\]$/p' <<<"$unit" | sed 's/^ExecStart=//; s/\\$//' | tr -s '\n\t' '  ')
+	[[ $exec == '/usr/bin/dlock -w 3600 -t 15 web-primary '* ]] || fail "ExecStart: $exec"
+	# Two hosts, each with its own port and its own /var/www (this host's
+	# servers come from DLOCK_SERVERS, as the unit's Environment= sets it).
+	local a b
+	a=$(free_port) b=$(free_port)
+	mkdir -p "$T/a" "$T/b"
+	echo here >"$T/a/index.html"
+	echo here >"$T/b/index.html"
+	exec=${exec#/usr/bin/dlock }
+	exec=${exec/\/usr\/bin\/python3/$PYTHON}
+	exec=${exec% }
+	# shellcheck disable=SC2086 # the unit's words
+	start_bg a ${exec/\/var\/www 8080/$T/a $a}
+	wait_until 10 serves "$a" || fail "host a never served: $(cat "$T/a.err")"
+	# shellcheck disable=SC2086
+	start_bg b ${exec/\/var\/www 8080/$T/b $b}
+	sleep 1
+	serves "$b" && fail "both hosts serve"
+	# host a dies: nothing renews its lease; b takes over when it runs out
+	kill -KILL "$(<"$T/a.dlock")"
+	wait_until 25 serves "$b" || fail "the standby never took over: $(cat "$T/b.err")"
+	serves "$a" && fail "host a still serves"
+	true
+}
