@@ -133,9 +133,17 @@ usage_error() {
 
 @test "the reserved subcommand words are refused" {
 	local w
-	for w in status release acquire extend; do
+	for w in status release; do
 		usage_error "$w" -S "$U" K
 		[[ $stderr == *"$w"* ]] || fail "stderr does not name '$w': $stderr"
+	done
+}
+
+@test "a lock named as a subcommand is reached through run" {
+	local w
+	for w in acquire extend; do
+		run -0 dlock run -S "$U" "$w" -- sh -c 'echo "$DLOCK_KEY"'
+		assert_output "dlock:$w"
 	done
 }
 
