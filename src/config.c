@@ -36,6 +36,8 @@ static char **config_slot(struct config_file *cf, const char *name)
 		return &cf->password_file;
 	if (strcmp(name, "node-timeout") == 0)
 		return &cf->node_timeout;
+	if (strcmp(name, "history") == 0)
+		return &cf->history;
 	return NULL;
 }
 
@@ -249,6 +251,8 @@ static int load_config(const char *path, bool must_exist, struct config_file *cf
 		cf->password_file = one.password_file;
 	if (one.node_timeout)
 		cf->node_timeout = one.node_timeout;
+	if (one.history)
+		cf->history = one.history;
 	return 0;
 }
 
@@ -330,6 +334,12 @@ static int resolve(const struct config_flags *fl, const struct config_file *cf,
 	}
 
 	st->history = fl->history >= 0 ? fl->history : DEFAULT_HISTORY;
+	if (fl->history < 0 && cf->history &&
+	    parse_count(cf->history, 0, MAX_HISTORY, &st->history) < 0) {
+		snprintf(err, errlen, "config: bad history '%s' (0 to %d)",
+			 cf->history, MAX_HISTORY);
+		return -1;
+	}
 	st->ttl_ms = fl->ttl_ms;
 	if (!fl->ttl_ms && cf->ttl) {
 		if (parse_seconds(cf->ttl, MAX_SECONDS_MS, &st->ttl_ms) < 0 ||

@@ -12,6 +12,7 @@
 #define MAX_SERVERS 32
 #define MIN_TTL_MS 10
 #define DEFAULT_HISTORY 100	/* events kept per lock */
+#define MAX_HISTORY 1000000
 
 /* What the command line said of the settings; NULL or 0 when it did not. */
 struct config_flags {
@@ -29,7 +30,7 @@ struct config_flags {
 
 /* What one config file says; strings point into the file's text. */
 struct config_file {
-	char *servers, *prefix, *ttl, *password_file, *node_timeout;
+	char *servers, *prefix, *ttl, *password_file, *node_timeout, *history;
 	char servers_from[256];	/* the file that named the servers */
 };
 

@@ -39,6 +39,11 @@ static char *derived_key(const char *key, const char *suffix)
 	return out;
 }
 
+char *lock_derived_key(const char *key, const char *suffix)
+{
+	return derived_key(key, suffix);
+}
+
 /* Holder info, as the status line and status show it. */
 static void describe_holder(struct lock *lk, const char *command)
 {
@@ -69,6 +74,22 @@ static void describe_holder(struct lock *lk, const char *command)
 	snprintf(lk->info, sizeof lk->info, "%s\t%d\t%s\t%" PRId64 "\t%s", host,
 		 lk->p->holder_pid ? lk->p->holder_pid : (int)getpid(), user,
 		 clock_wall_ms(), cmd);
+}
+
+/* The holder info's since is the try that acquires, not lock_init():
+ * waiting is not holding. Overwritten in place: wall-clock ms have 13
+ * digits from 2001 to 2286. */
+static void stamp_since(struct lock *lk)
+{
+	char *since = lk->info, now[24];
+	int len;
+
+	for (int tabs = 0; tabs < 3 && since; tabs++)
+		if ((since = strchr(since, '\t')))
+			since++;
+	len = snprintf(now, sizeof now, "%" PRId64, clock_wall_ms());
+	if (since && strspn(since, "0123456789") == (size_t)len)
+		memcpy(since, now, (size_t)len);
 }
 
 /* RedLock counts servers: one named twice would count twice, and its
@@ -132,7 +153,9 @@ int lock_init(struct lock *lk, const struct lock_params *p, struct error *err)
 	    !(lk->ticket_key = derived_key(lk->key, ":ticket")) ||
 	    !(lk->slots_key = derived_key(lk->key, ":slots")) ||
 	    !(lk->wake_key = derived_key(lk->key, ":wake")) ||
-	    !(lk->writers_key = derived_key(lk->key, ":writers"))) {
+	    !(lk->writers_key = derived_key(lk->key, ":writers")) ||
+	    !(lk->history_key = derived_key(lk->key, ":history")) ||
+	    !(lk->notice_key = derived_key(lk->key, ":notice"))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
@@ -146,6 +169,7 @@ int lock_init(struct lock *lk, const struct lock_params *p, struct error *err)
 	    in_the_job())
 		lk->reentry_token = env_token;
 	snprintf(lk->ttl_arg, sizeof lk->ttl_arg, "%" PRId64, lk->ttl_ms);
+	snprintf(lk->history_arg, sizeof lk->history_arg, "%ld", p->history);
 	if (p->limit == 0)
 		strcpy(lk->mode_arg, "x");
 	else if (p->limit == LOCK_SHARED)
@@ -185,6 +209,8 @@ void lock_free(struct lock *lk)
 	free(lk->slots_key);
 	free(lk->wake_key);
 	free(lk->writers_key);
+	free(lk->history_key);
+	free(lk->notice_key);
 	free(lk->wake_list);
 }
 
@@ -223,15 +249,24 @@ static int acquire_reply(struct lock *lk, const redisReply *r, long long *value,
 	return (int)r->element[0]->integer;
 }
 
-static size_t release_round(struct lock *lk)
+/* how: "job" (exit status known, or LOCK_EXIT_UNKNOWN) or "undo"; see
+ * script_release. */
+static size_t release_round(struct lock *lk, const char *how, int exit_status)
 {
+	char exit_arg[16] = "", held_arg[24] = "";
 	const char *argv[] = {
 		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
 		lk->queue_key, lk->wake_key, lk->alive_key, lk->writers_key,
-		lk->token,
+		lk->history_key, lk->notice_key,
+		lk->token, lk->history_arg, how, exit_arg, held_arg, lk->fence,
+		lk->info, "",
 	};
-	struct cmd cmd = { &script_release, 9, argv, NULL };
+	struct cmd cmd = { &script_release, 18, argv, NULL };
 
+	if (exit_status != LOCK_EXIT_UNKNOWN)
+		snprintf(exit_arg, sizeof exit_arg, "%d", exit_status);
+	snprintf(held_arg, sizeof held_arg, "%" PRId64,
+		 clock_now_ms() - lk->acquired_ms);
 	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
 }
 
@@ -366,7 +401,7 @@ static void give_back(struct lock *lk, const bool *stray)
 		any |= stray[i];
 	}
 	if (any)
-		release_round(lk);
+		release_round(lk, "undo", LOCK_EXIT_UNKNOWN);
 	all_servers(lk);
 }
 
@@ -375,13 +410,13 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	const char *argv[] = {
 		lk->key, lk->fence_key, lk->owner_key, lk->mode_key,
 		lk->queue_key, lk->alive_key, lk->slots_key, lk->wake_key,
-		lk->writers_key,
+		lk->writers_key, lk->history_key,
 		lk->token, lk->ttl_arg,
 		lk->reentry_token ? lk->reentry_token : "",
 		lk->info, lk->mode_arg, lk->ticket, lk->alive_arg, lk->slot_arg,
-		lk->p->waits ? "1" : "",
+		lk->p->waits ? "1" : "", lk->history_arg,
 	};
-	struct cmd cmd = { &script_acquire, 18, argv, NULL };
+	struct cmd cmd = { &script_acquire, 20, argv, NULL };
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
 	size_t n_answered;
 	long long fence = 0, value;
@@ -395,6 +430,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	lk->held_by[0] = '\0';
 	lk->queue_pos = 0;
 	lk->free_slot = -1;
+	stamp_since(lk);
 	start_ms = clock_now_ms();
 	n_answered = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1,
 				  lk->node_timeout_ms);
@@ -457,11 +493,12 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		}
 		if (ok && clock_now_ms() < lk->valid_until_ms) {
 			give_back(lk, stray);
+			lk->acquired_ms = start_ms;
 			return LOCK_ACQUIRED;
 		}
 		if (ok)
 			error_set(err, EX_UNAVAILABLE, "acquiring took longer than the lease");
-		release_round(lk);
+		release_round(lk, "undo", LOCK_EXIT_UNKNOWN);
 		return LOCK_FAILED;
 	}
 	if (n_yes >= need) {
@@ -476,7 +513,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	}
 	/* What did not answer may have taken the SET all the same. */
 	if (n_granted > 0 || n_answered < lk->n_nodes)
-		release_round(lk);
+		release_round(lk, "undo", LOCK_EXIT_UNKNOWN);
 	return r;
 }
 
@@ -586,12 +623,13 @@ enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 	return EXTEND_FAILED;
 }
 
-int lock_release(struct lock *lk, struct error *err)
+static int release_all(struct lock *lk, const char *how, int exit_status,
+		       struct error *err)
 {
 	/* Every server, also one that did not answer lately: a paused server
 	 * that resumes runs our queued SET, then this release, in that order,
 	 * instead of keeping a key nobody knows for a whole TTL. */
-	size_t n_ok = release_round(lk);
+	size_t n_ok = release_round(lk, how, exit_status);
 	const struct error *worst;
 
 	if (n_ok == lk->n_nodes)
@@ -604,6 +642,16 @@ int lock_release(struct lock *lk, struct error *err)
 	error_set(err, 0, "released on %zu of %zu servers; %s", n_ok,
 		  lk->n_nodes, worst ? worst->msg : "no answer");
 	return 1;
+}
+
+int lock_release(struct lock *lk, struct error *err)
+{
+	return release_all(lk, "undo", LOCK_EXIT_UNKNOWN, err);
+}
+
+int lock_release_job(struct lock *lk, int exit_status, struct error *err)
+{
+	return release_all(lk, "job", exit_status, err);
 }
 
 int lock_check_left(const struct lock *lk, struct error *err)

@@ -22,6 +22,7 @@ struct lock_params {
 	int wait_replicas;	/* an acquisition counts once N replicas have it */
 	const char *command;	/* the holder's command, for the holder info */
 	int holder_pid;		/* the holder info's pid; 0: ours */
+	long history;		/* events the lock's history keeps; 0: none */
 	bool verbose;
 };
 
@@ -45,6 +46,9 @@ struct lock {
 	char *queue_key, *alive_key, *ticket_key, *slots_key, *wake_key;
 	char *writers_key;		/* exclusive waiters, whom readers let by */
 	char *wake_list;		/* what this waiter BLPOPs: wake_key[:token] */
+	char *history_key;		/* a stream of the lock's events */
+	char *notice_key;		/* notice_key:token: a holder is told there
+					 * that its lock was released by another */
 	char token[33];
 	char fence[24];
 	const char *reentry_token;	/* DLOCK_TOKEN when DLOCK_KEY is our key */
@@ -52,7 +56,9 @@ struct lock {
 	int64_t valid_until_ms;		/* monotonic: ours at least until then */
 	char ttl_arg[24], mode_arg[24], ticket[24], alive_arg[24];
 	char slot_arg[24];	/* --limit: the slot to ask for, "" for any */
+	char history_arg[24];
 	char info[512];		/* "host\tpid\tuser\tsince_ms\tcommand" */
+	int64_t acquired_ms;	/* monotonic: when the last acquisition began */
 	/* what the last refusal said, for the wait line */
 	char held_by[512];
 	long queue_pos;
@@ -80,8 +86,17 @@ enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 			       struct error *err);
 /* Releases on every server. Returns 0, 1 when a majority but not every
  * server confirmed (err says which did not), or -1 when no majority did:
- * the lock then lapses with its lease. */
+ * the lock then lapses with its lease. This gives back an acquisition no
+ * command used: the history forgets it. */
 int lock_release(struct lock *lk, struct error *err);
+#define LOCK_EXIT_UNKNOWN (-1)
+/* The same once a job ran under the lock: the history records it released
+ * with exit_status (LOCK_EXIT_UNKNOWN when not known) and how long it was
+ * held, or the lease lost when the lock was no longer ours. */
+int lock_release_job(struct lock *lk, int exit_status, struct error *err);
+/* A key beside the lock key, in its Redis Cluster hash slot:
+ * "{key}suffix", or key + suffix when key has a {hash tag}. malloc'd. */
+char *lock_derived_key(const char *key, const char *suffix);
 /* Whether enough of the lease is left to start the command: the notice it
  * would get before the lease ends, and a renewal round. -1 with err (69)
  * when not: the caller gives the lock back. */

@@ -83,6 +83,7 @@ static void lock_params_of(const struct options *opts, const struct settings *st
 		.waits = !opts->nonblock,
 		.wait_replicas = opts->wait_replicas,
 		.command = command,
+		.history = st->history,
 		.verbose = opts->verbose,
 	};
 }
@@ -202,7 +203,9 @@ static int run_no_fork(struct options *opts, struct lock *lk, struct job *job,
 		lease_init(&lease, lk);
 		status = supervise(job, &w);
 		lease_free(&lease);
-		r = lock_release(lk, &err);
+		/* the command is not our child: its status is not ours to know */
+		r = lock_release_job(lk, status == EX_TEMPFAIL ? status :
+				     LOCK_EXIT_UNKNOWN, &err);
 		report_release(opts, lk, r, &err);
 		_exit(status);
 	}
@@ -310,7 +313,7 @@ static int run(struct options *opts, struct settings *st,
 		*die_by = job.term_signal;
 release:
 	if (got == LOCK_ACQUIRED) {
-		r = lock_release(&lk, &err);
+		r = lock_release_job(&lk, status, &err);
 		report_release(opts, &lk, r, &err);
 	}
 out:

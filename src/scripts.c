@@ -13,11 +13,15 @@
  * --limit slots (hash: token -> slot; each slot KEYS[7]..':'..i a string
  * holding its token, PX ttl), 8 the wake list (waiters BLPOP it; a fair
  * or exclusive waiter its own, KEYS[8]..':'..token), 9 the exclusive
- * waiters (zset: token -> server ms after which it counts as gone).
- * ARGV: 1 token, 2 ttl ms, 3 re-entry token or '', 4 holder info,
+ * waiters (zset: token -> server ms after which it counts as gone),
+ * 10 the history (stream, see script_release).
+ * ARGV: 1 token, 2 ttl ms, 3 re-entry token or '', 4 holder info
+ * ("host\tpid\tuser\tsince_ms\tcommand"; KEYS[3] keeps it with
+ * "\tfence" added, and KEYS[5]..':info' keeps a --fair waiter's),
  * 5 mode ("x" exclusive, "s" shared, or N for --limit N), 6 fair ticket or '',
  * 7 waiter liveness ms, 8 the --limit slot to take, or '' for the lowest
- * free one, 9 '1' when the caller will wait if refused.
+ * free one, 9 '1' when the caller will wait if refused, 10 the number of
+ * events the history keeps ('0': none, and no XADD).
  * A --limit holder takes one of N slots, each an exclusive lock of its own:
  * with several servers a holder needs a majority on one slot, so no more
  * than N can hold (counting holders per server would let majorities that
@@ -27,7 +31,8 @@
  * or {0, retry hint ms, queue position, holder info[, free slot or -1]}
  * when held. The first
  * lines are the common case, an exclusive lock that is free, kept short:
- * they call TIME only when the fencing counter is missing.
+ * they call TIME only when the fencing counter is missing (XADD's '*' ID
+ * reads the clock without a command).
  * A shared or fair holder wakes the next waiter, who may hold alongside it
  * or is the new head of the queue.
  * Writers first, as read-write locks do: an exclusive request refused
@@ -59,13 +64,25 @@ const struct script script_acquire = {
 		"  redis.call('PEXPIRE', KEYS[2], 86400000)\n"
 		"  return f\n"
 		"end\n"
+		"-- The history: an 'acquired' event, as the release script writes\n"
+		"-- its own; the stream goes a week after its last event.\n"
+		"local function record(f)\n"
+		"  if ARGV[10] == '0' then return end\n"
+		"  redis.call('XADD', KEYS[10], 'MAXLEN', ARGV[10], '*', 'event', 'acquired',\n"
+		"    'token', ARGV[1], 'holder', ARGV[4], 'fence', f)\n"
+		"  redis.call('PEXPIRE', KEYS[10], 604800000)\n"
+		"end\n"
+		"-- A fence as digits: Lua would print a 16-digit number as 1.7e+15.\n"
+		"local function digits(n) return string.format('%d', n) end\n"
 		"if ARGV[5] == 'x' and ARGV[6] == '' and\n"
 		"    redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-		"  redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])\n"
+		"  local n = next_fence()\n"
+		"  redis.call('HSET', KEYS[3], ARGV[1], ARGV[4] .. '\\t' .. digits(n))\n"
 		"  redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
 		"  redis.call('ZREM', KEYS[6], ARGV[1])\n"
 		"  redis.call('ZREM', KEYS[9], ARGV[1])\n"
-		"  return {1, next_fence()}\n"
+		"  record(digits(n))\n"
+		"  return {1, n}\n"
 		"end\n"
 		"local t = redis.call('TIME')\n"
 		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
@@ -126,6 +143,7 @@ const struct script script_acquire = {
 		"if kind ~= 'none' and kind ~= 'string' and kind ~= 'zset' then\n"
 		"  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' is a ' .. kind .. ', not a lock')\n"
 		"end\n"
+		"-- The holder info as the wait line reads it: without the fence.\n"
 		"local function holder()\n"
 		"  local who\n"
 		"  if kind == 'string' then\n"
@@ -133,6 +151,11 @@ const struct script script_acquire = {
 		"  elseif kind == 'zset' then\n"
 		"    local first = redis.call('ZRANGE', KEYS[1], 0, 0)\n"
 		"    if #first > 0 then who = redis.call('HGET', KEYS[3], first[1]) end\n"
+		"  end\n"
+		"  if who then\n"
+		"    who = who:match('^(' .. string.rep('[^\\t]*\\t', 4) .. '[^\\t]*)\\t') or who\n"
+		"  end\n"
+		"  if kind == 'zset' then\n"
 		"    local n = redis.call('ZCARD', KEYS[1])\n"
 		"    if n > 1 then return (who or 'foreign') .. ' +' .. (n - 1) end\n"
 		"  end\n"
@@ -156,11 +179,15 @@ const struct script script_acquire = {
 		"  local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now)\n"
 		"  if #gone > 0 then\n"
 		"    redis.call('ZREM', KEYS[5], unpack(gone))\n"
+		"    redis.call('HDEL', KEYS[5] .. ':info', unpack(gone))\n"
 		"    redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)\n"
 		"  end\n"
 		"  redis.call('ZADD', KEYS[5], 'NX', ticket, token)\n"
+		"  -- who waits, since when: for dlock status\n"
+		"  redis.call('HSETNX', KEYS[5] .. ':info', token, ARGV[4])\n"
 		"  redis.call('ZADD', KEYS[6], now + tonumber(ARGV[7]), token)\n"
 		"  redis.call('PEXPIRE', KEYS[5], ARGV[7])\n"
+		"  redis.call('PEXPIRE', KEYS[5] .. ':info', ARGV[7])\n"
 		"  redis.call('PEXPIRE', KEYS[6], ARGV[7])\n"
 		"  pos = redis.call('ZRANK', KEYS[5], token)\n"
 		"  if pos > 0 then\n"
@@ -168,10 +195,12 @@ const struct script script_acquire = {
 		"    return refuse(hint)\n"
 		"  end\n"
 		"end\n"
+		"local n\n"
 		"if mode == 'x' then\n"
 		"  if kind ~= 'none' then return refuse(redis.call('PTTL', KEYS[1]), nil, true) end\n"
+		"  n = next_fence()\n"
 		"  redis.call('SET', KEYS[1], token, 'PX', ARGV[2])\n"
-		"  redis.call('HSET', KEYS[3], token, ARGV[4])\n"
+		"  redis.call('HSET', KEYS[3], token, ARGV[4] .. '\\t' .. digits(n))\n"
 		"  redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
 		"else\n"
 		"  if kind == 'string' then return refuse(redis.call('PTTL', KEYS[1])) end\n"
@@ -207,21 +236,24 @@ const struct script script_acquire = {
 		"    redis.call('HSET', KEYS[7], token, slot)\n"
 		"    taken = slot\n"
 		"  end\n"
+		"  n = next_fence()\n"
 		"  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), token)\n"
 		"  redis.call('SET', KEYS[4], mode)\n"
-		"  redis.call('HSET', KEYS[3], token, ARGV[4])\n"
+		"  redis.call('HSET', KEYS[3], token, ARGV[4] .. '\\t' .. digits(n))\n"
 		"  stretch(now)\n"
 		"end\n"
 		"redis.call('ZREM', KEYS[6], token)\n"
 		"if mode == 'x' then redis.call('ZREM', KEYS[9], token) end\n"
 		"if ticket ~= '' then\n"
 		"  redis.call('ZREM', KEYS[5], token)\n"
+		"  redis.call('HDEL', KEYS[5] .. ':info', token)\n"
 		"  redis.call('DEL', KEYS[8] .. ':' .. token)\n"
 		"end\n"
 		"if ticket ~= '' or mode ~= 'x' then wake(KEYS[5], KEYS[8], KEYS[6]) end\n"
-		"return {1, next_fence(), taken}\n",
-	.sha = "30c08b77f046cc48dac35bc03b6059d868097571",
-	.n_keys = 9,
+		"record(digits(n))\n"
+		"return {1, n, taken}\n",
+	.sha = "d93229a3a5355410e5547598df2fe2514e4f6ad3",
+	.n_keys = 10,
 };
 
 /* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock, 4 --limit slots
@@ -262,10 +294,23 @@ const struct script script_extend = {
 };
 
 /* KEYS: 1 lock, 2 holder info, 3 mode of a shared lock, 4 --limit slots,
- * 5 fair queue, 6 wake list, 7 waiters, 8 exclusive waiters. ARGV: 1 token.
+ * 5 fair queue, 6 wake list, 7 waiters, 8 exclusive waiters, 9 the
+ * history, 10 the notices to holders (a list KEYS[10]..':'..token each).
+ * ARGV: 1 token, 2 events the history keeps ('0': none), 3 who releases:
+ * 'job' (the holder, its job over), 'undo' (an acquisition no command
+ * used: a minority's grant, a lease too short to start), 'token' (dlock
+ * release --token, maybe from elsewhere), 4 the job's exit status or '',
+ * 5 how long it held, ms, or '', 6 its fence, 7 the caller's holder info,
+ * 8 ('token') what the holder is told.
  * Compare-and-delete, as redis-py, redsync and node-redlock release, then
  * one waiter is woken at once (not all: one of them could win), a writer
  * first. Our holder info goes even when the lock is no longer ours.
+ * The history (a stream of at most ARGV[2] events, gone a week after the
+ * last): 'job' writes "released" with the exit status and hold time, or
+ * "lost" when the lock was no longer ours; 'undo' deletes the acquisition's
+ * own "acquired" event; 'token' writes "released" naming the holder, the
+ * hold time from its info's since (server clock less holder's: roughly),
+ * and who released ("by").
  * Returns 1 when released, 0 when the lock was not ours. */
 const struct script script_release = {
 	.name = "release",
@@ -288,17 +333,27 @@ const struct script script_release = {
 		"  redis.call('LTRIM', list, 0, 0)\n"
 		"  redis.call('PEXPIRE', list, 2000)\n"
 		"end\n"
-		"local slot = redis.call('HGET', KEYS[4], ARGV[1])\n"
+		"-- A holder's info as KEYS[2] keeps it (\"host\\tpid\\tuser\\tsince\\tcommand\\t\n"
+		"-- fence\") -> the first five fields, and the fence ('' for an older dlock's).\n"
+		"local function split(info)\n"
+		"  local who, f = info:match('^(' .. string.rep('[^\\t]*\\t', 4) ..\n"
+		"    '[^\\t]*)\\t([^\\t]*)$')\n"
+		"  return who or info, f or ''\n"
+		"end\n"
+		"local token, how = ARGV[1], ARGV[3]\n"
+		"local info = how == 'token' and redis.call('HGET', KEYS[2], token)\n"
+		"local slot = redis.call('HGET', KEYS[4], token)\n"
 		"if slot then\n"
-		"  if redis.call('GET', KEYS[4] .. ':' .. slot) == ARGV[1] then\n"
+		"  if redis.call('GET', KEYS[4] .. ':' .. slot) == token then\n"
 		"    redis.call('DEL', KEYS[4] .. ':' .. slot)\n"
 		"  end\n"
-		"  redis.call('HDEL', KEYS[4], ARGV[1])\n"
+		"  redis.call('HDEL', KEYS[4], token)\n"
 		"end\n"
+		"local ours = true\n"
 		"local kind = redis.call('TYPE', KEYS[1]).ok\n"
-		"if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+		"if kind == 'string' and redis.call('GET', KEYS[1]) == token then\n"
 		"  redis.call('DEL', KEYS[1])\n"
-		"elseif kind == 'zset' and redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then\n"
+		"elseif kind == 'zset' and redis.call('ZREM', KEYS[1], token) == 1 then\n"
 		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 		"  if #last == 0 then\n"
 		"    redis.call('DEL', KEYS[1], KEYS[3])\n"
@@ -308,17 +363,57 @@ const struct script script_release = {
 		"    redis.call('PEXPIRE', KEYS[3], left)\n"
 		"  end\n"
 		"else\n"
-		"  redis.call('HDEL', KEYS[2], ARGV[1])\n"
-		"  return 0\n"
+		"  ours = false\n"
 		"end\n"
-		"redis.call('HDEL', KEYS[2], ARGV[1])\n"
-		"wake(KEYS[5], KEYS[6], KEYS[7], KEYS[8], now)\n"
-		"return 1\n",
-	.sha = "b810a39c5ff9a3d48cdcb9677f82a62105be5529",
-	.n_keys = 8,
+		"-- Not ours: was it, here? Its holder info tells, while the lease lasts.\n"
+		"local owned = ours or redis.call('HEXISTS', KEYS[2], token) == 1\n"
+		"redis.call('HDEL', KEYS[2], token)\n"
+		"if ours then wake(KEYS[5], KEYS[6], KEYS[7], KEYS[8], now) end\n"
+		"-- A lease that lapsed or was broken here: the stream tells, as long as\n"
+		"-- it keeps the acquisition (a server that never granted it has no event).\n"
+		"local function acquired_here()\n"
+		"  for _, e in ipairs(redis.call('XREVRANGE', KEYS[9], '+', '-', 'COUNT', 1000)) do\n"
+		"    if e[2][2] == 'acquired' and e[2][4] == token then return true end\n"
+		"  end\n"
+		"  return false\n"
+		"end\n"
+		"local function record(...)\n"
+		"  redis.call('XADD', KEYS[9], 'MAXLEN', ARGV[2], '*', ...)\n"
+		"  redis.call('PEXPIRE', KEYS[9], 604800000)\n"
+		"end\n"
+		"if ARGV[2] == '0' then\n"
+		"  -- no history\n"
+		"elseif how == 'job' and (owned or acquired_here()) then\n"
+		"  record('event', ours and 'released' or 'lost', 'token', token,\n"
+		"    'holder', ARGV[7], 'fence', ARGV[6], 'exit', ARGV[4], 'held_ms', ARGV[5])\n"
+		"elseif how == 'undo' and ours then\n"
+		"  for _, e in ipairs(redis.call('XREVRANGE', KEYS[9], '+', '-', 'COUNT', 8)) do\n"
+		"    if e[2][2] == 'acquired' and e[2][4] == token then\n"
+		"      redis.call('XDEL', KEYS[9], e[1])\n"
+		"      break\n"
+		"    end\n"
+		"  end\n"
+		"elseif how == 'token' and ours then\n"
+		"  local who, f = split(info or '')\n"
+		"  local since = tonumber(who:match('^[^\\t]*\\t[^\\t]*\\t[^\\t]*\\t([^\\t]*)'))\n"
+		"  record('event', 'released', 'token', token, 'holder', who, 'fence', f,\n"
+		"    'exit', '', 'held_ms', since and string.format('%d', math.max(0, now - since)) or '',\n"
+		"    'by', ARGV[7])\n"
+		"end\n"
+		"-- A dlock running a job under that token is told at once, not at its\n"
+		"-- next renewal: it BLPOPs this list.\n"
+		"if how == 'token' and ours then\n"
+		"  redis.call('LPUSH', KEYS[10] .. ':' .. token, ARGV[8])\n"
+		"  redis.call('PEXPIRE', KEYS[10] .. ':' .. token, 60000)\n"
+		"end\n"
+		"if ours then return 1 end\n"
+		"return 0\n",
+	.sha = "11046e616d9afd11a82521bf9f05787841836779",
+	.n_keys = 10,
 };
 
-/* KEYS: 1 fair queue, 2 waiters, 3 wake list, 4 exclusive waiters.
+/* KEYS: 1 fair queue (and KEYS[1]..':info', its waiters' holder info),
+ * 2 waiters, 3 wake list, 4 exclusive waiters.
  * ARGV: 1 token.
  * A waiter that stops waiting (acquired elsewhere, gave up, interrupted)
  * leaves the waiters, the queue and the writers; the queue's new head is
@@ -345,6 +440,7 @@ const struct script script_leave = {
 		"local t = redis.call('TIME')\n"
 		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
 		"redis.call('ZREM', KEYS[1], ARGV[1])\n"
+		"redis.call('HDEL', KEYS[1] .. ':info', ARGV[1])\n"
 		"redis.call('ZREM', KEYS[2], ARGV[1])\n"
 		"redis.call('DEL', KEYS[3] .. ':' .. ARGV[1])\n"
 		"if redis.call('ZREM', KEYS[4], ARGV[1]) == 1 or\n"
@@ -352,7 +448,7 @@ const struct script script_leave = {
 		"  wake(KEYS[1], KEYS[3], KEYS[2], KEYS[4], now)\n"
 		"end\n"
 		"return 1\n",
-	.sha = "ad3c42fcb4506b96152dbf847f4bb80f517d69b5",
+	.sha = "752091c0374a00f8c42b13701a0c58b703a94013",
 	.n_keys = 4,
 };
 

@@ -92,13 +92,13 @@ refused() {
 @test "redis://HOST:PORT/3 uses database 3" {
 	run -0 dlock -S "redis://:pw0rd@127.0.0.1:$port/3" K sh -c 'REDISCLI_AUTH=pw0rd redis-cli -s "$1" -n 3 exists dlock:K' sh "$(sock r)"
 	assert_output 1
-	assert_equal "$(rcli r -n 3 --scan)" '{dlock:K}:fence'
+	assert_equal "$(rcli r -n 3 --scan | sort)" $'{dlock:K}:fence\n{dlock:K}:history'
 	assert_equal "$(all_keys r)" ''
 }
 
 @test "unix:PATH?db=3 uses database 3" {
 	DLOCK_PASSWORD=pw0rd run -0 dlock -S "unix:$(sock r)?db=3" K sh -c 'REDISCLI_AUTH=pw0rd redis-cli -s "$1" -n 3 exists dlock:K' sh "$(sock r)"
 	assert_output 1
-	assert_equal "$(rcli r -n 3 --scan)" '{dlock:K}:fence'
+	assert_equal "$(rcli r -n 3 --scan | sort)" $'{dlock:K}:fence\n{dlock:K}:history'
 	assert_equal "$(all_keys r)" ''
 }

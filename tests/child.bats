@@ -56,7 +56,7 @@ interrupted() {
 	alive "$(<"$T/h.dlock")" || fail "the holder ended"
 	finish h
 	assert_equal "$bg_status" 0
-	assert_equal "$(all_keys r)" '{dlock:K}:fence'
+	assert_equal "$(all_keys r)" $'{dlock:K}:fence\n{dlock:K}:history'
 }
 
 @test "SIGINT while waiting: 130, nothing left" { interrupted INT 130; }

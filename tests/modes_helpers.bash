@@ -31,14 +31,15 @@ every_server() {
 	done
 }
 
-# nothing_left: every server holds only K's counters (fencing, tickets):
-# no lock, holder info, mode, slot, queue or liveness key. The wake list
+# nothing_left: every server holds only K's counters (fencing, tickets) and
+# history: no lock, holder info, mode, slot, queue or liveness key. The wake list
 # and the "someone waits" mark may outlive a wait by their 2 s: they must
 # be gone within 3.
 leftovers() {
 	local s
 	for s in "${NAMES[@]}"; do
-		all_keys "$s" | grep -vx -e '{dlock:K}:fence' -e '{dlock:K}:ticket' |
+		all_keys "$s" | grep -vx -e '{dlock:K}:fence' -e '{dlock:K}:ticket' \
+			-e '{dlock:K}:history' |
 			sed "s/^/$s:/"
 	done
 }

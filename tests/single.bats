@@ -232,9 +232,9 @@ EOF
 	DLOCK_SERVERS=$(sock_url b) run -0 dlock --config "$T/conf" -S "$(sock_url a)" K1 true
 	DLOCK_SERVERS=$(sock_url b) run -0 dlock --config "$T/conf" K2 true
 	run -0 dlock --config "$T/conf" K3 true
-	assert_equal "$(all_keys a)" '{dlock:K1}:fence'
-	assert_equal "$(all_keys b)" '{dlock:K2}:fence'
-	assert_equal "$(all_keys c)" '{dlock:K3}:fence'
+	assert_equal "$(all_keys a)" $'{dlock:K1}:fence\n{dlock:K1}:history'
+	assert_equal "$(all_keys b)" $'{dlock:K2}:fence\n{dlock:K2}:history'
+	assert_equal "$(all_keys c)" $'{dlock:K3}:fence\n{dlock:K3}:history'
 	# and the command line's --ttl beats the file's
 	printf 'servers = %s\nttl = 7\n' "$U" >"$T/conf"
 	run -0 dlock --config "$T/conf" -t 60 K sh -c 'redis-cli -s "$1" pttl dlock:K' sh "$(sock r)"

@@ -1,0 +1,138 @@
+#!/usr/bin/env bats
+# history.bats - every lock keeps its last events (acquired, released with
+# the job's exit status and hold time, lease lost, broken) in a stream
+# beside it, written by the lock's own scripts; --history N and the config
+# file's history size it, 0 turns it off.
+
+load helpers
+load redlock_helpers
+
+setup() {
+	common_setup
+	start_redis r
+	U=$(sock_url r)
+}
+
+# events NAME [KEY]: the stream's entries, oldest first, one JSON object
+# per line (fields as XADD wrote them, the id as "id")
+events() {
+	"$PYTHON" - "$(sock "$1")" "${2:-{dlock:K\}:history}" <<'EOF'
+import json, sys
+import redis
+r = redis.Redis(unix_socket_path=sys.argv[1])
+for id, fields in r.xrange(sys.argv[2]):
+    e = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
+    e["id"] = id.decode()
+    print(json.dumps(e))
+EOF
+}
+# field N FIELD [NAME]: FIELD of the Nth event (1: oldest; -1: newest)
+field() {
+	local n=$1
+	((n > 0)) || n=$(($(events "${3:-r}" | wc -l) + n + 1))
+	events "${3:-r}" | sed -n "${n}p" | jq -r ".$2"
+}
+kinds() { events "${1:-r}" | jq -r .event | tr '\n' ' '; }	# kinds [NAME]
+
+@test "a job's acquisition and release: holder, fence, exit status, hold time" {
+	run -0 dlock -S "$U" K sh -c 'echo "$DLOCK_FENCE $DLOCK_TOKEN"; sleep 0.3'
+	local fence=${output% *} token=${output#* }
+	assert_equal "$(kinds)" 'acquired released '
+	for n in 1 2; do
+		assert_equal "$(field $n token)" "$token"
+		assert_equal "$(field $n fence)" "$fence"
+		# host, pid, user, since, command
+		[[ $(field $n holder) =~ ^$(hostname)$'\t'[0-9]+$'\t'[^$'\t']+$'\t'[0-9]{13}$'\t'sh\ -c\ echo ]] ||
+			fail "event $n holder: '$(field $n holder)'"
+	done
+	assert_equal "$(field 2 exit)" 0
+	local held; held=$(field 2 held_ms)
+	((held >= 300 && held < 5000)) || fail "held_ms $held for a 0.3 s job"
+	run -3 dlock -S "$U" K sh -c 'exit 3'
+	assert_equal "$(kinds)" 'acquired released acquired released '
+	assert_equal "$(field -1 exit)" 3
+}
+
+@test "the holder info keeps the fence too; since is when it was acquired" {
+	hold h -S "$U" K
+	wait_ready h
+	local token; token=$(job_var h DLOCK_TOKEN)
+	local info; info=$(rcli r hget '{dlock:K}:owner' "$token")
+	[[ $info == *$'\t'$(job_var h DLOCK_FENCE) ]] || fail "holder info '$info'"
+	finish h
+	# a waiter's since moves to the try that got the lock
+	hold h2 -S "$U" K
+	wait_ready h2
+	start_bg w -S "$U" K sh -c 'redis-cli -s "$1" hget "{dlock:K}:owner" "$DLOCK_TOKEN"' sh "$(sock r)"
+	sleep 1.5
+	local before; before=$(now_ms)
+	finish h2
+	reap w
+	assert_equal "$bg_status" 0
+	local since; since=$(cut -f4 "$T/w.out")
+	((since >= before - 100)) || fail "since $since: before the release at $before"
+}
+
+@test "a lease lost while the job ran is recorded as lost, with its status" {
+	hold h -S "$U" -t 1 K
+	wait_ready h
+	# behind the holder's back, as a lapse would: the stream tells it was ours
+	rcli r del dlock:K '{dlock:K}:owner' >/dev/null
+	reap h
+	assert_equal "$bg_status" 75
+	assert_equal "$(kinds)" 'acquired lost '
+	assert_equal "$(field -1 exit)" 75
+	assert_equal "$(field -1 token)" "$(job_var h DLOCK_TOKEN)"
+}
+
+@test "shared and --limit holders have their events too" {
+	run -0 dlock -S "$U" -s K true
+	run -0 dlock -S "$U" --limit 2 K2 true
+	assert_equal "$(kinds)" 'acquired released '
+	assert_equal "$(events r '{dlock:K2}:history' | jq -r .event | tr '\n' ' ')" 'acquired released '
+}
+
+@test "--history N keeps the last N events; the stream lapses after a week" {
+	local i
+	for i in 1 2 3; do run -0 dlock -S "$U" --history 3 K true; done
+	assert_equal "$(rcli r xlen '{dlock:K}:history')" 3
+	assert_equal "$(kinds)" 'released acquired released '
+	local ms; ms=$(rcli r pttl '{dlock:K}:history')
+	((ms > 604800000 - 60000 && ms <= 604800000)) || fail "PTTL $ms, not a week"
+}
+
+@test "--history 0 writes no event at all" {
+	run -0 dlock -S "$U" --history 0 K true
+	run -3 dlock -S "$U" --history 0 -s K sh -c 'exit 3'
+	key_gone r '{dlock:K}:history'
+	[[ $(rcli r info commandstats) != *cmdstat_xadd* ]] || fail "an XADD was sent"
+}
+
+@test "config file: history = N sizes it, 0 turns it off; --history beats it" {
+	local i
+	echo 'history = 2' >"$T/conf"
+	for i in 1 2; do run -0 dlock --config "$T/conf" -S "$U" K true; done
+	assert_equal "$(rcli r xlen '{dlock:K}:history')" 2
+	run -0 dlock --config "$T/conf" -S "$U" --history 10 K true
+	assert_equal "$(rcli r xlen '{dlock:K}:history')" 4
+	echo 'history = 0' >"$T/conf"
+	run -0 dlock --config "$T/conf" -S "$U" K2 true
+	key_gone r '{dlock:K2}:history'
+	echo 'history = lots' >"$T/conf"
+	run -64 --separate-stderr dlock --config "$T/conf" -S "$U" K true
+	assert_equal "$stderr" "dlock: config: bad history 'lots' (0 to 1000000)"
+}
+
+@test "RedLock: an acquisition given back on a minority leaves no event" {
+	start_servers 3
+	rcli r2 set dlock:K someone-else px 10000 >/dev/null
+	rcli r3 set dlock:K someone-else px 10000 >/dev/null
+	run -1 dlk "${SRV[@]}" -n K true	# r1 grants, r2 and r3 refuse
+	key_gone r1 dlock:K
+	assert_equal "$(kinds r1)" ''
+	rcli r2 del dlock:K >/dev/null
+	run -0 dlk "${SRV[@]}" K true	# r1 and r2 grant; r3 never did
+	assert_equal "$(kinds r1)" 'acquired released '
+	assert_equal "$(kinds r2)" 'acquired released '
+	assert_equal "$(kinds r3)" ''
+}
