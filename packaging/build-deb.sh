@@ -46,6 +46,10 @@ command -v gcc >/dev/null || need+=(build-essential)
 ((${#need[@]} == 0)) || apt_install "${need[@]}"
 
 version=$(dpkg-parsechangelog -l "$ROOT/packaging/debian/changelog" -S Version)
+# The changelog's version is kept by hand: it must be meson.build's.
+upstream=$(sed -n "s/^[[:space:]]*version:[[:space:]]*'\([^']*\)'.*/\1/p" "$ROOT/meson.build" | head -n 1)
+[[ ${version%-*} == "$upstream" ]] ||
+	die "packaging/debian/changelog is at $version, meson.build at $upstream"
 src=$W/dlock-${version%-*}
 mkdir -p "$src"
 if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
