@@ -43,7 +43,7 @@ hidden() {
 	alive "$pid" || fail "dlock $1 is not running"
 	leaks=$(shows "$T/pw.pattern")
 	[[ -z $leaks ]] || fail "the password shows in: $leaks"
-	assert_equal "$(ps -o args= -p "$pid")" "$2"
+	assert_equal "$(ps -ww -o args= -p "$pid")" "$2"
 	assert_equal "$(tr '\0' ' ' <"/proc/$pid/cmdline")" "$2 "
 }
 
