@@ -469,3 +469,53 @@ const struct script script_fence_max = {
 	.sha = "57c521f0239b8643001b073335145e7d718f9f59",
 	.n_keys = 1,
 };
+
+/* KEYS: 1 lock, 2 fencing counter, 3 holder info, 4 mode of a shared lock,
+ * 5 fair queue (KEYS[5]..':info': its waiters' info), 6 waiters,
+ * 7 --limit slots, 8 exclusive waiters. No ARGV. Reads only.
+ * dlock status, one round trip: returns {server ms, type, pttl, fencing
+ * counter or nil, mode or nil, {token, ms left, info or nil, slot or nil,
+ * ...} of each live holder (a string's value is its holder's token),
+ * {token, ticket, info or nil, ...} of each live --fair waiter in queue
+ * order, live waiters, live exclusive waiters}. */
+const struct script script_status = {
+	.name = "status",
+	.body =
+		"local t = redis.call('TIME')\n"
+		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"local kind = redis.call('TYPE', KEYS[1]).ok\n"
+		"local pttl = redis.call('PTTL', KEYS[1])\n"
+		"local holders, waiters = {}, {}\n"
+		"local function add(token, left)\n"
+		"  holders[#holders + 1] = token\n"
+		"  holders[#holders + 1] = left\n"
+		"  holders[#holders + 1] = redis.call('HGET', KEYS[3], token)\n"
+		"  holders[#holders + 1] = redis.call('HGET', KEYS[7], token)\n"
+		"end\n"
+		"if kind == 'string' then\n"
+		"  add(redis.call('GET', KEYS[1]), pttl)\n"
+		"elseif kind == 'zset' then\n"
+		"  local m = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')\n"
+		"  for i = 1, #m, 2 do\n"
+		"    local left = math.floor(tonumber(m[i + 1]) - now)\n"
+		"    if left > 0 then add(m[i], left) end\n"
+		"  end\n"
+		"end\n"
+		"local q = redis.call('ZRANGE', KEYS[5], 0, -1, 'WITHSCORES')\n"
+		"for i = 1, #q, 2 do\n"
+		"  local alive = redis.call('ZSCORE', KEYS[6], q[i])\n"
+		"  if alive and tonumber(alive) > now then\n"
+		"    waiters[#waiters + 1] = q[i]\n"
+		"    waiters[#waiters + 1] = q[i + 1]\n"
+		"    waiters[#waiters + 1] = redis.call('HGET', KEYS[5] .. ':info', q[i])\n"
+		"  end\n"
+		"end\n"
+		"local function get(key)\n"
+		"  return redis.call('TYPE', key).ok == 'string' and redis.call('GET', key)\n"
+		"end\n"
+		"return {now, kind, pttl, get(KEYS[2]), get(KEYS[4]), holders, waiters,\n"
+		"  redis.call('ZCOUNT', KEYS[6], '(' .. now, '+inf'),\n"
+		"  redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf')}\n",
+	.sha = "88fc6e7f1d960110aab76c31c01b7fa346c52d0d",
+	.n_keys = 8,
+};

@@ -7,3 +7,4 @@ extern const struct script script_extend;
 extern const struct script script_release;
 extern const struct script script_leave;
 extern const struct script script_fence_max;
+extern const struct script script_status;

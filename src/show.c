@@ -1,0 +1,335 @@
+/* show.c - output for status and history: holder info read back, times as
+ * people read them, aligned tables, JSON strings of any bytes. Pure: no
+ * server, no clock; unit-tested. */
+#include <stdlib.h>
+#include <string.h>
+#include "show.h"
+
+/* A decimal number of at most 18 digits, the whole of s[0..len). */
+static int number(const char *s, size_t len, long long *out)
+{
+	long long v = 0;
+
+	if (len == 0 || len > 18)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int show_info_parse(const char *s, size_t len, struct show_info *hi)
+{
+	char *field[6] = { NULL };
+	size_t n = 0;
+	long long since;
+
+	*hi = (struct show_info){ .pid = -1, .since_ms = -1, .fence = -1 };
+	if (!s || memchr(s, '\0', len) || !(hi->buf = malloc(len + 1)))
+		return -1;
+	memcpy(hi->buf, s, len);
+	hi->buf[len] = '\0';
+	field[n++] = hi->buf;
+	for (char *p = hi->buf; *p && n < 6; p++)
+		if (*p == '\t') {
+			*p = '\0';
+			field[n++] = p + 1;
+		}
+	/* a sixth field that is no fence is the command's (another writer's) */
+	if (n == 6 && *field[5] && number(field[5], strlen(field[5]), &hi->fence) < 0) {
+		field[5][-1] = '\t';
+		n = 5;
+	}
+	if (n < 5 || number(field[1], strlen(field[1]), &hi->pid) < 0 ||
+	    number(field[3], strlen(field[3]), &since) < 0) {
+		show_info_free(hi);
+		*hi = (struct show_info){ .pid = -1, .since_ms = -1, .fence = -1 };
+		return -1;
+	}
+	hi->since_ms = since;
+	hi->host = field[0];
+	hi->user = field[2];
+	hi->command = field[4];
+	hi->command_len = strlen(field[4]);
+	return 0;
+}
+
+void show_info_free(struct show_info *hi)
+{
+	free(hi->buf);
+	hi->buf = NULL;
+}
+
+void show_duration(int64_t ms, char *out, size_t len)
+{
+	int64_t s = ms / 1000;
+
+	if (ms < 0)
+		ms = s = 0;
+	if (ms < 10000)
+		snprintf(out, len, "%lld.%llds", (long long)(ms / 1000),
+			 (long long)(ms % 1000 / 100));
+	else if (s < 60)
+		snprintf(out, len, "%llds", (long long)s);
+	else if (s < 3600)
+		snprintf(out, len, "%lldm%llds", (long long)(s / 60), (long long)(s % 60));
+	else if (s < 86400)
+		snprintf(out, len, "%lldh%lldm", (long long)(s / 3600),
+			 (long long)(s % 3600 / 60));
+	else
+		snprintf(out, len, "%lldd%lldh", (long long)(s / 86400),
+			 (long long)(s % 86400 / 3600));
+}
+
+void show_ago(int64_t then_ms, int64_t now_ms, char *out, size_t len)
+{
+	char d[32];
+
+	show_duration(now_ms - then_ms, d, sizeof d);
+	snprintf(out, len, "%s ago", d);
+}
+
+/* The length of the valid UTF-8 sequence at s (1 to 4), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t len;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	/* no overlong forms, no surrogates, nothing above U+10FFFF */
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+void show_text(const char *s, size_t len, char *out, size_t outlen)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && o + 1 < outlen;) {
+		size_t n = utf8_len(u + i, len - i);
+
+		if (n == 0 || u[i] < 0x20 || u[i] == 0x7f ||
+		    (n == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0)) {	/* C1 */
+			out[o++] = '?';
+			i += n ? n : 1;
+		} else if (o + n < outlen) {
+			memcpy(out + o, s + i, n);
+			o += n;
+			i += n;
+		} else {
+			break;
+		}
+	}
+	out[o] = '\0';
+}
+
+/* Characters, not bytes: a multi-byte character takes one column. */
+static size_t width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+void table_init(struct table *t, size_t n_cols, const char *indent)
+{
+	*t = (struct table){ .n_cols = n_cols, .indent = indent ? indent : "" };
+}
+
+int table_add(struct table *t, const char *const *cells)
+{
+	if (t->n_rows == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 8;
+		char **more = realloc(t->cells, cap * t->n_cols * sizeof *more);
+
+		if (!more)
+			return -1;
+		t->cells = more;
+		t->cap = cap;
+	}
+	for (size_t c = 0; c < t->n_cols; c++) {
+		char *copy = strdup(cells[c] ? cells[c] : "-");
+
+		if (!copy) {
+			while (c > 0)
+				free(t->cells[t->n_rows * t->n_cols + --c]);
+			return -1;
+		}
+		t->cells[t->n_rows * t->n_cols + c] = copy;
+	}
+	t->n_rows++;
+	return 0;
+}
+
+void table_print(const struct table *t, FILE *f)
+{
+	size_t w[16] = { 0 };
+
+	for (size_t r = 0; r < t->n_rows; r++)
+		for (size_t c = 0; c < t->n_cols && c < 16; c++) {
+			size_t n = width(t->cells[r * t->n_cols + c]);
+
+			if (n > w[c])
+				w[c] = n;
+		}
+	for (size_t r = 0; r < t->n_rows; r++) {
+		fputs(t->indent, f);
+		for (size_t c = 0; c < t->n_cols; c++) {
+			const char *cell = t->cells[r * t->n_cols + c];
+
+			fputs(cell, f);
+			if (c + 1 < t->n_cols)
+				fprintf(f, "%*s", (int)(w[c < 16 ? c : 15] - width(cell) + 2), "");
+		}
+		fputc('\n', f);
+	}
+}
+
+void table_free(struct table *t)
+{
+	for (size_t i = 0; i < t->n_rows * t->n_cols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	t->cells = NULL;
+	t->n_rows = t->cap = 0;
+}
+
+void json_init(struct json *j, FILE *f)
+{
+	*j = (struct json){ .f = f };
+	j->first[0] = true;
+}
+
+/* Before a value or a key: the comma, unless first or after a key. */
+static void next(struct json *j)
+{
+	if (j->after_key) {
+		j->after_key = false;
+		return;
+	}
+	if (!j->first[j->depth])
+		fputc(',', j->f);
+	j->first[j->depth] = false;
+}
+
+void json_open(struct json *j, char bracket)
+{
+	next(j);
+	fputc(bracket, j->f);
+	if (j->depth < 31)
+		j->first[++j->depth] = true;
+}
+
+void json_close(struct json *j, char bracket)
+{
+	fputc(bracket, j->f);
+	if (j->depth > 0)
+		j->depth--;
+	if (j->depth == 0)
+		fputc('\n', j->f);
+}
+
+static void quoted(FILE *f, const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	fputc('"', f);
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_len(u + i, len - i);
+
+		if (n == 0) {
+			fputs("\xef\xbf\xbd", f);	/* U+FFFD */
+			i++;
+		} else if (u[i] == '"' || u[i] == '\\') {
+			fprintf(f, "\\%c", u[i++]);
+		} else if (u[i] == '\n') {
+			fputs("\\n", f);
+			i++;
+		} else if (u[i] == '\t') {
+			fputs("\\t", f);
+			i++;
+		} else if (u[i] < 0x20 || u[i] == 0x7f) {
+			fprintf(f, "\\u%04x", u[i++]);
+		} else {
+			fwrite(s + i, 1, n, f);
+			i += n;
+		}
+	}
+	fputc('"', f);
+}
+
+void json_key(struct json *j, const char *key)
+{
+	next(j);
+	quoted(j->f, key, strlen(key));
+	fputc(':', j->f);
+	j->after_key = true;
+}
+
+void json_str(struct json *j, const char *s, size_t len)
+{
+	next(j);
+	quoted(j->f, s, len);
+}
+
+void json_cstr(struct json *j, const char *s)
+{
+	if (s)
+		json_str(j, s, strlen(s));
+	else
+		json_null(j);
+}
+
+void json_int(struct json *j, long long v)
+{
+	next(j);
+	fprintf(j->f, "%lld", v);
+}
+
+void json_int_or_null(struct json *j, long long v)
+{
+	if (v < 0)
+		json_null(j);
+	else
+		json_int(j, v);
+}
+
+void json_bool(struct json *j, bool v)
+{
+	next(j);
+	fputs(v ? "true" : "false", j->f);
+}
+
+void json_null(struct json *j)
+{
+	next(j);
+	fputs("null", j->f);
+}

@@ -1,0 +1,68 @@
+/* show.h - what status and history print: holder info read back, times
+ * as people read them, aligned tables, JSON of any bytes */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* A holder info as the scripts keep it: "host\tpid\tuser\tsince_ms\t
+ * command[\tfence]". Strings point into a copy owned by the struct. */
+struct show_info {
+	char *buf;
+	const char *host, *user, *command;
+	size_t command_len;
+	long long pid;		/* -1: none */
+	int64_t since_ms;	/* wall clock; -1: none */
+	long long fence;	/* -1: none */
+};
+
+/* Returns 0, or -1 when s is no holder info (fields missing, a number
+ * that is not one): hi is empty then. */
+int show_info_parse(const char *s, size_t len, struct show_info *hi);
+void show_info_free(struct show_info *hi);
+
+/* 850 -> "0.8s", 192000 -> "3m12s", 7500000 -> "2h5m", 3 days -> "3d0h". */
+void show_duration(int64_t ms, char *out, size_t len);
+/* "3m12s ago"; "0s ago" for a time ahead of now (clocks differ). */
+void show_ago(int64_t then_ms, int64_t now_ms, char *out, size_t len);
+
+/* s as a terminal may show it: a control byte, or a byte that is not part
+ * of valid UTF-8, becomes '?'; at most outlen - 1 bytes. */
+void show_text(const char *s, size_t len, char *out, size_t outlen);
+
+/* A table of text cells, printed with its columns aligned (by characters,
+ * not bytes); the last column is not padded. */
+struct table {
+	size_t n_cols, n_rows, cap;
+	char **cells;		/* n_rows * n_cols, each malloc'd */
+	const char *indent;
+};
+
+void table_init(struct table *t, size_t n_cols, const char *indent);
+/* Copies n_cols cells (NULL: "-"). Returns -1 when out of memory. */
+int table_add(struct table *t, const char *const *cells);
+void table_print(const struct table *t, FILE *f);
+void table_free(struct table *t);
+
+/* One JSON document written as it goes. Strings are any bytes: valid
+ * UTF-8 is copied, '"', '\\' and control characters are escaped, and each
+ * byte of an invalid sequence becomes U+FFFD, so that the output is
+ * always valid UTF-8 and valid JSON. */
+struct json {
+	FILE *f;
+	int depth;
+	bool first[32];		/* nothing written yet at that depth */
+	bool after_key;
+};
+
+void json_init(struct json *j, FILE *f);
+void json_open(struct json *j, char bracket);	/* '{' or '[' */
+void json_close(struct json *j, char bracket);	/* '}' or ']' */
+void json_key(struct json *j, const char *key);
+void json_str(struct json *j, const char *s, size_t len);
+void json_cstr(struct json *j, const char *s);	/* NULL: null */
+void json_int(struct json *j, long long v);
+void json_int_or_null(struct json *j, long long v);	/* < 0: null */
+void json_bool(struct json *j, bool v);
+void json_null(struct json *j);
