@@ -133,7 +133,7 @@ usage_error() {
 
 @test "the reserved subcommand words are refused" {
 	local w
-	for w in history release; do
+	for w in release; do
 		usage_error "$w" -S "$U" K
 		[[ $stderr == *"$w"* ]] || fail "stderr does not name '$w': $stderr"
 	done

@@ -136,3 +136,78 @@ kinds() { events "${1:-r}" | jq -r .event | tr '\n' ' '; }	# kinds [NAME]
 	assert_equal "$(kinds r2)" 'acquired released '
 	assert_equal "$(kinds r3)" ''
 }
+
+# ---- dlock history ------------------------------------------------------
+
+hj() { echo "$output" | "$PYTHON" -c 'import json, sys
+d = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+v = eval(sys.argv[1])
+print(v if isinstance(v, str) else json.dumps(v))' "$1"; }
+
+@test "dlock history: newest first, after a success and a failure" {
+	run -0 dlock -S "$U" K true
+	run -3 dlock -S "$U" K sh -c 'sleep 0.3; exit 3'
+	run -0 dlock history -S "$U" K
+	assert_equal "${#lines[@]}" 5
+	assert_line -n 0 --regexp '^WHEN +EVENT +HOST +PID +USER +FENCE +EXIT +HELD +COMMAND$'
+	assert_line -n 1 --regexp "^[0-9.]+s ago +released +$(hostname) +[0-9]+ +[a-z0-9]+ +[0-9]+ +3 +0\.[3-9]s +sh -c sleep 0.3; exit 3$"
+	assert_line -n 2 --regexp "^[0-9.]+s ago +acquired +$(hostname) .* +- +- +sh -c sleep 0.3; exit 3$"
+	assert_line -n 3 --regexp ' released .* 0 +0\.[0-9]s +true$'
+	assert_line -n 4 --regexp ' acquired .* true$'
+	run -0 dlock history -S "$U" -n 1 --json K
+	assert_equal "$(hj 'len(d["events"])')" 1
+	assert_equal "$(hj 'd["events"][0]["event"]')" released
+	assert_equal "$(hj 'd["events"][0]["exit"]')" 3
+	assert_equal "$(hj 'd["events"][0]["held_ms"] >= 300')" true
+	assert_equal "$(hj 'd["events"][0]["command"]')" 'sh -c sleep 0.3; exit 3'
+	assert_equal "$(hj 'd["events"][0]["fence"]')" "$(rcli r get '{dlock:K}:fence')"
+	assert_equal "$(hj 'd["key"]')" dlock:K
+	run -0 dlock history -S "$U" -q K
+	assert_output ''
+}
+
+@test "dlock history: a lost lease, and nothing with --history 0" {
+	hold h -S "$U" -t 1 K
+	wait_ready h
+	rcli r del dlock:K >/dev/null
+	reap h
+	assert_equal "$bg_status" 75
+	run -0 dlock history -S "$U" -n 1 K
+	assert_line -n 1 --regexp '^[0-9.]+s ago +lost +.* +75 +[0-9.]+s +'
+	run -0 dlock -S "$U" --history 0 K2 true
+	run -0 dlock history -S "$U" K2
+	assert_output 'K2: no events'
+	run -0 dlock history -S "$U" --json K2
+	assert_equal "$(hj 'd["events"]')" '[]'
+}
+
+@test "dlock history: capped at N, newest kept" {
+	local i
+	for i in 1 2 3 4; do run -0 dlock -S "$U" --history 3 K sh -c "exit 0; $i"; done
+	run -0 dlock history -S "$U" -n 100 K
+	assert_equal "${#lines[@]}" 4
+	assert_line -n 1 --regexp ' released .*; 4$'
+	assert_line -n 3 --regexp ' released .*; 3$'
+}
+
+@test "dlock history: RedLock, merged from the servers that answer" {
+	start_servers 3
+	run -0 dlk "${SRV[@]}" K true
+	kill_server r3
+	run -4 dlk "${SRV[@]}" K sh -c 'exit 4'	# r3 misses these
+	run -0 --separate-stderr dlock history "${SRV[@]}" K
+	[[ $stderr =~ ^"dlock: K: $(sock_url r3): "(connection refused|no such file or directory)$ ]] ||
+		fail "stderr: $stderr"
+	assert_equal "${#lines[@]}" 5	# each event once
+	assert_line -n 0 --regexp ' SERVERS +COMMAND$'
+	assert_line -n 1 --regexp ' released .* 4 .* 2/3 +sh -c exit 4$'
+	assert_line -n 3 --regexp ' released .* 0 .* 2/3 +true$'
+	restart_server r3
+	run -0 dlock history "${SRV[@]}" --json K
+	assert_equal "$(hj '[e["servers"] for e in d["events"]]')" '[2, 2, 2, 2]'
+	assert_equal "$(hj 'd["servers_answered"]')" 3
+	kill_server r1
+	kill_server r2
+	kill_server r3
+	run -69 --separate-stderr dlock history "${SRV[@]}" K
+}
