@@ -43,10 +43,12 @@ zsh_complete() {
 	timeout 20 zsh "$TOP/tests/complete.zsh" "$TOP/completions/zsh" "$1"
 }
 
-# fish_complete LINE: what completions/fish/dlock.fish offers at its end
+# fish_complete LINE: what completions/fish/dlock.fish offers at its end.
+# Autoloaded, as fish loads it, from a path that holds it first: sourced,
+# it would be joined by an installed dlock package's at the first TAB.
 fish_complete() {
-	fish -c 'source $argv[1]; complete -C"$argv[2]"' \
-		"$TOP/completions/fish/dlock.fish" "$1" | cut -f1
+	fish -c 'set -g fish_complete_path $argv[1] $__fish_data_dir/completions
+		complete -C"$argv[2]"' "$TOP/completions/fish" "$1" | cut -f1
 }
 
 # The long options of src/cli.c's table.
@@ -197,5 +199,86 @@ long_only() { grep -- '^--.' | sort -u; }
 	run -0 fish_complete 'dlock release K --to'
 	assert_output --token
 	run -0 fish_complete 'dlock extend K -- --t'
+	assert_output ''
+}
+
+# Locks for the KEY tests: alpha, "with space" and q"x under the default
+# prefix, beta under other:, on server r (URL in $U).
+some_locks() {
+	start_redis r
+	U=$(sock_url r)
+	local name
+	for name in alpha 'with space' 'q"x'; do
+		dlock acquire -S "$U" -t 300 "$name" >/dev/null || fail "acquire $name"
+	done
+	dlock acquire -S "$U" -t 300 --prefix other: beta >/dev/null || fail "acquire beta"
+}
+
+@test "bash completes KEY with the locks dlock status lists" {
+	need_bash_completion
+	some_locks
+	# the servers from the environment, as dlock would find them
+	export DLOCK_SERVERS=$U
+	run -0 bash_complete dlock release ''
+	assert_equal "$(sort <<<"$output")" $'alpha\nq\\"x\nwith\\ space'
+	unset DLOCK_SERVERS
+	# or from the command line, with its --prefix
+	run -0 bash_complete dlock history -S "$U" --prefix other: ''
+	assert_output beta
+	run -0 bash_complete dlock extend --server="$U" al
+	assert_output alpha
+	run -0 bash_complete dlock status -S "$U" w
+	assert_output 'with\ space'
+	# status takes several KEYs, the others one; acquire's is a new name
+	run -0 bash_complete dlock status -S "$U" alpha a
+	assert_output alpha
+	run -0 bash_complete dlock release -S "$U" alpha ''
+	assert_output ''
+	run -0 bash_complete dlock acquire -S "$U" ''
+	assert_output ''
+	run -0 bash_complete dlock release -S "$U" -- ''
+	assert_line alpha
+}
+
+@test "bash offers no lock names, silently and soon, when no server answers" {
+	need_bash_completion
+	start_redis r
+	U=$(sock_url r)
+	dlock acquire -S "$U" alpha >/dev/null
+	kill -STOP "$(server_pid r)"	# connects, never answers
+	local t0 ms
+	t0=$(now_ms)
+	run -0 --separate-stderr bash_complete dlock release -S "$U" ''
+	ms=$(($(now_ms) - t0))
+	assert_output ''
+	assert_equal "$stderr" ''
+	((ms < 5000)) || fail "took $ms ms"
+	kill -CONT "$(server_pid r)"
+	run -0 --separate-stderr bash_complete dlock release -S "unix:$T/nowhere" ''
+	assert_output ''
+	assert_equal "$stderr" ''
+}
+
+@test "zsh completes KEY with the locks dlock status lists" {
+	need_zsh
+	some_locks
+	run -0 zsh_complete "dlock release -S $U "
+	assert_equal "$(sort <<<"$output")" $'alpha\nq\\"x\nwith\\ space'
+	run -0 zsh_complete "dlock history -S $U --prefix other: "
+	assert_output beta
+	# one KEY only: then zsh offers the options that may still follow
+	run -0 zsh_complete "dlock release -S $U alpha "
+	refute_line alpha
+	assert_line --token
+}
+
+@test "fish completes KEY with the locks dlock status lists" {
+	need_fish
+	some_locks
+	run -0 fish_complete "dlock release -S $U "
+	assert_equal "$(sort <<<"$output")" $'alpha\nq"x\nwith space'
+	run -0 fish_complete "dlock history -S $U --prefix other: "
+	assert_output beta
+	run -0 fish_complete "dlock release -S $U alpha "
 	assert_output ''
 }

@@ -43,8 +43,8 @@ function __dlock_locks
         end
         set i (math $i + 1)
     end
-    timeout 2 $tokens[1] status $opts --node-timeout 0.5 --json 2>/dev/null </dev/null |
-        string replace -rf '^ *"name": *"((?:[^"\\\\]|\\\\.)*)".*' '$1' |
+    timeout 1 $tokens[1] status $opts --node-timeout 0.5 --json 2>/dev/null </dev/null |
+        string match -rag '"name":"((?:[^"\\\\]|\\\\.)*)"' |
         string replace -ra '\\\\(.)' '$1'
 end
 
@@ -164,7 +164,7 @@ end
 
 complete -c dlock -f -n 'not __dlock_in_command'
 complete -c dlock -n '__dlock_in_command' -x -a '(__dlock_complete_command)'
-complete -c dlock -n '__dlock_wants_lock; and not string match -q -- "-*" (commandline -ct)' -a '(__dlock_locks)' -d 'Lock'
+complete -c dlock -n '__dlock_wants_lock; and not string match -q -- "-*" "$(commandline -ct)"' -a '(__dlock_locks)' -d 'Lock'
 
 # The first argument may be a subcommand; one per line.
 set -l first 'test (count (commandline -opc)) -eq 1'
