@@ -76,3 +76,43 @@ sys.exit(urllib.request.urlopen(sys.argv[1], timeout=1).read() != b"here\n")' \
 	serves "$a" && fail "host a still serves"
 	true
 }
+
+# words LINE: LINE's blank-separated words, one a line
+words() { tr -s ' ' '\n' <<<"$1" | sed '/^$/d'; }
+
+@test "the status examples run as written and show dlock status's form" {
+	local ex cmd header
+	ex=$(man_example 'Which host runs the service of the unit above')
+	header=$(grep '^  HOST' <<<"$ex") || fail "no holders' header: $ex"
+	hold h web-primary
+	wait_ready h
+	cmd=$(sed -n 's/^\$ \(dlock status web-primary\)$/\1/p' <<<"$ex")
+	[[ $cmd ]] || fail "no 'dlock status web-primary' in: $ex"
+	run -0 $cmd	# as written: words, no quotes
+	assert_line --index 0 --regexp '^web-primary: held, exclusive, fencing counter [0-9]+$'
+	assert_equal "$(words "${lines[1]}")" "$(words "$header")"
+	[[ ${lines[2]} == *" $T/job $T/h exit" ]] || fail "holder line: ${lines[2]}"
+	cmd=$(sed -n 's/^\$ \(dlock status -q .*\)$/\1/p' <<<"$ex")
+	[[ $cmd ]] || fail "no 'dlock status -q' in: $ex"
+	run -0 sh -c "$cmd"
+	assert_output ''
+	finish h
+	run -0 sh -c "$cmd"
+	assert_output 'no host serves web-primary'
+}
+
+@test "the history example runs as written and shows dlock history's form" {
+	local ex cmd header
+	ex=$(man_example 'Whether the nightly report ran')
+	header=$(grep '^WHEN' <<<"$ex") || fail "no header: $ex"
+	run -0 dlock -n nightly-report sh -c 'exit 0'
+	run -3 dlock -n nightly-report sh -c 'exit 3'
+	run -0 dlock -n nightly-report true
+	cmd=$(sed -n 's/^\$ \(dlock history .*\)$/\1/p' <<<"$ex")
+	[[ $cmd ]] || fail "no 'dlock history' in: $ex"
+	run -0 $cmd	# as written: words, no quotes
+	assert_equal "${#lines[@]}" 5
+	assert_equal "$(words "${lines[0]}")" "$(words "$header")"
+	assert_line --index 1 --regexp '^[^ ]+ ago +released .* 0 +[0-9.]+s +true$'
+	assert_line --index 3 --regexp '^[^ ]+ ago +released .* 3 +[0-9.]+s +sh -c exit 3$'
+}
