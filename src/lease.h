@@ -1,5 +1,6 @@
 /* lease.h - when to renew and when the lease is gone; the renewal thread */
 #pragma once
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,6 +28,18 @@ struct lease {
 	enum extend_result result;
 	int64_t result_valid_ms;
 	struct error result_err;
+	/* Told at once when another process releases or breaks the lock
+	 * (dlock release): from watch_at_ms on, one connection a server
+	 * BRPOPs our notice list, driven by the supervisor's poll(); a
+	 * notice asks for a renewal round at once, which decides. */
+	int64_t watch_at_ms;	/* -1: none (started, or no need) */
+	struct node *watch;	/* one a server once started, else NULL */
+	size_t *watch_idx;	/* which node each pollfd given out is */
+	char *notice_list;
+	const char *watch_argv[3];
+	struct cmd watch_cmd;
+	bool recheck;		/* a notice came while a round ran */
+	char notice[256];	/* what the last notice said */
 };
 
 /* The lease of a freshly acquired lk; nothing runs yet. */
@@ -46,6 +59,11 @@ int lease_tick(struct lease *ls, int64_t now_ms, struct error *err);
 /* When notify_fd is readable: takes the round's result. Returns -1 with
  * err (75) when the servers said the lock is no longer ours. */
 int lease_collect(struct lease *ls, int64_t now_ms, struct error *err);
+/* The notice connections' pollfds (at most lk->n_nodes), for the
+ * supervisor's poll(); returns how many. */
+size_t lease_watch_fds(struct lease *ls, struct pollfd *pfd);
+/* Their poll() results: a notice asks for a renewal round at once. */
+void lease_watch_events(struct lease *ls, const struct pollfd *pfd, size_t n);
 /* No more rounds; the one running, if any, is left to finish. */
 void lease_halt(struct lease *ls);
 /* Halts and joins the thread (a round ends within --node-timeout):

@@ -470,6 +470,87 @@ const struct script script_fence_max = {
 	.n_keys = 1,
 };
 
+/* KEYS: as script_release's. ARGV: 1 events the history keeps ('0':
+ * none), 2 the breaker's holder info, 3 what each holder is told.
+ * dlock release --force: every holder of the lock, dlock's in any mode or
+ * another client's string, loses it; each is pushed a notice on its list
+ * (a running dlock BLPOPs it, and is told at once) and gets a "broken"
+ * event with the breaker as "by". A key that does not expire, or of
+ * another type, or a sorted set without dlock's mode key, is left alone.
+ * Returns {1, type, pttl, token, info, token, info...} when broken (info
+ * '' for a foreign holder), {0, type, pttl} when no lease was there, or
+ * {-1, type, pttl} for a key left alone. */
+const struct script script_force = {
+	.name = "force",
+	.body =
+		"local t = redis.call('TIME')\n"
+		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"-- Wakes one waiter, if anyone waits (every waiter is in waiters): a\n"
+		"-- live exclusive waiter (writers first) when writers is given, else\n"
+		"-- the head of the fair queue, each on its own list; else whoever has\n"
+		"-- waited longest on the common one (BLPOP serves in order). An\n"
+		"-- element nobody takes goes after 2 s: it is for a waiter between\n"
+		"-- its refusal and its BLPOP.\n"
+		"local function wake(queue, list, waiters, writers, now)\n"
+		"  if redis.call('ZCARD', waiters) == 0 then return end\n"
+		"  local head = writers and redis.call('ZRANGEBYSCORE', writers,\n"
+		"    '(' .. now, '+inf', 'LIMIT', 0, 1) or {}\n"
+		"  if #head == 0 then head = redis.call('ZRANGE', queue, 0, 0) end\n"
+		"  if #head > 0 then list = list .. ':' .. head[1] end\n"
+		"  redis.call('LPUSH', list, '1')\n"
+		"  redis.call('LTRIM', list, 0, 0)\n"
+		"  redis.call('PEXPIRE', list, 2000)\n"
+		"end\n"
+		"-- A holder's info as KEYS[2] keeps it (\"host\\tpid\\tuser\\tsince\\tcommand\\t\n"
+		"-- fence\") -> the first five fields, and the fence ('' for an older dlock's).\n"
+		"local function split(info)\n"
+		"  local who, f = info:match('^(' .. string.rep('[^\\t]*\\t', 4) ..\n"
+		"    '[^\\t]*)\\t([^\\t]*)$')\n"
+		"  return who or info, f or ''\n"
+		"end\n"
+		"local kind = redis.call('TYPE', KEYS[1]).ok\n"
+		"local pttl = redis.call('PTTL', KEYS[1])\n"
+		"if kind == 'none' then return {0, kind, pttl} end\n"
+		"-- Never a key that does not expire, or that is no lock: reported only.\n"
+		"if pttl < 0 or (kind ~= 'string' and kind ~= 'zset') or\n"
+		"    (kind == 'zset' and redis.call('EXISTS', KEYS[3]) == 0) then\n"
+		"  return {-1, kind, pttl}\n"
+		"end\n"
+		"local tokens = {}\n"
+		"if kind == 'string' then\n"
+		"  tokens[1] = redis.call('GET', KEYS[1])\n"
+		"else\n"
+		"  local m = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')\n"
+		"  for i = 1, #m, 2 do\n"
+		"    -- a lease that ran out is gone already, whoever holds it\n"
+		"    if tonumber(m[i + 1]) > now then tokens[#tokens + 1] = m[i] end\n"
+		"  end\n"
+		"end\n"
+		"local out = {#tokens > 0 and 1 or 0, kind, pttl}\n"
+		"for _, token in ipairs(tokens) do\n"
+		"  local info = redis.call('HGET', KEYS[2], token) or ''\n"
+		"  local slot = redis.call('HGET', KEYS[4], token)\n"
+		"  if slot and redis.call('GET', KEYS[4] .. ':' .. slot) == token then\n"
+		"    redis.call('DEL', KEYS[4] .. ':' .. slot)\n"
+		"  end\n"
+		"  redis.call('LPUSH', KEYS[10] .. ':' .. token, ARGV[3])\n"
+		"  redis.call('PEXPIRE', KEYS[10] .. ':' .. token, 60000)\n"
+		"  if ARGV[1] ~= '0' then\n"
+		"    local who, f = split(info)\n"
+		"    redis.call('XADD', KEYS[9], 'MAXLEN', ARGV[1], '*', 'event', 'broken',\n"
+		"      'token', token, 'holder', who, 'fence', f, 'by', ARGV[2])\n"
+		"    redis.call('PEXPIRE', KEYS[9], 604800000)\n"
+		"  end\n"
+		"  out[#out + 1] = token\n"
+		"  out[#out + 1] = info\n"
+		"end\n"
+		"redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[2])\n"
+		"wake(KEYS[5], KEYS[6], KEYS[7], KEYS[8], now)\n"
+		"return out\n",
+	.sha = "ec1aea7df2e0b82c8a28f6f0aa2b44618ccfcf5c",
+	.n_keys = 10,
+};
+
 /* KEYS: 1 lock, 2 fencing counter, 3 holder info, 4 mode of a shared lock,
  * 5 fair queue (KEYS[5]..':info': its waiters' info), 6 waiters,
  * 7 --limit slots, 8 exclusive waiters. No ARGV. Reads only.

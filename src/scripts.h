@@ -7,4 +7,5 @@ extern const struct script script_extend;
 extern const struct script script_release;
 extern const struct script script_leave;
 extern const struct script script_fence_max;
+extern const struct script script_force;
 extern const struct script script_status;

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "clock.h"
+#include "config.h"
 #include "supervise.h"
 
 #define GROUP_POLL_MS 250
@@ -309,7 +310,8 @@ int supervise(struct job *job, const struct watch *w)
 	bool poll_failed = false;
 
 	for (;;) {
-		struct pollfd pfd[4];
+		struct pollfd pfd[4 + MAX_SERVERS];
+		size_t n_watch;
 		int timeout;
 
 		on_signals(&sv);	/* a job that ended in time is not lost */
@@ -322,7 +324,9 @@ int supervise(struct job *job, const struct watch *w)
 					  w->lease->notify_fd : -1, POLLIN, 0 };
 		pfd[2] = (struct pollfd){ sv.timer_fd, POLLIN, 0 };
 		pfd[3] = (struct pollfd){ job->pidfd, POLLIN, 0 };
-		if (poll(pfd, 4, timeout) < 0) {
+		/* another process released our lock: see lease.c */
+		n_watch = w->lease ? lease_watch_fds(w->lease, pfd + 4) : 0;
+		if (poll(pfd, 4 + n_watch, timeout) < 0) {
 			/* Never a reason to release a running job: try again,
 			 * keeping the deadlines (on_deadlines() runs first). */
 			struct timespec pause = { 0, 10 * 1000000 };
@@ -339,6 +343,8 @@ int supervise(struct job *job, const struct watch *w)
 			sv.armed_ms = -1;	/* fired: set it again */
 		if (pfd[3].revents & POLLIN)	/* -F: the command ended */
 			sv.command_done = sv.look_at_group = true;
+		if (n_watch)
+			lease_watch_events(w->lease, pfd + 4, n_watch);
 	}
 	if (job->tty_fd >= 0 && tcgetpgrp(job->tty_fd) == job->pid)
 		tcsetpgrp(job->tty_fd, getpgrp());

@@ -131,14 +131,6 @@ usage_error() {
 	[[ $stderr == *"$T/no-such.conf"* ]] || fail "stderr does not name the file: $stderr"
 }
 
-@test "the reserved subcommand words are refused" {
-	local w
-	for w in release; do
-		usage_error "$w" -S "$U" K
-		[[ $stderr == *"$w"* ]] || fail "stderr does not name '$w': $stderr"
-	done
-}
-
 @test "a lock named as a subcommand is reached through run" {
 	local w
 	for w in acquire extend; do

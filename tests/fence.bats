@@ -146,5 +146,5 @@ for m in re.finditer(r"const struct script script_(\w+) = \{(.*?)\n\};", src, re
 print(n, "scripts")
 EOF
 	refute_output --partial ' has '
-	assert_line '6 scripts'
+	assert_line '7 scripts'
 }

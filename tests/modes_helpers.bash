@@ -60,8 +60,9 @@ majority_holds() {
 }
 
 # A waiter waits for its wake-up blocked in BLPOP, one connection per
-# server: Redis counts it among blocked_clients.
-nblocked() { rcli "$1" info clients | sed -n 's/^blocked_clients:\([0-9]*\).*/\1/p'; }
+# server (a running holder's BRPOP, listening for dlock release, is not
+# counted).
+nblocked() { rcli "$1" client list | grep -c ' flags=b[^ ]* .* cmd=blpop '; }
 blocked_all() {	# blocked_all N: N waiters blocked on every server
 	local s
 	for s in "${NAMES[@]}"; do

@@ -1,0 +1,180 @@
+#!/usr/bin/env bats
+# release.bats - dlock release: one holder by its token (any mode), or the
+# lock broken whoever holds it (--force), saying whose it was; a dlock
+# running a job under it is told at once and exits 75; keys that never
+# expire or are no lock are left alone.
+
+load helpers
+load redlock_helpers
+
+setup() {
+	common_setup
+	start_redis r
+	U=$(sock_url r)
+}
+
+# told ID SECONDS: dlock ID's job got the lease-lost treatment and dlock
+# exited 75 within SECONDS of now
+told() {
+	local t0; t0=$(now_ms)
+	reap "$1" 10
+	local ms=$(($(now_ms) - t0))
+	assert_equal "$bg_status" 75
+	assert_equal "$(cat "$T/$1.sig")" TERM
+	((ms < $2 * 1000)) || fail "$1 was told after $ms ms"
+	echo "# $1 told after $ms ms" >&3
+}
+
+@test "--token releases that holder only; the others keep theirs" {
+	run -0 dlock acquire -S "$U" -s K
+	local t1=$output
+	run -0 dlock acquire -S "$U" -s K
+	local t2=$output
+	run -0 --separate-stderr dlock release -S "$U" K --token "$t1"
+	assert_output ''
+	assert_equal "$stderr" ''
+	assert_equal "$(rcli r zscore dlock:K "$t1")" ''
+	[[ -n $(rcli r zscore dlock:K "$t2") ]] || fail "the other holder went too"
+	run -1 --separate-stderr dlock release -S "$U" K --token "$t1"
+	assert_equal "$stderr" "dlock: K: not held by token $t1"
+	# exclusive, and a --limit slot
+	run -0 dlock release -S "$U" --token "$t2" K
+	run -0 dlock acquire -S "$U" K2
+	run -0 dlock release -S "$U" --token "$output" K2
+	key_gone r dlock:K2
+	run -0 dlock acquire -S "$U" --limit 2 K3
+	local t3=$output
+	run -0 dlock release -S "$U" --token "$t3" K3
+	key_gone r '{dlock:K3}:slots:0'
+	# the history names the holder, and who released it
+	run -0 dlock history -S "$U" -n 1 --json K3
+	[[ $output == *'"event":"released"'*'"by":{"host":"'"$(hostname)"'"'* ]] ||
+		fail "history: $output"
+}
+
+@test "without --token: DLOCK_TOKEN when DLOCK_KEY names the lock" {
+	run -0 dlock acquire -S "$U" K
+	local token=$output
+	DLOCK_KEY=dlock:other DLOCK_TOKEN=$token run -64 --separate-stderr dlock release -S "$U" K
+	[[ $stderr == "dlock: K: no token: "* ]] || fail "stderr: $stderr"
+	key_exists r dlock:K
+	DLOCK_KEY=dlock:K DLOCK_TOKEN=$token run -0 dlock release -S "$U" K
+	key_gone r dlock:K
+}
+
+@test "--token of a running job: the job is told at once, dlock exits 75" {
+	hold h -S "$U" K
+	wait_ready h
+	sleep 0.6	# the holder listens for notices by now
+	run -0 dlock release -S "$U" K --token "$(job_var h DLOCK_TOKEN)"
+	assert_output ''
+	told h 2
+	grep -q "lease lost: released by .* (dlock release --token)" "$T/h.err" ||
+		fail "stderr: $(cat "$T/h.err")"
+}
+
+@test "--force breaks the lock, says whose it was; the holder exits 75 at once" {
+	hold h -S "$U" -t 30 K
+	wait_ready h
+	sleep 0.6
+	local token; token=$(job_var h DLOCK_TOKEN)
+	run -0 --separate-stderr dlock release -S "$U" --force K
+	assert_output --regexp "^broken: [^ ]+@$(hostname) pid $(<"$T/h.dlock") \($T/job $T/h exit\), acquired [0-9.]+s ago, fence $(job_var h DLOCK_FENCE), token $token$"
+	told h 2
+	grep -q "dlock: K: lease lost: broken by .*@$(hostname) pid [0-9]* (dlock release --force); stopping the job" "$T/h.err" ||
+		fail "stderr: $(cat "$T/h.err")"
+	key_gone r dlock:K
+	run -0 dlock history -S "$U" -n 3 K
+	assert_line -n 1 --regexp ' lost .* 75 '
+	assert_line -n 2 --regexp " broken .* [^ ]+@$(hostname) pid [0-9]+ "
+	# nothing to break now
+	run -1 --separate-stderr dlock release -S "$U" --force K
+	assert_equal "$stderr" 'dlock: K: not held'
+}
+
+@test "--force right after the job started: the notice waits for the holder" {
+	hold h -S "$U" -t 30 K
+	wait_ready h
+	run -0 dlock release -S "$U" --force K	# before it listens (0.5 s)
+	told h 2
+}
+
+@test "--force breaks every shared holder, each told" {
+	hold a -S "$U" -s K
+	hold b -S "$U" -s K
+	wait_ready a
+	wait_ready b
+	run -0 dlock release -S "$U" --force K
+	assert_equal "${#lines[@]}" 2
+	assert_output --partial "token $(job_var a DLOCK_TOKEN)"
+	assert_output --partial "token $(job_var b DLOCK_TOKEN)"
+	told a 2
+	told b 2
+	key_gone r dlock:K
+	key_gone r '{dlock:K}:mode'
+}
+
+@test "--force breaks a redis-py holder's lock, and a --limit slot" {
+	"$PYTHON" -c 'import redis, sys
+r = redis.Redis(unix_socket_path=sys.argv[1])
+assert r.lock("dlock:K", timeout=20).acquire(blocking=False)' "$(sock r)"
+	local value; value=$(rcli r get dlock:K)
+	run -0 dlock release -S "$U" --force K
+	assert_output --regexp "^broken: another client's lock, value '$value', [0-9.]+s left$"
+	key_gone r dlock:K
+	run -0 dlock acquire -S "$U" --limit 3 L
+	run -0 dlock release -S "$U" --force L
+	key_gone r '{dlock:L}:slots:0'
+	run -0 dlock acquire -S "$U" --limit 1 L	# the slot is free again
+}
+
+@test "--force leaves a key without TTL, or of another type, alone: 70" {
+	rcli r set dlock:S forever >/dev/null
+	rcli r hset dlock:H 8743c2f2-ab:1 1 >/dev/null
+	rcli r pexpire dlock:H 30000 >/dev/null
+	run -70 --separate-stderr dlock release -S "$U" --force S
+	assert_equal "$stderr" "dlock: S: $U: dlock:S is a string without TTL, not a lease: left alone"
+	run -70 --separate-stderr dlock release -S "$U" --force H
+	assert_equal "$stderr" "dlock: H: $U: dlock:H is a hash, not a lock: left alone"
+	assert_equal "$(rcli r get dlock:S)" forever
+	assert_equal "$(rcli r hget dlock:H 8743c2f2-ab:1)" 1
+}
+
+@test "exit status: 69 unreachable, 77 credentials; --token and --force clash" {
+	run -69 --separate-stderr dlock release -S "unix:$T/nothing" --force K
+	run -69 --separate-stderr dlock release -S "unix:$T/nothing" --token x K
+	start_redis p --requirepass s3cret
+	DLOCK_PASSWORD=wrong run -77 --separate-stderr dlock release -S "$(sock_url p)" --force K
+	run -64 --separate-stderr dlock release -S "$U" --force --token x K
+}
+
+@test "RedLock: --force on every server; the holder is told" {
+	start_servers 3
+	hold h "${SRV[@]}" K
+	wait_ready h
+	sleep 0.6
+	run -0 dlock release "${SRV[@]}" --force K
+	assert_output --regexp ' \(on 3 of 3 servers\)$'
+	told h 2
+	for s in r1 r2 r3; do key_gone "$s" dlock:K; done
+	# one server down: broken on the majority that answers
+	hold h2 "${SRV[@]}" K
+	wait_ready h2
+	kill_server r3
+	run -0 --separate-stderr dlock release "${SRV[@]}" --force K
+	assert_output --regexp ' \(on 2 of 3 servers\)$'
+	told h2 3
+	kill_server r2
+	run -69 --separate-stderr dlock release "${SRV[@]}" --force K
+}
+
+@test "RedLock: --token needs a majority to say it held it" {
+	start_servers 3
+	run -0 dlock acquire "${SRV[@]}" K
+	local token=$output
+	rcli r1 del dlock:K >/dev/null
+	rcli r2 del dlock:K >/dev/null
+	run -1 --separate-stderr dlock release "${SRV[@]}" --token "$token" K
+	assert_equal "$stderr" "dlock: K: not held by token $token: it was on 1 of 3 servers only (released there)"
+	key_gone r3 dlock:K
+}
