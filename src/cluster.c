@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include "cluster.h"
+#include "fanout.h"
 #include "node.h"
 
 #define MAX_CACHED 16
@@ -32,6 +33,24 @@ struct owner {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct owner owners[MAX_CACHED];
+static bool seen;	/* under lock */
+
+bool cluster_seen(void)
+{
+	bool r;
+
+	pthread_mutex_lock(&lock);
+	r = seen;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+static void set_seen(void)
+{
+	pthread_mutex_lock(&lock);
+	seen = true;
+	pthread_mutex_unlock(&lock);
+}
 
 static void set_port(struct url_addr *a, int port)
 {
@@ -158,6 +177,7 @@ enum cluster_reply cluster_redirect(struct node *n, const char *s,
 
 	if (!moved && !ask)
 		return CLUSTER_NONE;
+	set_seen();
 	if (n->url->kind != URL_TCP) {
 		error_set(err, EX_SOFTWARE, "a cluster redirection on a %s: %.200s",
 			  n->url->kind == URL_UNIX ? "unix socket" : "sentinel's master",
@@ -232,4 +252,94 @@ void cluster_forget(const struct url *url)
 	if (o)
 		o->addr.len = 0;
 	pthread_mutex_unlock(&lock);
+}
+
+static bool is_str(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS;
+}
+
+/* One master of CLUSTER SLOTS as a URL like the seed's; 1 when added,
+ * 0 when already there, -1 when the entry is malformed. */
+static int add_master(const struct url *seed, const redisReply *m,
+		      struct url *urls, int n_urls)
+{
+	struct url *u = &urls[n_urls];
+	const char *host;
+
+	if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 || !is_str(m->element[0]) ||
+	    m->element[1]->type != REDIS_REPLY_INTEGER ||
+	    m->element[1]->integer <= 0 || m->element[1]->integer > 65535 ||
+	    m->element[0]->len >= sizeof u->host)
+		return -1;
+	host = m->element[0]->str;
+	if (!*host || strcmp(host, "?") == 0)	/* unknown: the seed's host */
+		host = seed->host;
+	for (int i = 0; i < n_urls; i++)
+		if (urls[i].port == m->element[1]->integer &&
+		    strcmp(urls[i].host, host) == 0)
+			return 0;
+	*u = *seed;
+	memmove(u->host, host, strlen(host) + 1);
+	u->port = (int)m->element[1]->integer;
+	u->addr.len = 0;
+	url_numeric_addr(u->host, u->port, &u->addr);
+	snprintf(u->text, sizeof u->text, "redis://%s%s%s:%d",
+		 strchr(u->host, ':') ? "[" : "", u->host,
+		 strchr(u->host, ':') ? "]" : "", u->port);
+	return 1;
+}
+
+int cluster_masters(struct node *n, struct url **urls, int max,
+		    int64_t timeout_ms)
+{
+	const char *info[] = { "INFO", "cluster" };
+	const char *slots[] = { "CLUSTER", "SLOTS" };
+	struct cmd cmd = { NULL, 2, info, NULL };
+	const redisReply *r;
+	int n_urls = 0;
+
+	*urls = NULL;
+	if (n->url->kind != URL_TCP)
+		return 0;
+	if (fanout_round(n, 1, &cmd, 1, timeout_ms) != 1)
+		return -1;
+	r = n->replies[0];
+	if (!is_str(r) || !strstr(r->str, "cluster_enabled:1")) {
+		node_end(n);
+		return 0;
+	}
+	set_seen();
+	cmd.argv = slots;
+	if (fanout_round(n, 1, &cmd, 1, timeout_ms) != 1)
+		return -1;
+	r = n->replies[0];
+	*urls = calloc((size_t)max, sizeof **urls);
+	if (!*urls) {
+		node_end(n);
+		error_set(&n->err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+		const redisReply *range = r->element[i];
+		int added;
+
+		if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
+		    (added = add_master(n->url, range->element[2], *urls, n_urls)) < 0) {
+			n_urls = -1;
+			break;
+		}
+		if (added && ++n_urls == max)
+			break;
+	}
+	node_end(n);
+	if (n_urls <= 0) {
+		error_set(&n->err, EX_SOFTWARE, "%s: unexpected reply to CLUSTER SLOTS",
+			  n->url->text);
+		n->state = NODE_FAILED;
+		free(*urls);
+		*urls = NULL;
+		n_urls = -1;
+	}
+	return n_urls;
 }

@@ -6,6 +6,7 @@
  * and one owner per URL. */
 #pragma once
 #include <stdbool.h>
+#include <stdint.h>
 #include "log.h"
 #include "url.h"
 
@@ -39,3 +40,15 @@ bool cluster_target(const struct node *n, struct url_addr *a, char *text,
 /* The owner cached for url was not reachable: ask the URL's node again,
  * which names the current owner (after a failover, say). */
 void cluster_forget(const struct url *url);
+
+/* Whether a MOVED or ASK was met in this run, or cluster_masters() found
+ * a cluster: then commands for several locks go one lock a round. */
+bool cluster_seen(void);
+
+/* For `dlock status` with no KEY, which SCANs: the masters of the cluster
+ * that n's URL names, as URLs with n's credentials, asked with INFO
+ * cluster then CLUSTER SLOTS (a round more, for listing only). Returns
+ * how many (at most max; *urls is malloc'ed), 0 when the server is no
+ * cluster (or not TCP), or -1 with n->err set. */
+int cluster_masters(struct node *n, struct url **urls, int max,
+		    int64_t timeout_ms);

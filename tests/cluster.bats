@@ -267,6 +267,39 @@ slots_upto() {
 	assert_output ""
 }
 
+@test "status lists the locks of every master, and reads locks on several nodes" {
+	local name p want=() seen=" " pid
+	# one lock on each master, held through the first node
+	for name in c-ls-{1..60}; do
+		p=$(owner "dlock:$name")
+		[[ $seen == *" $p "* ]] && continue
+		seen+="$p "
+		want+=("$name")
+		((${#want[@]} == 3)) && break
+	done
+	((${#want[@]} == 3)) || fail "no lock names on every master"
+	for name in "${want[@]}"; do
+		dlock -S "$(curl_ "$(ports | cut -d' ' -f1)")" "$name" "$T/job" "$T/$name" \
+			2>"$T/$name.err" &
+		track $!
+		wait_until 10 test -e "$T/$name.ready" || fail "$name: $(cat "$T/$name.err")"
+	done
+	for p in $(ports); do
+		run --separate-stderr dlock status -S "$(curl_ "$p")"
+		assert_success
+		for name in "${want[@]}"; do
+			assert_line --regexp "^$name +held"
+		done
+	done
+	# and named, several at once: their slots differ
+	run --separate-stderr dlock status -S "$(curl_ "$(ports | cut -d' ' -f2)")" "${want[@]}"
+	assert_success
+	for name in "${want[@]}"; do
+		assert_line --regexp "^$name: held"
+	done
+	for name in "${want[@]}"; do touch "$T/$name.release"; done
+}
+
 # start_fake NAME: tests/fake_redis.py in front of a cluster node, answering
 # every command with the first line of $T/NAME.state
 start_fake() {
