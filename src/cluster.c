@@ -152,6 +152,20 @@ static int parse(const char *s, size_t skip, char *host, size_t hostlen,
 	return 0;
 }
 
+static bool same_addr(const struct url_addr *a, const struct url_addr *b)
+{
+	const struct sockaddr_in *a4 = (const void *)&a->sa, *b4 = (const void *)&b->sa;
+	const struct sockaddr_in6 *a6 = (const void *)&a->sa, *b6 = (const void *)&b->sa;
+
+	if (!a->len || !b->len || a->sa.ss_family != b->sa.ss_family)
+		return false;
+	if (a->sa.ss_family == AF_INET)
+		return a4->sin_port == b4->sin_port &&
+		       a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	return a6->sin6_port == b6->sin6_port &&
+	       memcmp(&a6->sin6_addr, &b6->sin6_addr, sizeof a6->sin6_addr) == 0;
+}
+
 static struct owner *find(const struct url *url, bool add)
 {
 	struct owner *free_one = NULL;
@@ -206,7 +220,20 @@ enum cluster_reply cluster_redirect(struct node *n, const char *s,
 	pthread_mutex_lock(&lock);
 	{
 		struct owner *o = find(n->url, true);
+		const struct url *other = NULL;
 
+		for (int i = 0; i < MAX_CACHED && !other; i++)
+			if (owners[i].url && owners[i].url != n->url &&
+			    (same_addr(&owners[i].url->addr, &a) ||
+			     same_addr(&owners[i].addr, &a)))
+				other = owners[i].url;
+		if (other) {
+			pthread_mutex_unlock(&lock);
+			error_set(err, EX_USAGE, "a node of the same Redis Cluster as %s: "
+				  "several servers are RedLock over independent masters; "
+				  "give one URL of a cluster", other->text);
+			return CLUSTER_ERROR;
+		}
 		if (o) {
 			o->addr = a;
 			addr_text(&a, port, o->text, sizeof o->text);
@@ -233,7 +260,9 @@ bool cluster_target(const struct node *n, struct url_addr *a, char *text,
 		return true;
 	}
 	pthread_mutex_lock(&lock);
-	o = find(n->url, false);
+	/* every TCP URL is known here, so that a MOVED to another URL's
+	 * server is noticed (several seeds of one cluster given as RedLock) */
+	o = find(n->url, true);
 	if (o && o->addr.len) {
 		*a = o->addr;
 		snprintf(text, textlen, "%s", o->text);
@@ -342,4 +371,15 @@ int cluster_masters(struct node *n, struct url **urls, int max,
 		n_urls = -1;
 	}
 	return n_urls;
+}
+
+void cluster_drop(const struct url *url)
+{
+	struct owner *o;
+
+	pthread_mutex_lock(&lock);
+	o = find(url, false);
+	if (o)
+		*o = (struct owner){ .url = NULL };
+	pthread_mutex_unlock(&lock);
 }

@@ -41,6 +41,9 @@ bool cluster_target(const struct node *n, struct url_addr *a, char *text,
  * which names the current owner (after a failover, say). */
 void cluster_forget(const struct url *url);
 
+/* url is freed: forget all about it. */
+void cluster_drop(const struct url *url);
+
 /* Whether a MOVED or ASK was met in this run, or cluster_masters() found
  * a cluster: then commands for several locks go one lock a round. */
 bool cluster_seen(void);

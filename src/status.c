@@ -456,6 +456,8 @@ static int scan_one(struct status *s, struct node *n, const char *pattern)
 		node_end(&m);
 		node_close(&m);
 	}
+	for (int i = 0; i < n_masters; i++)
+		cluster_drop(&masters[i]);
 	free(masters);
 	return r;
 }

@@ -347,3 +347,16 @@ fake_port() { sed -n 's/^ready //p' "$T/$1.fake"; }
 	refute_output --partial cluster
 	refute_output --partial asking
 }
+
+@test "nodes of one cluster given as several servers (RedLock) are refused" {
+	local o oth
+	o=$(owner dlock:c-seeds)
+	mapfile -t oth < <(others dlock:c-seeds)
+	run --separate-stderr dlock -S "$(curl_ "$o")" -S "$(curl_ "${oth[0]}")" \
+		-S "$(curl_ "${oth[1]}")" c-seeds touch "$T/ran"
+	assert_failure 64
+	[[ $stderr == *"a node of the same Redis Cluster as "*"give one URL of a cluster"* ]] ||
+		fail "stderr: $stderr"
+	[[ ! -e $T/ran ]]
+	wait_until 5 eval '! exists_on '"$o"' dlock:c-seeds' || fail "the lock was left"
+}
