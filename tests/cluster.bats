@@ -339,9 +339,9 @@ fake_port() { sed -n 's/^ready //p' "$T/$1.fake"; }
 }
 
 @test "a plain server is not asked about clusters" {
-	start_redis r
+	start_redis_tcp r
 	rcli r config resetstat >/dev/null
-	run dlock -S "$(sock_url r)" c-plain true
+	run dlock -S "$(tcp_url r)" c-plain true
 	assert_success
 	run rcli r info commandstats
 	refute_output --partial cluster
