@@ -141,7 +141,8 @@ static void usage(void)
 "  -V, --version                show the version\n"
 "\n"
 "URLs: redis://[[user]:password@]host[:port][/db], unix:/path[?db=N],\n"
-"      redis-sentinel://host:port[,host:port...]/MASTER\n"
+"      redis-sentinel://host:port[,host:port...]/MASTER; a redis:// URL may\n"
+"      name any node of a Redis Cluster (give one: several -S are RedLock)\n"
 "Environment: DLOCK_SERVERS, DLOCK_PASSWORD, DLOCK_PREFIX.\n"
 "See dlock(1).\n", stdout);
 	exit(EX_OK);

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <hiredis/sds.h>
 #include "clock.h"
+#include "cluster.h"
 #include "node.h"
 
 #define MAX_ARGS 24
@@ -58,7 +59,12 @@ static void fail(struct node *n, int exit, const char *fmt, ...)
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
 	log_lower_first(why);
-	error_set(&n->err, exit, "%s: %s", n->url->text, why);
+	error_set(&n->err, exit, "%s%s%s%s: %s", n->url->text,
+		  n->via[0] ? " (cluster node " : "", n->via, n->via[0] ? ")" : "",
+		  why);
+	/* an owner that is gone: the URL's node names the next one */
+	if (n->via[0] && exit == EX_UNAVAILABLE)
+		cluster_forget(n->url);
 	n->state = NODE_FAILED;
 	node_close(n);
 }
@@ -338,6 +344,9 @@ static int connect_start(struct node *n)
 			return -1;
 		return tcp_start(n, &master);
 	case URL_TCP:
+		/* a cluster node that a MOVED or ASK named */
+		if (cluster_target(n, &master, n->via, sizeof n->via))
+			return tcp_start(n, &master);
 		if (n->resolve_err[0]) {
 			/* node_resolve() just tried: report, look again next time */
 			fail(n, EX_UNAVAILABLE, "cannot resolve %s: %s", u->host,
@@ -378,6 +387,10 @@ static void append_cmd(struct node *n, int i, bool by_sha)
 	char numkeys[16];
 	int argc = 0;
 
+	if (n->asking) {	/* ASK: each command of the round is let in */
+		redisAppendCommand(n->c, "ASKING");
+		n->order[n->n_order++] = -1;
+	}
 	if (!cmd->script) {
 		redisAppendCommandArgv(n->c, cmd->argc, cmd->argv, cmd->argvlen);
 		n->order[n->n_order++] = i;
@@ -450,8 +463,16 @@ void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 	n->deadline_ms = deadline_ms;
 	n->err = (struct error){ 0 };
 	memset(n->replies, 0, sizeof n->replies);
-	if (!n->c && connect_start(n) < 0)
-		return;
+	n->n_redirects = 0;
+	if (n->asking) {	/* an ASK lasts one round */
+		node_close(n);
+		n->asking = false;
+	}
+	if (!n->c) {
+		n->via[0] = '\0';
+		if (connect_start(n) < 0)
+			return;
+	}
 	n->state = NODE_BUSY;
 	queue_round(n);
 	/* Write at once: an idle socket is writable, and one still connecting
@@ -528,6 +549,36 @@ static void reply_failed(struct node *n, const char *s, const char *shown)
 		fail(n, EX_SOFTWARE, "%s", shown);
 }
 
+/* A MOVED or ASK reply: the round starts again, whole, on the node that
+ * cluster.c names, on a connection of its own. The slot is the same for
+ * every command of a round (one hash tag), so a redirection comes for the
+ * first of them; one after a command ran here means the slot moved in
+ * between: a passing state, the round is tried again later. */
+static enum cluster_reply redirected(struct node *n, const char *s)
+{
+	struct error err;
+	enum cluster_reply how = cluster_redirect(n, s, &err);
+
+	if (how == CLUSTER_NONE)
+		return how;
+	if (how == CLUSTER_ERROR) {
+		fail(n, err.exit, "%s", err.msg);
+		return how;
+	}
+	for (int i = 0; i < NODE_MAX_CMDS; i++)
+		if (n->replies[i]) {
+			fail(n, EX_UNAVAILABLE, "the cluster moved the lock's slot "
+			     "during a round: %s", s);
+			return CLUSTER_ERROR;
+		}
+	node_close(n);
+	if (connect_start(n) < 0)
+		return CLUSTER_ERROR;
+	queue_round(n);
+	flush(n);
+	return how;
+}
+
 /* Returns false when the node stopped being busy (done or failed). */
 static bool take_reply(struct node *n, redisReply *r)
 {
@@ -552,7 +603,19 @@ static bool take_reply(struct node *n, redisReply *r)
 		return n->state == NODE_BUSY;
 	}
 	i = n->order[n->next_order++];
+	if (i < 0) {	/* ASKING's: the command's own reply tells */
+		freeReplyObject(r);
+		return true;
+	}
 	if (r->type == REDIS_REPLY_ERROR) {
+		switch (redirected(n, r->str)) {
+		case CLUSTER_NONE:
+			break;
+		case CLUSTER_FOLLOW:
+		case CLUSTER_ERROR:
+			freeReplyObject(r);
+			return n->state == NODE_BUSY;
+		}
 		if (strncmp(r->str, "NOSCRIPT", 8) == 0 && n->cmds[i].script) {
 			freeReplyObject(r);
 			append_cmd(n, i, false);

@@ -59,10 +59,18 @@ struct node {
 	int n_cmds;
 	int n_handshake;	/* handshake replies still expected; the round's
 				 * commands are sent once all of them said OK */
-	int order[NODE_MAX_CMDS * 2];	/* cmd index of each reply to come */
+	int order[NODE_MAX_CMDS * 4];	/* cmd index of each reply to come;
+					 * -1: an ASKING's */
 	int n_order, next_order;
 	redisReply *replies[NODE_MAX_CMDS];
 	struct error err;
+	/* Redis Cluster (cluster.c): this round's ASK target, the
+	 * redirections followed in this round, and where the connection went
+	 * when not to the URL's own address ("HOST:PORT", for messages). */
+	struct url_addr ask;
+	bool asking;
+	int n_redirects;
+	char via[80];
 };
 
 void node_init(struct node *n, struct url *url, const char *password);

@@ -7,6 +7,7 @@
 #include <sysexits.h>
 #include "clock.h"
 #include "commands.h"
+#include "cluster.h"
 #include "config.h"
 #include "fanout.h"
 #include "quorum.h"
@@ -275,16 +276,32 @@ static int parse_view(struct view *v, const redisReply *r)
 	return 0;
 }
 
-/* One round: the status script for up to NODE_MAX_CMDS locks. */
+/* One round: the status script for up to NODE_MAX_CMDS locks. In a Redis
+ * Cluster the locks of one round may live on different nodes: there, and
+ * once a round of several failed, one lock a round. */
 static void ask(struct status *s, size_t first, size_t n)
 {
 	struct cmd cmds[NODE_MAX_CMDS];
 	struct node *nodes = s->lk.nodes;
+	bool all_done = true;
+
+	if (n > 1 && cluster_seen()) {
+		for (size_t i = 0; i < n; i++)
+			ask(s, first + i, 1);
+		return;
+	}
 
 	for (size_t i = 0; i < n; i++)
 		cmds[i] = (struct cmd){ &script_status, 8,
 					(const char **)s->entries[first + i].keys, NULL };
 	fanout_round(nodes, s->lk.n_nodes, cmds, (int)n, s->p->node_timeout_ms);
+	for (size_t k = 0; k < s->lk.n_nodes; k++)
+		all_done &= nodes[k].state == NODE_DONE;
+	if (!all_done && n > 1 && cluster_seen()) {
+		fanout_end(nodes, s->lk.n_nodes);
+		ask(s, first, n);
+		return;
+	}
 	for (size_t k = 0; k < s->lk.n_nodes; k++)
 		for (size_t i = 0; i < n; i++) {
 			struct view *v = &s->entries[first + i].views[k];
@@ -378,7 +395,7 @@ static int by_name(const void *a, const void *b)
 }
 
 /* Every lock key under the prefix on one server, SCAN page by page. */
-static int scan_one(struct status *s, struct node *n, const char *pattern)
+static int scan_node(struct status *s, struct node *n, const char *pattern)
 {
 	char cursor[32] = "0";
 	size_t plen = strlen(s->p->prefix);
@@ -416,6 +433,33 @@ static int scan_one(struct status *s, struct node *n, const char *pattern)
 		node_end(n);
 	} while (strcmp(cursor, "0") != 0);
 	return 0;
+}
+
+/* One server, or each master of the Redis Cluster it belongs to (SCAN
+ * lists the keys of the node it is sent to only). */
+static int scan_one(struct status *s, struct node *n, const char *pattern)
+{
+	struct url *masters;
+	int n_masters = cluster_masters(n, &masters, 64, s->p->node_timeout_ms);
+	int r = 0;
+
+	if (n_masters <= 0)
+		return n_masters < 0 ? -1 : scan_node(s, n, pattern);
+	for (int i = 0; i < n_masters && r == 0; i++) {
+		struct node m;
+
+		node_init(&m, &masters[i], n->password);
+		if ((r = scan_node(s, &m, pattern)) < 0) {
+			n->err = m.err;
+			n->state = NODE_FAILED;
+		}
+		node_end(&m);
+		node_close(&m);
+	}
+	for (int i = 0; i < n_masters; i++)
+		cluster_drop(&masters[i]);
+	free(masters);
+	return r;
 }
 
 /* Returns 0, or -1 with err when fewer than a majority could be scanned. */

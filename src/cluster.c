@@ -1,0 +1,385 @@
+/* cluster.c - MOVED and ASK replies of a Redis Cluster followed to the
+ * node that owns the lock's slot; the owner cached per URL for the run.
+ *
+ *   -MOVED 3999 127.0.0.1:6381    the slot lives there now: cache, go
+ *   -MOVED 3999 :6381             same host as this connection, that port
+ *   -ASK 3999 127.0.0.1:6381      being migrated: ASKING + the command
+ *                                 there, this round only
+ *
+ * TRYAGAIN (a multi-key command during a migration) is a passing state,
+ * waited out like LOADING by node.c. The cache is shared by the main
+ * thread and the renewal thread, hence the mutex. */
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include "cluster.h"
+#include "fanout.h"
+#include "node.h"
+
+#define MAX_CACHED 16
+
+struct owner {
+	const struct url *url;
+	struct url_addr addr;
+	char text[80];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct owner owners[MAX_CACHED];
+static bool seen;	/* under lock */
+
+bool cluster_seen(void)
+{
+	bool r;
+
+	pthread_mutex_lock(&lock);
+	r = seen;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+static void set_seen(void)
+{
+	pthread_mutex_lock(&lock);
+	seen = true;
+	pthread_mutex_unlock(&lock);
+}
+
+static void set_port(struct url_addr *a, int port)
+{
+	if (a->sa.ss_family == AF_INET)
+		((struct sockaddr_in *)&a->sa)->sin_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in6 *)&a->sa)->sin6_port = htons((uint16_t)port);
+}
+
+static void addr_text(const struct url_addr *a, int port, char *out, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	bool v6 = a->sa.ss_family == AF_INET6;
+
+	inet_ntop(a->sa.ss_family,
+		  v6 ? (const void *)&((const struct sockaddr_in6 *)&a->sa)->sin6_addr :
+		  (const void *)&((const struct sockaddr_in *)&a->sa)->sin_addr,
+		  host, sizeof host);
+	snprintf(out, len, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+/* host (an address, a name, or "" for this connection's host) and port as
+ * an address. Returns 0, or -1 with why. */
+static int endpoint(const struct node *n, const char *host, int port,
+		    struct url_addr *a, char *why, size_t whylen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+	int e;
+
+	if (!*host || strcmp(host, "?") == 0) {
+		a->len = sizeof a->sa;
+		if (node_fd(n) < 0 ||
+		    getpeername(node_fd(n), (struct sockaddr *)&a->sa, &a->len) < 0 ||
+		    (a->sa.ss_family != AF_INET && a->sa.ss_family != AF_INET6)) {
+			snprintf(why, whylen, "redirected to port %d of an unknown host",
+				 port);
+			return -1;
+		}
+		set_port(a, port);
+		return 0;
+	}
+	if (url_numeric_addr(host, port, a) == 0)
+		return 0;
+	if (n->no_resolve) {	/* the renewal thread: no blocking lookup */
+		snprintf(why, whylen, "cannot resolve %s: not resolved before the "
+			 "lease started", host);
+		return -1;
+	}
+	e = getaddrinfo(host, NULL, &hints, &res);
+	if (e || !res || res->ai_addrlen > sizeof a->sa) {
+		snprintf(why, whylen, "cannot resolve %s: %s", host,
+			 e == EAI_SYSTEM ? strerror(errno) : e ? gai_strerror(e) :
+			 "no address");
+		if (!e)
+			freeaddrinfo(res);
+		return -1;
+	}
+	memcpy(&a->sa, res->ai_addr, res->ai_addrlen);
+	a->len = res->ai_addrlen;
+	freeaddrinfo(res);
+	set_port(a, port);
+	return 0;
+}
+
+/* "MOVED 3999 host:port" into its parts. Returns 0 or -1. */
+static int parse(const char *s, size_t skip, char *host, size_t hostlen,
+		 int *port)
+{
+	const char *p = s + skip, *colon, *end;
+	char *stop;
+	long slot, pt;
+
+	errno = 0;
+	slot = strtol(p, &stop, 10);
+	if (stop == p || *stop != ' ' || errno || slot < 0 || slot > 16383)
+		return -1;
+	p = stop + 1;
+	end = p + strcspn(p, " ");
+	if (*end)
+		return -1;
+	colon = NULL;
+	for (const char *q = p; q < end; q++)
+		if (*q == ':')
+			colon = q;
+	if (!colon || (size_t)(colon - p) >= hostlen)
+		return -1;
+	pt = strtol(colon + 1, &stop, 10);
+	if (stop == colon + 1 || stop != end || pt <= 0 || pt > 65535)
+		return -1;
+	memcpy(host, p, (size_t)(colon - p));
+	host[colon - p] = '\0';
+	/* "[::1]:6380" as well as "::1:6380" */
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	*port = (int)pt;
+	return 0;
+}
+
+static bool same_addr(const struct url_addr *a, const struct url_addr *b)
+{
+	const struct sockaddr_in *a4 = (const void *)&a->sa, *b4 = (const void *)&b->sa;
+	const struct sockaddr_in6 *a6 = (const void *)&a->sa, *b6 = (const void *)&b->sa;
+
+	if (!a->len || !b->len || a->sa.ss_family != b->sa.ss_family)
+		return false;
+	if (a->sa.ss_family == AF_INET)
+		return a4->sin_port == b4->sin_port &&
+		       a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	return a6->sin6_port == b6->sin6_port &&
+	       memcmp(&a6->sin6_addr, &b6->sin6_addr, sizeof a6->sin6_addr) == 0;
+}
+
+static struct owner *find(const struct url *url, bool add)
+{
+	struct owner *free_one = NULL;
+
+	for (int i = 0; i < MAX_CACHED; i++) {
+		if (owners[i].url == url)
+			return &owners[i];
+		if (!owners[i].url && !free_one)
+			free_one = &owners[i];
+	}
+	if (add && free_one)
+		free_one->url = url;
+	return add ? free_one : NULL;
+}
+
+enum cluster_reply cluster_redirect(struct node *n, const char *s,
+				    struct error *err)
+{
+	bool moved = strncmp(s, "MOVED ", 6) == 0, ask = strncmp(s, "ASK ", 4) == 0;
+	char host[256], why[384];
+	struct url_addr a = { .len = 0 };
+	int port;
+
+	if (!moved && !ask)
+		return CLUSTER_NONE;
+	set_seen();
+	if (n->url->kind != URL_TCP) {
+		error_set(err, EX_SOFTWARE, "a cluster redirection on a %s: %.200s",
+			  n->url->kind == URL_UNIX ? "unix socket" : "sentinel's master",
+			  s);
+		return CLUSTER_ERROR;
+	}
+	if (parse(s, moved ? 6 : 4, host, sizeof host, &port) < 0) {
+		error_set(err, EX_SOFTWARE, "bad cluster redirection: %.200s", s);
+		return CLUSTER_ERROR;
+	}
+	if (++n->n_redirects > CLUSTER_MAX_REDIRECTS) {
+		error_set(err, EX_UNAVAILABLE, "%d cluster redirections in a row, "
+			  "the last %.200s: the cluster is being reconfigured",
+			  CLUSTER_MAX_REDIRECTS, s);
+		return CLUSTER_ERROR;
+	}
+	if (endpoint(n, host, port, &a, why, sizeof why) < 0) {
+		error_set(err, EX_UNAVAILABLE, "%s: %s", s, why);
+		return CLUSTER_ERROR;
+	}
+	if (ask) {
+		n->ask = a;
+		n->asking = true;
+		return CLUSTER_FOLLOW;
+	}
+	pthread_mutex_lock(&lock);
+	{
+		struct owner *o = find(n->url, true);
+		const struct url *other = NULL;
+
+		for (int i = 0; i < MAX_CACHED && !other; i++)
+			if (owners[i].url && owners[i].url != n->url &&
+			    (same_addr(&owners[i].url->addr, &a) ||
+			     same_addr(&owners[i].addr, &a)))
+				other = owners[i].url;
+		if (other) {
+			pthread_mutex_unlock(&lock);
+			error_set(err, EX_USAGE, "a node of the same Redis Cluster as %s: "
+				  "several servers are RedLock over independent masters; "
+				  "give one URL of a cluster", other->text);
+			return CLUSTER_ERROR;
+		}
+		if (o) {
+			o->addr = a;
+			addr_text(&a, port, o->text, sizeof o->text);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	/* An earlier ASK of this round is over: the slot has moved. */
+	n->asking = false;
+	return CLUSTER_FOLLOW;
+}
+
+bool cluster_target(const struct node *n, struct url_addr *a, char *text,
+		    size_t textlen)
+{
+	const struct owner *o;
+	bool found = false;
+
+	if (n->asking) {
+		*a = n->ask;
+		addr_text(a, ntohs(a->sa.ss_family == AF_INET ?
+				   ((const struct sockaddr_in *)&a->sa)->sin_port :
+				   ((const struct sockaddr_in6 *)&a->sa)->sin6_port),
+			  text, textlen);
+		return true;
+	}
+	pthread_mutex_lock(&lock);
+	/* every TCP URL is known here, so that a MOVED to another URL's
+	 * server is noticed (several seeds of one cluster given as RedLock) */
+	o = find(n->url, true);
+	if (o && o->addr.len) {
+		*a = o->addr;
+		snprintf(text, textlen, "%s", o->text);
+		found = true;
+	}
+	pthread_mutex_unlock(&lock);
+	return found;
+}
+
+void cluster_forget(const struct url *url)
+{
+	struct owner *o;
+
+	pthread_mutex_lock(&lock);
+	o = find(url, false);
+	if (o)
+		o->addr.len = 0;
+	pthread_mutex_unlock(&lock);
+}
+
+static bool is_str(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS;
+}
+
+/* One master of CLUSTER SLOTS as a URL like the seed's; 1 when added,
+ * 0 when already there, -1 when the entry is malformed. */
+static int add_master(const struct url *seed, const redisReply *m,
+		      struct url *urls, int n_urls)
+{
+	struct url *u = &urls[n_urls];
+	const char *host;
+
+	if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 || !is_str(m->element[0]) ||
+	    m->element[1]->type != REDIS_REPLY_INTEGER ||
+	    m->element[1]->integer <= 0 || m->element[1]->integer > 65535 ||
+	    m->element[0]->len >= sizeof u->host)
+		return -1;
+	host = m->element[0]->str;
+	if (!*host || strcmp(host, "?") == 0)	/* unknown: the seed's host */
+		host = seed->host;
+	for (int i = 0; i < n_urls; i++)
+		if (urls[i].port == m->element[1]->integer &&
+		    strcmp(urls[i].host, host) == 0)
+			return 0;
+	*u = *seed;
+	memmove(u->host, host, strlen(host) + 1);
+	u->port = (int)m->element[1]->integer;
+	u->addr.len = 0;
+	url_numeric_addr(u->host, u->port, &u->addr);
+	snprintf(u->text, sizeof u->text, "redis://%s%s%s:%d",
+		 strchr(u->host, ':') ? "[" : "", u->host,
+		 strchr(u->host, ':') ? "]" : "", u->port);
+	return 1;
+}
+
+int cluster_masters(struct node *n, struct url **urls, int max,
+		    int64_t timeout_ms)
+{
+	const char *info[] = { "INFO", "cluster" };
+	const char *slots[] = { "CLUSTER", "SLOTS" };
+	struct cmd cmd = { NULL, 2, info, NULL };
+	const redisReply *r;
+	int n_urls = 0;
+
+	*urls = NULL;
+	if (n->url->kind != URL_TCP)
+		return 0;
+	if (fanout_round(n, 1, &cmd, 1, timeout_ms) != 1)
+		return -1;
+	r = n->replies[0];
+	if (!is_str(r) || !strstr(r->str, "cluster_enabled:1")) {
+		node_end(n);
+		return 0;
+	}
+	set_seen();
+	cmd.argv = slots;
+	if (fanout_round(n, 1, &cmd, 1, timeout_ms) != 1)
+		return -1;
+	r = n->replies[0];
+	*urls = calloc((size_t)max, sizeof **urls);
+	if (!*urls) {
+		node_end(n);
+		error_set(&n->err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+		const redisReply *range = r->element[i];
+		int added;
+
+		if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
+		    (added = add_master(n->url, range->element[2], *urls, n_urls)) < 0) {
+			n_urls = -1;
+			break;
+		}
+		if (added && ++n_urls == max)
+			break;
+	}
+	node_end(n);
+	if (n_urls <= 0) {
+		error_set(&n->err, EX_SOFTWARE, "%s: unexpected reply to CLUSTER SLOTS",
+			  n->url->text);
+		n->state = NODE_FAILED;
+		free(*urls);
+		*urls = NULL;
+		n_urls = -1;
+	}
+	return n_urls;
+}
+
+void cluster_drop(const struct url *url)
+{
+	struct owner *o;
+
+	pthread_mutex_lock(&lock);
+	o = find(url, false);
+	if (o)
+		*o = (struct owner){ .url = NULL };
+	pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,57 @@
+/* cluster.h - Redis Cluster: a server URL may name any node of a cluster.
+ * dlock learns that it talks to a cluster only from a MOVED or ASK reply
+ * (no CLUSTER command up front, so a plain server costs nothing more),
+ * follows it to the node that owns the lock's slot, and remembers that
+ * owner for the run. All of one lock's keys share a hash tag, so one slot
+ * and one owner per URL. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "log.h"
+#include "url.h"
+
+struct node;
+
+/* Redirections followed in one round before giving up (69): a cluster
+ * that sends us in circles is one that is being reconfigured. */
+#define CLUSTER_MAX_REDIRECTS 5
+
+enum cluster_reply {
+	CLUSTER_NONE,		/* not a redirection: the caller handles it */
+	CLUSTER_FOLLOW,		/* start the round again on the new target */
+	CLUSTER_ERROR,		/* err says why (70 unparsable, 69 too many) */
+};
+
+/* s is an error reply to one of n's commands. MOVED: the owner of the
+ * slot is cached for n's URL, for every connection of this run. ASK: the
+ * target is set for this round only (n->ask), ASKING is sent before each
+ * command there, and the cache is left alone. Call before closing n's
+ * connection: an empty endpoint ("MOVED 3999 :6380") means the host of
+ * the current connection. */
+enum cluster_reply cluster_redirect(struct node *n, const char *s,
+				    struct error *err);
+
+/* Where a connection of n goes instead of its URL's address: this round's
+ * ASK target, or the owner a MOVED named. Fills a and the text "HOST:PORT"
+ * (for messages) and returns true; false: the URL's own address. */
+bool cluster_target(const struct node *n, struct url_addr *a, char *text,
+		    size_t textlen);
+
+/* The owner cached for url was not reachable: ask the URL's node again,
+ * which names the current owner (after a failover, say). */
+void cluster_forget(const struct url *url);
+
+/* url is freed: forget all about it. */
+void cluster_drop(const struct url *url);
+
+/* Whether a MOVED or ASK was met in this run, or cluster_masters() found
+ * a cluster: then commands for several locks go one lock a round. */
+bool cluster_seen(void);
+
+/* For `dlock status` with no KEY, which SCANs: the masters of the cluster
+ * that n's URL names, as URLs with n's credentials, asked with INFO
+ * cluster then CLUSTER SLOTS (a round more, for listing only). Returns
+ * how many (at most max; *urls is malloc'ed), 0 when the server is no
+ * cluster (or not TCP), or -1 with n->err set. */
+int cluster_masters(struct node *n, struct url **urls, int max,
+		    int64_t timeout_ms);
