@@ -32,20 +32,21 @@ static int64_t min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
-/* One round over every lock (-k), within timeout_ms in all: lost if any
- * is lost, failed if any failed; valid as long as the first to run out. */
+/* One round over every lock (-k), one after the other: lost if any is
+ * lost, failed if any failed; valid as long as the first to run out. Each
+ * lock gets the whole timeout_ms: shared, a minority server that does not
+ * answer would eat it all on the first lock and fail every round. The
+ * supervisor keeps the lease's deadline whatever a round takes. */
 static enum extend_result extend_all(struct lease *ls, int64_t timeout_ms,
 				     int64_t *valid_ms, struct error *err)
 {
-	int64_t end_ms = clock_now_ms() + timeout_ms;
 	enum extend_result worst = EXTEND_OK;
 
 	*valid_ms = INT64_MAX;
 	for (size_t i = 0; i < ls->n_locks; i++) {
 		struct lock *lk = &ls->lk[i];
 		struct error e = { 0 };
-		int64_t left_ms = end_ms - clock_now_ms();
-		enum extend_result r = lock_extend(lk, left_ms > 1 ? left_ms : 1, &e);
+		enum extend_result r = lock_extend(lk, timeout_ms, &e);
 
 		if (lk->valid_until_ms < *valid_ms)
 			*valid_ms = lk->valid_until_ms;

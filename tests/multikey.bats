@@ -204,3 +204,15 @@ worker() {
 	run -0 dlock -S "$U" -k A sh -c 'echo "$DLOCK_KEY $DLOCK_KEYS"'
 	assert_output 'dlock:A dlock:A'
 }
+
+@test "RedLock: a paused minority server costs no key its renewal" {
+	servers 3
+	hold h "${SRV[@]}" -t 1.5 --node-timeout 0.3 -k A -k B
+	wait_ready h
+	kill -STOP "$(server_pid r3)"
+	sleep 3	# twice the TTL: renewed on r1 and r2 alone, every key
+	[[ ! -e $T/h.sig ]] || fail "the job was signalled: $(cat "$T/h.err")"
+	kill -CONT "$(server_pid r3)"
+	finish h
+	assert_equal "$bg_status" 0
+}
