@@ -497,7 +497,7 @@ static void check(const struct form *f, int n_keys, struct options *opts,
 void cli_parse(int argc, char **argv, struct options *opts)
 {
 	const struct form *f;
-	bool mode_given = false;
+	bool mode_given = false, by_k;
 	long limit = 0;
 	int c, li = -1, n_keys = 0;
 
@@ -554,7 +554,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 		else
 			parse_option(c, optarg, opts, &mode_given, &limit);
 	}
-	opts->multi = f->cmd == CMD_RUN && n_keys > 0;	/* -k: no KEY positional */
+	by_k = opts->multi = f->cmd == CMD_RUN && n_keys > 0;	/* no KEY positional */
 	if (f->cmd == CMD_RUN) {
 		if (optind < argc && !opts->multi)
 			opts->keys[n_keys++] = argv[optind++];
@@ -563,6 +563,9 @@ void cli_parse(int argc, char **argv, struct options *opts)
 			opts->keys[n_keys++] = argv[optind++];
 	}
 	check(f, n_keys, opts, mode_given, limit);
+	/* -k A -- -c: getopt took the --, after which all is the command */
+	if (by_k && strcmp(argv[optind - 1], "--") == 0)
+		optind--;
 	if (f->cmd == CMD_RUN)
 		parse_command_part(argc - optind, argv + optind, opts);
 }

@@ -216,3 +216,23 @@ worker() {
 	finish h
 	assert_equal "$bg_status" 0
 }
+
+@test "a signal while waiting for the second key gives back the first: 128+N" {
+	hold h -S "$U" B
+	wait_ready h
+	start_bg w -S "$U" -k A -k B touch "$T/ran"
+	wait_until 5 key_exists r dlock:A || fail "the waiter took no key"
+	kill -TERM "$(<"$T/w.dlock")"
+	reap w
+	assert_equal "$bg_status" 143
+	key_gone r dlock:A
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	finish h
+}
+
+@test "-k A -k B -- -c x: after --, -c is the command's name" {
+	run -127 --separate-stderr dlock -S "$U" -k A -k B -- -c 'touch ran'
+	[[ $stderr == "dlock: A: -c: command not found"* ]] || fail "stderr: $stderr"
+	run -0 dlock -S "$U" -k A -k B -- sh -c 'echo "$DLOCK_KEYS"'
+	assert_output 'dlock:A dlock:B'
+}
