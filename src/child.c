@@ -124,27 +124,29 @@ static bool is_var(const char *entry, const char *name)
 	return strncmp(entry, name, len) == 0 && entry[len] == '=';
 }
 
-int child_set_env(struct job *job, const char *key, const char *token,
-		  const char *fence, bool reentered, struct error *err)
+int child_set_env(struct job *job, const char *key, const char *keys,
+		  const char *token, const char *fence, bool reentered,
+		  struct error *err)
 {
 	static const char *const ours[] = {
-		"DLOCK_KEY", "DLOCK_TOKEN", "DLOCK_FENCE", "DLOCK_JOB",
+		"DLOCK_KEY", "DLOCK_TOKEN", "DLOCK_FENCE", "DLOCK_KEYS", "DLOCK_JOB",
 	};
-	size_t n_ours = reentered ? 3 : 4, n = 0, k = 0;
+	size_t n_ours = reentered ? 4 : 5, n = 0, k = 0;
 
 	while (environ[n])
 		n++;
-	job->envp = calloc(n + 5, sizeof *job->envp);
+	job->envp = calloc(n + 6, sizeof *job->envp);
 	if (!job->envp ||
 	    asprintf(&job->env_vars[0], "DLOCK_KEY=%s", key) < 0 ||
 	    asprintf(&job->env_vars[1], "DLOCK_TOKEN=%s", token) < 0 ||
 	    asprintf(&job->env_vars[2], "DLOCK_FENCE=%s", fence) < 0 ||
-	    (!reentered && !(job->env_vars[3] = calloc(1, sizeof "DLOCK_JOB=" + 12)))) {
+	    asprintf(&job->env_vars[3], "DLOCK_KEYS=%s", keys ? keys : key) < 0 ||
+	    (!reentered && !(job->env_vars[4] = calloc(1, sizeof "DLOCK_JOB=" + 12)))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	if (job->env_vars[3])
-		strcpy(job->env_vars[3], "DLOCK_JOB=");
+	if (job->env_vars[4])
+		strcpy(job->env_vars[4], "DLOCK_JOB=");
 	for (size_t i = 0; i < n; i++) {
 		bool keep = true;
 
@@ -187,8 +189,8 @@ static int exec_child(void *arg)
 	/* Published before exec, so no instant of the job goes unwatched. */
 	if (job->wd)
 		watchdog_job(job->wd, pid);
-	if (job->env_vars[3])
-		write_job_var(job->env_vars[3], pid);
+	if (job->env_vars[4])
+		write_job_var(job->env_vars[4], pid);
 	if (job->tty_handed)
 		tcsetpgrp(job->tty_fd, pid);	/* SIGTTOU is blocked */
 	signals_restore(job->sig);
@@ -239,8 +241,8 @@ int child_start(struct job *job, struct error *err)
 
 int child_exec(struct job *job, pid_t job_pgid, struct error *err)
 {
-	if (job_pgid > 0 && job->env_vars[3])
-		write_job_var(job->env_vars[3], job_pgid);
+	if (job_pgid > 0 && job->env_vars[4])
+		write_job_var(job->env_vars[4], job_pgid);
 	signals_restore(job->sig);
 	execve(job->path, job->argv, job->envp);
 	if (errno == ENOEXEC)
@@ -257,6 +259,6 @@ void child_free(struct job *job)
 	free(job->argv);
 	free(job->sh_argv);
 	free(job->envp);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		free(job->env_vars[i]);
 }

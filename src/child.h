@@ -11,8 +11,9 @@ struct job {
 	char **argv;
 	char **sh_argv;		/* /bin/sh PATH ARGS..., for a script without #! */
 	char **envp;
-	char *env_vars[4];	/* DLOCK_KEY=, DLOCK_TOKEN=, DLOCK_FENCE=,
-				 * DLOCK_JOB= (digits written by the child) */
+	char *env_vars[5];	/* DLOCK_KEY=, DLOCK_TOKEN=, DLOCK_FENCE=,
+				 * DLOCK_KEYS=, DLOCK_JOB= (digits written
+				 * by the child) */
 	const struct signals *sig;	/* what the command gets back */
 	struct watchdog *wd;	/* told the job's group before exec; or NULL */
 	pid_t pid;		/* the command; also the job's process group */
@@ -29,11 +30,13 @@ struct job {
  * (err filled). */
 int child_prepare(struct job *job, char *const *argv, const char *shell_cmd,
 		  const struct signals *sig, struct error *err);
-/* The command's environment: ours plus DLOCK_KEY, DLOCK_TOKEN, DLOCK_FENCE
- * and DLOCK_JOB, the job's process group (the command's pid, known once it
+/* The command's environment: ours plus DLOCK_KEY, DLOCK_TOKEN, DLOCK_FENCE,
+ * DLOCK_KEYS (keys: every Redis key, space-separated; NULL: key) and
+ * DLOCK_JOB, the job's process group (the command's pid, known once it
  * starts); with reentered, DLOCK_JOB is left as the outer dlock set it. */
-int child_set_env(struct job *job, const char *key, const char *token,
-		  const char *fence, bool reentered, struct error *err);
+int child_set_env(struct job *job, const char *key, const char *keys,
+		  const char *token, const char *fence, bool reentered,
+		  struct error *err);
 /* Starts the command in a process group of its own, which gets the
  * terminal when dlock is its foreground job, and makes dlock the subreaper
  * of what it leaves behind. Returns once the command exec'd (0), or could

@@ -39,6 +39,7 @@ enum {
 
 /* In the order of --help, the man page and the completions. */
 static const struct option longopts[] = {
+	{ "key",		required_argument,	NULL, 'k' },
 	{ "exclusive",		no_argument,		NULL, 'x' },
 	{ "shared",		no_argument,		NULL, 's' },
 	{ "limit",		required_argument,	NULL, OPT_LIMIT },
@@ -80,6 +81,7 @@ static void usage(void)
 "  dlock [options] KEY [--] COMMAND [ARG...]\n"
 "  dlock [options] KEY -c COMMAND_STRING\n"
 "  dlock run [options] KEY [--] COMMAND [ARG...]\n"
+"  dlock [options] -k KEY [-k KEY...] [--] COMMAND [ARG...]\n"
 "  dlock status [options] [KEY...]\n"
 "  dlock history [options] KEY\n"
 "  dlock release [options] KEY [--token TOKEN | --force]\n"
@@ -87,6 +89,9 @@ static void usage(void)
 "  dlock extend [options] KEY [--token TOKEN]\n"
 "\n"
 "Run COMMAND while holding the lock KEY in Redis, as flock(1) does with a file.\n"
+"\n"
+"  -k, --key KEY                a lock to take, repeated for several: all are\n"
+"                               taken or none (no KEY positional then)\n"
 "\n"
 "Modes:\n"
 "  -x, -e, --exclusive          one holder at a time (the default)\n"
@@ -144,6 +149,7 @@ static void usage(void)
 "      redis-sentinel://host:port[,host:port...]/MASTER; a redis:// URL may\n"
 "      name any node of a Redis Cluster (give one: several -S are RedLock)\n"
 "Environment: DLOCK_SERVERS, DLOCK_PASSWORD, DLOCK_PREFIX.\n"
+"The command gets DLOCK_KEY, DLOCK_KEYS, DLOCK_TOKEN, DLOCK_FENCE, DLOCK_JOB.\n"
 "See dlock(1).\n", stdout);
 	exit(EX_OK);
 }
@@ -211,10 +217,11 @@ enum {
 	G_TOKEN = 1 << 9,	/* --token */
 	G_FORCE = 1 << 10,	/* --force */
 	G_EXPORT = 1 << 11,	/* --export */
+	G_KEYS = 1 << 12,	/* -k KEY */
 };
 
 /* Every form knows every short option, to say which it does not take. */
-#define SHORT "xesnw:E:t:S:c:oFqhV"
+#define SHORT "k:xesnw:E:t:S:c:oFqhV"
 
 static const struct form {
 	const char *word;
@@ -225,7 +232,7 @@ static const struct form {
 	int min_keys, max_keys;	/* KEY positionals; -1: any number */
 } forms[] = {
 	{ "run", CMD_RUN, G_COMMON | G_MODE | G_WAIT | G_TTL | G_JOB |
-	  G_REPLICAS | G_HISTORY, "+:" SHORT, 1, 1 },
+	  G_REPLICAS | G_HISTORY | G_KEYS, "+:" SHORT, 1, 1 },
 	{ "status", CMD_STATUS, G_COMMON | G_OUTPUT, "-:" SHORT, 0, -1 },
 	{ "history", CMD_HISTORY, G_COMMON | G_OUTPUT | G_COUNT,
 	  "-:n:" SHORT, 1, 1 },	/* -n COUNT */
@@ -261,6 +268,8 @@ static unsigned group_of(int c)
 		return G_FORCE;
 	case OPT_EXPORT:
 		return G_EXPORT;
+	case 'k':
+		return G_KEYS;
 	default:
 		return G_COMMON;
 	}
@@ -443,6 +452,25 @@ static void __attribute__((noreturn)) not_here(const struct form *f, int c, int 
 	errx(EX_USAGE, "-%c does not apply to 'dlock %s'", c, f->word);
 }
 
+/* -k: DLOCK_KEYS lists the keys separated by spaces, and a key named
+ * twice would wait for itself. One -k is the KEY positional. */
+static void check_keys(int n_keys, struct options *opts)
+{
+	opts->multi = n_keys > 1;
+	if (!opts->multi)
+		return;
+	for (int i = 0; i < n_keys; i++) {
+		if (strpbrk(opts->keys[i], " \t\n"))
+			errx(EX_USAGE, "-k '%s': a key of several must not contain white space (DLOCK_KEYS separates them by spaces)",
+			     opts->keys[i]);
+		for (int k = 0; k < i; k++)
+			if (strcmp(opts->keys[i], opts->keys[k]) == 0)
+				errx(EX_USAGE, "-k '%s' given twice", opts->keys[i]);
+	}
+	if (opts->no_fork)
+		errx(EX_USAGE, "-F does not apply to several keys (-k)");
+}
+
 /* The checks once every option is in: combinations and positionals. */
 static void check(const struct form *f, int n_keys, struct options *opts,
 		  bool mode_given, long limit)
@@ -458,18 +486,19 @@ static void check(const struct form *f, int n_keys, struct options *opts,
 		errx(EX_USAGE, "release: --token and --force exclude each other");
 	if (n_keys < f->min_keys)
 		errx(EX_USAGE, "missing KEY");
-	if (f->max_keys >= 0 && n_keys > f->max_keys)
+	if (f->max_keys >= 0 && n_keys > f->max_keys && !opts->multi)
 		errx(EX_USAGE, "%s: one KEY only", f->word);
 	for (int i = 0; i < n_keys; i++)
 		if (opts->keys[i][0] == '\0')
 			errx(EX_USAGE, "empty KEY");
+	check_keys(n_keys, opts);
 	opts->key = opts->cfg.key = n_keys > 0 ? opts->keys[0] : NULL;
 }
 
 void cli_parse(int argc, char **argv, struct options *opts)
 {
 	const struct form *f;
-	bool mode_given = false;
+	bool mode_given = false, by_k;
 	long limit = 0;
 	int c, li = -1, n_keys = 0;
 
@@ -521,15 +550,23 @@ void cli_parse(int argc, char **argv, struct options *opts)
 			not_here(f, c, li);
 		if (c == 'S')
 			opts->cfg.servers[opts->cfg.n_servers++] = scrubbed(optarg);
+		else if (c == 'k')
+			opts->keys[n_keys++] = optarg;
 		else
 			parse_option(c, optarg, opts, &mode_given, &limit);
 	}
-	if (f->cmd == CMD_RUN && optind < argc)
-		opts->keys[n_keys++] = argv[optind++];
-	else if (optind < argc)	/* after "--" */
+	by_k = opts->multi = f->cmd == CMD_RUN && n_keys > 0;	/* no KEY positional */
+	if (f->cmd == CMD_RUN) {
+		if (optind < argc && !opts->multi)
+			opts->keys[n_keys++] = argv[optind++];
+	} else if (optind < argc) {	/* after "--" */
 		while (optind < argc)
 			opts->keys[n_keys++] = argv[optind++];
+	}
 	check(f, n_keys, opts, mode_given, limit);
+	/* -k A -- -c: getopt took the --, after which all is the command */
+	if (by_k && strcmp(argv[optind - 1], "--") == 0)
+		optind--;
 	if (f->cmd == CMD_RUN)
 		parse_command_part(argc - optind, argv + optind, opts);
 }

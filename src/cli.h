@@ -16,6 +16,8 @@ struct options {
 	enum command cmd;	/* the form: dlock [run], status, history, ... */
 	const char *key;	/* the lock name as given (KEY), or NULL */
 	const char **keys;	/* every KEY given (status takes several) */
+	bool multi;		/* -k, twice or more: keys are all the locks
+				 * of the command, taken all or none */
 	char **argv;		/* the command to run, NULL-terminated */
 	const char *shell_cmd;	/* -c STRING */
 

@@ -32,6 +32,37 @@ static int64_t min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
+/* One round over every lock (-k), one after the other: lost if any is
+ * lost, failed if any failed; valid as long as the first to run out. Each
+ * lock gets the whole timeout_ms: shared, a minority server that does not
+ * answer would eat it all on the first lock and fail every round. The
+ * supervisor keeps the lease's deadline whatever a round takes. */
+static enum extend_result extend_all(struct lease *ls, int64_t timeout_ms,
+				     int64_t *valid_ms, struct error *err)
+{
+	enum extend_result worst = EXTEND_OK;
+
+	*valid_ms = INT64_MAX;
+	for (size_t i = 0; i < ls->n_locks; i++) {
+		struct lock *lk = &ls->lk[i];
+		struct error e = { 0 };
+		enum extend_result r = lock_extend(lk, timeout_ms, &e);
+
+		if (lk->valid_until_ms < *valid_ms)
+			*valid_ms = lk->valid_until_ms;
+		if (r == EXTEND_OK || (r == EXTEND_FAILED && worst != EXTEND_OK))
+			continue;
+		worst = r;
+		if (ls->n_locks > 1)
+			error_set(err, e.exit, "%s: %s", lk->p->name, e.msg);
+		else
+			*err = e;
+		if (r == EXTEND_LOST)
+			break;
+	}
+	return worst;
+}
+
 static void *renew(void *arg)
 {
 	struct lease *ls = arg;
@@ -41,7 +72,7 @@ static void *renew(void *arg)
 	for (;;) {
 		struct error err = { 0 };
 		enum extend_result r;
-		int64_t timeout_ms;
+		int64_t timeout_ms, valid_ms;
 
 		while (!ls->go && !ls->stop)
 			pthread_cond_wait(&ls->kick, &ls->mutex);
@@ -50,10 +81,10 @@ static void *renew(void *arg)
 		ls->go = false;
 		timeout_ms = ls->round_timeout_ms;
 		pthread_mutex_unlock(&ls->mutex);
-		r = lock_extend(ls->lk, timeout_ms, &err);
+		r = extend_all(ls, timeout_ms, &valid_ms, &err);
 		pthread_mutex_lock(&ls->mutex);
 		ls->result = r;
-		ls->result_valid_ms = ls->lk->valid_until_ms;
+		ls->result_valid_ms = valid_ms;
 		ls->result_err = err;
 		(void)!write(ls->notify_fd, &one, sizeof one);
 	}
@@ -63,15 +94,23 @@ static void *renew(void *arg)
 
 void lease_init(struct lease *ls, struct lock *lk)
 {
-	int64_t period_ms = lk->ttl_ms / 3;
+	lease_init_locks(ls, lk, 1);
+}
 
+void lease_init_locks(struct lease *ls, struct lock *lk, size_t n)
+{
+	int64_t period_ms = lk->ttl_ms / 3, valid_ms = lk->valid_until_ms;
+
+	for (size_t i = 1; i < n; i++)
+		valid_ms = min64(valid_ms, lk[i].valid_until_ms);
 	*ls = (struct lease){
 		.lk = lk,
+		.n_locks = n,
 		.period_ms = period_ms,
 		.notice_ms = quorum_notice_ms(lk->ttl_ms),
 		.retry_ms = min64(period_ms / 4 > 10 ? period_ms / 4 : 10, 1000),
-		.valid_until_ms = lk->valid_until_ms,
-		.renew_at_ms = lk->valid_until_ms - lk->ttl_ms + period_ms,
+		.valid_until_ms = valid_ms,
+		.renew_at_ms = valid_ms - lk->ttl_ms + period_ms,
 		.notify_fd = -1,
 		/* renewals as often as that find out as soon */
 		.watch_at_ms = period_ms > NOTICE_AFTER_MS ?
@@ -193,8 +232,9 @@ static int start(struct lease *ls)
 	if (ls->notify_fd < 0)
 		return -1;
 	/* A round must end within its deadline: no name lookups from here. */
-	for (size_t i = 0; i < ls->lk->n_nodes; i++)
-		ls->lk->nodes[i].no_resolve = true;
+	for (size_t k = 0; k < ls->n_locks; k++)
+		for (size_t i = 0; i < ls->lk[k].n_nodes; i++)
+			ls->lk[k].nodes[i].no_resolve = true;
 	/* A small stack: the thread runs fanout rounds and nothing deep. */
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);

@@ -11,6 +11,7 @@
  * renewal round, since a round blocks for up to --node-timeout. */
 struct lease {
 	struct lock *lk;	/* the thread's while a round runs (busy) */
+	size_t n_locks;		/* -k: lk[0..n_locks-1], one round renews all */
 	int64_t period_ms, notice_ms, retry_ms;
 	int64_t valid_until_ms;	/* the lock is ours at least until then */
 	int64_t renew_at_ms;	/* the next round starts then */
@@ -44,6 +45,10 @@ struct lease {
 
 /* The lease of a freshly acquired lk; nothing runs yet. */
 void lease_init(struct lease *ls, struct lock *lk);
+/* The same for n locks held together (-k): a round extends every one, the
+ * lease lasts as long as the first to run out, and is lost when any is.
+ * Notices (dlock release) are watched on the first lock's key. */
+void lease_init_locks(struct lease *ls, struct lock *lks, size_t n);
 /* The command must have stopped by then: the validity bound less a tenth
  * of the TTL, so that it is told while the lock is still ours. */
 int64_t lease_deadline_ms(const struct lease *ls);

@@ -129,9 +129,27 @@ static bool in_the_job(void)
 	return getpgrp() == pgid || getsid(0) == getsid((pid_t)pgid);
 }
 
-int lock_init(struct lock *lk, const struct lock_params *p, struct error *err)
+/* Whether key is one of the outer dlock's: DLOCK_KEY, or a word of
+ * DLOCK_KEYS (-k). The server has the last word: it re-enters only a key
+ * that holds DLOCK_TOKEN. */
+static bool outer_key(const char *key)
 {
 	const char *env_key = getenv("DLOCK_KEY");
+	const char *keys = getenv("DLOCK_KEYS");
+	size_t len = strlen(key);
+
+	if (env_key && strcmp(env_key, key) == 0)
+		return true;
+	for (const char *w = keys; w && *w; w += strcspn(w, " ")) {
+		w += strspn(w, " ");
+		if (strncmp(w, key, len) == 0 && (w[len] == ' ' || w[len] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+int lock_init(struct lock *lk, const struct lock_params *p, struct error *err)
+{
 	const char *env_token = getenv("DLOCK_TOKEN");
 
 	*lk = (struct lock){
@@ -165,8 +183,7 @@ int lock_init(struct lock *lk, const struct lock_params *p, struct error *err)
 	}
 	if (same_server_twice(lk, err) < 0)
 		return -1;
-	if (env_key && env_token && *env_token && strcmp(env_key, lk->key) == 0 &&
-	    in_the_job())
+	if (env_token && *env_token && outer_key(lk->key) && in_the_job())
 		lk->reentry_token = env_token;
 	snprintf(lk->ttl_arg, sizeof lk->ttl_arg, "%" PRId64, lk->ttl_ms);
 	snprintf(lk->history_arg, sizeof lk->history_arg, "%ld", p->history);
@@ -218,6 +235,10 @@ static void new_token(struct lock *lk)
 {
 	unsigned char raw[16];
 
+	if (lk->p->token) {
+		snprintf(lk->token, sizeof lk->token, "%s", lk->p->token);
+		return;
+	}
 	arc4random_buf(raw, sizeof raw);
 	for (size_t i = 0; i < sizeof raw; i++)
 		snprintf(lk->token + 2 * i, 3, "%02x", raw[i]);

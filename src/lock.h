@@ -24,6 +24,8 @@ struct lock_params {
 	int holder_pid;		/* the holder info's pid; 0: ours */
 	long history;		/* events the lock's history keeps; 0: none */
 	bool verbose;
+	const char *token;	/* -k: the token of every acquisition, one
+				 * for all the keys; NULL: a fresh one each */
 };
 
 enum lock_result {

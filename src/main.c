@@ -22,6 +22,7 @@
 #include "lease.h"
 #include "lock.h"
 #include "log.h"
+#include "multi.h"
 #include "signals.h"
 #include "supervise.h"
 #include "wait.h"
@@ -102,18 +103,19 @@ static struct watch watch_of(const struct options *opts,
 	};
 }
 
-/* The job under the lease: the watchdog first (unless --on-lost ignore),
- * so that no instant of the job goes unwatched, then the command. */
-static int run_job(struct options *opts, struct lock *lk, struct job *job,
-		   const struct signals *sig)
+/* The job under the lease of lk[0..n_locks-1] (several with -k): the
+ * watchdog first (unless --on-lost ignore), so that no instant of the job
+ * goes unwatched, then the command. */
+static int run_job(struct options *opts, struct lock *lk, size_t n_locks,
+		   struct job *job, const struct signals *sig)
 {
 	struct lease lease;
 	struct watchdog wd = { .fd = -1 };
 	struct watch w = watch_of(opts, sig, &lease);
 	struct error err = { 0 };
-	int status;
+	int status, left = 0;
 
-	lease_init(&lease, lk);
+	lease_init_locks(&lease, lk, n_locks);
 	if (opts->on_lost_signal != ON_LOST_IGNORE) {
 		if (watchdog_start(&wd, opts->on_lost_signal, opts->kill_after_ms,
 				   lease_deadline_ms(&lease),
@@ -127,7 +129,9 @@ static int run_job(struct options *opts, struct lock *lk, struct job *job,
 	}
 	/* Once more, right before the command starts: a stall since the last
 	 * round (a VM paused, dlock stopped) must not start it unprotected. */
-	if (lock_check_left(lk, &err) < 0 || child_start(job, &err) < 0) {
+	for (size_t i = 0; i < n_locks && left == 0; i++)
+		left = lock_check_left(&lk[i], &err);
+	if (left < 0 || child_start(job, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 	} else {
@@ -235,6 +239,110 @@ static bool from_terminal(int sig, bool tty_handed)
 	return fg;
 }
 
+static const char *outer_var(const char *name, const char *otherwise)
+{
+	const char *value = getenv(name);
+
+	return value && *value ? value : otherwise;
+}
+
+/* -k: run() for several locks, taken all or none. */
+static int run_multi(struct options *opts, struct settings *st,
+		     const struct signals *sig, int *die_by)
+{
+	struct multi m = { 0 };
+	struct lock_params base;
+	struct job job;
+	struct error err = { 0 };
+	enum lock_result got;
+	char command[256];
+	int status, signo = 0, r;
+	size_t n = 0;
+
+	while (opts->keys[n])
+		n++;
+	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0) {
+		/* dlock -k A -k B C cmd: C was meant as a KEY */
+		if (err.exit == 127 && opts->argv)
+			error_set(&err, 127, "%s: command not found (with -k, every lock is a -k: what follows the options is the command)",
+				  opts->argv[0]);
+		log_error(opts->key, &err);
+		child_free(&job);
+		return err.exit;
+	}
+	command_line(opts, command, sizeof command);
+	lock_params_of(opts, st, command, &base);
+	if (multi_init(&m, &base, opts->keys, n, &err) < 0) {
+		log_error(m.locks ? multi_failed_name(&m) : opts->key, &err);
+		status = err.exit;
+		goto out;
+	}
+	config_report(&opts->cfg, st);
+	got = multi_acquire(&m, opts->nonblock ? 0 : opts->wait_ms, sig, &signo,
+			    &err);
+	switch (got) {
+	case LOCK_ACQUIRED:
+	case LOCK_REENTERED:
+		break;
+	case LOCK_HELD:
+		if (opts->verbose) {
+			char who[320];
+
+			waitline_describe(m.locks[m.failed].held_by, who, sizeof who);
+			log_line(multi_failed_name(&m), "lock is %s", who);
+		}
+		status = opts->conflict_exit;
+		goto out;
+	case LOCK_INTERRUPTED:
+		status = 128 + signo;
+		if (from_terminal(signo, false))
+			*die_by = signo;
+		goto out;
+	case LOCK_FAILED:
+		if (opts->verbose)
+			lock_log_servers(&m.locks[m.failed]);
+		log_error(multi_failed_name(&m), &err);
+		status = err.exit;
+		goto out;
+	}
+	if ((signo = signals_interrupt(sig)) != 0) {
+		status = 128 + signo;
+		goto release;
+	}
+	if (child_set_env(&job, got == LOCK_REENTERED ?
+			  outer_var("DLOCK_KEY", m.first_key) : m.first_key,
+			  got == LOCK_REENTERED ?
+			  outer_var("DLOCK_KEYS", m.keys) : m.keys,
+			  m.token, m.fence, got == LOCK_REENTERED, &err) < 0) {
+		log_error(opts->key, &err);
+		status = err.exit;
+		goto release;
+	}
+	if (got == LOCK_REENTERED) {
+		multi_free(&m);
+		child_exec(&job, 0, &err);
+		log_error(opts->key, &err);
+		child_free(&job);
+		return err.exit;
+	}
+	status = run_job(opts, m.locks, m.n, &job, sig);
+	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))
+		*die_by = job.term_signal;
+release:
+	for (size_t i = 0; got == LOCK_ACQUIRED && i < m.n; i++) {
+		r = lock_release_job(&m.locks[i], status, &err);
+		if (r < 0)
+			log_line(m.locks[i].p->name, "release failed: %s; the lock lapses within %.3g s",
+				 err.msg, (double)m.locks[i].ttl_ms / 1000);
+		else if (r > 0 && opts->verbose)
+			log_error(m.locks[i].p->name, &err);
+	}
+out:
+	multi_free(&m);
+	child_free(&job);
+	return status;
+}
+
 static int run(struct options *opts, struct settings *st,
 	       const struct signals *sig, int *die_by)
 {
@@ -246,6 +354,8 @@ static int run(struct options *opts, struct settings *st,
 	char command[256];
 	int status, signo = 0, r;
 
+	if (opts->multi)
+		return run_multi(opts, st, sig, die_by);
 	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0) {
 		log_error(opts->key, &err);
 		child_free(&job);
@@ -287,8 +397,11 @@ static int run(struct options *opts, struct settings *st,
 		status = 128 + signo;
 		goto release;
 	}
-	if (child_set_env(&job, lk.key, lk.token, lk.fence,
-			  got == LOCK_REENTERED, &err) < 0) {
+	/* Re-entered: the same DLOCK_* values as the outer command's. */
+	if (child_set_env(&job, got == LOCK_REENTERED ? outer_var("DLOCK_KEY", lk.key) :
+			  lk.key, got == LOCK_REENTERED ?
+			  outer_var("DLOCK_KEYS", lk.key) : lk.key,
+			  lk.token, lk.fence, got == LOCK_REENTERED, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto release;
@@ -308,7 +421,7 @@ static int run(struct options *opts, struct settings *st,
 		child_free(&job);
 		return status;	/* exec failed; the helper releases */
 	}
-	status = run_job(opts, &lk, &job, sig);
+	status = run_job(opts, &lk, 1, &job, sig);
 	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))
 		*die_by = job.term_signal;
 release:

@@ -282,3 +282,23 @@ some_locks() {
 	run -0 fish_complete "dlock release -S $U alpha "
 	assert_output ''
 }
+
+@test "-k: each shell takes a lock name after it, then the command" {
+	need_bash_completion
+	run -0 bash_complete dlock -k A -k B ech
+	assert_line echo
+	run -0 bash_complete dlock -n -k A -
+	assert_line --key
+	assert_line --nonblock
+	if command -v zsh >/dev/null; then
+		run -0 zsh_complete 'dlock -k A -k B ech'
+		assert_line echo
+	fi
+	if command -v fish >/dev/null; then
+		run -0 fish_complete 'dlock -k A -k B --'
+		assert_line --nonblock
+		# after -k's value and the command word: the command's, not ours
+		run -0 fish_complete 'dlock -k A -k B echo --'
+		refute_line --nonblock
+	fi
+}

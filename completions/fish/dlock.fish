@@ -84,13 +84,19 @@ function __dlock_key_index
     test (__dlock_form) = run; or return 1
     set -l tokens (commandline -opc)
     set -l i 2
+    set -l multi 0	# -k: no KEY, the command follows the options
     test "$tokens[2]" = run; and set i 3
     while test $i -le (count $tokens)
         set -l t $tokens[$i]
         switch $t
             case --
-                math $i + 1
+                math $i + 1 - $multi
                 return 0
+            case '--key=*'
+                set multi 1
+            case --key
+                set multi 1
+                set i (math $i + 1)
             case '--*=*'
             case --limit --wait --timeout --conflict-exit-code --ttl --on-lost \
                     --kill-after --max-hold --server --prefix --config \
@@ -103,13 +109,15 @@ function __dlock_key_index
                 # the rest of the token or, if none, the next token.
                 set -l chars (string split '' -- (string sub -s 2 -- $t))
                 for j in (seq (count $chars))
-                    if contains -- $chars[$j] w E t S c
+                    if contains -- $chars[$j] w E t S c k
+                        test $chars[$j] = k; and set multi 1
                         test $j -eq (count $chars); and set i (math $i + 1)
                         break
                     end
                 end
             case '*'
-                echo $i
+                # with -k, as if KEY came just before the command
+                math $i - $multi
                 return 0
         end
         set i (math $i + 1)
@@ -178,6 +186,7 @@ complete -c dlock -n $first -a extend -d 'Renew the lease of an acquired lock'
 # One option per line, in --help order, each offered to the forms that
 # take it (src/cli.c's forms[] and group_of()); -c/--command only right
 # after KEY.
+complete -c dlock -n '__dlock_takes run' -s k -l key -r -f -a '(__dlock_locks)' -d 'A lock to take; repeat for several, all or none'
 complete -c dlock -n '__dlock_takes run acquire' -s x -s e -l exclusive -d 'Exclusive lock: one holder (default)'
 complete -c dlock -n '__dlock_takes run acquire' -s s -l shared -d 'Shared lock: any number of shared holders'
 complete -c dlock -n '__dlock_takes run acquire' -l limit -r -f -d 'Semaphore: at most N holders at once'

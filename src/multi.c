@@ -1,0 +1,235 @@
+/* multi.c - several locks, all or none (-k), built on the single lock.
+ *
+ * The keys are taken one by one in the order of their Redis keys, the
+ * classic remedy for deadlock: a job waits only for a key greater than
+ * every key it holds, so no cycle of waiters can form whatever order two
+ * jobs named the keys in. While it waits for a later key it holds the
+ * earlier ones and renews them every TTL/3, between bounded waits. Any
+ * failure (-n's conflict, -w's deadline, a signal, a server) gives back
+ * every key taken. All keys share one token, so that a nested dlock
+ * recognizes any of them (DLOCK_KEYS, DLOCK_TOKEN). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <bsd/stdlib.h>
+#include "clock.h"
+#include "multi.h"
+#include "quorum.h"
+#include "wait.h"
+
+/* Tries of the whole acquisition when a key's lease ran short or was lost
+ * while the later ones were waited for. */
+#define MAX_ROUNDS 3
+
+static int by_key(const void *a, const void *b)
+{
+	return strcmp(((const struct lock *)a)->key, ((const struct lock *)b)->key);
+}
+
+int multi_init(struct multi *m, const struct lock_params *base,
+	       const char *const *names, size_t n, struct error *err)
+{
+	unsigned char raw[16];
+	size_t len = 0;
+
+	*m = (struct multi){ .n = n };
+	m->locks = calloc(n, sizeof *m->locks);
+	m->params = calloc(n, sizeof *m->params);
+	m->got = calloc(n, sizeof *m->got);
+	for (size_t i = 0; i < n; i++)
+		len += strlen(base->prefix) + strlen(names[i]) + 1;
+	m->keys = calloc(1, len + 1);
+	if (!m->locks || !m->params || !m->got || !m->keys) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	arc4random_buf(raw, sizeof raw);
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf(m->token + 2 * i, 3, "%02x", raw[i]);
+	for (size_t i = 0; i < n; i++) {
+		m->params[i] = *base;
+		m->params[i].name = names[i];
+		m->params[i].token = m->token;
+		if (lock_init(&m->locks[i], &m->params[i], err) < 0) {
+			m->failed = i;
+			return -1;
+		}
+		strcat(m->keys, i ? " " : "");
+		strcat(m->keys, m->locks[i].key);
+	}
+	qsort(m->locks, n, sizeof *m->locks, by_key);
+	for (size_t i = 0; i < n; i++)
+		if (m->locks[i].p == &m->params[0])
+			m->first_key = m->locks[i].key;
+	return 0;
+}
+
+const char *multi_failed_name(const struct multi *m)
+{
+	return m->locks[m->failed].p->name;
+}
+
+static void give_back(struct multi *m)
+{
+	struct error ignored;
+
+	while (m->n_taken > 0) {
+		struct lock *lk = &m->locks[--m->n_taken];
+
+		if (m->got[m->n_taken] == LOCK_ACQUIRED)
+			lock_release(lk, &ignored);
+	}
+}
+
+/* Renews the locks held while a later one is waited for. */
+static int renew_taken(struct multi *m, struct error *err)
+{
+	for (size_t i = 0; i < m->n_taken; i++) {
+		struct lock *lk = &m->locks[i];
+
+		if (m->got[i] == LOCK_ACQUIRED &&
+		    lock_extend(lk, lk->node_timeout_ms, err) != EXTEND_OK) {
+			m->failed = i;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* One pass over every key. *again: a held key was lost or not renewed
+ * while a later one was waited for; all was given back, and the caller
+ * may start over. */
+static enum lock_result take_all(struct multi *m, int64_t deadline_ms,
+				 const struct signals *sig, int *signo,
+				 bool *again, struct error *err)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		struct lock *lk = &m->locks[i];
+		int64_t period_ms = lk->ttl_ms / 3;
+		enum lock_result r;
+
+		for (;;) {
+			int64_t wait_ms = deadline_ms < 0 ? -1 :
+				deadline_ms - clock_now_ms();
+			bool cut = false;
+
+			if (wait_ms < -1 || (deadline_ms >= 0 && wait_ms < 0))
+				wait_ms = 0;
+			/* Holding keys: back every TTL/3 to renew them. */
+			if (m->n_taken > 0 && (wait_ms < 0 || wait_ms > period_ms)) {
+				wait_ms = period_ms;
+				cut = true;
+			}
+			r = wait_acquire(lk, wait_ms, sig, signo, err);
+			if (r != LOCK_HELD || !cut)
+				break;
+			if (renew_taken(m, err) < 0) {
+				give_back(m);
+				*again = true;
+				return LOCK_FAILED;
+			}
+		}
+		if (r != LOCK_ACQUIRED && r != LOCK_REENTERED) {
+			m->failed = i;
+			give_back(m);
+			return r;
+		}
+		m->got[i] = r;
+		m->n_taken = i + 1;
+	}
+	return LOCK_ACQUIRED;
+}
+
+/* Every key taken: the earlier ones may have aged while the later ones
+ * were waited for. Renew those older than a renewal period, so that the
+ * lease starts from a fresh bound, then check each as a single lock is. */
+static int check_all(struct multi *m, struct error *err)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		struct lock *lk = &m->locks[i];
+		int64_t left_ms = lk->valid_until_ms - clock_now_ms();
+
+		if (m->got[i] != LOCK_ACQUIRED)
+			continue;
+		m->failed = i;
+		if (left_ms < lk->ttl_ms - lk->ttl_ms / 3 &&
+		    lock_extend(lk, lk->node_timeout_ms, err) != EXTEND_OK)
+			return -1;
+		if (lock_check_left(lk, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static enum lock_result reentered(struct multi *m, struct error *err)
+{
+	const char *env_fence = getenv("DLOCK_FENCE");
+	size_t n_in = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		n_in += m->got[i] == LOCK_REENTERED;
+	if (n_in == 0)
+		return LOCK_ACQUIRED;
+	if (n_in == m->n) {
+		snprintf(m->token, sizeof m->token, "%s", m->locks[0].token);
+		snprintf(m->fence, sizeof m->fence, "%s", env_fence ? env_fence : "0");
+		return LOCK_REENTERED;
+	}
+	/* Which token would the command get, which keys would we renew and
+	 * release? A nested dlock takes all its keys from the outer one, or
+	 * none. */
+	for (size_t i = 0; i < m->n; i++)
+		if (m->got[i] == LOCK_ACQUIRED)
+			m->failed = i;
+	error_set(err, EX_USAGE, "%s is not held by the outer dlock, which holds others of these keys: a nested dlock re-enters only keys the outer one holds",
+		  m->locks[m->failed].key);
+	give_back(m);
+	return LOCK_FAILED;
+}
+
+enum lock_result multi_acquire(struct multi *m, int64_t wait_ms,
+			       const struct signals *sig, int *signo,
+			       struct error *err)
+{
+	int64_t deadline_ms = wait_ms >= 0 ? clock_now_ms() + wait_ms : -1;
+	long long fence = 0;
+	enum lock_result r;
+
+	for (int round = 1;; round++) {
+		bool again = false;
+
+		r = take_all(m, deadline_ms, sig, signo, &again, err);
+		if (r == LOCK_ACQUIRED && (r = reentered(m, err)) == LOCK_ACQUIRED &&
+		    check_all(m, err) < 0) {
+			give_back(m);
+			r = LOCK_FAILED;
+			again = true;
+		}
+		if (!again || round >= MAX_ROUNDS ||
+		    (deadline_ms >= 0 && clock_now_ms() >= deadline_ms))
+			break;
+	}
+	if (r != LOCK_ACQUIRED)
+		return r;
+	for (size_t i = 0; i < m->n; i++) {
+		long long f = strtoll(m->locks[i].fence, NULL, 10);
+
+		if (f > fence)
+			fence = f;
+	}
+	snprintf(m->fence, sizeof m->fence, "%lld", fence);
+	return r;
+}
+
+void multi_free(struct multi *m)
+{
+	for (size_t i = 0; m->locks && i < m->n; i++)
+		if (m->locks[i].p)
+			lock_free(&m->locks[i]);
+	free(m->locks);
+	free(m->params);
+	free(m->got);
+	free(m->keys);
+}

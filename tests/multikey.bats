@@ -1,0 +1,238 @@
+#!/usr/bin/env bats
+# multikey.bats - several locks taken all or none (-k KEY -k KEY...): no
+# key left behind when one is busy, no deadlock whatever order jobs name
+# them in, one lease for all, DLOCK_KEYS, re-entry on a subset, RedLock.
+
+load helpers
+load modes_helpers
+
+setup() {
+	common_setup
+	unset DLOCK_KEYS DLOCK_JOB
+	start_redis r
+	U=$(sock_url r)
+}
+
+@test "-n: one key held, nothing is taken, the command does not run" {
+	hold h -S "$U" B
+	wait_ready h
+	run -1 --separate-stderr dlock -S "$U" -n -k A -k B touch "$T/ran"
+	assert_equal "$stderr" ''
+	run -1 dlock -S "$U" -n -k B -k A touch "$T/ran"
+	run -1 dlock -S "$U" -n -k C -k B -k A touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	key_gone r dlock:A
+	key_gone r dlock:C
+	assert_equal "$(rcli r get dlock:B)" "$(job_var h DLOCK_TOKEN)"
+	finish h
+	assert_equal "$bg_status" 0
+}
+
+@test "-w: the deadline gives back the keys taken, not before it" {
+	hold h -S "$U" B
+	wait_ready h
+	local t0
+	t0=$(now_ms)
+	run -1 dlock -S "$U" -w 1 -k A -k B touch "$T/ran"
+	(($(now_ms) - t0 >= 1000)) || fail "gave up after $(($(now_ms) - t0)) ms"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	key_gone r dlock:A
+	finish h
+}
+
+@test "the DLOCK_* variables: first key, every key as given, one token, the largest fence" {
+	rcli r set '{dlock:A}:fence' 500 >/dev/null
+	rcli r set '{dlock:B}:fence' 100 >/dev/null
+	hold h -S "$U" -k B -k A
+	wait_ready h
+	assert_equal "$(job_var h DLOCK_KEY)" dlock:B
+	assert_equal "$(job_var h DLOCK_KEYS)" 'dlock:B dlock:A'
+	assert_equal "$(job_var h DLOCK_FENCE)" 501
+	local token
+	token=$(job_var h DLOCK_TOKEN)
+	[[ $token =~ ^[0-9a-f]{32}$ ]] || fail "token: $token"
+	assert_equal "$(rcli r get dlock:A)" "$token"
+	assert_equal "$(rcli r get dlock:B)" "$token"
+	finish h
+	assert_equal "$bg_status" 0
+	key_gone r dlock:A
+	key_gone r dlock:B
+}
+
+@test "a waiter holds the first key, renewed past its TTL, while it waits for the next" {
+	hold h -S "$U" B
+	wait_ready h
+	start_bg w -S "$U" -t 1 -w 20 -k A -k B sh -c 'echo "$DLOCK_TOKEN" >"$1"' sh "$T/w.token"
+	wait_until 5 key_exists r dlock:A || fail "the waiter took no key"
+	local token
+	token=$(rcli r get dlock:A)
+	sleep 2.5	# more than the TTL: renewed while waiting
+	assert_equal "$(rcli r get dlock:A)" "$token"
+	[[ ! -e $T/w.token ]] || fail "the command ran while B was held"
+	finish h
+	reap w
+	assert_equal "$bg_status" 0
+	assert_equal "$(<"$T/w.token")" "$token"
+	key_gone r dlock:A
+	key_gone r dlock:B
+}
+
+# worker N: 10 sections under A and B, named in an order that alternates
+# with N and with each section; each section fails if another is inside.
+worker() {
+	local n=$1 s keys
+	for ((s = 0; s < 10; s++)); do
+		if (((n + s) % 2)); then keys=(-k A -k B); else keys=(-k B -k A); fi
+		"$DLOCK" -S "$U" -t 5 "${keys[@]}" sh -c \
+			'mkdir "$1/in" || exit 99; sleep 0.01; rmdir "$1/in"' sh "$T" ||
+			{ echo "worker $n section $s: $?" >>"$T/failed"; return 1; }
+	done
+}
+
+@test "16 workers naming the keys in opposite orders all finish and never overlap" {
+	local n pids=()
+	for ((n = 0; n < 16; n++)); do
+		worker "$n" 3>&- &
+		pids+=($!)
+		track $!
+	done
+	for n in "${pids[@]}"; do
+		wait_until 120 dead "$n" || fail "deadlock? worker $n still runs after 120 s"
+	done
+	[[ ! -e $T/failed ]] || fail "$(cat "$T/failed")"
+	key_gone r dlock:A
+	key_gone r dlock:B
+}
+
+@test "one key deleted behind the holder's back: the job is signalled, exit 75" {
+	hold h -S "$U" -t 1.5 -k A -k B
+	wait_ready h
+	rcli r del dlock:B >/dev/null
+	reap h 10
+	assert_equal "$bg_status" 75
+	assert_equal "$(cat "$T/h.sig")" TERM
+	grep -q 'lease lost: B: ' "$T/h.err" || fail "stderr: $(cat "$T/h.err")"
+	key_gone r dlock:A
+}
+
+@test "re-entry on a subset: dlock A and dlock -k B run at once inside dlock -k A -k B" {
+	run -0 dlock -S "$U" -k A -k B sh -c '
+		"$DLOCK" -S "$1" -n A sh -c "echo A \$DLOCK_TOKEN \$DLOCK_KEYS" &
+		"$DLOCK" -S "$1" -n -k B sh -c "echo B \$DLOCK_TOKEN \$DLOCK_KEYS" &
+		wait
+		"$DLOCK" -S "$1" -n -k B -k A sh -c "echo BA \$DLOCK_TOKEN"
+		echo outer "$DLOCK_TOKEN"' sh "$U"
+	assert_equal "${#lines[@]}" 4
+	local token=${lines[3]#outer }
+	assert_line "A $token dlock:A dlock:B"
+	assert_line "B $token dlock:A dlock:B"
+	assert_line "BA $token"
+	key_gone r dlock:A
+	key_gone r dlock:B
+}
+
+@test "a nested dlock on held and other keys gives back what it took and exits 64" {
+	run -0 dlock -S "$U" -k A -k B sh -c '
+		"$DLOCK" -S "$1" -n -k B -k C touch "$2/ran"
+		echo "nested $?"
+		redis-cli -s "${1#unix:}" exists dlock:C
+		redis-cli -s "${1#unix:}" get dlock:B' sh "$U" "$T"
+	assert_line 'nested 64'
+	assert_equal "${lines[-2]}" 0
+	[[ ${lines[-1]} =~ ^[0-9a-f]{32}$ ]] || fail "B not held by the outer: $output"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+}
+
+@test "-s with -k: shared holders share every key, an exclusive one waits" {
+	hold s1 -S "$U" -s -k A -k B
+	wait_ready s1
+	hold s2 -S "$U" -s -k B -k A
+	wait_ready s2
+	run -1 dlock -S "$U" -n -k A -k C touch "$T/ran"
+	run -1 dlock -S "$U" -n B touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "an exclusive holder ran"
+	key_gone r dlock:C
+	finish s1
+	assert_equal "$bg_status" 0
+	finish s2
+	assert_equal "$bg_status" 0
+	run -0 dlock -S "$U" -n -k A -k B true
+}
+
+@test "RedLock over 3 servers: every key on a majority, all or nothing" {
+	servers 3
+	hold h "${SRV[@]}" -k A -k B
+	wait_ready h
+	local token s
+	token=$(job_var h DLOCK_TOKEN)
+	for s in "${NAMES[@]}"; do
+		assert_equal "$(rcli "$s" get dlock:A)" "$token"
+		assert_equal "$(rcli "$s" get dlock:B)" "$token"
+	done
+	run -1 dlock "${SRV[@]}" -n -k C -k B touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	for s in "${NAMES[@]}"; do key_gone "$s" dlock:C; done
+	finish h
+	assert_equal "$bg_status" 0
+	for s in "${NAMES[@]}"; do
+		key_gone "$s" dlock:A
+		key_gone "$s" dlock:B
+	done
+}
+
+@test "usage: a key twice, white space, -F, subcommands: 64, nothing run" {
+	run -64 --separate-stderr dlock -S "$U" -k A -k A touch "$T/ran"
+	assert_equal "$stderr" "dlock: -k 'A' given twice"
+	run -64 dlock -S "$U" -k A -k 'B C' touch "$T/ran"
+	run -64 dlock -S "$U" -F -k A -k B touch "$T/ran"
+	run -64 --separate-stderr dlock status -S "$U" -k A
+	assert_equal "$stderr" "dlock: -k does not apply to 'dlock status'"
+	run -64 dlock acquire -S "$U" -k A -k B
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	key_gone r dlock:A
+}
+
+@test "-k and a KEY positional: the word is taken for the command, and said so" {
+	run -127 --separate-stderr dlock -S "$U" -k A -k B C touch "$T/ran"
+	[[ $stderr == *"C: command not found (with -k, every lock is a -k"* ]] ||
+		fail "stderr: $stderr"
+	key_gone r dlock:A
+	key_gone r dlock:C
+}
+
+@test "one -k is the KEY positional" {
+	run -0 dlock -S "$U" -k A sh -c 'echo "$DLOCK_KEY $DLOCK_KEYS"'
+	assert_output 'dlock:A dlock:A'
+}
+
+@test "RedLock: a paused minority server costs no key its renewal" {
+	servers 3
+	hold h "${SRV[@]}" -t 1.5 --node-timeout 0.3 -k A -k B
+	wait_ready h
+	kill -STOP "$(server_pid r3)"
+	sleep 3	# twice the TTL: renewed on r1 and r2 alone, every key
+	[[ ! -e $T/h.sig ]] || fail "the job was signalled: $(cat "$T/h.err")"
+	kill -CONT "$(server_pid r3)"
+	finish h
+	assert_equal "$bg_status" 0
+}
+
+@test "a signal while waiting for the second key gives back the first: 128+N" {
+	hold h -S "$U" B
+	wait_ready h
+	start_bg w -S "$U" -k A -k B touch "$T/ran"
+	wait_until 5 key_exists r dlock:A || fail "the waiter took no key"
+	kill -TERM "$(<"$T/w.dlock")"
+	reap w
+	assert_equal "$bg_status" 143
+	key_gone r dlock:A
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	finish h
+}
+
+@test "-k A -k B -- -c x: after --, -c is the command's name" {
+	run -127 --separate-stderr dlock -S "$U" -k A -k B -- -c 'touch ran'
+	[[ $stderr == "dlock: A: -c: command not found"* ]] || fail "stderr: $stderr"
+	run -0 dlock -S "$U" -k A -k B -- sh -c 'echo "$DLOCK_KEYS"'
+	assert_output 'dlock:A dlock:B'
+}
