@@ -234,6 +234,7 @@ int child_start(struct job *job, struct error *err)
 		exec_error(err, job->argv[0], job->exec_errno);
 		return -1;
 	}
+	job->ran = true;
 	return 0;
 }
 

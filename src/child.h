@@ -21,6 +21,8 @@ struct job {
 	int tty_fd;		/* dlock's controlling terminal, or -1 */
 	bool tty_handed;	/* the job is that terminal's foreground group */
 	int term_signal;	/* the signal that killed the command, or 0 */
+	bool ran;		/* the command started (child_start) */
+	bool lost;		/* the lease was lost while the job ran */
 	volatile int exec_errno;	/* set by the child when exec fails */
 };
 

@@ -25,12 +25,14 @@ struct config_flags {
 	int64_t ttl_ms;		/* -t */
 	int64_t node_timeout_ms;
 	long history;		/* --history N; -1 when not given */
+	int64_t min_hold_ms;	/* --min-hold; -1 when not given */
 	bool verbose;
 };
 
 /* What one config file says; strings point into the file's text. */
 struct config_file {
 	char *servers, *prefix, *ttl, *password_file, *node_timeout, *history;
+	char *min_hold;
 	char servers_from[256];	/* the file that named the servers */
 };
 
@@ -42,6 +44,7 @@ struct settings {
 	int64_t ttl_ms;
 	int64_t node_timeout_ms;
 	long history;		/* events kept per lock; 0: none */
+	int64_t min_hold_ms;	/* the lock is kept that long at least; 0: off */
 	char servers_from[256];	/* --server, DLOCK_SERVERS, a file, the default */
 };
 

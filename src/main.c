@@ -84,6 +84,7 @@ static void lock_params_of(const struct options *opts, const struct settings *st
 		.wait_replicas = opts->wait_replicas,
 		.command = command,
 		.history = st->history,
+		.min_hold_ms = st->min_hold_ms,
 		.verbose = opts->verbose,
 	};
 }
@@ -205,7 +206,7 @@ static int run_no_fork(struct options *opts, struct lock *lk, struct job *job,
 		lease_free(&lease);
 		/* the command is not our child: its status is not ours to know */
 		r = lock_release_job(lk, status == EX_TEMPFAIL ? status :
-				     LOCK_EXIT_UNKNOWN, &err);
+				     LOCK_EXIT_UNKNOWN, !job->lost, &err);
 		report_release(opts, lk, r, &err);
 		_exit(status);
 	}
@@ -235,6 +236,18 @@ static bool from_terminal(int sig, bool tty_handed)
 	return fg;
 }
 
+/* A lease the minimum hold could not fit in: the lease is never
+ * lengthened at the end. Before anything is contacted. */
+static int min_hold_fits(const struct settings *st)
+{
+	if (st->min_hold_ms <= st->ttl_ms)
+		return 0;
+	fprintf(stderr, "dlock: --min-hold %.15g is longer than the lease (--ttl %.15g): give --ttl %.15g or more\n",
+		(double)st->min_hold_ms / 1000, (double)st->ttl_ms / 1000,
+		(double)st->min_hold_ms / 1000);
+	return -1;
+}
+
 static int run(struct options *opts, struct settings *st,
 	       const struct signals *sig, int *die_by)
 {
@@ -246,6 +259,8 @@ static int run(struct options *opts, struct settings *st,
 	char command[256];
 	int status, signo = 0, r;
 
+	if (min_hold_fits(st) < 0)
+		return EX_USAGE;
 	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0) {
 		log_error(opts->key, &err);
 		child_free(&job);
@@ -313,7 +328,7 @@ static int run(struct options *opts, struct settings *st,
 		*die_by = job.term_signal;
 release:
 	if (got == LOCK_ACQUIRED) {
-		r = lock_release_job(&lk, status, &err);
+		r = lock_release_job(&lk, status, job.ran && !job.lost, &err);
 		report_release(opts, &lk, r, &err);
 	}
 out:

@@ -93,7 +93,7 @@ function __dlock_key_index
                 return 0
             case '--*=*'
             case --limit --wait --timeout --conflict-exit-code --ttl --on-lost \
-                    --kill-after --max-hold --server --prefix --config \
+                    --kill-after --max-hold --min-hold --server --prefix --config \
                     --password-file --node-timeout --wait-replicas --history \
                     --count --token --command
                 set i (math $i + 1)
@@ -189,6 +189,7 @@ complete -c dlock -n '__dlock_takes run acquire extend' -s t -l ttl -r -f -d 'Le
 complete -c dlock -n '__dlock_takes run' -l on-lost -r -f -a '(__dlock_signals)' -d 'Signal for the command when the lease is lost'
 complete -c dlock -n '__dlock_takes run' -l kill-after -r -f -d 'SIGKILL that long after --on-lost (default 5)'
 complete -c dlock -n '__dlock_takes run' -l max-hold -r -f -d 'Stop renewing after SECONDS'
+complete -c dlock -n '__dlock_takes run' -l min-hold -r -f -d 'Keep the lock SECONDS after acquiring it'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -s S -l server -r -f -d 'Redis server URL; repeat for RedLock'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l prefix -r -f -d 'Key prefix (default dlock:)'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l config -r -F -d 'Config file'
