@@ -138,7 +138,7 @@ int child_set_env(struct job *job, const char *key, const char *token,
 	if (!job->envp ||
 	    asprintf(&job->env_vars[0], "DLOCK_KEY=%s", key) < 0 ||
 	    asprintf(&job->env_vars[1], "DLOCK_TOKEN=%s", token) < 0 ||
-	    asprintf(&job->env_vars[2], "DLOCK_FENCE=%s", fence) < 0 ||
+	    (fence && asprintf(&job->env_vars[2], "DLOCK_FENCE=%s", fence) < 0) ||
 	    (!reentered && !(job->env_vars[3] = calloc(1, sizeof "DLOCK_JOB=" + 12)))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -154,7 +154,8 @@ int child_set_env(struct job *job, const char *key, const char *token,
 			job->envp[k++] = environ[i];
 	}
 	for (size_t v = 0; v < n_ours; v++)
-		job->envp[k++] = job->env_vars[v];
+		if (job->env_vars[v])
+			job->envp[k++] = job->env_vars[v];
 	return 0;
 }
 

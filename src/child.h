@@ -33,7 +33,8 @@ int child_prepare(struct job *job, char *const *argv, const char *shell_cmd,
 		  const struct signals *sig, struct error *err);
 /* The command's environment: ours plus DLOCK_KEY, DLOCK_TOKEN, DLOCK_FENCE
  * and DLOCK_JOB, the job's process group (the command's pid, known once it
- * starts); with reentered, DLOCK_JOB is left as the outer dlock set it. */
+ * starts); with reentered, DLOCK_JOB is left as the outer dlock set it.
+ * A NULL fence leaves DLOCK_FENCE out (and drops an inherited one). */
 int child_set_env(struct job *job, const char *key, const char *token,
 		  const char *fence, bool reentered, struct error *err);
 /* Starts the command in a process group of its own, which gets the

@@ -36,6 +36,7 @@ enum {
 	OPT_TOKEN,
 	OPT_FORCE,
 	OPT_EXPORT,
+	OPT_UNAVAILABLE,
 };
 
 /* In the order of --help, the man page and the completions. */
@@ -60,6 +61,7 @@ static const struct option longopts[] = {
 	{ "node-timeout",	required_argument,	NULL, OPT_NODE_TIMEOUT },
 	{ "wait-replicas",	required_argument,	NULL, OPT_WAIT_REPLICAS },
 	{ "history",		required_argument,	NULL, OPT_HISTORY },
+	{ "unavailable",	required_argument,	NULL, OPT_UNAVAILABLE },
 	{ "command",		required_argument,	NULL, 'c' },
 	{ "close",		no_argument,		NULL, 'o' },
 	{ "no-fork",		no_argument,		NULL, 'F' },
@@ -120,6 +122,8 @@ static void usage(void)
 "                               or TTL/3 if that is less)\n"
 "      --wait-replicas N        count the lock once N replicas have it\n"
 "      --history N              keep the lock's last N events (0: none)\n"
+"      --unavailable fail|run   no server reachable: exit 69 (fail, the\n"
+"                               default), or run COMMAND without the lock\n"
 "\n"
 "Command:\n"
 "  -c, --command STRING         run STRING with $SHELL -c\n"
@@ -207,7 +211,7 @@ enum {
 	G_WAIT = 1 << 2,	/* -n -w -E --fair */
 	G_TTL = 1 << 3,		/* -t */
 	G_JOB = 1 << 4,		/* --on-lost --kill-after --max-hold --min-hold
-				 * -c -o -F */
+				 * --unavailable -c -o -F */
 	G_REPLICAS = 1 << 5,	/* --wait-replicas */
 	G_HISTORY = 1 << 6,	/* --history N */
 	G_OUTPUT = 1 << 7,	/* --json -q */
@@ -249,7 +253,7 @@ static unsigned group_of(int c)
 	case 't':
 		return G_TTL;
 	case OPT_ON_LOST: case OPT_KILL_AFTER: case OPT_MAX_HOLD:
-	case OPT_MIN_HOLD:
+	case OPT_MIN_HOLD: case OPT_UNAVAILABLE:
 	case 'c': case 'o': case 'F':
 		return G_JOB;
 	case OPT_WAIT_REPLICAS:
@@ -394,6 +398,11 @@ static void parse_option(int c, const char *arg, struct options *opts,
 		break;
 	case OPT_HISTORY:
 		opts->cfg.history = count_arg("--history", arg, 0, 1000000);
+		break;
+	case OPT_UNAVAILABLE:
+		opts->cfg.unavailable = config_unavailable(arg);
+		if (opts->cfg.unavailable == UNAVAILABLE_UNSET)
+			errx(EX_USAGE, "bad --unavailable '%s': fail or run", arg);
 		break;
 	case 'c':
 		opts->shell_cmd = arg;

@@ -464,6 +464,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		case 0:
 			/* A refusal counts us among the waiters there. */
 			lk->waited |= lk->p->waits;
+			lk->refused = true;
 			if (value >= 0 && (*retry_ms < 0 || value < *retry_ms))
 				*retry_ms = value;
 			break;

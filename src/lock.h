@@ -65,6 +65,7 @@ struct lock {
 	long queue_pos;
 	long free_slot;		/* a slot a server said is free, or -1 */
 	bool waited;		/* a server refused us and counts us a waiter */
+	bool refused;		/* a server said the lock is held (since lock_init) */
 };
 
 int lock_init(struct lock *lk, const struct lock_params *p, struct error *err);

@@ -236,6 +236,43 @@ static bool from_terminal(int sig, bool tty_handed)
 	return fg;
 }
 
+/* --unavailable run: no server, or no majority, could be reached in the
+ * tries the wait allows, and none said the lock is held. The command runs
+ * as a job, but with no lease to renew or lose: no watchdog, no
+ * --max-hold. DLOCK_TOKEN is empty, DLOCK_FENCE unset: no fence to hand
+ * on, and no lock to re-enter, extend or release. */
+static int run_unlocked(const struct options *opts, const struct lock *lk,
+			struct job *job, const struct signals *sig,
+			const struct error *why, int *die_by)
+{
+	struct watch w = watch_of(opts, sig, NULL);
+	struct error err = { 0 };
+	int status, signo;
+
+	log_line(opts->key, "lock service unavailable (%s); running without the lock",
+		 why->msg);
+	if ((signo = signals_interrupt(sig)) != 0)
+		return 128 + signo;
+	if (child_set_env(job, lk->key, "", NULL, false, &err) < 0) {
+		log_error(opts->key, &err);
+		return err.exit;
+	}
+	if (opts->no_fork) {
+		child_exec(job, getpgrp(), &err);
+		log_error(opts->key, &err);
+		return err.exit;
+	}
+	w.max_hold_ms = -1;
+	if (child_start(job, &err) < 0) {
+		log_error(opts->key, &err);
+		return err.exit;
+	}
+	status = supervise(job, &w);
+	if (job->term_signal && from_terminal(job->term_signal, job->tty_handed))
+		*die_by = job->term_signal;
+	return status;
+}
+
 /* A lease the minimum hold could not fit in: the lease is never
  * lengthened at the end. Before anything is contacted. */
 static int min_hold_fits(const struct settings *st)
@@ -293,6 +330,10 @@ static int run(struct options *opts, struct settings *st,
 	case LOCK_FAILED:
 		if (opts->verbose)
 			lock_log_servers(&lk);
+		if (st->unavailable_run && err.exit == EX_UNAVAILABLE && !lk.refused) {
+			status = run_unlocked(opts, &lk, &job, sig, &err, die_by);
+			goto out;
+		}
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto out;

@@ -68,6 +68,8 @@ usage_error() {
 @test "--min-hold abc is refused" { usage_error -S "$U" --min-hold abc K touch "$M"; }
 @test "--min-hold 1e3 is refused" { usage_error -S "$U" --min-hold 1e3 K touch "$M"; }
 @test "--min-hold '' is refused" { usage_error -S "$U" --min-hold '' K touch "$M"; }
+@test "--unavailable maybe is refused" { usage_error -S "$U" --unavailable maybe K touch "$M"; }
+@test "--unavailable '' is refused" { usage_error -S "$U" --unavailable= K touch "$M"; }
 @test "--node-timeout equal to --ttl is refused" { usage_error -S "$U" -t 1 --node-timeout 1 K touch "$M"; }
 @test "--node-timeout above --ttl is refused" { usage_error -S "$U" -t 1 --node-timeout 2 K touch "$M"; }
 
@@ -130,11 +132,15 @@ usage_error() {
 	usage_error --config "$T/conf" K touch "$M"
 }
 
-@test "--min-hold names the values it takes" {
+@test "--min-hold and --unavailable name the values they take" {
 	usage_error -S "$U" --min-hold -1 K touch "$M"
 	assert_equal "$stderr" "dlock: bad --min-hold '-1': 0 (off) or seconds, up to 315360000"
 	usage_error -S "$U" --min-hold abc K touch "$M"
 	assert_equal "$stderr" "dlock: bad --min-hold 'abc': 0 (off) or seconds, up to 315360000"
+	usage_error -S "$U" --unavailable maybe K touch "$M"
+	assert_equal "$stderr" "dlock: bad --unavailable 'maybe': fail or run"
+	usage_error -S "$U" --unavailable RUN K touch "$M"
+	assert_equal "$stderr" "dlock: bad --unavailable 'RUN': fail or run"
 }
 
 @test "--min-hold longer than the lease is refused: it is never lengthened" {
@@ -150,22 +156,27 @@ usage_error() {
 	run -0 dlock --config "$T/conf" --min-hold 0 K2 touch "$M"	# overrides the file's
 }
 
-@test "a bad min-hold in the config file is refused" {
+@test "bad min-hold and unavailable in the config file are refused" {
 	printf 'servers = %s\nmin-hold = -1\n' "$U" >"$T/conf"
 	usage_error --config "$T/conf" K touch "$M"
 	assert_equal "$stderr" "dlock: config: bad min-hold '-1': 0 (off) or seconds, up to 315360000"
+	printf 'servers = %s\nunavailable = maybe\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	assert_equal "$stderr" "dlock: config: bad unavailable 'maybe': fail or run"
 	# in every form, as a bad ttl is
 	usage_error status --config "$T/conf" K
 }
 
-@test "--min-hold is the run form's alone" {
+@test "--min-hold and --unavailable are the run form's alone" {
 	local form
 	for form in status history release acquire extend; do
 		usage_error "$form" -S "$U" --min-hold 5 K
 		assert_equal "$stderr" "dlock: --min-hold does not apply to 'dlock $form'"
+		usage_error "$form" -S "$U" --unavailable run K
+		assert_equal "$stderr" "dlock: --unavailable does not apply to 'dlock $form'"
 	done
-	# the config file's is for the jobs: the other forms leave it be
-	printf 'servers = %s\nmin-hold = 60\n' "$U" >"$T/conf"
+	# the config file's are for the jobs: the other forms leave them be
+	printf 'servers = %s\nmin-hold = 60\nunavailable = run\n' "$U" >"$T/conf"
 	run -1 --separate-stderr dlock status --config "$T/conf" K
 	assert_output 'K: free'
 }

@@ -3,6 +3,8 @@
 # until the minimum is over, its lease shortened to what is left (in every
 # mode, and with RedLock), shown by dlock status as "command finished";
 # a longer job, a lost lease and an explicit release end it at once.
+# --unavailable run: the command runs without the lock when no server can
+# be reached, never when the lock is held.
 
 load helpers
 load redlock_helpers	# dlk, start_servers, kill_server
@@ -251,4 +253,84 @@ assert 0 < h["ttl_ms"] <= 20000, h' "$output" || fail "$output"
 	run -1 --separate-stderr "${words[@]}"
 	assert_equal "$stderr" ''
 	assert_equal "$(wc -l <"$T/runs")" 1
+}
+
+# ---- --unavailable -------------------------------------------------------
+
+NOWHERE_URL() { echo "unix:$T/nowhere/sock"; }
+
+@test "--unavailable run: no server, the command runs without the lock, its status returned" {
+	local N; N=$(NOWHERE_URL)
+	# what the child sees: no token, no fence (also none inherited)
+	DLOCK_FENCE=41 DLOCK_TOKEN=t run -3 --separate-stderr dlock -S "$N" -n \
+		--unavailable run K sh -c 'echo "[$DLOCK_KEY] [$DLOCK_TOKEN] [${DLOCK_FENCE-unset}] [$DLOCK_JOB]"; exit 3'
+	[[ $output =~ ^\[dlock:K\]\ \[\]\ \[unset\]\ \[[1-9][0-9]*\]$ ]] ||
+		fail "DLOCK_KEY, _TOKEN, _FENCE, _JOB: $output"
+	assert_equal "$stderr" "dlock: K: lock service unavailable ($N: no such file or directory); running without the lock"
+	# without -n: after the bounded tries (about 3 s), once
+	run -0 --separate-stderr dlock -S "$N" --unavailable run K touch "$M"
+	[[ -e $M ]] || fail "the command did not run"
+	((${#stderr_lines[@]} == 1)) || fail "want one warning, got: $stderr"
+	# -w: the tries the wait allows
+	rm "$M"
+	run -0 --separate-stderr dlock -S "$N" -w 0.5 --unavailable run K touch "$M"
+	[[ -e $M ]] || fail "-w: the command did not run"
+}
+
+@test "--unavailable fail, the default: 69, the command does not run" {
+	local N; N=$(NOWHERE_URL)
+	run -69 --separate-stderr dlock -S "$N" -n K touch "$M"
+	run -69 --separate-stderr dlock -S "$N" -n --unavailable fail K touch "$M"
+	assert_equal "$stderr" "dlock: K: $N: no such file or directory"
+	# the command line wins over the config file
+	printf 'servers = %s\nunavailable = run\n' "$N" >"$T/conf"
+	run -69 --separate-stderr dlock --config "$T/conf" -n --unavailable fail K touch "$M"
+	[[ ! -e $M ]] || fail "the command ran"
+	run -0 --separate-stderr dlock --config "$T/conf" -n K touch "$M"
+	[[ -e $M ]] || fail "the config file's unavailable = run did not apply"
+}
+
+@test "--unavailable run: a lock held by another is still held" {
+	hold a -S "$U" K
+	wait_ready a
+	run -1 --separate-stderr dlock -S "$U" -n --unavailable run K touch "$M"
+	assert_equal "$stderr" ''
+	run -1 --separate-stderr dlock -S "$U" -w 0.3 --unavailable run K touch "$M"
+	[[ ! -e $M ]] || fail "the command ran"
+	finish a
+}
+
+@test "--unavailable run: not for refused credentials, nor a lost lease" {
+	start_redis p --requirepass sekrit
+	run -77 --separate-stderr dlock -S "unix:$T/p/sock" -n --unavailable run K touch "$M"
+	[[ ! -e $M ]] || fail "the command ran with credentials refused"
+	hold a -S "$U" --unavailable run K
+	wait_ready a
+	run -0 --separate-stderr dlock release -S "$U" --force K
+	reap a
+	assert_equal "$bg_status" 75
+}
+
+@test "--unavailable run with RedLock: not while a server that answers says held" {
+	start_servers 3
+	hold a "${SRV[@]}" K
+	wait_ready a
+	kill_server r2
+	kill_server r3
+	# one of three answers, and it says held: no majority, but no run
+	run -69 --separate-stderr dlk "${SRV[@]}" -n --unavailable run K touch "$M"
+	[[ ! -e $M ]] || fail "the command ran while a server said the lock is held"
+	# a free lock on the one server left: the command runs, unlocked
+	run -0 --separate-stderr dlk "${SRV[@]}" -n --unavailable run K2 touch "$M"
+	[[ -e $M ]] || fail "the command did not run"
+	[[ $stderr == *'1 of 3 servers answered, 2 needed'*'running without the lock' ]] ||
+		fail "stderr: $stderr"
+	key_gone r1 dlock:K2 || fail "a minority's grant was left behind"
+}
+
+@test "--unavailable run -F: the command takes dlock's place" {
+	start_bg f -S "$(NOWHERE_URL)" -n -F --unavailable run K sh -c 'echo $$ >"$0"; exit 4' "$T/f.pid"
+	reap f
+	assert_equal "$bg_status" 4
+	assert_equal "$(<"$T/f.pid")" "$(<"$T/f.dlock")"
 }

@@ -95,7 +95,7 @@ function __dlock_key_index
             case --limit --wait --timeout --conflict-exit-code --ttl --on-lost \
                     --kill-after --max-hold --min-hold --server --prefix --config \
                     --password-file --node-timeout --wait-replicas --history \
-                    --count --token --command
+                    --unavailable --count --token --command
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -197,6 +197,7 @@ complete -c dlock -n '__dlock_takes run status history release acquire extend' -
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l node-timeout -r -f -d 'Deadline for one server\'s answer'
 complete -c dlock -n '__dlock_takes run acquire' -l wait-replicas -r -f -d 'Count an acquisition once N replicas have it'
 complete -c dlock -n '__dlock_takes run acquire' -l history -r -f -d 'Keep the lock'"'"'s last N events'
+complete -c dlock -n '__dlock_takes run' -l unavailable -r -f -a 'fail\t"Exit 69 (default)" run\t"Run without the lock"' -d 'When no server answers'
 complete -c dlock -n __dlock_after_key -s c -l command -r -f -d 'Run STRING with $SHELL -c (right after KEY)'
 complete -c dlock -n '__dlock_takes run' -s o -l close -d 'Hold the lock until the command exits, not its whole group'
 complete -c dlock -n '__dlock_takes run' -s F -l no-fork -d 'The command replaces dlock and keeps its PID'
