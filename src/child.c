@@ -139,7 +139,7 @@ int child_set_env(struct job *job, const char *key, const char *keys,
 	if (!job->envp ||
 	    asprintf(&job->env_vars[0], "DLOCK_KEY=%s", key) < 0 ||
 	    asprintf(&job->env_vars[1], "DLOCK_TOKEN=%s", token) < 0 ||
-	    asprintf(&job->env_vars[2], "DLOCK_FENCE=%s", fence) < 0 ||
+	    (fence && asprintf(&job->env_vars[2], "DLOCK_FENCE=%s", fence) < 0) ||
 	    asprintf(&job->env_vars[3], "DLOCK_KEYS=%s", keys ? keys : key) < 0 ||
 	    (!reentered && !(job->env_vars[4] = calloc(1, sizeof "DLOCK_JOB=" + 12)))) {
 		error_set(err, EX_OSERR, "out of memory");
@@ -156,7 +156,8 @@ int child_set_env(struct job *job, const char *key, const char *keys,
 			job->envp[k++] = environ[i];
 	}
 	for (size_t v = 0; v < n_ours; v++)
-		job->envp[k++] = job->env_vars[v];
+		if (job->env_vars[v])
+			job->envp[k++] = job->env_vars[v];
 	return 0;
 }
 
@@ -236,6 +237,7 @@ int child_start(struct job *job, struct error *err)
 		exec_error(err, job->argv[0], job->exec_errno);
 		return -1;
 	}
+	job->ran = true;
 	return 0;
 }
 

@@ -22,6 +22,8 @@ struct job {
 	int tty_fd;		/* dlock's controlling terminal, or -1 */
 	bool tty_handed;	/* the job is that terminal's foreground group */
 	int term_signal;	/* the signal that killed the command, or 0 */
+	bool ran;		/* the command started (child_start) */
+	bool lost;		/* the lease was lost while the job ran */
 	volatile int exec_errno;	/* set by the child when exec fails */
 };
 
@@ -33,7 +35,8 @@ int child_prepare(struct job *job, char *const *argv, const char *shell_cmd,
 /* The command's environment: ours plus DLOCK_KEY, DLOCK_TOKEN, DLOCK_FENCE,
  * DLOCK_KEYS (keys: every Redis key, space-separated; NULL: key) and
  * DLOCK_JOB, the job's process group (the command's pid, known once it
- * starts); with reentered, DLOCK_JOB is left as the outer dlock set it. */
+ * starts); with reentered, DLOCK_JOB is left as the outer dlock set it.
+ * A NULL fence leaves DLOCK_FENCE out (and drops an inherited one). */
 int child_set_env(struct job *job, const char *key, const char *keys,
 		  const char *token, const char *fence, bool reentered,
 		  struct error *err);

@@ -21,6 +21,7 @@ enum {
 	OPT_ON_LOST = CHAR_MAX + 1,
 	OPT_KILL_AFTER,
 	OPT_MAX_HOLD,
+	OPT_MIN_HOLD,
 	OPT_PREFIX,
 	OPT_CONFIG,
 	OPT_PASSWORD_FILE,
@@ -35,6 +36,7 @@ enum {
 	OPT_TOKEN,
 	OPT_FORCE,
 	OPT_EXPORT,
+	OPT_UNAVAILABLE,
 };
 
 /* In the order of --help, the man page and the completions. */
@@ -52,6 +54,7 @@ static const struct option longopts[] = {
 	{ "on-lost",		required_argument,	NULL, OPT_ON_LOST },
 	{ "kill-after",		required_argument,	NULL, OPT_KILL_AFTER },
 	{ "max-hold",		required_argument,	NULL, OPT_MAX_HOLD },
+	{ "min-hold",		required_argument,	NULL, OPT_MIN_HOLD },
 	{ "server",		required_argument,	NULL, 'S' },
 	{ "prefix",		required_argument,	NULL, OPT_PREFIX },
 	{ "config",		required_argument,	NULL, OPT_CONFIG },
@@ -59,6 +62,7 @@ static const struct option longopts[] = {
 	{ "node-timeout",	required_argument,	NULL, OPT_NODE_TIMEOUT },
 	{ "wait-replicas",	required_argument,	NULL, OPT_WAIT_REPLICAS },
 	{ "history",		required_argument,	NULL, OPT_HISTORY },
+	{ "unavailable",	required_argument,	NULL, OPT_UNAVAILABLE },
 	{ "command",		required_argument,	NULL, 'c' },
 	{ "close",		no_argument,		NULL, 'o' },
 	{ "no-fork",		no_argument,		NULL, 'F' },
@@ -110,6 +114,8 @@ static void usage(void)
 "                               (default TERM; 'ignore' sends none)\n"
 "      --kill-after SECS        then SIGKILL after SECS (default 5)\n"
 "      --max-hold SECS          stop renewing after SECS: the command is hung\n"
+"      --min-hold SECS          keep the lock SECS after acquiring it, also\n"
+"                               when COMMAND ends sooner (default 0: off)\n"
 "\n"
 "Servers:\n"
 "  -S, --server URL             a Redis server; repeat for RedLock over masters\n"
@@ -121,6 +127,8 @@ static void usage(void)
 "                               or TTL/3 if that is less)\n"
 "      --wait-replicas N        count the lock once N replicas have it\n"
 "      --history N              keep the lock's last N events (0: none)\n"
+"      --unavailable fail|run   no server reachable: exit 69 (fail, the\n"
+"                               default), or run COMMAND without the lock\n"
 "\n"
 "Command:\n"
 "  -c, --command STRING         run STRING with $SHELL -c\n"
@@ -209,7 +217,8 @@ enum {
 	G_MODE = 1 << 1,	/* -x -s --limit */
 	G_WAIT = 1 << 2,	/* -n -w -E --fair */
 	G_TTL = 1 << 3,		/* -t */
-	G_JOB = 1 << 4,		/* --on-lost --kill-after --max-hold -c -o -F */
+	G_JOB = 1 << 4,		/* --on-lost --kill-after --max-hold --min-hold
+				 * --unavailable -c -o -F */
 	G_REPLICAS = 1 << 5,	/* --wait-replicas */
 	G_HISTORY = 1 << 6,	/* --history N */
 	G_OUTPUT = 1 << 7,	/* --json -q */
@@ -252,6 +261,7 @@ static unsigned group_of(int c)
 	case 't':
 		return G_TTL;
 	case OPT_ON_LOST: case OPT_KILL_AFTER: case OPT_MAX_HOLD:
+	case OPT_MIN_HOLD: case OPT_UNAVAILABLE:
 	case 'c': case 'o': case 'F':
 		return G_JOB;
 	case OPT_WAIT_REPLICAS:
@@ -376,6 +386,11 @@ static void parse_option(int c, const char *arg, struct options *opts,
 	case OPT_MAX_HOLD:
 		opts->max_hold_ms = seconds_arg("--max-hold", arg, false);
 		break;
+	case OPT_MIN_HOLD:
+		if (parse_seconds(arg, MAX_SECONDS_MS, &opts->cfg.min_hold_ms) < 0)
+			errx(EX_USAGE, "bad --min-hold '%s': 0 (off) or seconds, up to %" PRId64,
+			     arg, MAX_SECONDS_MS / 1000);
+		break;
 	case OPT_PREFIX:
 		opts->cfg.prefix = arg;
 		break;
@@ -393,6 +408,11 @@ static void parse_option(int c, const char *arg, struct options *opts,
 		break;
 	case OPT_HISTORY:
 		opts->cfg.history = count_arg("--history", arg, 0, 1000000);
+		break;
+	case OPT_UNAVAILABLE:
+		opts->cfg.unavailable = config_unavailable(arg);
+		if (opts->cfg.unavailable == UNAVAILABLE_UNSET)
+			errx(EX_USAGE, "bad --unavailable '%s': fail or run", arg);
 		break;
 	case 'c':
 		opts->shell_cmd = arg;
@@ -510,6 +530,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 		.max_hold_ms = -1,
 		.count = 10,
 		.cfg.history = -1,
+		.cfg.min_hold_ms = -1,
 	};
 	if (argc < 2) {
 		/* as flock(1): what to type, and where to read more */

@@ -38,6 +38,10 @@ static char **config_slot(struct config_file *cf, const char *name)
 		return &cf->node_timeout;
 	if (strcmp(name, "history") == 0)
 		return &cf->history;
+	if (strcmp(name, "min-hold") == 0)
+		return &cf->min_hold;
+	if (strcmp(name, "unavailable") == 0)
+		return &cf->unavailable;
 	return NULL;
 }
 
@@ -253,6 +257,10 @@ static int load_config(const char *path, bool must_exist, struct config_file *cf
 		cf->node_timeout = one.node_timeout;
 	if (one.history)
 		cf->history = one.history;
+	if (one.min_hold)
+		cf->min_hold = one.min_hold;
+	if (one.unavailable)
+		cf->unavailable = one.unavailable;
 	return 0;
 }
 
@@ -275,6 +283,39 @@ static int load_configs(const struct config_flags *fl, struct config_file *cf,
 	else
 		return 0;
 	return load_config(user_path, false, cf, texts, n_texts, err, errlen);
+}
+
+enum unavailable config_unavailable(const char *s)
+{
+	if (strcmp(s, "fail") == 0)
+		return UNAVAILABLE_FAIL;
+	if (strcmp(s, "run") == 0)
+		return UNAVAILABLE_RUN;
+	return UNAVAILABLE_UNSET;
+}
+
+/* min-hold and unavailable: only a job uses them, but a bad value is an
+ * error in every form, as a bad ttl is. */
+static int resolve_job(const struct config_flags *fl, const struct config_file *cf,
+		       struct settings *st, char *err, size_t errlen)
+{
+	enum unavailable u = fl->unavailable;
+
+	st->min_hold_ms = fl->min_hold_ms >= 0 ? fl->min_hold_ms : 0;
+	if (fl->min_hold_ms < 0 && cf->min_hold &&
+	    parse_seconds(cf->min_hold, MAX_SECONDS_MS, &st->min_hold_ms) < 0) {
+		snprintf(err, errlen, "config: bad min-hold '%s': 0 (off) or seconds, up to %lld",
+			 cf->min_hold, (long long)(MAX_SECONDS_MS / 1000));
+		return -1;
+	}
+	if (u == UNAVAILABLE_UNSET && cf->unavailable &&
+	    (u = config_unavailable(cf->unavailable)) == UNAVAILABLE_UNSET) {
+		snprintf(err, errlen, "config: bad unavailable '%s': fail or run",
+			 cf->unavailable);
+		return -1;
+	}
+	st->unavailable_run = u == UNAVAILABLE_RUN;
+	return 0;
 }
 
 /* Appends the URLs of list to st->urls. */
@@ -340,6 +381,8 @@ static int resolve(const struct config_flags *fl, const struct config_file *cf,
 			 cf->history, MAX_HISTORY);
 		return -1;
 	}
+	if (resolve_job(fl, cf, st, err, errlen) < 0)
+		return -1;
 	st->ttl_ms = fl->ttl_ms;
 	if (!fl->ttl_ms && cf->ttl) {
 		if (parse_seconds(cf->ttl, MAX_SECONDS_MS, &st->ttl_ms) < 0 ||

@@ -14,6 +14,10 @@
 #define DEFAULT_HISTORY 100	/* events kept per lock */
 #define MAX_HISTORY 1000000
 
+/* --unavailable, config unavailable: when no server (or no majority) can
+ * be reached, exit 69, or run the command without the lock. */
+enum unavailable { UNAVAILABLE_UNSET, UNAVAILABLE_FAIL, UNAVAILABLE_RUN };
+
 /* What the command line said of the settings; NULL or 0 when it did not. */
 struct config_flags {
 	const char *key;	/* the lock's name, for messages */
@@ -25,12 +29,15 @@ struct config_flags {
 	int64_t ttl_ms;		/* -t */
 	int64_t node_timeout_ms;
 	long history;		/* --history N; -1 when not given */
+	int64_t min_hold_ms;	/* --min-hold; -1 when not given */
+	enum unavailable unavailable;
 	bool verbose;
 };
 
 /* What one config file says; strings point into the file's text. */
 struct config_file {
 	char *servers, *prefix, *ttl, *password_file, *node_timeout, *history;
+	char *min_hold, *unavailable;
 	char servers_from[256];	/* the file that named the servers */
 };
 
@@ -42,12 +49,18 @@ struct settings {
 	int64_t ttl_ms;
 	int64_t node_timeout_ms;
 	long history;		/* events kept per lock; 0: none */
+	int64_t min_hold_ms;	/* the lock is kept that long at least; 0: off */
+	bool unavailable_run;	/* --unavailable run */
 	char servers_from[256];	/* --server, DLOCK_SERVERS, a file, the default */
 };
 
 /* Parses a config file's text in place ("name = value" lines, '#' comments).
  * Returns 0, or -1 with "LINE: reason" in err. Pure: unit-tested, fuzzable. */
 int config_parse(char *text, struct config_file *cf, char *err, size_t errlen);
+
+/* "fail" or "run" -> UNAVAILABLE_FAIL or _RUN; UNAVAILABLE_UNSET for
+ * anything else. */
+enum unavailable config_unavailable(const char *s);
 
 /* Splits a server list on commas and blanks into urls; the commas between
  * a redis-sentinel:// URL's sentinels stay in it. Returns 0 or -1. */

@@ -271,23 +271,34 @@ static int acquire_reply(struct lock *lk, const redisReply *r, long long *value,
 }
 
 /* how: "job" (exit status known, or LOCK_EXIT_UNKNOWN) or "undo"; see
- * script_release. */
-static size_t release_round(struct lock *lk, const char *how, int exit_status)
+ * script_release. min_hold: keep the lock for what is left of --min-hold. */
+static size_t release_round(struct lock *lk, const char *how, int exit_status,
+			    bool min_hold)
 {
-	char exit_arg[16] = "", held_arg[24] = "";
+	char exit_arg[16] = "", held_arg[24] = "", hold_arg[24] = "";
+	char finished_arg[24] = "";
 	const char *argv[] = {
 		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
 		lk->queue_key, lk->wake_key, lk->alive_key, lk->writers_key,
 		lk->history_key, lk->notice_key,
 		lk->token, lk->history_arg, how, exit_arg, held_arg, lk->fence,
-		lk->info, "",
+		lk->info, "", hold_arg, finished_arg,
 	};
-	struct cmd cmd = { &script_release, 18, argv, NULL };
+	struct cmd cmd = { &script_release, 20, argv, NULL };
+	int64_t held_ms = clock_now_ms() - lk->acquired_ms;
 
 	if (exit_status != LOCK_EXIT_UNKNOWN)
 		snprintf(exit_arg, sizeof exit_arg, "%d", exit_status);
-	snprintf(held_arg, sizeof held_arg, "%" PRId64,
-		 clock_now_ms() - lk->acquired_ms);
+	snprintf(held_arg, sizeof held_arg, "%" PRId64, held_ms);
+	/* Counted from the start of the round that acquired, before any
+	 * server granted it: what is left on a server is never more than the
+	 * minimum. The server's clock counts the rest down. */
+	if (min_hold && lk->p->min_hold_ms > held_ms) {
+		snprintf(hold_arg, sizeof hold_arg, "%" PRId64,
+			 lk->p->min_hold_ms - held_ms);
+		snprintf(finished_arg, sizeof finished_arg, "%" PRId64,
+			 clock_wall_ms());
+	}
 	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
 }
 
@@ -422,7 +433,7 @@ static void give_back(struct lock *lk, const bool *stray)
 		any |= stray[i];
 	}
 	if (any)
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN);
+		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
 	all_servers(lk);
 }
 
@@ -474,6 +485,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		case 0:
 			/* A refusal counts us among the waiters there. */
 			lk->waited |= lk->p->waits;
+			lk->refused = true;
 			if (value >= 0 && (*retry_ms < 0 || value < *retry_ms))
 				*retry_ms = value;
 			break;
@@ -519,7 +531,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		}
 		if (ok)
 			error_set(err, EX_UNAVAILABLE, "acquiring took longer than the lease");
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN);
+		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
 		return LOCK_FAILED;
 	}
 	if (n_yes >= need) {
@@ -534,7 +546,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	}
 	/* What did not answer may have taken the SET all the same. */
 	if (n_granted > 0 || n_answered < lk->n_nodes)
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN);
+		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
 	return r;
 }
 
@@ -645,12 +657,12 @@ enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 }
 
 static int release_all(struct lock *lk, const char *how, int exit_status,
-		       struct error *err)
+		       bool min_hold, struct error *err)
 {
 	/* Every server, also one that did not answer lately: a paused server
 	 * that resumes runs our queued SET, then this release, in that order,
 	 * instead of keeping a key nobody knows for a whole TTL. */
-	size_t n_ok = release_round(lk, how, exit_status);
+	size_t n_ok = release_round(lk, how, exit_status, min_hold);
 	const struct error *worst;
 
 	if (n_ok == lk->n_nodes)
@@ -667,12 +679,13 @@ static int release_all(struct lock *lk, const char *how, int exit_status,
 
 int lock_release(struct lock *lk, struct error *err)
 {
-	return release_all(lk, "undo", LOCK_EXIT_UNKNOWN, err);
+	return release_all(lk, "undo", LOCK_EXIT_UNKNOWN, false, err);
 }
 
-int lock_release_job(struct lock *lk, int exit_status, struct error *err)
+int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
+		     struct error *err)
 {
-	return release_all(lk, "job", exit_status, err);
+	return release_all(lk, "job", exit_status, min_hold, err);
 }
 
 int lock_check_left(const struct lock *lk, struct error *err)

@@ -23,6 +23,7 @@ struct lock_params {
 	const char *command;	/* the holder's command, for the holder info */
 	int holder_pid;		/* the holder info's pid; 0: ours */
 	long history;		/* events the lock's history keeps; 0: none */
+	int64_t min_hold_ms;	/* --min-hold: kept that long at least; 0: off */
 	bool verbose;
 	const char *token;	/* -k: the token of every acquisition, one
 				 * for all the keys; NULL: a fresh one each */
@@ -66,6 +67,7 @@ struct lock {
 	long queue_pos;
 	long free_slot;		/* a slot a server said is free, or -1 */
 	bool waited;		/* a server refused us and counts us a waiter */
+	bool refused;		/* a server said the lock is held (since lock_init) */
 };
 
 int lock_init(struct lock *lk, const struct lock_params *p, struct error *err);
@@ -94,8 +96,12 @@ int lock_release(struct lock *lk, struct error *err);
 #define LOCK_EXIT_UNKNOWN (-1)
 /* The same once a job ran under the lock: the history records it released
  * with exit_status (LOCK_EXIT_UNKNOWN when not known) and how long it was
- * held, or the lease lost when the lock was no longer ours. */
-int lock_release_job(struct lock *lk, int exit_status, struct error *err);
+ * held, or the lease lost when the lock was no longer ours. With min_hold
+ * (the command ran, and its lease was not lost) and --min-hold not over
+ * yet, the lock is kept instead: its lease shortened to what is left of
+ * the minimum, never lengthened, its holder info marked finished. */
+int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
+		     struct error *err);
 /* A key beside the lock key, in its Redis Cluster hash slot:
  * "{key}suffix", or key + suffix when key has a {hash tag}. malloc'd. */
 char *lock_derived_key(const char *key, const char *suffix);

@@ -85,6 +85,7 @@ static void lock_params_of(const struct options *opts, const struct settings *st
 		.wait_replicas = opts->wait_replicas,
 		.command = command,
 		.history = st->history,
+		.min_hold_ms = st->min_hold_ms,
 		.verbose = opts->verbose,
 	};
 }
@@ -209,7 +210,7 @@ static int run_no_fork(struct options *opts, struct lock *lk, struct job *job,
 		lease_free(&lease);
 		/* the command is not our child: its status is not ours to know */
 		r = lock_release_job(lk, status == EX_TEMPFAIL ? status :
-				     LOCK_EXIT_UNKNOWN, &err);
+				     LOCK_EXIT_UNKNOWN, !job->lost, &err);
 		report_release(opts, lk, r, &err);
 		_exit(status);
 	}
@@ -330,7 +331,7 @@ static int run_multi(struct options *opts, struct settings *st,
 		*die_by = job.term_signal;
 release:
 	for (size_t i = 0; got == LOCK_ACQUIRED && i < m.n; i++) {
-		r = lock_release_job(&m.locks[i], status, &err);
+		r = lock_release_job(&m.locks[i], status, job.ran && !job.lost, &err);
 		if (r < 0)
 			log_line(m.locks[i].p->name, "release failed: %s; the lock lapses within %.3g s",
 				 err.msg, (double)m.locks[i].ttl_ms / 1000);
@@ -341,6 +342,55 @@ out:
 	multi_free(&m);
 	child_free(&job);
 	return status;
+}
+
+/* --unavailable run: no server, or no majority, could be reached in the
+ * tries the wait allows, and none said the lock is held. The command runs
+ * as a job, but with no lease to renew or lose: no watchdog, no
+ * --max-hold. DLOCK_TOKEN is empty, DLOCK_FENCE unset: no fence to hand
+ * on, and no lock to re-enter, extend or release. */
+static int run_unlocked(const struct options *opts, const struct lock *lk,
+			struct job *job, const struct signals *sig,
+			const struct error *why, int *die_by)
+{
+	struct watch w = watch_of(opts, sig, NULL);
+	struct error err = { 0 };
+	int status, signo;
+
+	log_line(opts->key, "lock service unavailable (%s); running without the lock",
+		 why->msg);
+	if ((signo = signals_interrupt(sig)) != 0)
+		return 128 + signo;
+	if (child_set_env(job, lk->key, NULL, "", NULL, false, &err) < 0) {
+		log_error(opts->key, &err);
+		return err.exit;
+	}
+	if (opts->no_fork) {
+		child_exec(job, getpgrp(), &err);
+		log_error(opts->key, &err);
+		return err.exit;
+	}
+	w.max_hold_ms = -1;
+	if (child_start(job, &err) < 0) {
+		log_error(opts->key, &err);
+		return err.exit;
+	}
+	status = supervise(job, &w);
+	if (job->term_signal && from_terminal(job->term_signal, job->tty_handed))
+		*die_by = job->term_signal;
+	return status;
+}
+
+/* A lease the minimum hold could not fit in: the lease is never
+ * lengthened at the end. Before anything is contacted. */
+static int min_hold_fits(const struct settings *st)
+{
+	if (st->min_hold_ms <= st->ttl_ms)
+		return 0;
+	fprintf(stderr, "dlock: --min-hold %.15g is longer than the lease (--ttl %.15g): give --ttl %.15g or more\n",
+		(double)st->min_hold_ms / 1000, (double)st->ttl_ms / 1000,
+		(double)st->min_hold_ms / 1000);
+	return -1;
 }
 
 static int run(struct options *opts, struct settings *st,
@@ -354,6 +404,8 @@ static int run(struct options *opts, struct settings *st,
 	char command[256];
 	int status, signo = 0, r;
 
+	if (min_hold_fits(st) < 0)
+		return EX_USAGE;
 	if (opts->multi)
 		return run_multi(opts, st, sig, die_by);
 	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0) {
@@ -388,6 +440,10 @@ static int run(struct options *opts, struct settings *st,
 	case LOCK_FAILED:
 		if (opts->verbose)
 			lock_log_servers(&lk);
+		if (st->unavailable_run && err.exit == EX_UNAVAILABLE && !lk.refused) {
+			status = run_unlocked(opts, &lk, &job, sig, &err, die_by);
+			goto out;
+		}
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto out;
@@ -426,7 +482,7 @@ static int run(struct options *opts, struct settings *st,
 		*die_by = job.term_signal;
 release:
 	if (got == LOCK_ACQUIRED) {
-		r = lock_release_job(&lk, status, &err);
+		r = lock_release_job(&lk, status, job.ran && !job.lost, &err);
 		report_release(opts, &lk, r, &err);
 	}
 out:

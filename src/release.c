@@ -72,8 +72,8 @@ static int unreachable(struct lock *lk, size_t n_ok, const char *what,
 static int by_token(struct lock *lk, const char *token)
 {
 	char who[300], note[400], shown[80];
-	const char *argv[18];
-	struct cmd cmd = { &script_release, 18, argv, NULL };
+	const char *argv[20];
+	struct cmd cmd = { &script_release, 20, argv, NULL };
 	size_t n_ok, n_yes = 0, need = quorum_majority(lk->n_nodes);
 	struct error err = { 0 };
 
@@ -86,6 +86,7 @@ static int by_token(struct lock *lk, const char *token)
 	argv[13] = argv[14] = argv[15] = "";
 	argv[16] = lk->info;
 	argv[17] = note;
+	argv[18] = argv[19] = "";	/* no --min-hold: an explicit release */
 	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		const redisReply *r = lk->nodes[i].replies[0];

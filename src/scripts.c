@@ -301,16 +301,22 @@ const struct script script_extend = {
  * used: a minority's grant, a lease too short to start), 'token' (dlock
  * release --token, maybe from elsewhere), 4 the job's exit status or '',
  * 5 how long it held, ms, or '', 6 its fence, 7 the caller's holder info,
- * 8 ('token') what the holder is told.
+ * 8 ('token') what the holder is told, 9 ('job') ms left of --min-hold,
+ * or '', 10 ('job', with 9) when the job finished, the holder's ms.
  * Compare-and-delete, as redis-py, redsync and node-redlock release, then
  * one waiter is woken at once (not all: one of them could win), a writer
  * first. Our holder info goes even when the lock is no longer ours.
+ * --min-hold: a lock still ours is kept instead, its lease (and slot)
+ * shortened to ARGV[9] ms, never lengthened; its holder info stays, with
+ * "\tfinished" added, and nobody is woken: a waiter would find it taken,
+ * and each refusal tells waiters when the lease ends.
  * The history (a stream of at most ARGV[2] events, gone a week after the
  * last): 'job' writes "released" with the exit status and hold time, or
  * "lost" when the lock was no longer ours; 'undo' deletes the acquisition's
  * own "acquired" event; 'token' writes "released" naming the holder, the
  * hold time from its info's since (server clock less holder's: roughly),
- * and who released ("by").
+ * and who released ("by"), unless --min-hold kept the lock after its job,
+ * whose "released" is there already.
  * Returns 1 when released, 0 when the lock was not ours. */
 const struct script script_release = {
 	.name = "release",
@@ -334,25 +340,45 @@ const struct script script_release = {
 		"  redis.call('PEXPIRE', list, 2000)\n"
 		"end\n"
 		"-- A holder's info as KEYS[2] keeps it (\"host\\tpid\\tuser\\tsince\\tcommand\\t\n"
-		"-- fence\") -> the first five fields, and the fence ('' for an older dlock's).\n"
+		"-- fence[\\tfinished]\") -> the first five fields, and the fence ('' for an\n"
+		"-- older dlock's).\n"
 		"local function split(info)\n"
 		"  local who, f = info:match('^(' .. string.rep('[^\\t]*\\t', 4) ..\n"
-		"    '[^\\t]*)\\t([^\\t]*)$')\n"
+		"    '[^\\t]*)\\t([^\\t]*)\\t?[0-9]*$')\n"
 		"  return who or info, f or ''\n"
 		"end\n"
 		"local token, how = ARGV[1], ARGV[3]\n"
 		"local info = how == 'token' and redis.call('HGET', KEYS[2], token)\n"
+		"-- A lock --min-hold kept after its job: the job's 'released' event is\n"
+		"-- there, and no dlock listens for a notice any more.\n"
+		"local finished = info and info:match('^' .. string.rep('[^\\t]*\\t', 6) .. '[0-9]+$')\n"
 		"local slot = redis.call('HGET', KEYS[4], token)\n"
-		"if slot then\n"
-		"  if redis.call('GET', KEYS[4] .. ':' .. slot) == token then\n"
-		"    redis.call('DEL', KEYS[4] .. ':' .. slot)\n"
-		"  end\n"
-		"  redis.call('HDEL', KEYS[4], token)\n"
-		"end\n"
-		"local ours = true\n"
+		"-- --min-hold: the ms left of the minimum, when the job ended sooner\n"
+		"local hold = how == 'job' and tonumber(ARGV[9] or '')\n"
+		"local ours, kept = true, false\n"
 		"local kind = redis.call('TYPE', KEYS[1]).ok\n"
+		"local ends = hold and kind == 'zset' and redis.call('ZSCORE', KEYS[1], token)\n"
 		"if kind == 'string' and redis.call('GET', KEYS[1]) == token then\n"
-		"  redis.call('DEL', KEYS[1])\n"
+		"  if hold then\n"
+		"    kept = true\n"
+		"    if hold < redis.call('PTTL', KEYS[1]) then\n"
+		"      redis.call('PEXPIRE', KEYS[1], hold)\n"
+		"      redis.call('PEXPIRE', KEYS[2], hold)\n"
+		"    end\n"
+		"  else\n"
+		"    redis.call('DEL', KEYS[1])\n"
+		"  end\n"
+		"elseif ends and tonumber(ends) > now then\n"
+		"  kept = true\n"
+		"  ends = math.min(tonumber(ends), now + hold)\n"
+		"  redis.call('ZADD', KEYS[1], 'XX', ends, token)\n"
+		"  if slot and redis.call('GET', KEYS[4] .. ':' .. slot) == token then\n"
+		"    redis.call('PEXPIRE', KEYS[4] .. ':' .. slot, math.max(1, ends - now))\n"
+		"  end\n"
+		"  -- as the extend script: every key of the lock goes with the last lease\n"
+		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+		"  local left = math.max(1, tonumber(last[2]) - now)\n"
+		"  for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], left) end\n"
 		"elseif kind == 'zset' and redis.call('ZREM', KEYS[1], token) == 1 then\n"
 		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 		"  if #last == 0 then\n"
@@ -365,10 +391,22 @@ const struct script script_release = {
 		"else\n"
 		"  ours = false\n"
 		"end\n"
+		"if slot and not kept then\n"
+		"  if redis.call('GET', KEYS[4] .. ':' .. slot) == token then\n"
+		"    redis.call('DEL', KEYS[4] .. ':' .. slot)\n"
+		"  end\n"
+		"  redis.call('HDEL', KEYS[4], token)\n"
+		"end\n"
 		"-- Not ours: was it, here? Its holder info tells, while the lease lasts.\n"
 		"local owned = ours or redis.call('HEXISTS', KEYS[2], token) == 1\n"
-		"redis.call('HDEL', KEYS[2], token)\n"
-		"if ours then wake(KEYS[5], KEYS[6], KEYS[7], KEYS[8], now) end\n"
+		"if kept then\n"
+		"  -- dlock status: held, command finished\n"
+		"  local mine = redis.call('HGET', KEYS[2], token)\n"
+		"  if mine then redis.call('HSET', KEYS[2], token, mine .. '\\t' .. ARGV[10]) end\n"
+		"else\n"
+		"  redis.call('HDEL', KEYS[2], token)\n"
+		"end\n"
+		"if ours and not kept then wake(KEYS[5], KEYS[6], KEYS[7], KEYS[8], now) end\n"
 		"-- A lease that lapsed or was broken here: the stream tells, as long as\n"
 		"-- it keeps the acquisition (a server that never granted it has no event).\n"
 		"local function acquired_here()\n"
@@ -393,7 +431,7 @@ const struct script script_release = {
 		"      break\n"
 		"    end\n"
 		"  end\n"
-		"elseif how == 'token' and ours then\n"
+		"elseif how == 'token' and ours and not finished then\n"
 		"  local who, f = split(info or '')\n"
 		"  local since = tonumber(who:match('^[^\\t]*\\t[^\\t]*\\t[^\\t]*\\t([^\\t]*)'))\n"
 		"  record('event', 'released', 'token', token, 'holder', who, 'fence', f,\n"
@@ -402,13 +440,13 @@ const struct script script_release = {
 		"end\n"
 		"-- A dlock running a job under that token is told at once, not at its\n"
 		"-- next renewal: it BLPOPs this list.\n"
-		"if how == 'token' and ours then\n"
+		"if how == 'token' and ours and not finished then\n"
 		"  redis.call('LPUSH', KEYS[10] .. ':' .. token, ARGV[8])\n"
 		"  redis.call('PEXPIRE', KEYS[10] .. ':' .. token, 60000)\n"
 		"end\n"
 		"if ours then return 1 end\n"
 		"return 0\n",
-	.sha = "11046e616d9afd11a82521bf9f05787841836779",
+	.sha = "e51728e7f423aaa35653642f16e95459586bc96a",
 	.n_keys = 10,
 };
 
@@ -502,10 +540,11 @@ const struct script script_force = {
 		"  redis.call('PEXPIRE', list, 2000)\n"
 		"end\n"
 		"-- A holder's info as KEYS[2] keeps it (\"host\\tpid\\tuser\\tsince\\tcommand\\t\n"
-		"-- fence\") -> the first five fields, and the fence ('' for an older dlock's).\n"
+		"-- fence[\\tfinished]\") -> the first five fields, and the fence ('' for an\n"
+		"-- older dlock's).\n"
 		"local function split(info)\n"
 		"  local who, f = info:match('^(' .. string.rep('[^\\t]*\\t', 4) ..\n"
-		"    '[^\\t]*)\\t([^\\t]*)$')\n"
+		"    '[^\\t]*)\\t([^\\t]*)\\t?[0-9]*$')\n"
 		"  return who or info, f or ''\n"
 		"end\n"
 		"local kind = redis.call('TYPE', KEYS[1]).ok\n"
@@ -547,7 +586,7 @@ const struct script script_force = {
 		"redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[2])\n"
 		"wake(KEYS[5], KEYS[6], KEYS[7], KEYS[8], now)\n"
 		"return out\n",
-	.sha = "ec1aea7df2e0b82c8a28f6f0aa2b44618ccfcf5c",
+	.sha = "8a4605f7e1fc7ecc4a89389b81fab3265af92d81",
 	.n_keys = 10,
 };
 

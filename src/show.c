@@ -21,32 +21,52 @@ static int number(const char *s, size_t len, long long *out)
 	return 0;
 }
 
+/* The holder info's fields after the command: "fence" or "fence\tfinished",
+ * numbers (the fence may be empty). Returns -1 for anything else. */
+static int tail(char *const *field, size_t n, struct show_info *hi)
+{
+	long long finished;
+
+	if (n == 7 && number(field[6], strlen(field[6]), &finished) < 0)
+		return -1;
+	if (*field[5] && number(field[5], strlen(field[5]), &hi->fence) < 0)
+		return -1;
+	if (n == 7)
+		hi->finished_ms = finished;
+	return 0;
+}
+
 int show_info_parse(const char *s, size_t len, struct show_info *hi)
 {
-	char *field[6] = { NULL };
+	const struct show_info none = {
+		.pid = -1, .since_ms = -1, .fence = -1, .finished_ms = -1,
+	};
+	char *field[7] = { NULL };
 	size_t n = 0;
 	long long since;
 
-	*hi = (struct show_info){ .pid = -1, .since_ms = -1, .fence = -1 };
+	*hi = none;
 	if (!s || memchr(s, '\0', len) || !(hi->buf = malloc(len + 1)))
 		return -1;
 	memcpy(hi->buf, s, len);
 	hi->buf[len] = '\0';
 	field[n++] = hi->buf;
-	for (char *p = hi->buf; *p && n < 6; p++)
+	for (char *p = hi->buf; *p && n < 7; p++)
 		if (*p == '\t') {
 			*p = '\0';
 			field[n++] = p + 1;
 		}
-	/* a sixth field that is no fence is the command's (another writer's) */
-	if (n == 6 && *field[5] && number(field[5], strlen(field[5]), &hi->fence) < 0) {
-		field[5][-1] = '\t';
-		n = 5;
+	/* fields after the fence that are not numbers are the command's
+	 * (another writer's) */
+	if (n >= 6 && tail(field, n, hi) < 0) {
+		while (n > 5)
+			field[--n][-1] = '\t';
+		hi->fence = hi->finished_ms = -1;
 	}
 	if (n < 5 || number(field[1], strlen(field[1]), &hi->pid) < 0 ||
 	    number(field[3], strlen(field[3]), &since) < 0) {
 		show_info_free(hi);
-		*hi = (struct show_info){ .pid = -1, .since_ms = -1, .fence = -1 };
+		*hi = none;
 		return -1;
 	}
 	hi->since_ms = since;

@@ -7,7 +7,8 @@
 #include <stdio.h>
 
 /* A holder info as the scripts keep it: "host\tpid\tuser\tsince_ms\t
- * command[\tfence]". Strings point into a copy owned by the struct. */
+ * command[\tfence[\tfinished_ms]]". Strings point into a copy owned by
+ * the struct. */
 struct show_info {
 	char *buf;
 	const char *host, *user, *command;
@@ -15,6 +16,8 @@ struct show_info {
 	long long pid;		/* -1: none */
 	int64_t since_ms;	/* wall clock; -1: none */
 	long long fence;	/* -1: none */
+	int64_t finished_ms;	/* wall clock: the command ended, and --min-hold
+				 * keeps the lock; -1: none */
 };
 
 /* Returns 0, or -1 when s is no holder info (fields missing, a number

@@ -667,6 +667,31 @@ static const char *mode_of(const struct merged *m, char *buf, size_t len)
 	return NULL;
 }
 
+/* When the holder's command finished (--min-hold keeps the lock), by its
+ * clock; -1 while it runs, or for a foreign holder. */
+static int64_t finished_ms(const struct holder *h)
+{
+	struct show_info hi;
+	int64_t ms;
+
+	if (!h->info || show_info_parse(h->info, h->info_len, &hi) < 0)
+		return -1;
+	ms = hi.finished_ms;
+	show_info_free(&hi);
+	return ms;
+}
+
+/* Held, and every holder's command has finished: --min-hold keeps it. */
+static bool all_finished(const struct merged *m)
+{
+	if (m->state != ST_HELD || m->n_holders == 0)
+		return false;
+	for (size_t i = 0; i < m->n_holders; i++)
+		if (finished_ms(m->holders[i].h) < 0)
+			return false;
+	return true;
+}
+
 /* "ann@db2 pid 4711 (./nightly.sh)", or what a foreign holder is. */
 static void who(const struct holder *h, char *out, size_t len)
 {
@@ -677,7 +702,8 @@ static void who(const struct holder *h, char *out, size_t len)
 		show_text(hi.host, strlen(hi.host), host, sizeof host);
 		show_text(hi.user, strlen(hi.user), user, sizeof user);
 		show_text(hi.command, hi.command_len, cmd, sizeof cmd);
-		snprintf(out, len, "%s@%s pid %lld (%s)", user, host, hi.pid, cmd);
+		snprintf(out, len, "%s@%s pid %lld (%s)%s", user, host, hi.pid, cmd,
+			 hi.finished_ms >= 0 ? ", command finished" : "");
 		show_info_free(&hi);
 		return;
 	}
@@ -695,6 +721,17 @@ static void ttl_text(int64_t ms, char *out, size_t len)
 }
 
 /* ---- text ------------------------------------------------------------- */
+
+/* cmd + " (finished 2.0s ago)" */
+static void finished(int64_t then_ms, int64_t now_ms, char *cmd, size_t len)
+{
+	char ago[32];
+	size_t used = strlen(cmd);
+
+	show_ago(then_ms, now_ms, ago, sizeof ago);
+	if (used < len)
+		snprintf(cmd + used, len - used, " (finished %s)", ago);
+}
 
 static void print_holders(const struct status *s, const struct merged *m)
 {
@@ -730,6 +767,8 @@ static void print_holders(const struct status *s, const struct merged *m)
 			show_text(hi.host, strlen(hi.host), host, sizeof host);
 			show_text(hi.user, strlen(hi.user), user, sizeof user);
 			show_text(hi.command, hi.command_len, cmd, sizeof cmd);
+			if (hi.finished_ms >= 0)
+				finished(hi.finished_ms, s->wall_ms, cmd, sizeof cmd);
 			snprintf(pid, sizeof pid, "%lld", hi.pid);
 			show_ago(hi.since_ms, s->wall_ms, since, sizeof since);
 			snprintf(fence, sizeof fence, "%lld", mh->fence);
@@ -843,6 +882,8 @@ static void print_block(const struct status *s, const struct entry *e,
 	printf("%s: %s", name, m->state == ST_OTHER ? "not a lock" :
 	       m->state == ST_SPLIT ? "no majority" :
 	       m->state == ST_UNKNOWN ? "unknown" : state_names[m->state]);
+	if (all_finished(m))
+		printf(", command finished");
 	if (m->state == ST_OTHER) {
 		ttl_text(m->v->pttl_ms, ttl, sizeof ttl);
 		printf(" (a %s, %s): left alone", m->v->type, ttl);
@@ -969,6 +1010,8 @@ static void json_lock(struct json *j, const struct status *s,
 	json_cstr(j, e->keys[0]);
 	json_key(j, "state");
 	json_cstr(j, state_names[m->state]);
+	json_key(j, "command_finished");
+	json_bool(j, all_finished(m));
 	json_key(j, "type");
 	json_cstr(j, m->state == ST_UNKNOWN ? NULL : m->v->type);
 	json_key(j, "mode");
@@ -999,6 +1042,8 @@ static void json_lock(struct json *j, const struct status *s,
 		json_key(j, "foreign");
 		json_bool(j, !mh->h->info);
 		json_info(j, mh->h->info, mh->h->info_len);
+		json_key(j, "finished_ms");
+		json_int_or_null(j, finished_ms(mh->h));
 		json_key(j, "ttl_ms");
 		json_int_or_null(j, mh->left_ms);
 		json_key(j, "fence");

@@ -351,5 +351,6 @@ int supervise(struct job *job, const struct watch *w)
 	if (sv.timer_fd >= 0)
 		close(sv.timer_fd);
 	job->term_signal = sv.lost ? 0 : sv.signaled;
+	job->lost = sv.lost;
 	return sv.lost ? sv.exit : sv.status;
 }

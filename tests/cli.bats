@@ -64,6 +64,12 @@ usage_error() {
 @test "--kill-after -1 is refused" { usage_error -S "$U" --kill-after -1 K touch "$M"; }
 @test "--max-hold x is refused" { usage_error -S "$U" --max-hold x K touch "$M"; }
 @test "--wait-replicas x is refused" { usage_error -S "$U" --wait-replicas x K touch "$M"; }
+@test "--min-hold -1 is refused" { usage_error -S "$U" --min-hold -1 K touch "$M"; }
+@test "--min-hold abc is refused" { usage_error -S "$U" --min-hold abc K touch "$M"; }
+@test "--min-hold 1e3 is refused" { usage_error -S "$U" --min-hold 1e3 K touch "$M"; }
+@test "--min-hold '' is refused" { usage_error -S "$U" --min-hold '' K touch "$M"; }
+@test "--unavailable maybe is refused" { usage_error -S "$U" --unavailable maybe K touch "$M"; }
+@test "--unavailable '' is refused" { usage_error -S "$U" --unavailable= K touch "$M"; }
 @test "--node-timeout equal to --ttl is refused" { usage_error -S "$U" -t 1 --node-timeout 1 K touch "$M"; }
 @test "--node-timeout above --ttl is refused" { usage_error -S "$U" -t 1 --node-timeout 2 K touch "$M"; }
 
@@ -124,6 +130,55 @@ usage_error() {
 @test "a bad ttl in the config file is refused" {
 	printf 'servers = %s\nttl = soon\n' "$U" >"$T/conf"
 	usage_error --config "$T/conf" K touch "$M"
+}
+
+@test "--min-hold and --unavailable name the values they take" {
+	usage_error -S "$U" --min-hold -1 K touch "$M"
+	assert_equal "$stderr" "dlock: bad --min-hold '-1': 0 (off) or seconds, up to 315360000"
+	usage_error -S "$U" --min-hold abc K touch "$M"
+	assert_equal "$stderr" "dlock: bad --min-hold 'abc': 0 (off) or seconds, up to 315360000"
+	usage_error -S "$U" --unavailable maybe K touch "$M"
+	assert_equal "$stderr" "dlock: bad --unavailable 'maybe': fail or run"
+	usage_error -S "$U" --unavailable RUN K touch "$M"
+	assert_equal "$stderr" "dlock: bad --unavailable 'RUN': fail or run"
+}
+
+@test "--min-hold longer than the lease is refused: it is never lengthened" {
+	usage_error -S "$U" --min-hold 31 K touch "$M"
+	assert_equal "$stderr" "dlock: --min-hold 31 is longer than the lease (--ttl 30): give --ttl 31 or more"
+	usage_error -S "$U" -t 2 --min-hold 2.5 K touch "$M"
+	assert_equal "$stderr" "dlock: --min-hold 2.5 is longer than the lease (--ttl 2): give --ttl 2.5 or more"
+	printf 'servers = %s\nmin-hold = 60\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	# as long as the lease is fine, and 0 is off
+	run -0 dlock -S "$U" -t 2 --min-hold 2 K touch "$M"
+	rm "$M"
+	run -0 dlock --config "$T/conf" --min-hold 0 K2 touch "$M"	# overrides the file's
+}
+
+@test "bad min-hold and unavailable in the config file are refused" {
+	printf 'servers = %s\nmin-hold = -1\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	assert_equal "$stderr" "dlock: config: bad min-hold '-1': 0 (off) or seconds, up to 315360000"
+	printf 'servers = %s\nunavailable = maybe\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	assert_equal "$stderr" "dlock: config: bad unavailable 'maybe': fail or run"
+	# in every form, as a bad ttl is
+	usage_error status --config "$T/conf" K
+}
+
+@test "--min-hold and --unavailable are the run form's alone" {
+	local form
+	for form in status history release acquire extend; do
+		usage_error "$form" -S "$U" --min-hold 5 K
+		assert_equal "$stderr" "dlock: --min-hold does not apply to 'dlock $form'"
+		usage_error "$form" -S "$U" --unavailable run K
+		assert_equal "$stderr" "dlock: --unavailable does not apply to 'dlock $form'"
+	done
+	# the config file's are for the jobs: the other forms leave them be
+	printf 'servers = %s\nmin-hold = 60\nunavailable = run\n' "$U" >"$T/conf"
+	run -1 --separate-stderr dlock status --config "$T/conf" K
+	assert_output 'K: free'
 }
 
 @test "a missing --config file is refused, naming it" {

@@ -99,9 +99,9 @@ function __dlock_key_index
                 set i (math $i + 1)
             case '--*=*'
             case --limit --wait --timeout --conflict-exit-code --ttl --on-lost \
-                    --kill-after --max-hold --server --prefix --config \
+                    --kill-after --max-hold --min-hold --server --prefix --config \
                     --password-file --node-timeout --wait-replicas --history \
-                    --count --token --command
+                    --unavailable --count --token --command
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -198,6 +198,7 @@ complete -c dlock -n '__dlock_takes run acquire extend' -s t -l ttl -r -f -d 'Le
 complete -c dlock -n '__dlock_takes run' -l on-lost -r -f -a '(__dlock_signals)' -d 'Signal for the command when the lease is lost'
 complete -c dlock -n '__dlock_takes run' -l kill-after -r -f -d 'SIGKILL that long after --on-lost (default 5)'
 complete -c dlock -n '__dlock_takes run' -l max-hold -r -f -d 'Stop renewing after SECONDS'
+complete -c dlock -n '__dlock_takes run' -l min-hold -r -f -d 'Keep the lock SECONDS after acquiring it'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -s S -l server -r -f -d 'Redis server URL; repeat for RedLock'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l prefix -r -f -d 'Key prefix (default dlock:)'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l config -r -F -d 'Config file'
@@ -205,6 +206,7 @@ complete -c dlock -n '__dlock_takes run status history release acquire extend' -
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l node-timeout -r -f -d 'Deadline for one server\'s answer'
 complete -c dlock -n '__dlock_takes run acquire' -l wait-replicas -r -f -d 'Count an acquisition once N replicas have it'
 complete -c dlock -n '__dlock_takes run acquire' -l history -r -f -d 'Keep the lock'"'"'s last N events'
+complete -c dlock -n '__dlock_takes run' -l unavailable -r -f -a 'fail\t"Exit 69 (default)" run\t"Run without the lock"' -d 'When no server answers'
 complete -c dlock -n __dlock_after_key -s c -l command -r -f -d 'Run STRING with $SHELL -c (right after KEY)'
 complete -c dlock -n '__dlock_takes run' -s o -l close -d 'Hold the lock until the command exits, not its whole group'
 complete -c dlock -n '__dlock_takes run' -s F -l no-fork -d 'The command replaces dlock and keeps its PID'

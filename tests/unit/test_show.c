@@ -50,6 +50,16 @@ static void info_ok(const char *s, const char *host, long long pid, const char *
 	show_info_free(&hi);
 }
 
+static void finished_is(const char *s, long long want)
+{
+	struct show_info hi;
+	int r = show_info_parse(s, strlen(s), &hi);
+
+	ok(r == 0 && hi.finished_ms == want, "holder info '%s' finished %lld (got %lld)",
+	   s, want, (long long)hi.finished_ms);
+	show_info_free(&hi);
+}
+
 static void info_bad(const char *s, size_t len)
 {
 	struct show_info hi;
@@ -99,6 +109,15 @@ int main(void)
 	/* an empty command, an empty fence */
 	info_ok("h\t1\tu\t2\t\t", "h", 1, "u", 2, "", -1);
 	info_ok("h\t1\tu\t2\tcmd\tnot-a-fence", "h", 1, "u", 2, "cmd\tnot-a-fence", -1);
+	/* --min-hold: the command finished, the lock kept */
+	info_ok("h\t1\tu\t2\tcmd\t42\t1722500000999", "h", 1, "u", 2, "cmd", 42);
+	finished_is("h\t1\tu\t2\tcmd\t42\t1722500000999", 1722500000999LL);
+	finished_is("h\t1\tu\t2\tcmd\t42", -1);
+	info_ok("h\t1\tu\t2\tcmd\t42\tlater", "h", 1, "u", 2, "cmd\t42\tlater", -1);
+	finished_is("h\t1\tu\t2\tcmd\t42\tlater", -1);
+	info_ok("h\t1\tu\t2\tcmd\tx\t7", "h", 1, "u", 2, "cmd\tx\t7", -1);
+	finished_is("h\t1\tu\t2\tcmd\tx\t7", -1);
+	info_ok("h\t1\tu\t2\tcmd\t42\t7\t8", "h", 1, "u", 2, "cmd\t42\t7\t8", -1);
 	info_bad("", 0);
 	info_bad("3f2a9c0e", 8);
 	info_bad("h\tpid\tu\t2\tcmd", 13);

@@ -1,0 +1,336 @@
+#!/usr/bin/env bats
+# minhold.bats - --min-hold: a job that ends sooner leaves the lock taken
+# until the minimum is over, its lease shortened to what is left (in every
+# mode, and with RedLock), shown by dlock status as "command finished";
+# a longer job, a lost lease and an explicit release end it at once.
+# --unavailable run: the command runs without the lock when no server can
+# be reached, never when the lock is held.
+
+load helpers
+load redlock_helpers	# dlk, start_servers, kill_server
+load modes_helpers	# start_monitor
+
+setup() {
+	common_setup
+	start_redis r
+	U=$(sock_url r)
+	M=$T/marker
+}
+
+until_ms() {	# until_ms T: sleep until now_ms reaches T
+	local left=$(($1 - $(now_ms)))
+	((left <= 0)) || sleep "$((left / 1000)).$(printf '%03d' $((left % 1000)))"
+}
+
+# pttl_within NAME KEY LOW HIGH: KEY's PTTL on server NAME is in [LOW, HIGH]
+pttl_within() {
+	local ms; ms=$(rcli "$1" pttl "$2")
+	((ms >= $3 && ms <= $4)) || fail "$1: $2 has PTTL $ms, not $3 to $4"
+}
+
+# left_of NAME KEY T0 MIN JOB: KEY's PTTL is what is left of MIN ms since
+# T0, before which it was acquired, after a job of at least JOB ms
+left_of() {
+	local ms t
+	ms=$(rcli "$1" pttl "$2")
+	t=$(now_ms)
+	((ms >= $4 - (t - $3) - 50 && ms <= $4 - $5 + 50)) ||
+		fail "$1: $2 has PTTL $ms, $((t - $3)) ms after T0: not what is left of $4"
+}
+
+# fields NAME TOKEN: how many tab-separated fields K's holder info has
+fields() { rcli "$1" hget '{dlock:K}:owner' "$2" | awk -F'\t' '{ print NF }'; }
+
+@test "--min-hold 5: a 0.1 s job keeps the lock 5 s from acquisition, no longer" {
+	local t0 t1
+	t0=$(now_ms)
+	run -0 --separate-stderr dlock -S "$U" --min-hold 5 K sleep 0.1
+	assert_equal "$stderr" ''
+	t1=$(now_ms)
+	((t1 - t0 < 4000)) || fail "dlock took $((t1 - t0)) ms: it waited for the minimum"
+	# what is left of the minimum, not the 30 s lease: at least the 0.1 s
+	# job has passed, and at most the time since t0
+	left_of r dlock:K "$t0" 5000 100
+	left_of r '{dlock:K}:owner' "$t0" 5000 100
+	until_ms $((t0 + 2000))
+	run -1 dlock -S "$U" -n K touch "$M"
+	[[ ! -e $M ]] || fail "a second caller ran the job 2 s later"
+	wait_until 10 key_gone r dlock:K || fail "the lock is still there 10 s later"
+	(($(now_ms) - t0 >= 4950)) || fail "the lock went after $(($(now_ms) - t0)) ms"
+	key_gone r '{dlock:K}:owner' || fail "the holder info outlived the lock"
+	run -0 dlock -S "$U" -n K touch "$M"
+	[[ -e $M ]] || fail "the job did not run once the minimum was over"
+	# the history has the release as ever: exit status, how long it held
+	run -0 dlock history -S "$U" --json K
+	[[ $output == *'"event":"released"'*'"exit":0,'* ]] || fail "history: $output"
+}
+
+@test "a failing 2 s job is kept too, for what is left; its status passes through" {
+	local t0
+	t0=$(now_ms)
+	run -3 dlock -S "$U" --min-hold 5 K sh -c 'sleep 2; exit 3'
+	key_exists r dlock:K || fail "the lock went with the job"
+	left_of r dlock:K "$t0" 5000 2000
+}
+
+@test "a job longer than the minimum releases at once" {
+	run -0 dlock -S "$U" --min-hold 0.3 K sleep 0.6
+	key_gone r dlock:K || fail "still held, PTTL $(rcli r pttl dlock:K)"
+	key_gone r '{dlock:K}:owner' || fail "the holder info is still there"
+	run -0 dlock -S "$U" -n K touch "$M"
+}
+
+@test "without --min-hold the lock goes with the job, as ever" {
+	run -0 dlock -S "$U" K true
+	key_gone r dlock:K || fail "still held"
+	run -0 dlock -S "$U" --min-hold 0 K true
+	key_gone r dlock:K || fail "--min-hold 0 kept it"
+}
+
+@test "the config file's min-hold applies; --min-hold 0 turns it off" {
+	printf 'servers = %s\nmin-hold = 5\n' "$U" >"$T/conf"
+	run -0 dlock --config "$T/conf" K true
+	pttl_within r dlock:K 1 5000
+	run -0 dlock --config "$T/conf" --min-hold 0 K2 true
+	key_gone r dlock:K2 || fail "--min-hold 0 did not override the file"
+}
+
+@test "a waiter is not woken when the job ends: it gets in when the minimum is over" {
+	local t0
+	t0=$(now_ms)
+	hold a -S "$U" --min-hold 6 K
+	wait_ready a
+	hold b -S "$U" K
+	wait_until 5 more_members r '{dlock:K}:alive' 0 || fail "b does not wait: $(cat "$T/b.err")"
+	start_monitor r "$T/monitor"
+	finish a
+	assert_equal "$bg_status" 0
+	# well inside the minimum: b still waits, the lock still a's
+	until_ms $((t0 + 3000))
+	[[ ! -e $T/b.ready ]] || fail "b got the lock while the minimum lasted"
+	assert_equal "$(rcli r get dlock:K)" "$(job_var a DLOCK_TOKEN)"
+	wait_ready b 15
+	(($(now_ms) - t0 >= 5950)) || fail "b got in after $(($(now_ms) - t0)) ms"
+	# nobody pushed a wake-up: b found the lease's end by itself
+	grep -q '"EVALSHA"' "$T/monitor" || fail "the monitor saw no script: $(cat "$T/monitor")"
+	! grep '"LPUSH" "{dlock:K}:wake' "$T/monitor" || fail "a waiter was woken"
+	finish b
+	assert_equal "$bg_status" 0
+}
+more_members() { (($(rcli "$1" zcard "$2") > $3)); }	# NAME KEY N
+
+@test "shared: the holder's lease is shortened; shared callers join, an exclusive one waits" {
+	local t0
+	t0=$(now_ms)
+	run -0 dlock -S "$U" -s --min-hold 5 S true
+	local now score
+	now=$(rcli r time | head -n 1)000
+	score=$(rcli r zrange dlock:S 0 -1 withscores | sed -n 2p)
+	((score - now <= 6000 && score - now > 0)) || fail "lease ends at $score, now $now"
+	pttl_within r dlock:S 1 5000
+	pttl_within r '{dlock:S}:mode' 1 5000
+	run -0 dlock -S "$U" -s -n S touch "$M"
+	[[ -e $M ]] || fail "a shared caller could not join"
+	run -1 dlock -S "$U" -n S true
+	wait_until 10 key_gone r dlock:S || fail "still held 10 s later"
+	(($(now_ms) - t0 >= 4950)) || fail "the lock went after $(($(now_ms) - t0)) ms"
+	run -0 dlock -S "$U" -n S true
+}
+
+@test "--limit: the slot stays taken until the minimum is over" {
+	local t0
+	t0=$(now_ms)
+	run -0 dlock -S "$U" --limit 1 --min-hold 5 L true
+	pttl_within r dlock:L 1 5000
+	pttl_within r '{dlock:L}:slots:0' 1 5000
+	assert_equal "$(rcli r zcard dlock:L)" 1
+	run -1 dlock -S "$U" --limit 1 -n L touch "$M"
+	[[ ! -e $M ]] || fail "a second holder got the only slot"
+	wait_until 10 key_gone r '{dlock:L}:slots:0' || fail "the slot is still taken"
+	(($(now_ms) - t0 >= 4950)) || fail "the slot went after $(($(now_ms) - t0)) ms"
+	run -0 dlock -S "$U" --limit 1 -n L touch "$M"
+	[[ -e $M ]] || fail "the slot was not free once the minimum was over"
+}
+
+@test "--fair: the head of the queue gets the lock when the minimum is over" {
+	local t0
+	t0=$(now_ms)
+	hold a -S "$U" --fair --min-hold 4 K
+	wait_ready a
+	hold b -S "$U" --fair K
+	wait_until 5 more_members r '{dlock:K}:queue' 0 || fail "b is not in the queue"
+	finish a
+	wait_ready b 15
+	(($(now_ms) - t0 >= 3950)) || fail "b got in after $(($(now_ms) - t0)) ms"
+	finish b
+}
+
+@test "dlock status: held, command finished (text and JSON)" {
+	hold a -S "$U" --min-hold 20 K
+	wait_ready a
+	local token
+	token=$(job_var a DLOCK_TOKEN)
+	# while the job runs: no word of it
+	run -0 dlock status -S "$U" K
+	refute_output --partial finished
+	run -0 --separate-stderr dlock status -S "$U" --json K
+	[[ $output == *'"command_finished":false'*'"finished_ms":null'* ]] || fail "$output"
+	finish a
+	assert_equal "$(fields r "$token")" 7
+	run -0 dlock status -S "$U" K
+	assert_line -n 0 --regexp '^K: held, command finished, exclusive, fencing counter [0-9]+$'
+	assert_line -n 2 --regexp "$T/job $T/a exit \(finished [0-9.]+s ago\)$"
+	run -0 dlock status -S "$U"
+	assert_line -n 1 --regexp "^K +held +exclusive +1 .*\), command finished$"
+	run -0 --separate-stderr dlock status -S "$U" --json K
+	"$PYTHON" -c 'import json, sys
+l = json.loads(sys.argv[1])["locks"][0]
+h = l["holders"][0]
+assert l["state"] == "held" and l["command_finished"] is True, l
+assert h["finished_ms"] >= h["since_ms"] > 0 and h["command"].endswith(" exit"), h
+assert 0 < h["ttl_ms"] <= 20000, h' "$output" || fail "$output"
+}
+
+@test "dlock release --token ends a kept lock at once" {
+	run -0 dlock -S "$U" --min-hold 20 K true
+	local token
+	token=$(rcli r get dlock:K)
+	[[ -n $token ]] || fail "no lock kept"
+	run -0 --separate-stderr dlock release -S "$U" --token "$token" K
+	key_gone r dlock:K || fail "still held"
+	key_gone r '{dlock:K}:owner' || fail "the holder info is still there"
+	# the job's release is in the history already: not a second one
+	assert_equal "$(rcli r xlen '{dlock:K}:history')" 2	# acquired, released
+	run -0 dlock -S "$U" -n K true
+}
+
+@test "a lost lease is not kept: --max-hold ends the lock at once" {
+	run -75 --separate-stderr dlock -S "$U" --min-hold 20 --max-hold 0.3 K sleep 10
+	key_gone r dlock:K || fail "kept after the lease was lost, PTTL $(rcli r pttl dlock:K)"
+	run -0 dlock -S "$U" -n K true
+}
+
+@test "-F: the helper keeps the lock for the minimum too" {
+	run -0 dlock -S "$U" -F --min-hold 5 K true
+	# the helper releases once the command has exited: soon after
+	wait_until 5 eval '[[ $(fields r "$(rcli r get dlock:K)") == 7 ]]' ||
+		fail "not kept: $(rcli r hgetall '{dlock:K}:owner')"
+	pttl_within r dlock:K 1 5000
+}
+
+@test "RedLock over 3 servers: each keeps what is left of the minimum" {
+	start_servers 3
+	local t0 s
+	t0=$(now_ms)
+	run -0 dlk "${SRV[@]}" --min-hold 4 K true
+	for s in r1 r2 r3; do
+		pttl_within "$s" dlock:K 1 4000
+	done
+	run -1 dlk "${SRV[@]}" -n K true
+	run -0 dlock status "${SRV[@]}" K
+	assert_line -n 0 --regexp '^K: held, command finished, exclusive, fencing counter [0-9]+; 3 of 3 servers agree$'
+	# one server down: the majority still keeps it
+	kill_server r3
+	run -1 dlk "${SRV[@]}" -n K true
+	wait_until 10 lock_keys_gone r1 r2 || fail "still held 10 s later"
+	(($(now_ms) - t0 >= 3950)) || fail "the lock went after $(($(now_ms) - t0)) ms"
+	run -0 --separate-stderr dlk "${SRV[@]}" -n K true
+}
+
+@test "README's cron line, on two hosts whose crons fire a second apart, runs the job once" {
+	local line words w
+	line=$(grep -m 1 '^    \*/5 \* \* \* \* dlock .*--min-hold' "$BATS_TEST_DIRNAME/../README.md") ||
+		fail "README has no cron line with --min-hold"
+	read -ra words <<<"${line#*\* \* \* \* }"
+	for w in "${!words[@]}"; do	# this test's server, a job that counts its runs
+		[[ ${words[w]} != redis://* ]] || words[w]=$U
+	done
+	printf '#!/bin/sh\necho run >>%s\n' "$T/runs" >"$T/sync"
+	chmod +x "$T/sync"
+	words[-1]=$T/sync
+	run -0 "${words[@]}"
+	sleep 1	# the late host
+	run -1 --separate-stderr "${words[@]}"
+	assert_equal "$stderr" ''
+	assert_equal "$(wc -l <"$T/runs")" 1
+}
+
+# ---- --unavailable -------------------------------------------------------
+
+NOWHERE_URL() { echo "unix:$T/nowhere/sock"; }
+
+@test "--unavailable run: no server, the command runs without the lock, its status returned" {
+	local N; N=$(NOWHERE_URL)
+	# what the child sees: no token, no fence (also none inherited)
+	DLOCK_FENCE=41 DLOCK_TOKEN=t run -3 --separate-stderr dlock -S "$N" -n \
+		--unavailable run K sh -c 'echo "[$DLOCK_KEY] [$DLOCK_TOKEN] [${DLOCK_FENCE-unset}] [$DLOCK_JOB]"; exit 3'
+	[[ $output =~ ^\[dlock:K\]\ \[\]\ \[unset\]\ \[[1-9][0-9]*\]$ ]] ||
+		fail "DLOCK_KEY, _TOKEN, _FENCE, _JOB: $output"
+	assert_equal "$stderr" "dlock: K: lock service unavailable ($N: no such file or directory); running without the lock"
+	# without -n: after the bounded tries (about 3 s), once
+	run -0 --separate-stderr dlock -S "$N" --unavailable run K touch "$M"
+	[[ -e $M ]] || fail "the command did not run"
+	((${#stderr_lines[@]} == 1)) || fail "want one warning, got: $stderr"
+	# -w: the tries the wait allows
+	rm "$M"
+	run -0 --separate-stderr dlock -S "$N" -w 0.5 --unavailable run K touch "$M"
+	[[ -e $M ]] || fail "-w: the command did not run"
+}
+
+@test "--unavailable fail, the default: 69, the command does not run" {
+	local N; N=$(NOWHERE_URL)
+	run -69 --separate-stderr dlock -S "$N" -n K touch "$M"
+	run -69 --separate-stderr dlock -S "$N" -n --unavailable fail K touch "$M"
+	assert_equal "$stderr" "dlock: K: $N: no such file or directory"
+	# the command line wins over the config file
+	printf 'servers = %s\nunavailable = run\n' "$N" >"$T/conf"
+	run -69 --separate-stderr dlock --config "$T/conf" -n --unavailable fail K touch "$M"
+	[[ ! -e $M ]] || fail "the command ran"
+	run -0 --separate-stderr dlock --config "$T/conf" -n K touch "$M"
+	[[ -e $M ]] || fail "the config file's unavailable = run did not apply"
+}
+
+@test "--unavailable run: a lock held by another is still held" {
+	hold a -S "$U" K
+	wait_ready a
+	run -1 --separate-stderr dlock -S "$U" -n --unavailable run K touch "$M"
+	assert_equal "$stderr" ''
+	run -1 --separate-stderr dlock -S "$U" -w 0.3 --unavailable run K touch "$M"
+	[[ ! -e $M ]] || fail "the command ran"
+	finish a
+}
+
+@test "--unavailable run: not for refused credentials, nor a lost lease" {
+	start_redis p --requirepass sekrit
+	run -77 --separate-stderr dlock -S "unix:$T/p/sock" -n --unavailable run K touch "$M"
+	[[ ! -e $M ]] || fail "the command ran with credentials refused"
+	hold a -S "$U" --unavailable run K
+	wait_ready a
+	run -0 --separate-stderr dlock release -S "$U" --force K
+	reap a
+	assert_equal "$bg_status" 75
+}
+
+@test "--unavailable run with RedLock: not while a server that answers says held" {
+	start_servers 3
+	hold a "${SRV[@]}" K
+	wait_ready a
+	kill_server r2
+	kill_server r3
+	# one of three answers, and it says held: no majority, but no run
+	run -69 --separate-stderr dlk "${SRV[@]}" -n --unavailable run K touch "$M"
+	[[ ! -e $M ]] || fail "the command ran while a server said the lock is held"
+	# a free lock on the one server left: the command runs, unlocked
+	run -0 --separate-stderr dlk "${SRV[@]}" -n --unavailable run K2 touch "$M"
+	[[ -e $M ]] || fail "the command did not run"
+	[[ $stderr == *'1 of 3 servers answered, 2 needed'*'running without the lock' ]] ||
+		fail "stderr: $stderr"
+	key_gone r1 dlock:K2 || fail "a minority's grant was left behind"
+}
+
+@test "--unavailable run -F: the command takes dlock's place" {
+	start_bg f -S "$(NOWHERE_URL)" -n -F --unavailable run K sh -c 'echo $$ >"$0"; exit 4' "$T/f.pid"
+	reap f
+	assert_equal "$bg_status" 4
+	assert_equal "$(<"$T/f.pid")" "$(<"$T/f.dlock")"
+}
