@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include "tls.h"
 #include "url.h"
 
 #define DEFAULT_SERVER "redis://127.0.0.1:6379"
@@ -26,11 +27,14 @@ struct config_flags {
 	int64_t node_timeout_ms;
 	long history;		/* --history N; -1 when not given */
 	bool verbose;
+	const char *tls_ca, *tls_cert, *tls_key;	/* --tls-ca, ... */
+	bool tls_insecure;
 };
 
 /* What one config file says; strings point into the file's text. */
 struct config_file {
 	char *servers, *prefix, *ttl, *password_file, *node_timeout, *history;
+	char *tls_ca, *tls_cert, *tls_key, *tls_insecure;
 	char servers_from[256];	/* the file that named the servers */
 };
 
@@ -43,6 +47,8 @@ struct settings {
 	int64_t node_timeout_ms;
 	long history;		/* events kept per lock; 0: none */
 	char servers_from[256];	/* --server, DLOCK_SERVERS, a file, the default */
+	bool tls;		/* a rediss:// URL is among urls: tls_init() */
+	struct tls_options tls_opts;	/* strings owned */
 };
 
 /* Parses a config file's text in place ("name = value" lines, '#' comments).

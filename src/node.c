@@ -25,6 +25,7 @@
 #include <hiredis/sds.h>
 #include "clock.h"
 #include "node.h"
+#include "tls.h"
 
 #define MAX_ARGS 24
 
@@ -40,6 +41,11 @@ int node_fd(const struct node *n)
 
 void node_close(struct node *n)
 {
+	tls_free(n->tls);
+	n->tls = NULL;
+	n->connecting = n->handshaking = false;
+	n->tls_write_wait = 0;
+	n->tls_wlen = 0;
 	if (n->c)
 		redisFree(n->c);
 	n->c = NULL;
@@ -304,7 +310,9 @@ static int sentinel_resolve(struct node *n, struct url_addr *master)
 	return -1;
 }
 
-static int tcp_start(struct node *n, const struct url_addr *a)
+/* A connection to a, started; for rediss://, a TLS session on it for
+ * host, whose handshake node_step() does once the connect is done. */
+static int tcp_start(struct node *n, const struct url_addr *a, const char *host)
 {
 	int fd = tcp_socket(a);
 
@@ -323,6 +331,16 @@ static int tcp_start(struct node *n, const struct url_addr *a)
 	/* redisConnectFd() takes the socket for a blocking one: EAGAIN would
 	 * be an error. */
 	n->c->flags &= ~REDIS_BLOCK;
+	if (n->url->tls) {
+		char why[384];
+
+		n->tls = tls_new(fd, host, why, sizeof why);
+		if (!n->tls) {
+			fail(n, EX_OSERR, "%s", why);
+			return -1;
+		}
+		n->connecting = true;
+	}
 	return 0;
 }
 
@@ -336,7 +354,7 @@ static int connect_start(struct node *n)
 	case URL_SENTINEL:
 		if (sentinel_resolve(n, &master) < 0)
 			return -1;
-		return tcp_start(n, &master);
+		return tcp_start(n, &master, NULL);	/* no TLS */
 	case URL_TCP:
 		if (n->resolve_err[0]) {
 			/* node_resolve() just tried: report, look again next time */
@@ -349,7 +367,7 @@ static int connect_start(struct node *n)
 			fail(n, EX_UNAVAILABLE, "%s", why);
 			return -1;
 		}
-		return tcp_start(n, &u->addr);
+		return tcp_start(n, &u->addr, u->host);
 	case URL_UNIX:
 		break;
 	}
@@ -434,11 +452,41 @@ static void queue_round(struct node *n)
 	}
 }
 
+/* TLS: writes what hiredis queued, once the handshake is done (until
+ * then node_step() drives the connection, and writes after it). */
+static void tls_flush(struct node *n)
+{
+	char why[384];
+
+	if (n->connecting || n->handshaking)
+		return;
+	while (sdslen(n->c->obuf) > 0) {
+		/* a write to retry passes the same bytes again (OpenSSL) */
+		size_t len = n->tls_wlen ? n->tls_wlen : sdslen(n->c->obuf);
+		ssize_t w = tls_write(n->tls, n->c->obuf, len, &n->tls_write_wait,
+				      why, sizeof why);
+
+		if (w == TLS_WANT) {
+			n->tls_wlen = len;
+			return;
+		}
+		if (w < 0) {
+			fail(n, EX_UNAVAILABLE, "%s", why);
+			return;
+		}
+		sdsrange(n->c->obuf, (int)w, -1);
+		n->tls_wlen = 0;
+		n->tls_write_wait = 0;
+	}
+}
+
 static void flush(struct node *n)
 {
 	int done = 0;
 
-	if (sdslen(n->c->obuf) > 0 && redisBufferWrite(n->c, &done) != REDIS_OK)
+	if (n->tls)
+		tls_flush(n);
+	else if (sdslen(n->c->obuf) > 0 && redisBufferWrite(n->c, &done) != REDIS_OK)
 		fail(n, EX_UNAVAILABLE, "%s", n->c->errstr);
 }
 
@@ -464,6 +512,13 @@ short node_events(const struct node *n)
 {
 	if (n->state != NODE_BUSY)
 		return 0;
+	if (n->tls && n->connecting)
+		return POLLOUT;
+	if (n->tls && n->handshaking)
+		return n->tls_read_wait;
+	if (n->tls)
+		return (short)(n->tls_read_wait | (sdslen(n->c->obuf) == 0 ? 0 :
+			       n->tls_write_wait ? n->tls_write_wait : POLLOUT));
 	return (short)(POLLIN | (sdslen(n->c->obuf) > 0 ? POLLOUT : 0));
 }
 
@@ -579,12 +634,95 @@ static bool take_reply(struct node *n, redisReply *r)
 	return true;
 }
 
-void node_step(struct node *n, short revents)
+/* The replies the reader has whole, in order. */
+static void take_replies(struct node *n)
 {
 	void *r;
 
+	for (;;) {
+		if (redisGetReplyFromReader(n->c, &r) != REDIS_OK) {
+			fail(n, EX_SOFTWARE, "bad reply: %s", n->c->errstr);
+			return;
+		}
+		if (!r || !take_reply(n, r))
+			return;
+	}
+}
+
+/* TLS: feeds the reply reader all that can be read now. Bytes OpenSSL
+ * has decrypted and holds do not make the socket readable: left there,
+ * they would wait for a poll() that never wakes. Returns 0, or -1 with
+ * why when the connection is over (what was read before still counts). */
+static int tls_receive(struct node *n, char *why, size_t whylen)
+{
+	char buf[16 * 1024];
+
+	for (;;) {
+		ssize_t r = tls_read(n->tls, buf, sizeof buf, &n->tls_read_wait,
+				     why, whylen);
+
+		if (r == TLS_WANT)
+			return 0;
+		if (r <= 0)
+			return -1;
+		if (redisReaderFeed(n->c->reader, buf, (size_t)r) != REDIS_OK) {
+			snprintf(why, whylen, "%s", "out of memory");
+			return -1;
+		}
+	}
+}
+
+/* TLS: the connect, then the handshake, then the round's writes and
+ * reads. Any readiness may be what OpenSSL waited for (a read may need a
+ * write, and the other way round): both are tried. */
+static void tls_step(struct node *n)
+{
+	char why[384];
+	int e = 0, r;
+	socklen_t elen = sizeof e;
+
+	if (n->connecting) {
+		if (getsockopt(n->c->fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
+			e = errno;
+		if (e) {
+			fail(n, EX_UNAVAILABLE, "%s", strerror(e));
+			return;
+		}
+		n->connecting = false;
+		n->handshaking = true;
+	}
+	if (n->handshaking) {
+		r = tls_handshake(n->tls, &n->tls_read_wait, why, sizeof why);
+		if (r == TLS_WANT)
+			return;
+		if (r < 0) {
+			fail(n, EX_UNAVAILABLE, "%s", why);
+			return;
+		}
+		n->handshaking = false;
+		n->tls_read_wait = POLLIN;
+	}
+	tls_flush(n);
 	if (n->state != NODE_BUSY)
 		return;
+	r = tls_receive(n, why, sizeof why);
+	take_replies(n);
+	/* Gone after the round's last reply: the next round connects anew
+	 * rather than fail on it. */
+	if (r < 0 && n->state == NODE_BUSY)
+		fail(n, EX_UNAVAILABLE, "%s", why);
+	else if (r < 0 && n->state == NODE_DONE)
+		node_close(n);
+}
+
+void node_step(struct node *n, short revents)
+{
+	if (n->state != NODE_BUSY)
+		return;
+	if (n->tls) {
+		tls_step(n);
+		return;
+	}
 	if (revents & POLLOUT) {
 		flush(n);
 		if (n->state != NODE_BUSY)
@@ -597,20 +735,15 @@ void node_step(struct node *n, short revents)
 		     n->c->errstr[0] ? n->c->errstr : "connection lost");
 		return;
 	}
-	for (;;) {
-		if (redisGetReplyFromReader(n->c, &r) != REDIS_OK) {
-			fail(n, EX_SOFTWARE, "bad reply: %s", n->c->errstr);
-			return;
-		}
-		if (!r || !take_reply(n, r))
-			return;
-	}
+	take_replies(n);
 }
 
 void node_check_deadline(struct node *n, int64_t now_ms)
 {
 	if (n->state == NODE_BUSY && now_ms >= n->deadline_ms)
-		fail(n, EX_UNAVAILABLE, "no answer in time (--node-timeout)");
+		fail(n, EX_UNAVAILABLE, "%s", n->tls && n->handshaking ?
+		     "TLS handshake: no answer in time (--node-timeout; does the server speak TLS on that port?)" :
+		     "no answer in time (--node-timeout)");
 }
 
 void node_end(struct node *n)
@@ -626,9 +759,11 @@ void node_end(struct node *n)
 int node_read_pushes(struct node *n)
 {
 	int count = 0;
+	char why[384];
 	void *r;
 
-	if (!n->c || redisBufferRead(n->c) != REDIS_OK) {
+	if (!n->c || (n->tls ? tls_receive(n, why, sizeof why) < 0 :
+		      redisBufferRead(n->c) != REDIS_OK)) {
 		node_close(n);
 		return -1;
 	}

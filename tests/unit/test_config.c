@@ -46,7 +46,14 @@ int main(void)
 		 "# ttl = 99\n"
 		 "ttl =  7  \n"
 		 "password-file = /etc/dlock.pw\n"
+		 "tls-ca = /etc/ssl/redis-ca.pem\n"
+		 "tls-cert = /etc/dlock/client.crt\n"
+		 "tls-key = /etc/dlock/client.key\n"
+		 "tls-insecure = no\n"
 		 "node-timeout = 0.2") == 0, "a full file parses (%s)", err);
+	ok(is(cf.tls_ca, "/etc/ssl/redis-ca.pem") && is(cf.tls_cert, "/etc/dlock/client.crt") &&
+	   is(cf.tls_key, "/etc/dlock/client.key") && is(cf.tls_insecure, "no"),
+	   "tls-ca, tls-cert, tls-key, tls-insecure");
 	ok(is(cf.servers, "redis://a:1, redis://b:2"), "servers (got \"%s\")",
 	   cf.servers ? cf.servers : "(null)");
 	ok(is(cf.prefix, "jobs:"), "prefix without spaces around '='");

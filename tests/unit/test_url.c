@@ -114,6 +114,15 @@ int main(void)
 		   u.master);
 	}
 
+	/* TLS: the same URLs, over TLS; plain ones are not */
+	tcp_ok("rediss://alice:pw@[::1]:6390/2", "::1", 6390, 2, "alice", "pw", 1);
+	ok(parse("rediss://h:6380/1") == 0 && u.tls == 1 &&
+	   strcmp(u.text, "rediss://h:6380/1") == 0,
+	   "rediss://h:6380/1: TLS, and its text says so (\"%.512s\")", u.text);
+	ok(parse("redis://h") == 0 && u.tls == 0, "redis://h: no TLS");
+	ok(parse("unix:/tmp/x.sock") == 0 && u.tls == 0, "unix: no TLS");
+	ok(parse("redis-sentinel://h1/m") == 0 && u.tls == 0, "redis-sentinel://: no TLS");
+
 	bad("");
 	bad("redis://");
 	bad("redis://:@");
@@ -149,8 +158,9 @@ int main(void)
 	memset(long_s + 8, 'h', 300);
 	bad(long_s);
 
-	ok(parse("rediss://h:6380") == -1 && strstr(err, "TLS"),
-	   "rediss:// is refused, naming TLS (%s)", err);
+	bad("rediss://");
+	bad("rediss-sentinel://h1");
+	bad("rediss:/h");
 	ok(parse("redis://:s3cr3t@h:0") == -1 && !strstr(err, "s3cr3t"),
 	   "an error does not echo the password (%s)", err);
 
