@@ -154,7 +154,8 @@ static void usage(void)
 "  -V, --version                show the version\n"
 "\n"
 "URLs: redis://[[user]:password@]host[:port][/db], unix:/path[?db=N],\n"
-"      redis-sentinel://host:port[,host:port...]/MASTER; rediss:// for TLS\n"
+"      redis-sentinel://host:port[,host:port...]/MASTER; rediss:// and\n"
+"      rediss-sentinel:// for TLS\n"
 "Environment: DLOCK_SERVERS, DLOCK_PASSWORD, DLOCK_PREFIX.\n"
 "See dlock(1).\n", stdout);
 	exit(EX_OK);

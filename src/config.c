@@ -97,13 +97,16 @@ int config_parse(char *text, struct config_file *cf, char *err, size_t errlen)
 
 /* The length of the URL that starts at p. A comma or blank ends it, but
  * for the commas that separate a sentinel URL's sentinels, before its '/':
- * "redis-sentinel://h1:26379,h2:26379/mymaster,unix:/x" is two URLs. */
+ * "redis-sentinel://h1:26379,h2:26379/mymaster,unix:/x" is two URLs (and
+ * so with rediss-sentinel://). */
 static size_t url_length(const char *p, const char *seps)
 {
 	size_t len = 0;
 
-	if (strncmp(p, "redis-sentinel://", 17) == 0) {
-		len = 17 + strcspn(p + 17, "/ \t\n");
+	if (strncmp(p, "redis-sentinel://", 17) == 0 ||
+	    strncmp(p, "rediss-sentinel://", 18) == 0) {
+		len = p[5] == 's' ? 18 : 17;	/* past "://" */
+		len += strcspn(p + len, "/ \t\n");
 		if (p[len] != '/')
 			return len;	/* no master name: url_parse says so */
 	}
@@ -344,7 +347,7 @@ static int resolve_tls(const struct config_flags *fl, const struct config_file *
 	for (size_t i = 0; i < st->n_urls; i++)
 		st->tls |= st->urls[i].tls;
 	if (flag && !st->tls) {
-		snprintf(err, errlen, "%s: no server is rediss:// (servers from %s)",
+		snprintf(err, errlen, "%s: no server is rediss:// or rediss-sentinel:// (servers from %s)",
 			 flag, st->servers_from);
 		return -1;
 	}

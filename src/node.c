@@ -257,7 +257,128 @@ static redisContext *sentinel_connect(const struct url_addr *a, int64_t left_ms,
 	return c;
 }
 
-/* Asks the sentinels, one after another, for the master's address. */
+/* Waits until fd is ready for events, or fails at deadline_ms. Returns 0,
+ * or -1 with why. */
+static int wait_for(int fd, short events, int64_t deadline_ms, char *why,
+		    size_t whylen)
+{
+	struct pollfd pfd = { fd, events, 0 };
+	int64_t left_ms;
+	int r;
+
+	do {
+		left_ms = deadline_ms - clock_now_ms();
+		r = poll(&pfd, 1, left_ms > 0 ? clock_poll_ms(left_ms) : 0);
+	} while (r < 0 && errno == EINTR);
+	if (r > 0)
+		return 0;
+	snprintf(why, whylen, "%s", r == 0 ? "no answer in time (--node-timeout)" :
+		 strerror(errno));
+	log_lower_first(why);
+	return -1;
+}
+
+/* One question to a sentinel over TLS (rediss-sentinel://), each step
+ * with poll() and the deadline: connect, handshake, command, reply.
+ * Returns the reply, or NULL with why. */
+static redisReply *sentinel_ask_tls(const struct url_addr *a, const char *host,
+				    const char *master, int64_t deadline_ms,
+				    char *why, size_t whylen)
+{
+	int fd = tcp_socket(a), e = 0, r, len = -1;
+	socklen_t elen = sizeof e;
+	struct tls *t = NULL;
+	redisReader *reader = NULL;
+	void *reply = NULL;
+	char *cmd = NULL, buf[4096];
+	short ev = POLLOUT;
+
+	if (fd < 0) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		log_lower_first(why);
+		return NULL;
+	}
+	if (wait_for(fd, POLLOUT, deadline_ms, why, whylen) < 0)
+		goto out;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
+		e = errno;
+	if (e) {
+		snprintf(why, whylen, "%s", strerror(e));
+		log_lower_first(why);
+		goto out;
+	}
+	if (!(t = tls_new(fd, host, why, whylen)))
+		goto out;
+	while ((r = tls_handshake(t, &ev, why, whylen)) == TLS_WANT)
+		if (wait_for(fd, ev, deadline_ms, why, whylen) < 0)
+			goto out;
+	if (r < 0)
+		goto out;
+	len = redisFormatCommand(&cmd, "SENTINEL get-master-addr-by-name %s", master);
+	reader = redisReaderCreate();
+	if (len < 0 || !reader) {
+		snprintf(why, whylen, "out of memory");
+		goto out;
+	}
+	for (int done = 0; done < len;) {
+		ssize_t n = tls_write(t, cmd + done, (size_t)(len - done), &ev, why, whylen);
+
+		if (n > 0)
+			done += (int)n;
+		else if (n != TLS_WANT || wait_for(fd, ev, deadline_ms, why, whylen) < 0)
+			goto out;
+	}
+	while (!reply) {
+		ssize_t n = tls_read(t, buf, sizeof buf, &ev, why, whylen);
+
+		if (n == TLS_WANT) {
+			if (wait_for(fd, ev, deadline_ms, why, whylen) < 0)
+				goto out;
+		} else if (n <= 0) {
+			goto out;
+		} else if (redisReaderFeed(reader, buf, (size_t)n) != REDIS_OK ||
+			   redisReaderGetReply(reader, &reply) != REDIS_OK) {
+			snprintf(why, whylen, "bad reply: %s", reader->errstr);
+			goto out;
+		}
+	}
+out:
+	tls_free(t);
+	if (reader)
+		redisReaderFree(reader);
+	if (len >= 0)
+		redisFreeCommand(cmd);
+	close(fd);
+	return reply;
+}
+
+/* The reply of sentinel i to SENTINEL get-master-addr-by-name, or NULL
+ * with why. */
+static redisReply *sentinel_ask(const struct node *n, int i, char *why,
+				size_t whylen)
+{
+	const struct url *u = n->url;
+	int64_t left = n->deadline_ms - clock_now_ms();
+	redisContext *c;
+	redisReply *r;
+
+	if (u->tls)
+		return sentinel_ask_tls(&u->sentinels[i].addr, u->sentinels[i].host,
+					u->master, n->deadline_ms, why, whylen);
+	c = sentinel_connect(&u->sentinels[i].addr, left, why, whylen);
+	if (!c)
+		return NULL;
+	r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", u->master);
+	if (!r) {
+		snprintf(why, whylen, "%s", c->errstr);
+		log_lower_first(why);
+	}
+	redisFree(c);
+	return r;
+}
+
+/* Asks the sentinels, one after another, for the master's address; its
+ * host as they name it goes to n->master_host. */
 static int sentinel_resolve(struct node *n, struct url_addr *master)
 {
 	struct url *u = n->url;
@@ -266,7 +387,6 @@ static int sentinel_resolve(struct node *n, struct url_addr *master)
 	for (int i = 0; i < u->n_sentinels; i++) {
 		int64_t left = n->deadline_ms - clock_now_ms();
 		char sentinel[300], what[320];
-		redisContext *c;
 		redisReply *r;
 
 		if (left <= 0)
@@ -275,13 +395,11 @@ static int sentinel_resolve(struct node *n, struct url_addr *master)
 			 u->sentinels[i].port);
 		if (address(n, u->sentinels[i].host, u->sentinels[i].port,
 			    &u->sentinels[i].addr, what, sizeof what) < 0 ||
-		    !(c = sentinel_connect(&u->sentinels[i].addr, left, what,
-					   sizeof what))) {
+		    !(r = sentinel_ask(n, i, what, sizeof what))) {
 			snprintf(why, sizeof why, "%.150s: %.200s", sentinel, what);
 			continue;
 		}
-		r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", u->master);
-		if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+		if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 		    r->element[0]->type == REDIS_REPLY_STRING &&
 		    r->element[1]->type == REDIS_REPLY_STRING &&
 		    r->element[0]->len < 256) {
@@ -291,20 +409,18 @@ static int sentinel_resolve(struct node *n, struct url_addr *master)
 			if (p > 0 && p < 65536 &&
 			    (url_numeric_addr(host, (int)p, master) == 0 ||
 			     address(n, host, (int)p, master, what, sizeof what) == 0)) {
+				snprintf(n->master_host, sizeof n->master_host, "%s", host);
 				freeReplyObject(r);
-				redisFree(c);
 				return 0;
 			}
 			snprintf(why, sizeof why, "%.150s: master %.200s", sentinel,
 				 p > 0 && p < 65536 ? what : "port out of range");
 		} else {
 			snprintf(why, sizeof why, "%.150s: %.200s", sentinel,
-				 !r ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str :
+				 r->type == REDIS_REPLY_ERROR ? r->str :
 				 "does not know the master");
 		}
-		if (r)
-			freeReplyObject(r);
-		redisFree(c);
+		freeReplyObject(r);
 	}
 	fail(n, EX_UNAVAILABLE, "%s", why);
 	return -1;
@@ -354,7 +470,7 @@ static int connect_start(struct node *n)
 	case URL_SENTINEL:
 		if (sentinel_resolve(n, &master) < 0)
 			return -1;
-		return tcp_start(n, &master, NULL);	/* no TLS */
+		return tcp_start(n, &master, n->master_host);
 	case URL_TCP:
 		if (n->resolve_err[0]) {
 			/* node_resolve() just tried: report, look again next time */

@@ -50,6 +50,8 @@ struct node {
 				 * write first */
 	short tls_write_wait;	/* the same for a write to retry, 0: none */
 	size_t tls_wlen;	/* the length a write to retry passed */
+	char master_host[256];	/* a sentinel's master as the sentinels name
+				 * it: what its certificate must name */
 	/* Set before another thread drives the node (the renewal thread):
 	 * connecting never looks a name up then, as getaddrinfo() blocks
 	 * beyond any deadline. A host not resolved before fails the node

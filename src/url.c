@@ -4,7 +4,7 @@
  *   redis://user@host...                           password from file/env
  *   unix:/path  unix:///path  [?db=N]
  *   redis-sentinel://host:port[,host:port...]/MASTER
- *   rediss://...         the same over TLS (tls.c)
+ *   rediss://..., rediss-sentinel://...   the same over TLS (tls.c)
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -298,16 +298,19 @@ int url_parse(const char *s, struct url *u, char *err, size_t errlen)
 	for (const char *p = s; *p; p++)
 		if (!isgraph((unsigned char)*p))
 			FAIL("blank or control character in URL");
-	/* TLS: rediss:// as redis-py and redis-cli -u name it */
-	u->tls = strncmp(s, "rediss://", 9) == 0;
+	/* TLS: rediss:// as redis-py and redis-cli -u name it,
+	 * rediss-sentinel:// as Lettuce does */
+	u->tls = strncmp(s, "rediss://", 9) == 0 ||
+		 strncmp(s, "rediss-sentinel://", 18) == 0;
 	if (strncmp(s, "redis://", 8) == 0 || strncmp(s, "rediss://", 9) == 0)
 		r = parse_redis(s + 8 + u->tls, u, err, errlen);
 	else if (strncmp(s, "unix:", 5) == 0)
 		r = parse_unix(s + 5, u, err, errlen);
-	else if (strncmp(s, "redis-sentinel://", 17) == 0)
-		r = parse_sentinel(s + 17, u, err, errlen);
+	else if (strncmp(s, "redis-sentinel://", 17) == 0 ||
+		 strncmp(s, "rediss-sentinel://", 18) == 0)
+		r = parse_sentinel(s + 17 + u->tls, u, err, errlen);
 	else
-		FAIL("unknown scheme (want redis://, rediss://, unix: or redis-sentinel://)");
+		FAIL("unknown scheme (want redis://, rediss://, unix:, redis-sentinel:// or rediss-sentinel://)");
 	if (r == 0)
 		describe(u);
 	return r;

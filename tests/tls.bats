@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
-# tls.bats - rediss:// against redis-server's own
+# tls.bats - rediss:// and rediss-sentinel:// against redis-server's own
 # TLS port, with a CA, server and client certificates that setup_file makes
 # with openssl: the certificate checked (CA, host name), mutual TLS, the
-# lock, its renewal, RedLock and status over TLS; bad TLS input
+# lock, its renewal, RedLock, status and a sentinel over TLS; bad TLS input
 # refused before anything is taken; a plain run never loads OpenSSL.
 
 load helpers
@@ -184,6 +184,43 @@ job_checks() {
 	run -1 dlk status "${tls[@]}" K
 }
 
+@test "rediss-sentinel://: TLS to the sentinel and to the master it names" {
+	start_redis_tls m
+	# m2's certificate does not name the address the sentinel gives
+	start_redis_tls m2 --tls-cert-file "$TLS/elsewhere.pem" --tls-key-file "$TLS/elsewhere.key"
+	local d=$T/s port try
+	mkdir -p "$d"
+	for try in 1 2 3; do
+		port=$(free_port)
+		printf '%s\n' "port 0" "tls-port $port" "bind 127.0.0.1" "dir $d" \
+			"tls-cert-file $TLS/server.pem" "tls-key-file $TLS/server.key" \
+			"tls-ca-cert-file $TLS/ca.pem" "tls-auth-clients no" \
+			"tls-replication yes" "sentinel monitor m 127.0.0.1 $(port m) 1" \
+			"sentinel monitor m2 127.0.0.1 $(port m2) 1" >"$d/sentinel.conf"
+		redis-server "$d/sentinel.conf" --sentinel >"$d/log" 2>&1 </dev/null 3>&- &
+		echo $! >"$d/pid"
+		wait_until 5 sentinel_tls_knows "$port" m && break
+		end_pids KILL "$(<"$d/pid")"
+	done
+	sentinel_tls_knows "$port" m || fail "sentinel did not start: $(cat "$d/log")"
+	wait_until 5 sentinel_tls_knows "$port" m2 || fail "sentinel does not know m2: $(cat "$d/log")"
+	run -0 --separate-stderr dlk -S "rediss-sentinel://localhost:$port/m" \
+		--tls-ca "$TLS/ca.pem" K sh -c "$(job_checks m)"
+	assert_output yes
+	no_lock_keys m
+	run -69 --separate-stderr dlk -n -S "rediss-sentinel://127.0.0.1:$port/m" \
+		--tls-ca "$TLS/other-ca.pem" K true
+	assert_regex "$stderr" "^dlock: K: rediss-sentinel://127\.0\.0\.1:$port/m: sentinel 127\.0\.0\.1:$port: TLS handshake: certificate verify failed"
+	run -69 --separate-stderr dlk -n -S "rediss-sentinel://127.0.0.1:$port/m2" \
+		--tls-ca "$TLS/ca.pem" K touch "$T/ran"
+	assert_regex "$stderr" "^dlock: K: rediss-sentinel://127\.0\.0\.1:$port/m2: TLS handshake: certificate verify failed: IP address mismatch: the certificate is not for 127\.0\.0\.1$"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+}
+sentinel_tls_knows() {	# sentinel_tls_knows PORT MASTER
+	redis-cli --tls --cacert "$TLS/ca.pem" -p "$1" sentinel get-master-addr-by-name "$2" \
+		2>/dev/null | head -n 1 | grep -qx 127.0.0.1
+}
+
 @test "bad TLS input: one line, 64, nothing taken, the command not run" {
 	start_redis_tls r
 	local u; u=$(url r)
@@ -207,7 +244,7 @@ job_checks() {
 	assert_regex "$stderr" "pass phrase"
 	# TLS options with no TLS server: the password would go in clear
 	bad_tls -S "redis://127.0.0.1:$(port r)" --tls-ca "$TLS/ca.pem"
-	assert_equal "$stderr" "dlock: --tls-ca: no server is rediss:// (servers from --server)"
+	assert_equal "$stderr" "dlock: --tls-ca: no server is rediss:// or rediss-sentinel:// (servers from --server)"
 	bad_tls -S "$(sock_url r)" --tls-insecure
 	printf 'tls-insecure = maybe\n' >"$T/conf"
 	bad_tls --config "$T/conf" -S "$u"

@@ -122,6 +122,14 @@ int main(void)
 	ok(parse("redis://h") == 0 && u.tls == 0, "redis://h: no TLS");
 	ok(parse("unix:/tmp/x.sock") == 0 && u.tls == 0, "unix: no TLS");
 	ok(parse("redis-sentinel://h1/m") == 0 && u.tls == 0, "redis-sentinel://: no TLS");
+	if (ok(parse("rediss-sentinel://h1:26379,h2/mymaster") == 0 && u.tls == 1,
+	       "rediss-sentinel:// parses, with TLS (%s)", err)) {
+		ok(u.kind == URL_SENTINEL && u.n_sentinels == 2 &&
+		   u.sentinels[1].port == 26379 && FIELD_IS(u.master, "mymaster"),
+		   "rediss-sentinel://: the sentinels and the master");
+		ok(strcmp(u.text, "rediss-sentinel://h1:26379/mymaster") == 0,
+		   "rediss-sentinel://: its text says TLS (\"%.512s\")", u.text);
+	}
 
 	bad("");
 	bad("redis://");
