@@ -121,19 +121,18 @@ static const char *reason(const char *fallback)
  * missing one says nothing a user can act on. */
 static int readable(const char *opt, const char *path, struct error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC), e = fd < 0 ? errno : 0;
 	struct stat sb;
 	char why[128];
 
-	if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode))
-		errno = EISDIR;
-	else if (fd >= 0)
-		errno = 0;
-	if (fd >= 0)
+	if (fd >= 0) {
+		if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode))
+			e = EISDIR;
 		close(fd);
-	if (fd >= 0 && !errno)
+	}
+	if (!e)
 		return 0;
-	snprintf(why, sizeof why, "%s", strerror(errno));
+	snprintf(why, sizeof why, "%s", strerror(e));
 	log_lower_first(why);
 	error_set(err, EX_USAGE, "--tls-%s %s: %s", opt, path, why);
 	return -1;
