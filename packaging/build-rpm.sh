@@ -39,6 +39,7 @@ done
 if command -v pkg-config >/dev/null; then
 	pkg-config --exists hiredis || need+=(libhiredis-dev)
 	pkg-config --exists libbsd || need+=(libbsd-dev)
+	pkg-config --exists openssl || need+=(libssl-dev)
 fi
 if ((${#need[@]})); then
 	((EUID == 0)) && command -v apt-get >/dev/null ||

@@ -37,6 +37,10 @@ enum {
 	OPT_FORCE,
 	OPT_EXPORT,
 	OPT_UNAVAILABLE,
+	OPT_TLS_CA,
+	OPT_TLS_CERT,
+	OPT_TLS_KEY,
+	OPT_TLS_INSECURE,
 };
 
 /* In the order of --help, the man page and the completions. */
@@ -59,6 +63,10 @@ static const struct option longopts[] = {
 	{ "prefix",		required_argument,	NULL, OPT_PREFIX },
 	{ "config",		required_argument,	NULL, OPT_CONFIG },
 	{ "password-file",	required_argument,	NULL, OPT_PASSWORD_FILE },
+	{ "tls-ca",		required_argument,	NULL, OPT_TLS_CA },
+	{ "tls-cert",		required_argument,	NULL, OPT_TLS_CERT },
+	{ "tls-key",		required_argument,	NULL, OPT_TLS_KEY },
+	{ "tls-insecure",	no_argument,		NULL, OPT_TLS_INSECURE },
 	{ "node-timeout",	required_argument,	NULL, OPT_NODE_TIMEOUT },
 	{ "wait-replicas",	required_argument,	NULL, OPT_WAIT_REPLICAS },
 	{ "history",		required_argument,	NULL, OPT_HISTORY },
@@ -123,6 +131,11 @@ static void usage(void)
 "      --config FILE            config file (default /etc/dlock.conf and\n"
 "                               $XDG_CONFIG_HOME/dlock/config)\n"
 "      --password-file FILE     read the Redis password from FILE\n"
+"      --tls-ca FILE            rediss://: trust the CAs in FILE (default: the\n"
+"                               system's)\n"
+"      --tls-cert FILE          rediss://: a client certificate (mutual TLS)\n"
+"      --tls-key FILE           rediss://: the client certificate's key\n"
+"      --tls-insecure           rediss://: check no certificate (unsafe)\n"
 "      --node-timeout SECS      deadline for one server's answer (default 1,\n"
 "                               or TTL/3 if that is less)\n"
 "      --wait-replicas N        count the lock once N replicas have it\n"
@@ -154,8 +167,9 @@ static void usage(void)
 "  -V, --version                show the version\n"
 "\n"
 "URLs: redis://[[user]:password@]host[:port][/db], unix:/path[?db=N],\n"
-"      redis-sentinel://host:port[,host:port...]/MASTER; a redis:// URL may\n"
-"      name any node of a Redis Cluster (give one: several -S are RedLock)\n"
+"      redis-sentinel://host:port[,host:port...]/MASTER; rediss:// and\n"
+"      rediss-sentinel:// for TLS; a redis:// URL may name any node of a\n"
+"      Redis Cluster (give one: several -S are RedLock)\n"
 "Environment: DLOCK_SERVERS, DLOCK_PASSWORD, DLOCK_PREFIX.\n"
 "The command gets DLOCK_KEY, DLOCK_KEYS, DLOCK_TOKEN, DLOCK_FENCE, DLOCK_JOB.\n"
 "See dlock(1).\n", stdout);
@@ -399,6 +413,18 @@ static void parse_option(int c, const char *arg, struct options *opts,
 		break;
 	case OPT_PASSWORD_FILE:
 		opts->cfg.password_file = arg;
+		break;
+	case OPT_TLS_CA:
+		opts->cfg.tls_ca = arg;
+		break;
+	case OPT_TLS_CERT:
+		opts->cfg.tls_cert = arg;
+		break;
+	case OPT_TLS_KEY:
+		opts->cfg.tls_key = arg;
+		break;
+	case OPT_TLS_INSECURE:
+		opts->cfg.tls_insecure = true;
 		break;
 	case OPT_NODE_TIMEOUT:
 		opts->cfg.node_timeout_ms = seconds_arg("--node-timeout", arg, false);

@@ -42,6 +42,14 @@ static char **config_slot(struct config_file *cf, const char *name)
 		return &cf->min_hold;
 	if (strcmp(name, "unavailable") == 0)
 		return &cf->unavailable;
+	if (strcmp(name, "tls-ca") == 0)
+		return &cf->tls_ca;
+	if (strcmp(name, "tls-cert") == 0)
+		return &cf->tls_cert;
+	if (strcmp(name, "tls-key") == 0)
+		return &cf->tls_key;
+	if (strcmp(name, "tls-insecure") == 0)
+		return &cf->tls_insecure;
 	return NULL;
 }
 
@@ -93,13 +101,16 @@ int config_parse(char *text, struct config_file *cf, char *err, size_t errlen)
 
 /* The length of the URL that starts at p. A comma or blank ends it, but
  * for the commas that separate a sentinel URL's sentinels, before its '/':
- * "redis-sentinel://h1:26379,h2:26379/mymaster,unix:/x" is two URLs. */
+ * "redis-sentinel://h1:26379,h2:26379/mymaster,unix:/x" is two URLs (and
+ * so with rediss-sentinel://). */
 static size_t url_length(const char *p, const char *seps)
 {
 	size_t len = 0;
 
-	if (strncmp(p, "redis-sentinel://", 17) == 0) {
-		len = 17 + strcspn(p + 17, "/ \t\n");
+	if (strncmp(p, "redis-sentinel://", 17) == 0 ||
+	    strncmp(p, "rediss-sentinel://", 18) == 0) {
+		len = p[5] == 's' ? 18 : 17;	/* past "://" */
+		len += strcspn(p + len, "/ \t\n");
 		if (p[len] != '/')
 			return len;	/* no master name: url_parse says so */
 	}
@@ -261,6 +272,14 @@ static int load_config(const char *path, bool must_exist, struct config_file *cf
 		cf->min_hold = one.min_hold;
 	if (one.unavailable)
 		cf->unavailable = one.unavailable;
+	if (one.tls_ca)
+		cf->tls_ca = one.tls_ca;
+	if (one.tls_cert)
+		cf->tls_cert = one.tls_cert;
+	if (one.tls_key)
+		cf->tls_key = one.tls_key;
+	if (one.tls_insecure)
+		cf->tls_insecure = one.tls_insecure;
 	return 0;
 }
 
@@ -341,6 +360,53 @@ static int add_servers(struct settings *st, const char *list, const char *from,
 	return 0;
 }
 
+static int copy(const char *s, char **out, char *err, size_t errlen)
+{
+	if (s && !(*out = strdup(s))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* The TLS settings, flags before the config file. A --tls-* flag with no
+ * rediss:// server is an error: who names a CA expects TLS, and a plain
+ * connection would send the password in clear. The config file's serve
+ * the rediss:// servers there are, and none when there are none: it is
+ * the site's, for every run, some of them on a plain local Redis. */
+static int resolve_tls(const struct config_flags *fl, const struct config_file *cf,
+		       struct settings *st, char *err, size_t errlen)
+{
+	struct tls_options *o = &st->tls_opts;
+	const char *flag = fl->tls_ca ? "--tls-ca" : fl->tls_cert ? "--tls-cert" :
+			   fl->tls_key ? "--tls-key" :
+			   fl->tls_insecure ? "--tls-insecure" : NULL;
+	const char *cert = fl->tls_cert ? fl->tls_cert : cf->tls_cert;
+	const char *key = fl->tls_key ? fl->tls_key : cf->tls_key;
+	const char *insecure = cf->tls_insecure;
+
+	for (size_t i = 0; i < st->n_urls; i++)
+		st->tls |= st->urls[i].tls;
+	if (flag && !st->tls) {
+		snprintf(err, errlen, "%s: no server is rediss:// or rediss-sentinel:// (servers from %s)",
+			 flag, st->servers_from);
+		return -1;
+	}
+	if (insecure && strcmp(insecure, "yes") != 0 && strcmp(insecure, "no") != 0) {
+		snprintf(err, errlen, "config: bad tls-insecure '%s' (yes or no)", insecure);
+		return -1;
+	}
+	if (!cert != !key) {
+		snprintf(err, errlen, cert ? "--tls-cert needs --tls-key (the client certificate's key)" :
+			 "--tls-key needs --tls-cert (the client certificate)");
+		return -1;
+	}
+	o->insecure = fl->tls_insecure || (insecure && strcmp(insecure, "yes") == 0);
+	return copy(fl->tls_ca ? fl->tls_ca : cf->tls_ca, &o->ca, err, errlen) < 0 ||
+	       copy(cert, &o->cert, err, errlen) < 0 ||
+	       copy(key, &o->key, err, errlen) < 0 ? -1 : 0;
+}
+
 static int resolve(const struct config_flags *fl, const struct config_file *cf,
 		   struct settings *st, char *err, size_t errlen)
 {
@@ -411,6 +477,8 @@ static int resolve(const struct config_flags *fl, const struct config_file *cf,
 		snprintf(err, errlen, "--node-timeout must be shorter than --ttl");
 		return -1;
 	}
+	if (resolve_tls(fl, cf, st, err, errlen) < 0)
+		return -1;
 
 	if (fl->password_file)
 		return read_password(fl->password_file, &st->password, err, errlen);
@@ -471,6 +539,9 @@ void config_free(struct settings *st)
 {
 	free(st->urls);
 	free(st->prefix);
+	free(st->tls_opts.ca);
+	free(st->tls_opts.cert);
+	free(st->tls_opts.key);
 	if (st->password) {
 		explicit_bzero(st->password, strlen(st->password));
 		free(st->password);

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include "tls.h"
 #include "url.h"
 
 #define DEFAULT_SERVER "redis://127.0.0.1:6379"
@@ -32,12 +33,15 @@ struct config_flags {
 	int64_t min_hold_ms;	/* --min-hold; -1 when not given */
 	enum unavailable unavailable;
 	bool verbose;
+	const char *tls_ca, *tls_cert, *tls_key;	/* --tls-ca, ... */
+	bool tls_insecure;
 };
 
 /* What one config file says; strings point into the file's text. */
 struct config_file {
 	char *servers, *prefix, *ttl, *password_file, *node_timeout, *history;
 	char *min_hold, *unavailable;
+	char *tls_ca, *tls_cert, *tls_key, *tls_insecure;
 	char servers_from[256];	/* the file that named the servers */
 };
 
@@ -52,6 +56,8 @@ struct settings {
 	int64_t min_hold_ms;	/* the lock is kept that long at least; 0: off */
 	bool unavailable_run;	/* --unavailable run */
 	char servers_from[256];	/* --server, DLOCK_SERVERS, a file, the default */
+	bool tls;		/* a rediss:// URL is among urls: tls_init() */
+	struct tls_options tls_opts;	/* strings owned */
 };
 
 /* Parses a config file's text in place ("name = value" lines, '#' comments).

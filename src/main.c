@@ -25,6 +25,7 @@
 #include "multi.h"
 #include "signals.h"
 #include "supervise.h"
+#include "tls.h"
 #include "wait.h"
 #include "waitline.h"
 #include "watchdog.h"
@@ -552,6 +553,7 @@ int main(int argc, char **argv)
 	struct options opts;
 	struct settings st;
 	struct signals sig;
+	struct error err;
 	char why[1024];
 	int status, die_by = 0;
 
@@ -565,6 +567,13 @@ int main(int argc, char **argv)
 		free(opts.cfg.servers);
 		return EX_USAGE;
 	}
+	/* OpenSSL only for rediss://: loading it is not a plain run's cost. */
+	if (st.tls && tls_init(&st.tls_opts, &err) < 0) {
+		log_error(opts.key, &err);
+		config_free(&st);
+		free(opts.cfg.servers);
+		return err.exit;
+	}
 	if (signals_init(&sig) < 0) {
 		log_line(opts.key, "signal set-up: %s", strerror(errno));
 		return EX_OSERR;
@@ -574,6 +583,7 @@ int main(int argc, char **argv)
 	else
 		status = run_command(&opts, &st);
 	close(sig.fd);
+	tls_end();
 	config_free(&st);
 	free(opts.cfg.servers);
 	if (die_by)

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "cluster.h"
 #include "node.h"
+#include "tls.h"
 
 #define MAX_ARGS 24
 
@@ -41,6 +42,11 @@ int node_fd(const struct node *n)
 
 void node_close(struct node *n)
 {
+	tls_free(n->tls);
+	n->tls = NULL;
+	n->connecting = n->handshaking = false;
+	n->tls_write_wait = 0;
+	n->tls_wlen = 0;
 	if (n->c)
 		redisFree(n->c);
 	n->c = NULL;
@@ -257,7 +263,128 @@ static redisContext *sentinel_connect(const struct url_addr *a, int64_t left_ms,
 	return c;
 }
 
-/* Asks the sentinels, one after another, for the master's address. */
+/* Waits until fd is ready for events, or fails at deadline_ms. Returns 0,
+ * or -1 with why. */
+static int wait_for(int fd, short events, int64_t deadline_ms, char *why,
+		    size_t whylen)
+{
+	struct pollfd pfd = { fd, events, 0 };
+	int64_t left_ms;
+	int r;
+
+	do {
+		left_ms = deadline_ms - clock_now_ms();
+		r = poll(&pfd, 1, left_ms > 0 ? clock_poll_ms(left_ms) : 0);
+	} while (r < 0 && errno == EINTR);
+	if (r > 0)
+		return 0;
+	snprintf(why, whylen, "%s", r == 0 ? "no answer in time (--node-timeout)" :
+		 strerror(errno));
+	log_lower_first(why);
+	return -1;
+}
+
+/* One question to a sentinel over TLS (rediss-sentinel://), each step
+ * with poll() and the deadline: connect, handshake, command, reply.
+ * Returns the reply, or NULL with why. */
+static redisReply *sentinel_ask_tls(const struct url_addr *a, const char *host,
+				    const char *master, int64_t deadline_ms,
+				    char *why, size_t whylen)
+{
+	int fd = tcp_socket(a), e = 0, r, len = -1;
+	socklen_t elen = sizeof e;
+	struct tls *t = NULL;
+	redisReader *reader = NULL;
+	void *reply = NULL;
+	char *cmd = NULL, buf[4096];
+	short ev = POLLOUT;
+
+	if (fd < 0) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		log_lower_first(why);
+		return NULL;
+	}
+	if (wait_for(fd, POLLOUT, deadline_ms, why, whylen) < 0)
+		goto out;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
+		e = errno;
+	if (e) {
+		snprintf(why, whylen, "%s", strerror(e));
+		log_lower_first(why);
+		goto out;
+	}
+	if (!(t = tls_new(fd, host, why, whylen)))
+		goto out;
+	while ((r = tls_handshake(t, &ev, why, whylen)) == TLS_WANT)
+		if (wait_for(fd, ev, deadline_ms, why, whylen) < 0)
+			goto out;
+	if (r < 0)
+		goto out;
+	len = redisFormatCommand(&cmd, "SENTINEL get-master-addr-by-name %s", master);
+	reader = redisReaderCreate();
+	if (len < 0 || !reader) {
+		snprintf(why, whylen, "out of memory");
+		goto out;
+	}
+	for (int done = 0; done < len;) {
+		ssize_t n = tls_write(t, cmd + done, (size_t)(len - done), &ev, why, whylen);
+
+		if (n > 0)
+			done += (int)n;
+		else if (n != TLS_WANT || wait_for(fd, ev, deadline_ms, why, whylen) < 0)
+			goto out;
+	}
+	while (!reply) {
+		ssize_t n = tls_read(t, buf, sizeof buf, &ev, why, whylen);
+
+		if (n == TLS_WANT) {
+			if (wait_for(fd, ev, deadline_ms, why, whylen) < 0)
+				goto out;
+		} else if (n <= 0) {
+			goto out;
+		} else if (redisReaderFeed(reader, buf, (size_t)n) != REDIS_OK ||
+			   redisReaderGetReply(reader, &reply) != REDIS_OK) {
+			snprintf(why, whylen, "bad reply: %s", reader->errstr);
+			goto out;
+		}
+	}
+out:
+	tls_free(t);
+	if (reader)
+		redisReaderFree(reader);
+	if (len >= 0)
+		redisFreeCommand(cmd);
+	close(fd);
+	return reply;
+}
+
+/* The reply of sentinel i to SENTINEL get-master-addr-by-name, or NULL
+ * with why. */
+static redisReply *sentinel_ask(const struct node *n, int i, char *why,
+				size_t whylen)
+{
+	const struct url *u = n->url;
+	int64_t left = n->deadline_ms - clock_now_ms();
+	redisContext *c;
+	redisReply *r;
+
+	if (u->tls)
+		return sentinel_ask_tls(&u->sentinels[i].addr, u->sentinels[i].host,
+					u->master, n->deadline_ms, why, whylen);
+	c = sentinel_connect(&u->sentinels[i].addr, left, why, whylen);
+	if (!c)
+		return NULL;
+	r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", u->master);
+	if (!r) {
+		snprintf(why, whylen, "%s", c->errstr);
+		log_lower_first(why);
+	}
+	redisFree(c);
+	return r;
+}
+
+/* Asks the sentinels, one after another, for the master's address; its
+ * host as they name it goes to n->master_host. */
 static int sentinel_resolve(struct node *n, struct url_addr *master)
 {
 	struct url *u = n->url;
@@ -266,7 +393,6 @@ static int sentinel_resolve(struct node *n, struct url_addr *master)
 	for (int i = 0; i < u->n_sentinels; i++) {
 		int64_t left = n->deadline_ms - clock_now_ms();
 		char sentinel[300], what[320];
-		redisContext *c;
 		redisReply *r;
 
 		if (left <= 0)
@@ -275,13 +401,11 @@ static int sentinel_resolve(struct node *n, struct url_addr *master)
 			 u->sentinels[i].port);
 		if (address(n, u->sentinels[i].host, u->sentinels[i].port,
 			    &u->sentinels[i].addr, what, sizeof what) < 0 ||
-		    !(c = sentinel_connect(&u->sentinels[i].addr, left, what,
-					   sizeof what))) {
+		    !(r = sentinel_ask(n, i, what, sizeof what))) {
 			snprintf(why, sizeof why, "%.150s: %.200s", sentinel, what);
 			continue;
 		}
-		r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", u->master);
-		if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+		if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 		    r->element[0]->type == REDIS_REPLY_STRING &&
 		    r->element[1]->type == REDIS_REPLY_STRING &&
 		    r->element[0]->len < 256) {
@@ -291,26 +415,26 @@ static int sentinel_resolve(struct node *n, struct url_addr *master)
 			if (p > 0 && p < 65536 &&
 			    (url_numeric_addr(host, (int)p, master) == 0 ||
 			     address(n, host, (int)p, master, what, sizeof what) == 0)) {
+				snprintf(n->master_host, sizeof n->master_host, "%s", host);
 				freeReplyObject(r);
-				redisFree(c);
 				return 0;
 			}
 			snprintf(why, sizeof why, "%.150s: master %.200s", sentinel,
 				 p > 0 && p < 65536 ? what : "port out of range");
 		} else {
 			snprintf(why, sizeof why, "%.150s: %.200s", sentinel,
-				 !r ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str :
+				 r->type == REDIS_REPLY_ERROR ? r->str :
 				 "does not know the master");
 		}
-		if (r)
-			freeReplyObject(r);
-		redisFree(c);
+		freeReplyObject(r);
 	}
 	fail(n, EX_UNAVAILABLE, "%s", why);
 	return -1;
 }
 
-static int tcp_start(struct node *n, const struct url_addr *a)
+/* A connection to a, started; for rediss://, a TLS session on it for
+ * host, whose handshake node_step() does once the connect is done. */
+static int tcp_start(struct node *n, const struct url_addr *a, const char *host)
 {
 	int fd = tcp_socket(a);
 
@@ -329,6 +453,16 @@ static int tcp_start(struct node *n, const struct url_addr *a)
 	/* redisConnectFd() takes the socket for a blocking one: EAGAIN would
 	 * be an error. */
 	n->c->flags &= ~REDIS_BLOCK;
+	if (n->url->tls) {
+		char why[384];
+
+		n->tls = tls_new(fd, host, why, sizeof why);
+		if (!n->tls) {
+			fail(n, EX_OSERR, "%s", why);
+			return -1;
+		}
+		n->connecting = true;
+	}
 	return 0;
 }
 
@@ -342,11 +476,11 @@ static int connect_start(struct node *n)
 	case URL_SENTINEL:
 		if (sentinel_resolve(n, &master) < 0)
 			return -1;
-		return tcp_start(n, &master);
+		return tcp_start(n, &master, n->master_host);
 	case URL_TCP:
 		/* a cluster node that a MOVED or ASK named */
 		if (cluster_target(n, &master, n->via, sizeof n->via))
-			return tcp_start(n, &master);
+			return tcp_start(n, &master, u->host);
 		if (n->resolve_err[0]) {
 			/* node_resolve() just tried: report, look again next time */
 			fail(n, EX_UNAVAILABLE, "cannot resolve %s: %s", u->host,
@@ -358,7 +492,7 @@ static int connect_start(struct node *n)
 			fail(n, EX_UNAVAILABLE, "%s", why);
 			return -1;
 		}
-		return tcp_start(n, &u->addr);
+		return tcp_start(n, &u->addr, u->host);
 	case URL_UNIX:
 		break;
 	}
@@ -447,11 +581,41 @@ static void queue_round(struct node *n)
 	}
 }
 
+/* TLS: writes what hiredis queued, once the handshake is done (until
+ * then node_step() drives the connection, and writes after it). */
+static void tls_flush(struct node *n)
+{
+	char why[384];
+
+	if (n->connecting || n->handshaking)
+		return;
+	while (sdslen(n->c->obuf) > 0) {
+		/* a write to retry passes the same bytes again (OpenSSL) */
+		size_t len = n->tls_wlen ? n->tls_wlen : sdslen(n->c->obuf);
+		ssize_t w = tls_write(n->tls, n->c->obuf, len, &n->tls_write_wait,
+				      why, sizeof why);
+
+		if (w == TLS_WANT) {
+			n->tls_wlen = len;
+			return;
+		}
+		if (w < 0) {
+			fail(n, EX_UNAVAILABLE, "%s", why);
+			return;
+		}
+		sdsrange(n->c->obuf, (int)w, -1);
+		n->tls_wlen = 0;
+		n->tls_write_wait = 0;
+	}
+}
+
 static void flush(struct node *n)
 {
 	int done = 0;
 
-	if (sdslen(n->c->obuf) > 0 && redisBufferWrite(n->c, &done) != REDIS_OK)
+	if (n->tls)
+		tls_flush(n);
+	else if (sdslen(n->c->obuf) > 0 && redisBufferWrite(n->c, &done) != REDIS_OK)
 		fail(n, EX_UNAVAILABLE, "%s", n->c->errstr);
 }
 
@@ -485,6 +649,13 @@ short node_events(const struct node *n)
 {
 	if (n->state != NODE_BUSY)
 		return 0;
+	if (n->tls && n->connecting)
+		return POLLOUT;
+	if (n->tls && n->handshaking)
+		return n->tls_read_wait;
+	if (n->tls)
+		return (short)(n->tls_read_wait | (sdslen(n->c->obuf) == 0 ? 0 :
+			       n->tls_write_wait ? n->tls_write_wait : POLLOUT));
 	return (short)(POLLIN | (sdslen(n->c->obuf) > 0 ? POLLOUT : 0));
 }
 
@@ -642,12 +813,95 @@ static bool take_reply(struct node *n, redisReply *r)
 	return true;
 }
 
-void node_step(struct node *n, short revents)
+/* The replies the reader has whole, in order. */
+static void take_replies(struct node *n)
 {
 	void *r;
 
+	for (;;) {
+		if (redisGetReplyFromReader(n->c, &r) != REDIS_OK) {
+			fail(n, EX_SOFTWARE, "bad reply: %s", n->c->errstr);
+			return;
+		}
+		if (!r || !take_reply(n, r))
+			return;
+	}
+}
+
+/* TLS: feeds the reply reader all that can be read now. Bytes OpenSSL
+ * has decrypted and holds do not make the socket readable: left there,
+ * they would wait for a poll() that never wakes. Returns 0, or -1 with
+ * why when the connection is over (what was read before still counts). */
+static int tls_receive(struct node *n, char *why, size_t whylen)
+{
+	char buf[16 * 1024];
+
+	for (;;) {
+		ssize_t r = tls_read(n->tls, buf, sizeof buf, &n->tls_read_wait,
+				     why, whylen);
+
+		if (r == TLS_WANT)
+			return 0;
+		if (r <= 0)
+			return -1;
+		if (redisReaderFeed(n->c->reader, buf, (size_t)r) != REDIS_OK) {
+			snprintf(why, whylen, "%s", "out of memory");
+			return -1;
+		}
+	}
+}
+
+/* TLS: the connect, then the handshake, then the round's writes and
+ * reads. Any readiness may be what OpenSSL waited for (a read may need a
+ * write, and the other way round): both are tried. */
+static void tls_step(struct node *n)
+{
+	char why[384];
+	int e = 0, r;
+	socklen_t elen = sizeof e;
+
+	if (n->connecting) {
+		if (getsockopt(n->c->fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
+			e = errno;
+		if (e) {
+			fail(n, EX_UNAVAILABLE, "%s", strerror(e));
+			return;
+		}
+		n->connecting = false;
+		n->handshaking = true;
+	}
+	if (n->handshaking) {
+		r = tls_handshake(n->tls, &n->tls_read_wait, why, sizeof why);
+		if (r == TLS_WANT)
+			return;
+		if (r < 0) {
+			fail(n, EX_UNAVAILABLE, "%s", why);
+			return;
+		}
+		n->handshaking = false;
+		n->tls_read_wait = POLLIN;
+	}
+	tls_flush(n);
 	if (n->state != NODE_BUSY)
 		return;
+	r = tls_receive(n, why, sizeof why);
+	take_replies(n);
+	/* Gone after the round's last reply: the next round connects anew
+	 * rather than fail on it. */
+	if (r < 0 && n->state == NODE_BUSY)
+		fail(n, EX_UNAVAILABLE, "%s", why);
+	else if (r < 0 && n->state == NODE_DONE)
+		node_close(n);
+}
+
+void node_step(struct node *n, short revents)
+{
+	if (n->state != NODE_BUSY)
+		return;
+	if (n->tls) {
+		tls_step(n);
+		return;
+	}
 	if (revents & POLLOUT) {
 		flush(n);
 		if (n->state != NODE_BUSY)
@@ -660,20 +914,15 @@ void node_step(struct node *n, short revents)
 		     n->c->errstr[0] ? n->c->errstr : "connection lost");
 		return;
 	}
-	for (;;) {
-		if (redisGetReplyFromReader(n->c, &r) != REDIS_OK) {
-			fail(n, EX_SOFTWARE, "bad reply: %s", n->c->errstr);
-			return;
-		}
-		if (!r || !take_reply(n, r))
-			return;
-	}
+	take_replies(n);
 }
 
 void node_check_deadline(struct node *n, int64_t now_ms)
 {
 	if (n->state == NODE_BUSY && now_ms >= n->deadline_ms)
-		fail(n, EX_UNAVAILABLE, "no answer in time (--node-timeout)");
+		fail(n, EX_UNAVAILABLE, "%s", n->tls && n->handshaking ?
+		     "TLS handshake: no answer in time (--node-timeout; does the server speak TLS on that port?)" :
+		     "no answer in time (--node-timeout)");
 }
 
 void node_end(struct node *n)
@@ -689,9 +938,11 @@ void node_end(struct node *n)
 int node_read_pushes(struct node *n)
 {
 	int count = 0;
+	char why[384];
 	void *r;
 
-	if (!n->c || redisBufferRead(n->c) != REDIS_OK) {
+	if (!n->c || (n->tls ? tls_receive(n, why, sizeof why) < 0 :
+		      redisBufferRead(n->c) != REDIS_OK)) {
 		node_close(n);
 		return -1;
 	}

@@ -40,6 +40,18 @@ struct node {
 				 * every node of that URL */
 	const char *password;	/* when the URL carries none */
 	redisContext *c;
+	/* TLS (rediss://): the session over c's socket, which node.c reads
+	 * and writes itself; c keeps the output buffer and the reply reader. */
+	struct tls *tls;
+	bool connecting;	/* TLS: the TCP connect is not done yet */
+	bool handshaking;	/* TLS: the handshake is not done yet */
+	short tls_read_wait;	/* what the handshake or the reads wait for:
+				 * POLLIN, or POLLOUT when OpenSSL must
+				 * write first */
+	short tls_write_wait;	/* the same for a write to retry, 0: none */
+	size_t tls_wlen;	/* the length a write to retry passed */
+	char master_host[256];	/* a sentinel's master as the sentinels name
+				 * it: what its certificate must name */
 	/* Set before another thread drives the node (the renewal thread):
 	 * connecting never looks a name up then, as getaddrinfo() blocks
 	 * beyond any deadline. A host not resolved before fails the node

@@ -4,7 +4,7 @@
  *   redis://user@host...                           password from file/env
  *   unix:/path  unix:///path  [?db=N]
  *   redis-sentinel://host:port[,host:port...]/MASTER
- *   rediss://...         refused: hiredis 0.14 (Debian 12) has no TLS
+ *   rediss://..., rediss-sentinel://...   the same over TLS (tls.c)
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -265,10 +265,11 @@ static void describe(struct url *u)
 	const char *pw = u->has_password ? ":***" : "";
 	const char *at = u->user[0] || u->has_password ? "@" : "";
 	int v6 = strchr(u->host, ':') != NULL;
+	const char *s = u->tls ? "s" : "";
 
 	switch (u->kind) {
 	case URL_TCP:
-		snprintf(u->text, sizeof u->text, "redis://%s%s%s%s%s%s:%d",
+		snprintf(u->text, sizeof u->text, "redis%s://%s%s%s%s%s%s:%d", s,
 			 u->user, pw, at, v6 ? "[" : "", u->host, v6 ? "]" : "",
 			 u->port);
 		break;
@@ -276,7 +277,7 @@ static void describe(struct url *u)
 		snprintf(u->text, sizeof u->text, "unix:%s", u->path);
 		break;
 	case URL_SENTINEL:
-		snprintf(u->text, sizeof u->text, "redis-sentinel://%s:%d/%s",
+		snprintf(u->text, sizeof u->text, "redis%s-sentinel://%s:%d/%s", s,
 			 u->sentinels[0].host, u->sentinels[0].port, u->master);
 		break;
 	}
@@ -297,16 +298,19 @@ int url_parse(const char *s, struct url *u, char *err, size_t errlen)
 	for (const char *p = s; *p; p++)
 		if (!isgraph((unsigned char)*p))
 			FAIL("blank or control character in URL");
-	if (strncmp(s, "redis://", 8) == 0)
-		r = parse_redis(s + 8, u, err, errlen);
+	/* TLS: rediss:// as redis-py and redis-cli -u name it,
+	 * rediss-sentinel:// as Lettuce does */
+	u->tls = strncmp(s, "rediss://", 9) == 0 ||
+		 strncmp(s, "rediss-sentinel://", 18) == 0;
+	if (strncmp(s, "redis://", 8) == 0 || strncmp(s, "rediss://", 9) == 0)
+		r = parse_redis(s + 8 + u->tls, u, err, errlen);
 	else if (strncmp(s, "unix:", 5) == 0)
 		r = parse_unix(s + 5, u, err, errlen);
-	else if (strncmp(s, "redis-sentinel://", 17) == 0)
-		r = parse_sentinel(s + 17, u, err, errlen);
-	else if (strncmp(s, "rediss://", 9) == 0)
-		FAIL("rediss:// (TLS) is not supported by this build");
+	else if (strncmp(s, "redis-sentinel://", 17) == 0 ||
+		 strncmp(s, "rediss-sentinel://", 18) == 0)
+		r = parse_sentinel(s + 17 + u->tls, u, err, errlen);
 	else
-		FAIL("unknown scheme (want redis://, unix: or redis-sentinel://)");
+		FAIL("unknown scheme (want redis://, rediss://, unix:, redis-sentinel:// or rediss-sentinel://)");
 	if (r == 0)
 		describe(u);
 	return r;

@@ -1,4 +1,5 @@
-/* url.h - server URLs: redis://, unix:, rediss://, redis-sentinel:// (pure) */
+/* url.h - server URLs: redis://, rediss://, unix:, redis-sentinel://,
+ * rediss-sentinel:// (pure) */
 #pragma once
 #include <stddef.h>
 #include <sys/socket.h>
@@ -17,6 +18,8 @@ struct url_addr {
 
 struct url {
 	enum url_kind kind;
+	int tls;		/* rediss://, rediss-sentinel://: TLS to the
+				 * server (and to the sentinels) */
 	char host[256];		/* TCP: name or address, IPv6 without brackets */
 	int port;		/* TCP: 1..65535, default 6379 */
 	struct url_addr addr;	/* TCP: host and port as an address */

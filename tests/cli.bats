@@ -79,9 +79,14 @@ usage_error() {
 @test "an http:// URL is refused" { usage_error -S http://x K touch "$M"; }
 @test "a relative unix: path is refused" { usage_error -S unix:relative/sock K touch "$M"; }
 
-@test "rediss:// is refused, saying TLS is not supported" {
-	usage_error -S rediss://127.0.0.1:6380 K touch "$M"
-	[[ $stderr == *TLS* ]] || fail "stderr does not mention TLS: $stderr"
+@test "a rediss:// URL with port 0 is refused" { usage_error -S rediss://127.0.0.1:0 K touch "$M"; }
+@test "--tls-ca without a rediss:// server is refused" { usage_error -S "$U" --tls-ca /etc/hosts K touch "$M"; }
+@test "--tls-insecure without a rediss:// server is refused" { usage_error -S "$U" --tls-insecure K touch "$M"; }
+@test "--tls-key without --tls-cert is refused" {
+	usage_error -S rediss://127.0.0.1:6380 --tls-key /etc/hosts K touch "$M"
+}
+@test "an unreadable --tls-ca is refused before any server is asked" {
+	usage_error -S rediss://127.0.0.1:6380 --tls-ca "$T/nonesuch" K touch "$M"
 }
 
 @test "a bad URL in DLOCK_SERVERS is refused" {

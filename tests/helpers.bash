@@ -146,6 +146,29 @@ start_redis_tcp() {	# start_redis_tcp NAME [ARGS...]: also TCP, port in $T/NAME/
 	fail "redis $name did not start on a TCP port: $(cat "$T/$name/log")"
 }
 
+# start_redis_tls NAME [ARGS...]: TLS on a free port (in $T/NAME/port) and
+# no plain TCP, with the certificates in $TLS (tests/tls.bats makes them:
+# ca.pem, server.pem, server.key); the unix socket stays plain, for rcli.
+# Later ARGS override (--tls-auth-clients yes, another --tls-cert-file).
+# Skips when this redis-server was built without TLS.
+start_redis_tls() {
+	local name=$1 try port; shift
+	for try in 1 2 3; do
+		port=$(free_port)
+		if _start_redis "$name" 0 --tls-port "$port" \
+			--tls-cert-file "$TLS/server.pem" --tls-key-file "$TLS/server.key" \
+			--tls-ca-cert-file "$TLS/ca.pem" --tls-auth-clients no "$@"; then
+			echo "$port" >"$T/$name/port"
+			return 0
+		fi
+		# a build without TLS refuses the tls-* settings, naming them
+		# (another process may have taken the port: try another)
+		grep -qi tls "$T/$name/log" && ! grep -q 'Failed listening' "$T/$name/log" &&
+			skip_unless_strict "redis-server has no TLS: $(grep -i tls "$T/$name/log" | head -n 1)"
+	done
+	fail "redis $name did not start with TLS: $(cat "$T/$name/log")"
+}
+
 server_pid() { cat "$T/$1/pid"; }
 
 key_exists() { [[ $(rcli "$1" exists "$2") == 1 ]]; }	# key_exists NAME KEY

@@ -33,10 +33,11 @@ function __dlock_locks
     while test $i -le (count $tokens)
         set -l t $tokens[$i]
         switch $t
-            case -S --server --prefix --config --password-file
+            case -S --server --prefix --config --password-file --tls-ca --tls-cert --tls-key
                 test $i -lt (count $tokens); and set -a opts $t $tokens[(math $i + 1)]
                 set i (math $i + 1)
-            case '--server=*' '--prefix=*' '--config=*' '--password-file=*' '-S?*'
+            case '--server=*' '--prefix=*' '--config=*' '--password-file=*' '-S?*' \
+                    '--tls-ca=*' '--tls-cert=*' '--tls-key=*' --tls-insecure
                 set -a opts $t
             case --
                 break
@@ -64,7 +65,8 @@ function __dlock_wants_lock
         end
         switch $t
             case --
-            case -S --server --prefix --config --password-file --node-timeout --count --token --ttl
+            case -S --server --prefix --config --password-file --tls-ca --tls-cert \
+                    --tls-key --node-timeout --count --token --ttl
                 set skip 1
             case '-*'
                 # clustered short options ending in one that takes a value
@@ -100,7 +102,8 @@ function __dlock_key_index
             case '--*=*'
             case --limit --wait --timeout --conflict-exit-code --ttl --on-lost \
                     --kill-after --max-hold --min-hold --server --prefix --config \
-                    --password-file --node-timeout --wait-replicas --history \
+                    --password-file --tls-ca --tls-cert --tls-key \
+                    --node-timeout --wait-replicas --history \
                     --unavailable --count --token --command
                 set i (math $i + 1)
             case '--*'
@@ -203,6 +206,10 @@ complete -c dlock -n '__dlock_takes run status history release acquire extend' -
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l prefix -r -f -d 'Key prefix (default dlock:)'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l config -r -F -d 'Config file'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l password-file -r -F -d 'Read the Redis password from FILE'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -l tls-ca -r -F -d 'rediss://: trust the CAs in FILE'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -l tls-cert -r -F -d 'rediss://: a client certificate (mutual TLS)'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -l tls-key -r -F -d 'rediss://: the client certificate\'s key'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -l tls-insecure -d 'rediss://: check no certificate (unsafe)'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l node-timeout -r -f -d 'Deadline for one server\'s answer'
 complete -c dlock -n '__dlock_takes run acquire' -l wait-replicas -r -f -d 'Count an acquisition once N replicas have it'
 complete -c dlock -n '__dlock_takes run acquire' -l history -r -f -d 'Keep the lock'"'"'s last N events'

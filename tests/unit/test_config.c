@@ -46,7 +46,14 @@ int main(void)
 		 "# ttl = 99\n"
 		 "ttl =  7  \n"
 		 "password-file = /etc/dlock.pw\n"
+		 "tls-ca = /etc/ssl/redis-ca.pem\n"
+		 "tls-cert = /etc/dlock/client.crt\n"
+		 "tls-key = /etc/dlock/client.key\n"
+		 "tls-insecure = no\n"
 		 "node-timeout = 0.2") == 0, "a full file parses (%s)", err);
+	ok(is(cf.tls_ca, "/etc/ssl/redis-ca.pem") && is(cf.tls_cert, "/etc/dlock/client.crt") &&
+	   is(cf.tls_key, "/etc/dlock/client.key") && is(cf.tls_insecure, "no"),
+	   "tls-ca, tls-cert, tls-key, tls-insecure");
 	ok(is(cf.servers, "redis://a:1, redis://b:2"), "servers (got \"%s\")",
 	   cf.servers ? cf.servers : "(null)");
 	ok(is(cf.prefix, "jobs:"), "prefix without spaces around '='");
@@ -100,6 +107,11 @@ int main(void)
 	   strcmp(urls[2].path, "/c") == 0 && urls[3].n_sentinels == 1 &&
 	   strcmp(urls[3].master, "n") == 0,
 	   "a list splits between sentinel URLs and others (%s)", err);
+	ok(config_parse_servers("rediss-sentinel://h1,h2:7/m,rediss://h3", urls, 4, &n, err,
+				sizeof err) == 0 &&
+	   n == 2 && urls[0].tls && urls[0].n_sentinels == 2 && strcmp(urls[0].master, "m") == 0 &&
+	   urls[1].tls && urls[1].kind == URL_TCP,
+	   "a rediss-sentinel:// URL's commas stay in it too (%s)", err);
 	ok(config_parse_servers("redis-sentinel://h1,h2", urls, 4, &n, err, sizeof err) == -1 &&
 	   strstr(err, "master name") != NULL,
 	   "a sentinel URL without its master is refused whole (%s)", err);

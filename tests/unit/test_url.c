@@ -114,6 +114,23 @@ int main(void)
 		   u.master);
 	}
 
+	/* TLS: the same URLs, over TLS; plain ones are not */
+	tcp_ok("rediss://alice:pw@[::1]:6390/2", "::1", 6390, 2, "alice", "pw", 1);
+	ok(parse("rediss://h:6380/1") == 0 && u.tls == 1 &&
+	   strcmp(u.text, "rediss://h:6380/1") == 0,
+	   "rediss://h:6380/1: TLS, and its text says so (\"%.512s\")", u.text);
+	ok(parse("redis://h") == 0 && u.tls == 0, "redis://h: no TLS");
+	ok(parse("unix:/tmp/x.sock") == 0 && u.tls == 0, "unix: no TLS");
+	ok(parse("redis-sentinel://h1/m") == 0 && u.tls == 0, "redis-sentinel://: no TLS");
+	if (ok(parse("rediss-sentinel://h1:26379,h2/mymaster") == 0 && u.tls == 1,
+	       "rediss-sentinel:// parses, with TLS (%s)", err)) {
+		ok(u.kind == URL_SENTINEL && u.n_sentinels == 2 &&
+		   u.sentinels[1].port == 26379 && FIELD_IS(u.master, "mymaster"),
+		   "rediss-sentinel://: the sentinels and the master");
+		ok(strcmp(u.text, "rediss-sentinel://h1:26379/mymaster") == 0,
+		   "rediss-sentinel://: its text says TLS (\"%.512s\")", u.text);
+	}
+
 	bad("");
 	bad("redis://");
 	bad("redis://:@");
@@ -149,8 +166,9 @@ int main(void)
 	memset(long_s + 8, 'h', 300);
 	bad(long_s);
 
-	ok(parse("rediss://h:6380") == -1 && strstr(err, "TLS"),
-	   "rediss:// is refused, naming TLS (%s)", err);
+	bad("rediss://");
+	bad("rediss-sentinel://h1");
+	bad("rediss:/h");
 	ok(parse("redis://:s3cr3t@h:0") == -1 && !strstr(err, "s3cr3t"),
 	   "an error does not echo the password (%s)", err);
 
