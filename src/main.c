@@ -393,11 +393,13 @@ int main(int argc, char **argv)
 	if (config_resolve(&opts.cfg, &st, why, sizeof why) < 0) {
 		fprintf(stderr, "dlock: %s\n", why);
 		config_free(&st);
-		free(opts.cfg.servers);
+		cli_free(&opts);
 		return EX_USAGE;
 	}
 	if (signals_init(&sig) < 0) {
 		log_line(opts.key, "signal set-up: %s", strerror(errno));
+		config_free(&st);
+		cli_free(&opts);
 		return EX_OSERR;
 	}
 	if (opts.cmd == CMD_RUN)
@@ -406,7 +408,7 @@ int main(int argc, char **argv)
 		status = run_command(&opts, &st);
 	close(sig.fd);
 	config_free(&st);
-	free(opts.cfg.servers);
+	cli_free(&opts);
 	if (die_by)
 		die(die_by);
 	return status;
