@@ -394,7 +394,7 @@ static void append_cmd(struct node *n, int i, bool by_sha)
 		argvlen[argc] = cmd->argvlen ? cmd->argvlen[k] : strlen(cmd->argv[k]);
 	}
 	redisAppendCommandArgv(n->c, argc, argv, argvlen);
-	n->order[n->n_order++] = i;
+	n->order[n->n_order++] = by_sha ? i : i + NODE_MAX_CMDS;
 }
 
 static void queue_cmds(struct node *n)
@@ -531,6 +531,7 @@ static void reply_failed(struct node *n, const char *s, const char *shown)
 /* Returns false when the node stopped being busy (done or failed). */
 static bool take_reply(struct node *n, redisReply *r)
 {
+	bool by_eval;
 	int i;
 
 	if (n->n_handshake > 0) {
@@ -552,8 +553,14 @@ static bool take_reply(struct node *n, redisReply *r)
 		return n->state == NODE_BUSY;
 	}
 	i = n->order[n->next_order++];
+	by_eval = i >= NODE_MAX_CMDS;
+	i %= NODE_MAX_CMDS;
 	if (r->type == REDIS_REPLY_ERROR) {
-		if (strncmp(r->str, "NOSCRIPT", 8) == 0 && n->cmds[i].script) {
+		/* Once per command: a NOSCRIPT to the EVAL that carried the
+		 * script is an error like any other, not a cue to send it
+		 * again (nor room in order[] for another). */
+		if (strncmp(r->str, "NOSCRIPT", 8) == 0 && n->cmds[i].script &&
+		    !by_eval) {
 			freeReplyObject(r);
 			append_cmd(n, i, false);
 			flush(n);
