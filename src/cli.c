@@ -617,3 +617,14 @@ void cli_parse(int argc, char **argv, struct options *opts)
 	if (f->cmd == CMD_RUN)
 		parse_command_part(argc - optind, argv + optind, opts);
 }
+
+void cli_free(struct options *opts)
+{
+	for (size_t i = 0; i < opts->cfg.n_servers; i++)
+		free((char *)opts->cfg.servers[i]);
+	free(opts->cfg.servers);
+	free(opts->keys);
+	opts->cfg.servers = NULL;
+	opts->cfg.n_servers = 0;
+	opts->keys = NULL;
+}

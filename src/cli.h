@@ -47,3 +47,5 @@ struct options {
 /* Parses argv into opts; on a usage error prints one line and exits 64.
  * Passwords in -S URLs are overwritten in argv (ps shows no secret). */
 void cli_parse(int argc, char **argv, struct options *opts);
+/* Frees what cli_parse() allocated: the KEY list and the -S copies. */
+void cli_free(struct options *opts);

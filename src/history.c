@@ -40,17 +40,39 @@ static const redisReply *field(const redisReply *fields, const char *name)
 	return NULL;
 }
 
+/* Up to 18 decimal digits at *s, no sign: a stream ID's part as dlock's
+ * scripts make them (XADD '*': ms of the server's clock). Advances *s. */
+static int id_part(const char **s, long long *out)
+{
+	size_t n = strspn(*s, "0123456789");
+	long long v = 0;
+
+	if (n == 0 || n > 18)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + ((*s)[i] - '0');
+	*s += n;
+	*out = v;
+	return 0;
+}
+
 /* An XREVRANGE entry: {id, {field, value, ...}}; 0, or -1 when it is none
- * of ours. */
+ * of ours. The ID is "MS-SEQ", strictly: sscanf("%lld") took a sign and
+ * saturated, and "-9999...-0" made the time of the event LLONG_MIN, which
+ * "N s ago" overflowed on. */
 static int parse_event(const redisReply *e, struct event *ev)
 {
 	const redisReply *fields, *kind;
+	const char *id;
 	long long ms, seq;
 
 	if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
 	    e->element[0]->type != REDIS_REPLY_STRING ||
-	    e->element[1]->type != REDIS_REPLY_ARRAY ||
-	    sscanf(e->element[0]->str, "%lld-%lld", &ms, &seq) != 2)
+	    e->element[1]->type != REDIS_REPLY_ARRAY)
+		return -1;
+	id = e->element[0]->str;
+	if (id_part(&id, &ms) < 0 || *id++ != '-' || id_part(&id, &seq) < 0 ||
+	    *id != '\0')
 		return -1;
 	fields = e->element[1];
 	*ev = (struct event){

@@ -20,7 +20,8 @@ void error_set(struct error *err, int exit, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void vlog(const char *key, const char *fmt, va_list ap)
+static void __attribute__((format(printf, 2, 0)))
+vlog(const char *key, const char *fmt, va_list ap)
 {
 	char line[1024];
 

@@ -564,7 +564,7 @@ int main(int argc, char **argv)
 	if (config_resolve(&opts.cfg, &st, why, sizeof why) < 0) {
 		fprintf(stderr, "dlock: %s\n", why);
 		config_free(&st);
-		free(opts.cfg.servers);
+		cli_free(&opts);
 		return EX_USAGE;
 	}
 	/* OpenSSL only for rediss://: loading it is not a plain run's cost. */
@@ -576,6 +576,8 @@ int main(int argc, char **argv)
 	}
 	if (signals_init(&sig) < 0) {
 		log_line(opts.key, "signal set-up: %s", strerror(errno));
+		config_free(&st);
+		cli_free(&opts);
 		return EX_OSERR;
 	}
 	if (opts.cmd == CMD_RUN)
@@ -585,7 +587,7 @@ int main(int argc, char **argv)
 	close(sig.fd);
 	tls_end();
 	config_free(&st);
-	free(opts.cfg.servers);
+	cli_free(&opts);
 	if (die_by)
 		die(die_by);
 	return status;

@@ -541,7 +541,7 @@ static void append_cmd(struct node *n, int i, bool by_sha)
 		argvlen[argc] = cmd->argvlen ? cmd->argvlen[k] : strlen(cmd->argv[k]);
 	}
 	redisAppendCommandArgv(n->c, argc, argv, argvlen);
-	n->order[n->n_order++] = i;
+	n->order[n->n_order++] = by_sha ? i : i + NODE_MAX_CMDS;
 }
 
 static void queue_cmds(struct node *n)
@@ -753,6 +753,7 @@ static enum cluster_reply redirected(struct node *n, const char *s)
 /* Returns false when the node stopped being busy (done or failed). */
 static bool take_reply(struct node *n, redisReply *r)
 {
+	bool by_eval;
 	int i;
 
 	if (n->n_handshake > 0) {
@@ -778,6 +779,8 @@ static bool take_reply(struct node *n, redisReply *r)
 		freeReplyObject(r);
 		return true;
 	}
+	by_eval = i >= NODE_MAX_CMDS;
+	i %= NODE_MAX_CMDS;
 	if (r->type == REDIS_REPLY_ERROR) {
 		switch (redirected(n, r->str)) {
 		case CLUSTER_NONE:
@@ -787,7 +790,11 @@ static bool take_reply(struct node *n, redisReply *r)
 			freeReplyObject(r);
 			return n->state == NODE_BUSY;
 		}
-		if (strncmp(r->str, "NOSCRIPT", 8) == 0 && n->cmds[i].script) {
+		/* Once per command: a NOSCRIPT to the EVAL that carried the
+		 * script is an error like any other, not a cue to send it
+		 * again (nor room in order[] for another). */
+		if (strncmp(r->str, "NOSCRIPT", 8) == 0 && n->cmds[i].script &&
+		    !by_eval) {
 			freeReplyObject(r);
 			append_cmd(n, i, false);
 			flush(n);

@@ -71,7 +71,8 @@ struct node {
 	int n_cmds;
 	int n_handshake;	/* handshake replies still expected; the round's
 				 * commands are sent once all of them said OK */
-	int order[NODE_MAX_CMDS * 4];	/* cmd index of each reply to come;
+	int order[NODE_MAX_CMDS * 4];	/* cmd index of each reply to come,
+					 * + NODE_MAX_CMDS when sent as EVAL;
 					 * -1: an ASKING's */
 	int n_order, next_order;
 	redisReply *replies[NODE_MAX_CMDS];

@@ -26,14 +26,19 @@ void waitline_describe(const char *info, char *out, size_t len)
 	char host[128] = "", user[64] = "", cmd[128] = "";
 	long long pid = 0, since_ms = 0;
 	const char *more = strrchr(info, '+');
-	int n_more = more && more > info && more[-1] == ' ' ? atoi(more + 1) : 0;
+	/* not atoi(): " +99999999999" from a server would overflow an int */
+	long n_more = more && more > info && more[-1] == ' ' ?
+		      strtol(more + 1, NULL, 10) : 0;
 	size_t used;
 
 	if (!*info || sscanf(info, "%127[^\t]\t%lld\t%63[^\t]\t%lld\t%127[^\t]",
 			     host, &pid, user, &since_ms, cmd) < 4) {
 		snprintf(out, len, "held by another client");
 	} else {
-		long long held_s = (clock_wall_ms() - since_ms) / 1000;
+		/* since as the server has it: any number, even negative */
+		int64_t now_ms = clock_wall_ms();
+		long long held_s = since_ms >= 0 && since_ms < now_ms ?
+				   (now_ms - since_ms) / 1000 : 0;
 
 		if (more && n_more && strlen(cmd) >= strlen(more) + 1)
 			cmd[strlen(cmd) - strlen(more) - 1] = '\0';
@@ -42,7 +47,7 @@ void waitline_describe(const char *info, char *out, size_t len)
 	}
 	used = strlen(out);
 	if (n_more > 0 && used < len)
-		snprintf(out + used, len - used, " and %d more", n_more);
+		snprintf(out + used, len - used, " and %ld more", n_more);
 }
 
 void waitline_update(struct waitline *wl, const char *holder, long queue_pos,

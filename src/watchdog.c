@@ -47,6 +47,15 @@
 #define RUNNING_ON_VALGRIND 0	/* valgrind then stops at our clone() */
 #endif
 
+/* A sanitizer build: see watchdog_env(). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
 #define GROUP_POLL_MS 50
 #define HANDOVER_MS 20		/* a job this short never pays for an exec */
 #define PAGE_FD 3		/* in the watchdog: the shared page */
@@ -151,6 +160,7 @@ int watchdog_main(void)
 struct spawn {
 	int page_fd, pipe_fd;
 	struct watch_page *page;
+	char *const *envp;
 };
 
 #if defined(__x86_64__)
@@ -188,13 +198,35 @@ static NO_SANITIZE long sys(long n, long a, long b, long c, long d, long e)
 
 #if SHARE_VM
 
+extern char **environ;
+
+/* The exec'd watchdog's environment: none, as it needs none. In a
+ * sanitizer build (tests/run --sanitized), the sanitizers' settings, so
+ * that a report of the watchdog's own lands where the others do, not on
+ * its closed stderr. Built before the clone, which calls no libc. */
+static char *const *watchdog_env(void)
+{
+	static char *env[4];
+#ifdef SANITIZED
+	static const char *const names[] = {
+		"ASAN_OPTIONS=", "UBSAN_OPTIONS=", "LSAN_OPTIONS=",
+	};
+	size_t n = 0;
+
+	for (char **e = environ; *e && n < 3; e++)
+		for (size_t i = 0; i < 3; i++)
+			if (strncmp(*e, names[i], strlen(names[i])) == 0)
+				env[n++] = *e;
+#endif
+	return env;
+}
+
 /* The first HANDOVER_MS, in dlock's memory: raw system calls only. If the
  * job is over by then (done, and the pipe closed), leave; otherwise, or if
  * dlock died meanwhile, become "dlock watchdog", which sees the EOF too. */
 static NO_SANITIZE int watch_first(void *arg)
 {
 	static char *const argv[] = { (char *)"dlock watchdog", NULL };
-	static char *const envp[] = { NULL };
 	const struct spawn *sp = arg;
 	uint64_t all = ~(uint64_t)0;
 	struct timespec handover = { 0, HANDOVER_MS * 1000000L };
@@ -219,7 +251,7 @@ static NO_SANITIZE int watch_first(void *arg)
 	if (sys(SYS_ppoll, (long)&pfd, 1, (long)&handover, 0, 0) > 0 &&
 	    atomic_load(&sp->page->done))
 		sys(SYS_exit, 0, 0, 0, 0, 0);
-	sys(SYS_execve, (long)"/proc/self/exe", (long)argv, (long)envp, 0, 0);
+	sys(SYS_execve, (long)"/proc/self/exe", (long)argv, (long)sp->envp, 0, 0);
 	atomic_store(&sp->page->no_exec, 1);
 	sys(SYS_exit, EX_OSERR, 0, 0, 0, 0);	/* dlock starts another */
 	return 0;
@@ -236,7 +268,7 @@ static int start_process(struct watchdog *wd, int page_fd, int pipe_fd,
 	static struct spawn sp;
 
 	if (!RUNNING_ON_VALGRIND && !atomic_load(&wd->page->no_exec)) {
-		sp = (struct spawn){ page_fd, pipe_fd, wd->page };
+		sp = (struct spawn){ page_fd, pipe_fd, wd->page, watchdog_env() };
 		wd->pid = clone(watch_first, stack + sizeof stack,
 				CLONE_VM | SIGCHLD, &sp);
 		if (wd->pid > 0)

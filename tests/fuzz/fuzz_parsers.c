@@ -1,17 +1,19 @@
 /* fuzz_parsers.c - libFuzzer target for the parsers that take input from
- * users and files: URLs, server lists, config files, seconds, counts and
- * signal names. The first byte picks the parser, the rest is its input.
- *
- *   CC=clang meson setup build-fuzz -Dfuzz=true -Dstatic-deps=false \
- *         -Db_sanitize=address,undefined && ninja -C build-fuzz
- *   build-fuzz/tests/fuzz-parsers -max_total_time=60
+ * users, files and servers' strings: URLs, server lists, config files,
+ * seconds, counts, signal names, the holder info a script keeps (as
+ * status reads it, and as the wait line does), and a script's error as
+ * Redis words it. The first byte picks the parser, the
+ * rest is its input. See tests/fuzz/README.md.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 #include "config.h"
+#include "node.h"
+#include "show.h"
 #include "url.h"
+#include "waitline.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -19,6 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct url urls[4];
 	struct config_file cf;
+	struct show_info hi;
 	char err[512], *text;
 	size_t n_urls;
 	int64_t ms;
@@ -31,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data + 1, size - 1);
 	text[size - 1] = '\0';
-	switch (data[0] % 6) {
+	switch (data[0] % 9) {
 	case 0:
 		url_parse(text, &urls[0], err, sizeof err);
 		break;
@@ -49,6 +52,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 5:
 		parse_signal(text);
+		break;
+	case 6:	/* holder info: any bytes, NULs too */
+		if (show_info_parse((const char *)data + 1, size - 1, &hi) == 0)
+			show_info_free(&hi);
+		break;
+	case 7:
+		node_script_error(text, "acquire", err, sizeof err);
+		break;
+	case 8:	/* a refusal's holder info, as the wait line shows it */
+		waitline_describe(text, err, sizeof err);
 		break;
 	}
 	free(text);
