@@ -20,7 +20,8 @@
 # (200 per tool, worker count and round), REF_SECTIONS (40, for etcdctl and
 # redis-py, which are slow), ROUNDS (3), POLL_SLEEP (0.01 s, the redis-cli
 # loop's sleep), HERD (100), HERD_DEADLINE (60 s), ETCD (auto; 0 skips),
-# REDISPY (auto; 0 skips).  Starts its own redis-server (unix socket only)
+# REDISPY (auto; 0 skips), CSV (a file to append results to, README.md).
+# HERD=0 skips the herd.  Starts its own redis-server (unix socket only)
 # and, if installed, its own etcd on 127.0.0.1, in a temp dir; stops them,
 # the workers and everything they started by PID (process group), and
 # removes the dir, whatever happens.
@@ -73,7 +74,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-. "$(dirname "$0")/lib.sh"	# wait_until, free_ports
+. "$(dirname "$0")/lib.sh"	# wait_until, free_ports, find_redispy, csv_*
 now_us() { echo "${EPOCHREALTIME/./}"; }
 
 # --- servers -----------------------------------------------------------
@@ -81,7 +82,7 @@ SOCK=$T/redis.sock
 redis-server --port 0 --unixsocket "$SOCK" --dir "$T" --save '' \
 	--appendonly no --maxclients 1000 >"$T/redis.log" 2>&1 &
 SERVERS+=($!)
-wait_until 5 redis-cli -s "$SOCK" ping || die "redis-server did not start: $(tail -n 3 "$T/redis.log")"
+wait_until 30 redis-cli -s "$SOCK" ping || die "redis-server did not start: $(tail -n 3 "$T/redis.log")"
 REDIS_VERSION=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 rcli() { redis-cli -s "$SOCK" "$@"; }
 
@@ -106,18 +107,10 @@ elif [[ $ETCD != 0 ]]; then
 	note "no etcd/etcdctl, skipping etcdctl lock"
 fi
 
-# redis-py: whichever python3 can import it (Debian's python3-redis is for
-# /usr/bin/python3, which a pyenv python3 on PATH does not see).
+# redis-py: whichever python3 can import it (lib.sh)
 PY=
 if [[ $REDISPY != 0 ]]; then
-	for p in "$(type -P python3)" /usr/bin/python3; do
-		if [[ -x $p ]] && "$p" -c 'import redis' 2>/dev/null; then
-			# the interpreter itself, not a pyenv shim (a bash script)
-			PY=$("$p" -c 'import sys; print(sys.executable)')
-			break
-		fi
-	done
-	[[ -n $PY ]] || note "no python3 with redis-py (apt-get install python3-redis), skipping it"
+	find_redispy || note "no python3 with redis-py (apt-get install python3-redis), skipping it"
 fi
 
 # --- the section and the tools -------------------------------------------
@@ -278,6 +271,13 @@ for w in $WORKERS; do
 			"$med" "$p90" "$max" "$(awk -v c="$cpu" -v n="$n" 'BEGIN { print c / n / 1000 }')" \
 			"$( ((fail == 0)) || echo "  ($fail failed)")" \
 			"$( ((bad == 0)) || echo "  WARNING: $bad mutual-exclusion violations")"
+		# per round: sections/s; every handoff: ms
+		awk '$2 { print $1 * 1e6 / $2 }' "$T/runs.$i.$w" >"$T/rates"
+		# shellcheck disable=SC2046
+		csv_row W2 "$w workers" "${NAMES[$i]}" "sections/s" "1/s" $(csv_stats "$T/rates" 1)
+		# shellcheck disable=SC2046
+		csv_row W2 "$w workers" "${NAMES[$i]}" "handoff ms" ms $(csv_stats "$T/h.$i.$w")
+		((bad == 0)) || csv_row W2 "$w workers" "${NAMES[$i]}" "violations" count 1 "$bad" "$bad" "$bad"
 	done
 done
 for w in $WORKERS; do
@@ -296,6 +296,7 @@ if [[ -s $T/errors ]]; then
 fi
 
 # --- 100 waiters on one key ------------------------------------------------
+((HERD > 0)) || exit 0
 # All start at once; each runs the section once.  Counted: how many exit 0
 # before the deadline, how long the last took, and the commands Redis ran
 # for them (INFO commandstats after CONFIG RESETSTAT, less INFO and CONFIG).
@@ -334,11 +335,14 @@ echo
 echo "$HERD waiters on one key, all started at once (deadline ${HERD_DEADLINE}s):"
 herd flock flock "$T/flock.lock"
 read -r ok all secs bad <"$T/herd.out"
+csv_row W2 "$HERD at once" flock "seconds until all done" s 1 "$secs" "$secs" "$secs"
 printf '  %-6s %3d/%d exited 0 in %6.2f s%s\n' flock "$ok" "$all" "$secs" \
 	"$( ((bad == 0)) || echo "  WARNING: $bad mutual-exclusion violations")"
 rcli CONFIG RESETSTAT >/dev/null
 herd dlock "$DLOCK" -S "unix:$SOCK" handoff-herd
 read -r ok all secs bad <"$T/herd.out"
+csv_row W2 "$HERD at once" dlock "seconds until all done" s 1 "$secs" "$secs" "$secs"
+((ok == all)) || csv_row W2 "$HERD at once" dlock "not finished" count 1 $((all - ok)) $((all - ok)) $((all - ok))
 printf '  %-6s %3d/%d exited 0 in %6.2f s%s%s\n' dlock "$ok" "$all" "$secs" \
 	"$( ((ok == all)) || echo "  FAILED: not all completed")" \
 	"$( ((bad == 0)) || echo "  WARNING: $bad mutual-exclusion violations")"

@@ -14,3 +14,41 @@ s = [socket.socket() for _ in range(int(sys.argv[1]))]
 for x in s: x.bind(("127.0.0.1", 0))
 print(*[x.getsockname()[1] for x in s])' "$1"
 }
+
+# find_redispy: PY= a python3 that can import redis-py, or empty.  Debian's
+# python3-redis is for /usr/bin/python3, which a pyenv python3 on PATH does
+# not see; the interpreter itself, not a pyenv shim (a bash script).
+find_redispy() {
+	local p
+	PY=
+	for p in "$(type -P python3)" /usr/bin/python3; do
+		if [[ -x $p ]] && "$p" -c 'import redis' 2>/dev/null; then
+			PY=$("$p" -c 'import sys; print(sys.executable)')
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Machine-readable results, for tests/bench/run: with CSV=FILE set, each
+# benchmark appends one line per measurement to FILE:
+#   workload,case,tool,metric,unit,n,median,min,max
+# (README.md, "CSV"); without it, nothing.
+csv_row() {	# csv_row WORKLOAD CASE TOOL METRIC UNIT N MEDIAN MIN MAX
+	[[ -n ${CSV:-} ]] || return 0
+	local f out=
+	for f in "$@"; do
+		[[ $f == *[,\"]* ]] && f="\"${f//\"/\"\"}\""
+		out+=${out:+,}$f
+	done
+	echo "$out" >>"$CSV"
+}
+
+csv_stats() {	# csv_stats FILE [DIV]: "n median min max" of its numbers / DIV (1000)
+	sort -n "$1" | awk -v d="${2:-1000}" '{ v[NR] = $1 }
+	END {
+		if (!NR) { print "0 - - -"; exit }
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "%d %.3f %.3f %.3f\n", NR, m / d, v[1] / d, v[NR] / d
+	}'
+}

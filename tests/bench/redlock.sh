@@ -15,14 +15,17 @@
 #   a bash script: redis-cli SET NX PX on each node one after another, the
 #     command, then the compare-and-delete EVAL on each, one after another
 #   node whole.js: node-redlock 5 + ioredis, acquire, spawn true, release
+#   dlock -S URL1 ... -S URL5 K date +%s%6N, and date alone: how long
+#     from dlock's start to its command's (the acquire), less date's own
 # then, alone: node-redlock's in-process acquire and release latency.
-# node-redlock needs `npm install redlock@5.0.0-beta.2 ioredis` to work in a
-# temp dir (redlock 5 exists only as betas, so `redlock@5` finds nothing);
-# NODE=0 skips it.
+# node-redlock: the redlock and ioredis modules NODE_PATH finds, else
+# `npm install redlock@5.0.0-beta.2 ioredis@5.11.1` in a temp dir (redlock 5
+# exists only as betas, so `redlock@5` finds nothing); NODE=0 skips it.
 #
 # Environment: DLOCK (default ./build/dlock), ROUNDS (default 40), WARMUP
 # (3), DELAY_MS (10), NETNS (auto; 0 = loopback only), CONNECT_RTT (1),
-# NODE (auto; 0 = skip node-redlock).  Everything started is stopped by PID,
+# NODE (auto; 0 = skip node-redlock), NODE_PATH, CSV (a file to append
+# results to, README.md).  Everything started is stopped by PID,
 # namespaces and links deleted, the temp dir removed, whatever happens.
 # Traffic stays on this machine: loopback, or the veth pairs made here.
 set -euo pipefail
@@ -64,7 +67,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-. "$(dirname "$0")/lib.sh"	# wait_until, free_ports
+. "$(dirname "$0")/lib.sh"	# wait_until, free_ports, csv_*
 
 # --- nodes ---------------------------------------------------------------
 # setup_netns: namespace dlk<pid>n<i> per node, veth dk<pid>h<i> here and
@@ -121,11 +124,11 @@ for ((i = 1; i <= N_NODES; i++)); do
 		--unixsocket "$d/sock" --dir "$d" --save '' --appendonly no \
 		>"$d/redis.log" 2>&1 &
 	PIDS+=($!)
-	wait_until 5 redis-cli -s "$d/sock" ping || die "redis $i did not start: $(tail -n 2 "$d/redis.log")"
+	wait_until 30 redis-cli -s "$d/sock" ping || die "redis $i did not start: $(tail -n 2 "$d/redis.log")"
 	"${run_in[@]}" python3 "$RELAY" "${RFLAGS[@]}" "$listen" "127.0.0.1:$rport" "$DELAY_MS" \
 		>"$d/relay.out" 2>"$d/relay.err" &
 	PIDS+=($!)
-	wait_until 5 grep -qx ready "$d/relay.out" || die "relay $i did not start: $(head -n 2 "$d/relay.err")"
+	wait_until 30 grep -qx ready "$d/relay.out" || die "relay $i did not start: $(head -n 2 "$d/relay.err")"
 	EPS+=("$listen")
 done
 host() { echo "${1%:*}"; }
@@ -145,14 +148,29 @@ RTT_AVG=$(cat "$T"/lat* | awk 'NF == 4 { s += $3; n++ } END { if (n) printf "%.3
 
 # --- node-redlock ------------------------------------------------------
 HAVE_NODE=0
-if [[ $NODE != 0 ]] && command -v node >/dev/null && command -v npm >/dev/null; then
-	mkdir -p "$T/node"
-	if (cd "$T/node" && timeout 180 npm install --no-audit --no-fund --loglevel=error \
-		redlock@5.0.0-beta.2 ioredis >"$T/npm.log" 2>&1); then
+mkdir -p "$T/node"
+node_versions() {	# "redlock X, ioredis Y" as NODE_PATH finds them, or fails
+	# (not require("redlock/package.json"): its "exports" do not allow it)
+	(cd "$T/node" && node -e 'const fs = require("fs"), path = require("path");
+		const v = (m) => { require(m);
+			for (const d of (process.env.NODE_PATH || "").split(path.delimiter)) {
+				const f = path.join(d, m, "package.json");
+				if (d && fs.existsSync(f)) return JSON.parse(fs.readFileSync(f)).version;
+			}
+			return "?"; };
+		console.log(`redlock ${v("redlock")}, ioredis ${v("ioredis")}`)') 2>/dev/null
+}
+if [[ $NODE != 0 ]] && command -v node >/dev/null; then
+	if [[ -n ${NODE_PATH:-} ]] && NODE_VERSIONS=$(node_versions); then
 		HAVE_NODE=1
-		NODE_VERSIONS="redlock $(node -p 'require(process.argv[1]).version' "$T/node/node_modules/redlock/package.json"), ioredis $(node -p 'require(process.argv[1]).version' "$T/node/node_modules/ioredis/package.json")"
+	elif ! command -v npm >/dev/null; then
+		note "no npm, and NODE_PATH has no redlock and ioredis: skipping node-redlock"
+	elif (cd "$T/node" && timeout 180 npm install --no-audit --no-fund --loglevel=error \
+		redlock@5.0.0-beta.2 ioredis@5.11.1 >"$T/npm.log" 2>&1); then
+		export NODE_PATH="$T/node/node_modules"
+		NODE_VERSIONS=$(node_versions) && HAVE_NODE=1
 	else
-		note "npm install redlock@5.0.0-beta.2 ioredis failed, skipping node-redlock: $(grep -m1 -i error "$T/npm.log")"
+		note "npm install redlock@5.0.0-beta.2 ioredis@5.11.1 failed, skipping node-redlock: $(grep -m1 -i error "$T/npm.log")"
 	fi
 fi
 if ((HAVE_NODE)); then
@@ -185,7 +203,7 @@ const { connect } = require("./common.js");
 })().catch((e) => { console.error(e.message); process.exit(1); });
 EOF
 	cat >"$T/node/inproc.js" <<'EOF'
-// N acquire/release pairs on open connections: "acquire med p10 p90" etc.
+// N acquire/release pairs on open connections: "acquire n med p10 p90 min max" etc.
 const { connect } = require("./common.js");
 const n = Number(process.argv[2]), warm = 5;
 const ms = (a, b) => Number(b - a) / 1e6;
@@ -194,7 +212,8 @@ function stats(name, v) {
 	const q = (p) => v[Math.floor(p * (v.length - 1))];
 	const m = v.length % 2 ? v[(v.length - 1) / 2]
 		: (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-	console.log(name, v.length, m.toFixed(3), q(0.1).toFixed(3), q(0.9).toFixed(3));
+	console.log(name, v.length, m.toFixed(3), q(0.1).toFixed(3), q(0.9).toFixed(3),
+		v[0].toFixed(3), v[v.length - 1].toFixed(3));
 }
 (async () => {
 	const { clients, redlock } = connect();
@@ -212,7 +231,7 @@ function stats(name, v) {
 	await Promise.all(clients.map((c) => c.quit()));
 })().catch((e) => { console.error(e.message); process.exit(1); });
 EOF
-	export BENCH_EPS="${EPS[*]}" NODE_PATH="$T/node/node_modules"
+	export BENCH_EPS="${EPS[*]}"
 fi
 
 # --- the sequential redis-cli script -----------------------------------
@@ -243,6 +262,12 @@ tool "dlock K true (1 node)"   "$DLOCK" -S "redis://${EPS[0]}" bench-one true
 tool "dlock -S x5 K true"      "$DLOCK" "${SARGS[@]}" bench-five true
 tool "redis-cli x5 sequential" bash "$T/seq.sh"
 ((HAVE_NODE)) && tool "node-redlock whole.js" node "$T/node/whole.js"
+# The acquire: from dlock's start to its command's, each printing the clock.
+DATE=$(type -P date)
+STAMP_DATE=${#NAMES[@]}
+tool "date (exec floor)"       "$DATE" +%s%6N
+STAMP_DLOCK=${#NAMES[@]}
+tool "dlock -S x5 K date"      "$DLOCK" "${SARGS[@]}" bench-five-date "$DATE" +%s%6N
 N=${#NAMES[@]}
 DL5=2	# index of the RedLock dlock row, the ratios' base
 
@@ -252,13 +277,13 @@ for ((i = 0; i < N; i++)); do
 done
 for ((i = 0; i < N_NODES; i++)); do
 	[[ $(redis-cli -s "$T/n$((i + 1))/sock" --raw exists dlock:bench-one dlock:bench-five \
-		dlock:bench-seq dlock:bench-node) == 0 ]] ||
+		dlock:bench-seq dlock:bench-node dlock:bench-five-date) == 0 ]] ||
 		die "a lock key is still on node $((i + 1)) after its holder exited"
 done
 
 note "$ROUNDS rounds x $N tools (+$WARMUP warm-up rounds), interleaved ..."
 declare -a FAILS
-for ((i = 0; i < N; i++)); do : >"$T/t$i"; FAILS[i]=0; done
+for ((i = 0; i < N; i++)); do : >"$T/t$i"; : >"$T/s$i"; FAILS[i]=0; done
 t_start=$SECONDS
 for ((r = -WARMUP; r < ROUNDS; r++)); do
 	for ((k = 0; k < N; k++)); do
@@ -267,6 +292,10 @@ for ((r = -WARMUP; r < ROUNDS; r++)); do
 		run "$i" || FAILS[i]=$((FAILS[i] + 1))
 		e=$EPOCHREALTIME
 		((r < 0)) || echo $(( 10#${e/./} - 10#${s/./} )) >>"$T/t$i"
+		if ((r >= 0 && (i == STAMP_DATE || i == STAMP_DLOCK))); then
+			read -r stamp <"$T/out" && [[ $stamp =~ ^[0-9]+$ ]] &&
+				echo $((stamp - 10#${s/./})) >>"$T/s$i"
+		fi
 	done
 done
 elapsed=$((SECONDS - t_start))
@@ -301,16 +330,31 @@ echo "  $ROUNDS interleaved rounds in ${elapsed}s$( ((HAVE_NODE)) && echo "; nod
 echo "RTT floor (redis-cli --latency, 1 s on an open connection): $RTT_LINE"
 echo
 printf '%-32s %5s %10s %8s %8s %6s %8s\n' "whole process" runs "median ms" "p10 ms" "p90 ms" RTTs "x dlock"
+CASE="5 nodes, +${DELAY_MS} ms RTT ($MODE)"
+csv_row W3 "$CASE" "redis-cli --latency" "RTT floor" ms "$N_NODES" "$RTT_AVG" \
+	"$(cat "$T"/lat* | awk 'NF == 4 { if (m == "" || $1 < m) m = $1 } END { print m }')" \
+	"$(cat "$T"/lat* | awk 'NF == 4 { if ($2 > m) m = $2 } END { print m + 0 }')"
 for ((i = 0; i < N; i++)); do
 	read -r med p10 p90 < <(stats "$T/t$i")
 	row "${NAMES[$i]}" "$(wc -l <"$T/t$i")" "$med" "$p10" "$p90" "${FAILS[i]}"
+	# shellcheck disable=SC2046
+	csv_row W3 "$CASE" "${NAMES[$i]}" "wall ms" ms $(csv_stats "$T/t$i")
 done
+# The acquire: each dlock run's stamp less the median date run's, in ms
+read -r _ DATE_MED _ < <(csv_stats "$T/s$STAMP_DATE")
+awk -v d="$DATE_MED" '{ print $1 - d * 1000 }' "$T/s$STAMP_DLOCK" >"$T/acq"
+read -r ACQ_N ACQ_MED ACQ_MIN ACQ_MAX < <(csv_stats "$T/acq")
+csv_row W3 "$CASE" "dlock -S x5 K CMD" "acquire: start to command ms" ms \
+	"$ACQ_N" "$ACQ_MED" "$ACQ_MIN" "$ACQ_MAX"
 if ((HAVE_NODE)) && [[ -s $T/inproc ]] && grep -q '^acquire ' "$T/inproc"; then
 	echo
 	printf '%-32s %5s %10s %8s %8s %6s %8s\n' "node-redlock in-process" runs "median ms" "p10 ms" "p90 ms" RTTs "x dlock"
-	while read -r what n med p10 p90; do
+	while read -r what n med p10 p90 min max; do
 		row "  $what" "$n" "$med" "$p10" "$p90"
+		csv_row W3 "$CASE" "node-redlock in-process" "$what ms" ms "$n" "$med" "$min" "$max"
 	done <"$T/inproc"
 fi
 echo
+printf 'dlock acquire, from its start to its command'\''s (stamp less date'\''s alone): median %.2f ms = %.2f RTTs, min %.2f, max %.2f ms (%d runs)\n' \
+	"$ACQ_MED" "$(awk -v a="$ACQ_MED" -v b="$RTT_AVG" 'BEGIN { print a / b }')" "$ACQ_MIN" "$ACQ_MAX" "$ACQ_N"
 echo "RTTs: median / average RTT floor; x dlock: median / median of 'dlock -S x5 K true'."

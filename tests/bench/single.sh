@@ -2,14 +2,16 @@
 # single.sh: what one lock costs a shell script, with one Redis server.
 #
 # `dlock K true` against `flock FILE true` and a bare `true`, and, as
-# yardsticks, `etcdctl lock K true` and one redis-cli run sending the
-# SET NX PX + compare-and-delete EVAL pair.  Every round runs every tool
+# yardsticks, `etcdctl lock K true`, one redis-cli run sending the
+# SET NX PX + compare-and-delete EVAL pair, and redis-py's Lock around
+# `true` in a python3 process.  Every round runs every tool
 # once, in an order that rotates from round to round, so that drift (CPU
 # frequency, page cache, a noisy neighbour) spreads over all tools alike.
 # Prints medians, 90th percentiles and ratios to flock, then peak RSS.
 #
 # Environment: DLOCK (default ./build/dlock), ROUNDS (default 200),
-# WARMUP (default 5 rounds, not counted), RSS_RUNS (default 5).
+# WARMUP (default 5 rounds, not counted), RSS_RUNS (default 5), REDISPY
+# (auto; 0 skips redis-py), CSV (a file to append results to, README.md).
 # Starts its own redis-server (TCP on a free loopback port and a unix
 # socket) and, if installed, its own etcd, in a temp dir; stops them by PID
 # and removes the dir whatever happens.  Only 127.0.0.1 is contacted.
@@ -21,6 +23,7 @@ DLOCK=${DLOCK:-./build/dlock}
 ROUNDS=${ROUNDS:-200}
 WARMUP=${WARMUP:-5}
 RSS_RUNS=${RSS_RUNS:-5}
+REDISPY=${REDISPY:-auto}
 
 die() { echo "single.sh: $*" >&2; exit 1; }
 [[ -x $DLOCK ]] || die "no dlock binary at '$DLOCK' (set DLOCK=path)"
@@ -42,14 +45,14 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-. "$(dirname "$0")/lib.sh"	# wait_until, free_ports
+. "$(dirname "$0")/lib.sh"	# wait_until, free_ports, find_redispy, csv_*
 
 # --- servers -----------------------------------------------------------
 read -r RPORT ECPORT EPPORT < <(free_ports 3)
 redis-server --port "$RPORT" --bind 127.0.0.1 --unixsocket "$T/redis.sock" \
 	--dir "$T" --save '' --appendonly no >"$T/redis.log" 2>&1 &
 PIDS+=($!)
-wait_until 5 redis-cli -s "$T/redis.sock" ping || die "redis-server did not start: $(tail -n 3 "$T/redis.log")"
+wait_until 30 redis-cli -s "$T/redis.sock" ping || die "redis-server did not start: $(tail -n 3 "$T/redis.log")"
 REDIS_VERSION=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 
 HAVE_ETCD=0
@@ -70,12 +73,22 @@ if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
 	fi
 fi
 
+PY=
+if [[ $REDISPY != 0 ]]; then
+	find_redispy || echo "single.sh: no python3 with redis-py (apt-get install python3-redis), skipping it" >&2
+fi
+
 # --- the tools ---------------------------------------------------------
 # Each is one command line, run by bash exactly as a script would run it.
 TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 CAD="if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 printf 'SET dlock:bench-cli %s NX PX 30000\nEVAL "%s" 1 dlock:bench-cli %s\n' \
 	"$TOKEN" "$CAD" "$TOKEN" >"$T/cli.txt"
+PYLOCK='import subprocess, sys, redis
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+with r.lock("dlock:bench-py", timeout=30):
+    rc = subprocess.call(sys.argv[2:])
+sys.exit(rc)'
 
 NAMES=() CMDS=()
 tool() {	# tool NAME COMMAND [ARG...]: CMDS gets it quoted, for eval
@@ -88,6 +101,7 @@ tool "dlock K true (tcp)"    "$DLOCK" -S "redis://127.0.0.1:$RPORT" bench-tcp tr
 tool "dlock K true (unix)"   "$DLOCK" -S "unix:$T/redis.sock" bench-unix true
 tool "redis-cli SET NX+EVAL" redis-cli -p "$RPORT"	# stdin: cli.txt
 ((HAVE_ETCD)) && tool "etcdctl lock K true" etcdctl --endpoints="$EURL" lock bench true
+[[ -n $PY ]] && tool "redis-py Lock K true" "$PY" -c "$PYLOCK" "$RPORT" "$TRUE"
 N=${#NAMES[@]}
 
 input() {	# input I: what tool I reads on stdin
@@ -103,7 +117,7 @@ run() {	# run I: run tool I once, silently; its status
 for ((i = 0; i < N; i++)); do
 	run "$i" || die "'${NAMES[$i]}' failed: $(head -c 300 "$T/out")"
 done
-if [[ $(redis-cli -p "$RPORT" exists dlock:bench-tcp dlock:bench-unix dlock:bench-cli) != 0 ]]; then
+if [[ $(redis-cli -p "$RPORT" exists dlock:bench-tcp dlock:bench-unix dlock:bench-cli dlock:bench-py) != 0 ]]; then
 	die "a lock key is still there after its holder exited"
 fi
 if [[ $(redis-cli -p "$RPORT" <"$T/cli.txt") != $'OK\n1' ]]; then
@@ -148,6 +162,8 @@ for ((i = 0; i < N; i++)); do
 		"$(awk -v a="$med" -v b="$FLOCK_MED" 'BEGIN { print a / b }')" \
 		"$(awk -v a="$med" -v b="$TRUE_MED" 'BEGIN { print a - b }')" \
 		"$( ((FAILS[i] == 0)) || echo "  (${FAILS[i]} failed)")"
+	# shellcheck disable=SC2046
+	csv_row W1 "uncontended, 1 server" "${NAMES[$i]}" "wall ms" ms $(csv_stats "$T/t$i")
 done
 
 # --- peak RSS ----------------------------------------------------------
@@ -158,10 +174,10 @@ rss_once() {	# rss_once I: peak RSS of one run of tool I, KiB
 		<"${INPUTS[$1]}" >/dev/null 2>&1 || true
 	tail -n 1 "$T/rss"
 }
-maxrss() {	# maxrss I: median peak RSS over RSS_RUNS runs, KiB
+maxrss() {	# maxrss I: "runs median min max" peak RSS over RSS_RUNS runs, KiB
 	local j
-	for ((j = 0; j < RSS_RUNS; j++)); do rss_once "$1"; done |
-		sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+	for ((j = 0; j < RSS_RUNS; j++)); do rss_once "$1"; done >"$T/rss.all"
+	csv_stats "$T/rss.all" 1
 }
 # A python or bash wrapper would not do: the RSS it had before exec counts.
 if [[ ! -x /usr/bin/time ]] && ((EUID == 0)); then
@@ -171,7 +187,9 @@ echo
 if [[ -x /usr/bin/time ]]; then
 	echo "peak RSS, KiB (median of $RSS_RUNS runs, /usr/bin/time -f %M)"
 	for ((i = 0; i < N; i++)); do
-		printf '%-24s %8s\n' "${NAMES[$i]}" "$(maxrss "$i")"
+		read -r n med min max < <(maxrss "$i")
+		printf '%-24s %8.0f\n' "${NAMES[$i]}" "$med"
+		csv_row W4 "peak RSS" "${NAMES[$i]}" "peak RSS" KiB "$n" "$med" "$min" "$max"
 	done
 else
 	echo "peak RSS: not measured (no /usr/bin/time: apt-get install time)"
