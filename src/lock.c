@@ -193,9 +193,11 @@ int lock_init(struct lock *lk, const struct lock_params *p, struct error *err)
 		strcpy(lk->mode_arg, "s");
 	else
 		snprintf(lk->mode_arg, sizeof lk->mode_arg, "%ld", p->limit);
-	/* A fair waiter that stops refreshing its place is dead after this. */
+	/* A waiter that stops trying is gone after this: its longest pause,
+	 * and 2 s and two rounds' deadlines for a slow try or a busy host.
+	 * Its place in the --fair queue and its writer's mark go with it. */
 	snprintf(lk->alive_arg, sizeof lk->alive_arg, "%" PRId64,
-		 2000 + 2 * lk->node_timeout_ms);
+		 LOCK_RETRY_MAX_MS + 2000 + 2 * lk->node_timeout_ms);
 	describe_holder(lk, p->command);
 	return 0;
 }

@@ -6,6 +6,9 @@
 #include "node.h"
 
 #define LOCK_SHARED (-1)	/* lock_params.limit of a shared lock */
+/* The longest a waiter sleeps between two tries (wait.c): its liveness
+ * among the lock's waiters is this, 2 s and two --node-timeouts. */
+#define LOCK_RETRY_MAX_MS 4000
 
 /* What the lock is and how this caller takes it: built once, by main, from
  * the command line and the settings. */

@@ -19,7 +19,8 @@
  * ("host\tpid\tuser\tsince_ms\tcommand"; KEYS[3] keeps it with
  * "\tfence" added, and KEYS[5]..':info' keeps a --fair waiter's),
  * 5 mode ("x" exclusive, "s" shared, or N for --limit N), 6 fair ticket or '',
- * 7 waiter liveness ms, 8 the --limit slot to take, or '' for the lowest
+ * 7 waiter liveness ms (the caller counts as gone that long after this try
+ * unless it tries again), 8 the --limit slot to take, or '' for the lowest
  * free one, 9 '1' when the caller will wait if refused, 10 the number of
  * events the history keeps ('0': none, and no XADD).
  * A --limit holder takes one of N slots, each an exclusive lock of its own:
@@ -29,17 +30,21 @@
  * An error "DLOCKVERSION ..." on a server older than Redis 6.0.
  * Returns {1, fence[, slot taken or -1]} acquired, {2, fence} re-entered,
  * or {0, retry hint ms, queue position, holder info[, free slot or -1]}
- * when held. The first
- * lines are the common case, an exclusive lock that is free, kept short:
- * they call TIME only when the fencing counter is missing (XADD's '*' ID
- * reads the clock without a command).
+ * when held. The retry hint (-1: none) is when the refusal may no longer
+ * hold: the holder's lease ends, or a waiter the caller waits behind (the
+ * head of the --fair queue, a writer) lapses, should it have died. The
+ * first lines are the common case, an exclusive lock that is free, kept
+ * short: they call TIME only when the fencing counter is missing (XADD's
+ * '*' ID reads the clock without a command).
  * A shared or fair holder wakes the next waiter, who may hold alongside it
  * or is the new head of the queue.
  * Writers first, as read-write locks do: an exclusive request refused
  * while the lock is held marks itself in KEYS[9] (if it will wait), and a
  * shared or --limit request waits while a live mark is there, so that a
  * stream of readers cannot keep a writer out for ever. The mark goes when
- * the writer acquires or leaves, or lapses as KEYS[6]'s entries do. */
+ * the writer acquires or leaves, or lapses as KEYS[6]'s entries do.
+ * A waiter's try drops the waiters that lapsed from KEYS[6], KEYS[5] and
+ * KEYS[9]. */
 const struct script script_acquire = {
 	.name = "acquire",
 	.body =
@@ -161,6 +166,22 @@ const struct script script_acquire = {
 		"  end\n"
 		"  return who or ''\n"
 		"end\n"
+		"-- Waiters that stopped trying are gone: out of the waiters, the queue\n"
+		"-- and the writers (a thousand at a time: unpack's limit).\n"
+		"if ARGV[9] == '1' or ticket ~= '' then\n"
+		"  local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now, 'LIMIT', 0, 1000)\n"
+		"  if #gone > 0 then\n"
+		"    redis.call('ZREM', KEYS[6], unpack(gone))\n"
+		"    redis.call('ZREM', KEYS[5], unpack(gone))\n"
+		"    redis.call('HDEL', KEYS[5] .. ':info', unpack(gone))\n"
+		"  end\n"
+		"  redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now)\n"
+		"end\n"
+		"-- The sooner of two retry hints, ms from now (-1: none).\n"
+		"local function sooner(a, b)\n"
+		"  if a < 0 or (b >= 0 and b < a) then return b end\n"
+		"  return a\n"
+		"end\n"
 		"local pos, taken = 0, -1\n"
 		"local function refuse(hint, free, writer)\n"
 		"  if ARGV[9] == '1' then\n"
@@ -168,7 +189,6 @@ const struct script script_acquire = {
 		"    redis.call('ZADD', KEYS[6], until_ms, token)\n"
 		"    redis.call('PEXPIRE', KEYS[6], ARGV[7])\n"
 		"    if writer then\n"
-		"      redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now)\n"
 		"      redis.call('ZADD', KEYS[9], until_ms, token)\n"
 		"      redis.call('PEXPIRE', KEYS[9], ARGV[7])\n"
 		"    end\n"
@@ -176,12 +196,6 @@ const struct script script_acquire = {
 		"  return {0, hint, pos, holder(), free}\n"
 		"end\n"
 		"if ticket ~= '' then\n"
-		"  local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now)\n"
-		"  if #gone > 0 then\n"
-		"    redis.call('ZREM', KEYS[5], unpack(gone))\n"
-		"    redis.call('HDEL', KEYS[5] .. ':info', unpack(gone))\n"
-		"    redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)\n"
-		"  end\n"
 		"  redis.call('ZADD', KEYS[5], 'NX', ticket, token)\n"
 		"  -- who waits, since when: for dlock status\n"
 		"  redis.call('HSETNX', KEYS[5] .. ':info', token, ARGV[4])\n"
@@ -192,6 +206,10 @@ const struct script script_acquire = {
 		"  pos = redis.call('ZRANK', KEYS[5], token)\n"
 		"  if pos > 0 then\n"
 		"    local hint = kind == 'none' and -1 or redis.call('PTTL', KEYS[1])\n"
+		"    -- and when the head would lapse, should it have died\n"
+		"    local head = redis.call('ZRANGE', KEYS[5], 0, 0)\n"
+		"    local lapse = redis.call('ZSCORE', KEYS[6], head[1])\n"
+		"    if lapse then hint = sooner(hint, tonumber(lapse) - now) end\n"
 		"    return refuse(hint)\n"
 		"  end\n"
 		"end\n"
@@ -210,10 +228,11 @@ const struct script script_acquire = {
 		"      (had == 's' and 'shared' or 'with --limit ' .. had))\n"
 		"  end\n"
 		"  -- Writers first: behind a live exclusive waiter, whose wake-up\n"
-		"  -- comes first, and then wakes the readers.\n"
-		"  if redis.call('ZCOUNT', KEYS[9], '(' .. now, '+inf') > 0 then\n"
-		"    return refuse(-1)\n"
-		"  end\n"
+		"  -- comes first, and then wakes the readers; or, should it have\n"
+		"  -- died, until it lapses.\n"
+		"  local writer = redis.call('ZRANGEBYSCORE', KEYS[9], '(' .. now, '+inf',\n"
+		"    'LIMIT', 0, 1, 'WITHSCORES')\n"
+		"  if #writer > 0 then return refuse(tonumber(writer[2]) - now) end\n"
 		"  if mode ~= 's' then\n"
 		"    local limit = tonumber(mode)\n"
 		"    -- Each holder here has one slot here: scan only when one is free.\n"
@@ -252,7 +271,7 @@ const struct script script_acquire = {
 		"if ticket ~= '' or mode ~= 'x' then wake(KEYS[5], KEYS[8], KEYS[6]) end\n"
 		"record(digits(n))\n"
 		"return {1, n, taken}\n",
-	.sha = "d93229a3a5355410e5547598df2fe2514e4f6ad3",
+	.sha = "4fd1fb6a5ee24c0df8a4556186b657052fab0437",
 	.n_keys = 10,
 };
 

@@ -1,5 +1,5 @@
 /* wait.c - waits for a lock: tries again when a release wakes it, at
- * the holder's lease end, or after a bounded, jittered pause; backs off
+ * the holder's lease end, or after a growing, jittered pause; backs off
  * from servers that do not answer; shows the wait on a terminal. */
 #include <poll.h>
 #include <stdio.h>
@@ -26,6 +26,7 @@ struct waiter {
 	struct cmd blpop;
 	struct waitline wl;
 	int64_t start_ms, deadline_ms;	/* deadline -1: for ever */
+	int n_pauses;			/* timed pauses so far: they grow */
 };
 
 /* Wake-ups: a release pushes on the lock's wake list, and Redis hands the
@@ -70,10 +71,10 @@ static void unblock(struct waiter *w)
 	w->wakers = NULL;
 }
 
-/* Sleeps up to ms, or until a server wakes us. Returns 1 with *signo when
- * a signal came first. */
+/* Sleeps up to ms, or until a server wakes us (*woken). Returns 1 with
+ * *signo when a signal came first. */
 static int sleep_or_wake(struct waiter *w, const struct signals *sig, int64_t ms,
-			 int *signo)
+			 int *signo, bool *woken)
 {
 	int64_t until_ms = clock_now_ms() + ms;
 
@@ -82,7 +83,6 @@ static int sleep_or_wake(struct waiter *w, const struct signals *sig, int64_t ms
 		struct node *which[MAX_SERVERS + 1];
 		int64_t left_ms = until_ms - clock_now_ms();
 		nfds_t n_pfd = 1;
-		bool woken = false;
 
 		for (size_t i = 0; w->wakers && i < w->lk->n_nodes; i++) {
 			short events = node_events(&w->wakers[i]);
@@ -98,25 +98,63 @@ static int sleep_or_wake(struct waiter *w, const struct signals *sig, int64_t ms
 			if (!pfd[k].revents)
 				continue;
 			node_step(which[k], pfd[k].revents);
-			woken |= which[k]->state == NODE_DONE;
+			*woken |= which[k]->state == NODE_DONE;
 		}
 		if ((pfd[0].revents & POLLIN) && (*signo = signals_interrupt(sig)))
 			return 1;
-		if (woken)
+		if (*woken)
 			return 0;
 	}
 }
 
-/* How long to sleep before the next try. */
-static int64_t next_try_ms(const struct waiter *w, int64_t retry_ms)
+/* Sleeps until the next try, as sleep_or_wake. Tries are seconds apart:
+ * a wait line on a terminal counts on meanwhile, redrawn each second from
+ * what the last try said, at no cost to the servers. */
+static int sleep_until_try(struct waiter *w, const struct signals *sig,
+			   int64_t ms, int *signo)
 {
-	/* Blocked in BLPOP, a retry only catches releases by clients that do
-	 * not wake anyone (redis-py, redsync) and dead fair waiters; without,
-	 * it is redis-py's pace. Jitter keeps waiters from moving in step. */
-	int64_t sleep_ms = w->wakers ? 250 + arc4random_uniform(500) :
-			   RETRY_MIN_MS + arc4random_uniform(RETRY_JITTER_MS);
+	int64_t until_ms = clock_now_ms() + ms;
 
-	/* No sleeping past the holder's lease. */
+	for (;;) {
+		int64_t now_ms = clock_now_ms(), left_ms = until_ms - now_ms;
+		int64_t to_second_ms = 1000 - (now_ms - w->wl.start_ms) % 1000;
+		bool woken = false;
+
+		if (w->wl.tty && left_ms > to_second_ms)
+			left_ms = to_second_ms;
+		if (sleep_or_wake(w, sig, left_ms, signo, &woken))
+			return 1;
+		if (woken || clock_now_ms() >= until_ms)
+			return 0;
+		waitline_update(&w->wl, w->lk->held_by, w->lk->queue_pos,
+				w->lk->p->fair);
+	}
+}
+
+/* How long to sleep before the next try. Blocked in BLPOP, a timed try
+ * only catches what wakes nobody: a release by a client that does not
+ * push (redis-py, redsync, a DEL), or one whose wake-up went to a waiter
+ * that had died. The lease's end and the lapse of a dead waiter we wait
+ * behind come as retry_ms. So the pauses grow, about 0.25, 0.5, 1 and
+ * 2 s, then 3 s, each drawn within a third of that either way so that a
+ * thousand waiters do not move in step: an idle waiter costs a try every
+ * 2 to 4 s, and its liveness (lock.c) allows for LOCK_RETRY_MAX_MS.
+ * Without BLPOP, redis-py's pace. */
+static int64_t next_try_ms(struct waiter *w, int64_t retry_ms)
+{
+	int64_t sleep_ms;
+
+	if (w->wakers) {
+		int64_t mean_ms = w->n_pauses < 4 ? 250 << w->n_pauses :
+				  LOCK_RETRY_MAX_MS * 3 / 4;
+
+		w->n_pauses += w->n_pauses < 4;
+		sleep_ms = mean_ms * 2 / 3 +
+			   arc4random_uniform((uint32_t)(mean_ms * 2 / 3) + 1);
+	} else {
+		sleep_ms = RETRY_MIN_MS + arc4random_uniform(RETRY_JITTER_MS);
+	}
+	/* No sleeping past the hint: the lease's end, a dead waiter's lapse. */
 	if (retry_ms >= 0 && retry_ms < sleep_ms)
 		sleep_ms = retry_ms;
 	return sleep_ms;
@@ -193,7 +231,7 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 			if (sleep_ms > w->deadline_ms - now_ms)
 				sleep_ms = w->deadline_ms - now_ms;
 		}
-		if (sleep_or_wake(w, sig, sleep_ms, signo))
+		if (sleep_until_try(w, sig, sleep_ms, signo))
 			return LOCK_INTERRUPTED;
 	}
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # fair.bats - --fair: waiters get the lock in arrival order; a killed
-# waiter does not stall the queue (its liveness, 2 s + 2 * node-timeout,
-# runs out); a waiter that gives up leaves the queue at once. On one server
-# and on three (RedLock).
+# waiter does not stall the queue (its liveness, 6 s + 2 * node-timeout,
+# runs out, and the waiter behind it tries again then); a waiter that gives
+# up leaves the queue at once. On one server and on three (RedLock).
 
 load helpers
 load modes_helpers
@@ -54,7 +54,7 @@ check_killed_waiter() {
 	end_pids KILL "$(<"$T/w3.dlock")"
 	finish h
 	assert_equal "$bg_status" 0
-	# w3 stays queued until its liveness (2 s + 2 * 1 s) runs out.
+	# w3 stays queued until its liveness (6 s + 2 * 1 s) runs out.
 	for i in 1 2 4 5; do
 		reap "w$i" 20
 		((bg_status == 0)) || fail "w$i: status $bg_status: $(cat "$T/w$i.err")"
@@ -72,6 +72,40 @@ check_killed_waiter() {
 @test "RedLock: --fair: a killed waiter does not stall the queue" {
 	servers 3
 	check_killed_waiter
+}
+
+# A killed head of the queue is woken by the release in vain, and holds
+# the queue up until its liveness lapses, 6 s + 2 * --node-timeout (6.4 s
+# here) after its last try: the waiter behind it, told so by its refusals,
+# tries again then, not at its next pause (up to 4 s later).
+check_killed_head() {
+	local t0 ms
+	hold h "${SRV[@]}" K
+	wait_ready h
+	fair_waiter 1 --node-timeout 0.2
+	fair_waiter 2
+	end_pids KILL "$(<"$T/w1.dlock")"
+	t0=$(now_ms)
+	finish h
+	assert_equal "$bg_status" 0
+	reap w2 15
+	assert_equal "$bg_status" 0
+	ms=$(($(now_ms) - t0))
+	echo "# w2 ran $ms ms after the head was killed" >&3
+	((ms < 8000)) || fail "w2 ran $ms ms after the head was killed (its liveness: 6.4 s)"
+	assert_equal "$(tr '\n' ' ' <"$T/order")" "2 "
+	no_queue_left
+	nothing_left
+}
+
+@test "--fair: a killed head holds the queue up only until it lapses" {
+	servers 1
+	check_killed_head
+}
+
+@test "RedLock: --fair: a killed head holds the queue up only until it lapses" {
+	servers 3
+	check_killed_head
 }
 
 check_give_up() {

@@ -249,6 +249,7 @@ writer_marked() { all_are "$1" zcard '{dlock:K}:writers'; }
 # A waiting writer holds up new shared requests (-s -n fails), even while
 # the lock is held only shared; one that gives up or is killed does not.
 check_writer_mark() {
+	local t0 ms
 	hold r1 "${SRV[@]}" -s K
 	wait_ready r1
 	# a writer that gives up: no mark left, readers get in at once
@@ -274,16 +275,26 @@ check_writer_mark() {
 	nothing_left
 
 	# a writer killed while it waits holds readers up only until its
-	# mark lapses (2 s + 2 * --node-timeout)
+	# mark lapses (6 s + 2 * --node-timeout after its last try, 6.4 s):
+	# a reader waiting behind it tries again then, told so by its
+	# refusals, and drops the mark
 	hold r3 "${SRV[@]}" -s K
 	wait_ready r3
 	start_bg w2 "${SRV[@]}" --node-timeout 0.2 K touch "$T/w2.ran"
 	wait_until 5 writer_marked 1 || fail "the waiting writer is not marked"
 	end_pids KILL "$(<"$T/w2.dlock")"
+	t0=$(now_ms)
 	run -1 tdlock "${SRV[@]}" -s -n K touch "$T/ran"
-	wait_until 5 writer_marked 0 || fail "a killed writer's mark did not lapse"
+	hold r4 "${SRV[@]}" -s K
+	wait_ready r4 10
+	ms=$(($(now_ms) - t0))
+	echo "# a reader got in $ms ms after the waiting writer was killed" >&3
+	((ms < 8000)) || fail "a reader got in $ms ms after the writer was killed (its liveness: 6.4 s)"
+	writer_marked 0 || fail "a killed writer's mark is still there"
 	run -0 tdlock "${SRV[@]}" -s -n K true
 	[[ ! -e $T/w2.ran ]] || fail "the killed writer ran"
+	finish r4
+	assert_equal "$bg_status" 0
 	finish r3
 	assert_equal "$bg_status" 0
 	nothing_left

@@ -24,7 +24,7 @@ check_tty_line() {
 		/dev/null </dev/null >"$T/tty.out" 2>"$T/tty.err" 3>&- &
 	local sp=$!
 	track $sp
-	# Drawn at least twice (each try redraws it), so redrawing is seen too.
+	# Drawn at least twice (every second), so redrawing is seen too.
 	wait_until 5 drawn_twice "$T/tty.out" ||
 		fail "no wait line (drawn twice) on the terminal: $(cat -v "$T/tty.out" "$T/tty.err")"
 	finish h

@@ -3,7 +3,8 @@
 # at once (a push on the wake list it is blocked on, not polling, not the
 # lease running out); releases by clients that wake nobody and expiry are
 # noticed too; a waiter that is interrupted or gives up leaves no blocked
-# connection and no queue entry.
+# connection and no queue entry. An idle waiter costs the server a try
+# every 2 to 4 s (issue 11), and one that was killed is dropped.
 # Each check runs on one server and on three (RedLock).
 
 load helpers
@@ -20,9 +21,9 @@ setup() {
 # CMD_MS: the waiter's command started this long after the holder's ended;
 # from r1's MONITOR (server time): PUSH_MS, the waiter's successful acquire
 # after the holder's release; GAP_MS, that acquire after the waiter's
-# previous try. A waiter that polls sleeps at least 250 ms between tries
-# (the holder's lease, 30 s, is no earlier bound), so GAP_MS < 250 means
-# something other than its timer woke it: the release's push.
+# previous try. The holder is let go a second after the waiter blocked,
+# when the waiter's timed pauses (which grow from about 0.25 s) are 0.67
+# to 1.33 s long; the holder's lease, 30 s, is no earlier bound.
 push_round() {
 	local i=$1 mon=$T/mon$1 cmd_ms
 	start_bg "h$i" "${SRV[@]}" -t 30 K "$T/stamper" "$T/h$i"
@@ -31,6 +32,7 @@ push_round() {
 	start_bg "w$i" "${SRV[@]}" -t 30 K sh -c 'date +%s%N >"$1"' sh "$T/w$i.start"
 	wait_until 5 blocked_all 1 || fail "w$i never blocked for a wake-up: $(cat "$T/w$i.err")"
 	[[ ! -e $T/w$i.start ]] || fail "w$i ran while h$i held the lock"
+	sleep 1
 	touch "$T/h$i.go"
 	reap "h$i"
 	((bg_status == 0)) || fail "h$i: status $bg_status: $(cat "$T/h$i.err")"
@@ -65,8 +67,9 @@ check_push() {
 	local m
 	m=$(median3 "${cmd[@]}")
 	((m < 150)) || fail "the waiter's command started a median $m ms after the holder's ended (${cmd[*]})"
-	# A waiter that polls every 250-750 ms lands within 100 ms of the
-	# release one time in five: three times running, one time in 125.
+	# A waiter whose timed pause is 0.67 to 1.33 s long lands within
+	# 100 ms of the release one time in ten: three times running, one
+	# time in a thousand.
 	# (How long after its previous try says nothing: that is when the
 	# holder happened to release, which depends on the machine's load.)
 	((late == 0)) ||
@@ -240,4 +243,130 @@ check_run_unblocked() {
 @test "RedLock: the waiter's wake-up connections are closed while its command runs" {
 	servers 3
 	check_run_unblocked
+}
+
+# A waiter woken with nothing to gain (here a push while the holder still
+# holds; as well a newcomer that got in first) tries, is refused, and
+# blocks again: the holder's release still wakes it at once.
+@test "a waiter woken for nothing blocks again, and the release wakes it" {
+	local tok t0 ms
+	servers 1
+	hold h "${SRV[@]}" K
+	wait_ready h
+	start_bg w "${SRV[@]}" K sh -c 'date +%s%N >"$1"' sh "$T/w.start"
+	wait_until 5 blocked_all 1 || fail "the waiter never blocked: $(cat "$T/w.err")"
+	tok=$(rcli r1 zrange '{dlock:K}:alive' 0 0)
+	[[ $tok =~ ^[0-9a-f]{32}$ ]] || fail "the waiter's token: '$tok'"
+	sleep 2	# past its first pauses
+	assert_equal "$(rcli r1 lpush "{dlock:K}:wake:$tok" 1)" 1
+	wait_until 2 key_gone r1 "{dlock:K}:wake:$tok" || fail "the waiter did not take its wake-up"
+	wait_until 2 blocked_all 1 || fail "the waiter did not block again"
+	[[ ! -e $T/w.start ]] || fail "the waiter ran while h held the lock"
+	t0=$(date +%s%N)
+	finish h
+	assert_equal "$bg_status" 0
+	reap w 5
+	assert_equal "$bg_status" 0
+	ms=$((($(<"$T/w.start") - t0) / 1000000))
+	echo "# the command started $ms ms after the holder was let go" >&3
+	((ms < 1000)) || fail "the waiter started $ms ms after the holder was let go: not woken"
+	nothing_left
+}
+
+# scripts_run NAME: the scripts (EVALSHA, EVAL) NAME ran since CONFIG RESETSTAT
+scripts_run() {
+	rcli "$1" info commandstats | tr -d '\r' |
+		awk -F'[_:=,]' '$2 == "evalsha" || $2 == "eval" { n += $4 } END { print n + 0 }'
+}
+
+@test "an idle waiter costs a try every 2 to 4 s, not several a second" {
+	local n id
+	servers 1
+	hold h "${SRV[@]}" -t 60 K	# renews every 20 s: once in the window at most
+	wait_ready h
+	for id in w1 w2 w3 w4 w5; do
+		start_bg "$id" "${SRV[@]}" K true
+	done
+	wait_until 5 blocked_all 5 || fail "the waiters never blocked: $(cat "$T"/w?.err)"
+	sleep 5	# past the first pauses (about 0.25, 0.5, 1 and 2 s)
+	rcli r1 config resetstat >/dev/null
+	sleep 10
+	n=$(scripts_run r1)
+	echo "# 5 idle waiters: $n scripts in 10 s" >&3
+	# One try every 2 s each at most, 5 * (10 / 2 + 1), and the holder's
+	# renewal; every 4 s at least, to catch releases that wake nobody.
+	((n <= 31)) || fail "5 idle waiters ran $n scripts in 10 s: more than a try every 2 s each"
+	((n >= 10)) || fail "5 idle waiters ran $n scripts in 10 s: less than a try every 4 s each"
+	finish h
+	assert_equal "$bg_status" 0
+	for id in w1 w2 w3 w4 w5; do
+		reap "$id" 10
+		assert_equal "$bg_status" 0
+	done
+	nothing_left
+}
+
+# check_foreign_del: another client's key, deleted (which wakes nobody)
+# once the waiter pauses 2 to 4 s between tries: it still gets in within 5 s.
+check_foreign_del() {
+	local s t0 ms
+	for s in "${NAMES[@]}"; do
+		assert_equal "$(rcli "$s" set dlock:K foreign PX 60000)" OK
+	done
+	start_bg w "${SRV[@]}" K sh -c 'date +%s%N >"$1"' sh "$T/w.start"
+	wait_until 5 blocked_all 1 || fail "the waiter never blocked: $(cat "$T/w.err")"
+	sleep 6
+	[[ ! -e $T/w.start ]] || fail "the waiter ran while the foreign key was there"
+	t0=$(date +%s%N)
+	for s in "${NAMES[@]}"; do
+		assert_equal "$(rcli "$s" del dlock:K)" 1
+	done
+	reap w 10
+	assert_equal "$bg_status" 0
+	ms=$((($(<"$T/w.start") - t0) / 1000000))
+	echo "# the command started $ms ms after the DEL" >&3
+	((ms < 5000)) || fail "the waiter noticed the DEL after $ms ms"
+	nothing_left
+}
+
+@test "a DEL by another client is noticed within 5 s, however long the wait" {
+	servers 1
+	check_foreign_del
+}
+
+@test "RedLock: a DEL by another client is noticed within 5 s" {
+	servers 3
+	check_foreign_del
+}
+
+# A killed waiter counts as gone 6 s + 2 * --node-timeout after its last
+# try (6.4 s here) and is dropped at the next try of another waiter (4 s
+# at most); a live one, trying every 2 to 4 s, never lapses.
+@test "a killed waiter leaves :alive within its liveness and a pause; a live one stays" {
+	local tok1 tok2 t0 score
+	servers 1
+	hold h "${SRV[@]}" K
+	wait_ready h
+	start_bg w1 "${SRV[@]}" --node-timeout 0.2 K true
+	wait_until 5 is r1 1 zcard '{dlock:K}:alive' || fail "w1 is not a waiter: $(cat "$T/w1.err")"
+	tok1=$(rcli r1 zrange '{dlock:K}:alive' 0 0)
+	start_bg w2 "${SRV[@]}" K true
+	wait_until 5 is r1 2 zcard '{dlock:K}:alive' || fail "w2 is not a waiter: $(cat "$T/w2.err")"
+	tok2=$(rcli r1 zrange '{dlock:K}:alive' 0 -1 | grep -vx "$tok1")
+	wait_until 5 blocked_all 2 || fail "the waiters never blocked"
+	end_pids KILL "$(<"$T/w1.dlock")"
+	t0=$(now_ms)
+	until [[ -z $(rcli r1 zscore '{dlock:K}:alive' "$tok1") ]]; do
+		(($(now_ms) - t0 < 12000)) || fail "the killed waiter is still in :alive after 12 s"
+		score=$(rcli r1 zscore '{dlock:K}:alive' "$tok2")
+		[[ -n $score ]] && ((${score%.*} > $(server_ms r1))) ||
+			fail "the live waiter lapsed ('$score') $(($(now_ms) - t0)) ms on"
+		sleep 0.1
+	done
+	echo "# the killed waiter was dropped $(($(now_ms) - t0)) ms after SIGKILL" >&3
+	finish h
+	assert_equal "$bg_status" 0
+	reap w2 5
+	assert_equal "$bg_status" 0
+	nothing_left
 }
