@@ -21,7 +21,8 @@
 # redis-py, which are slow), ROUNDS (3), POLL_SLEEP (0.01 s, the redis-cli
 # loop's sleep), HERD (100), HERD_DEADLINE (60 s), ETCD (auto; 0 skips),
 # REDISPY (auto; 0 skips), CSV (a file to append results to, README.md).
-# HERD=0 skips the herd.  Starts its own redis-server (unix socket only)
+# HERD=0 skips the herd; MAX_SECONDS (0; else fewer rounds when more
+# would take longer, the herd not counted).  Starts its own redis-server (unix socket only)
 # and, if installed, its own etcd on 127.0.0.1, in a temp dir; stops them,
 # the workers and everything they started by PID (process group), and
 # removes the dir, whatever happens.
@@ -229,6 +230,11 @@ done
 note "$ROUNDS rounds x workers ($WORKERS) x $N tools: ${NAMES[*]} ..."
 t_start=$SECONDS
 for ((r = 0; r < ROUNDS; r++)); do
+	if over_budget "$t_start" "$r"; then
+		note "MAX_SECONDS ($MAX_SECONDS) reached: $r rounds, not $ROUNDS"
+		ROUNDS=$r
+		break
+	fi
 	for w in $WORKERS; do
 		for ((k = 0; k < N; k++)); do
 			run_config $(( (r + k) % N )) "$w" "$r"

@@ -52,3 +52,12 @@ csv_stats() {	# csv_stats FILE [DIV]: "n median min max" of its numbers / DIV (1
 		printf "%d %.3f %.3f %.3f\n", NR, m / d, v[1] / d, v[NR] / d
 	}'
 }
+
+# over_budget START DONE: true when MAX_SECONDS is set (not 0) and one more
+# round, as long as the average of the DONE rounds since START ($SECONDS),
+# would end past it: the benchmarks then stop early, with fewer rounds, and
+# say so, rather than be killed by tests/bench/run's timeout with nothing.
+over_budget() {
+	((${MAX_SECONDS:-0} > 0 && $2 > 0)) || return 1
+	(((SECONDS - $1) * ($2 + 1) / $2 > MAX_SECONDS))
+}

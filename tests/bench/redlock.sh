@@ -25,7 +25,8 @@
 # Environment: DLOCK (default ./build/dlock), ROUNDS (default 40), WARMUP
 # (3), DELAY_MS (10), NETNS (auto; 0 = loopback only), CONNECT_RTT (1),
 # NODE (auto; 0 = skip node-redlock), NODE_PATH, CSV (a file to append
-# results to, README.md).  Everything started is stopped by PID,
+# results to, README.md), MAX_SECONDS (0; else fewer rounds when more would
+# take longer).  Everything started is stopped by PID,
 # namespaces and links deleted, the temp dir removed, whatever happens.
 # Traffic stays on this machine: loopback, or the veth pairs made here.
 set -euo pipefail
@@ -286,6 +287,11 @@ declare -a FAILS
 for ((i = 0; i < N; i++)); do : >"$T/t$i"; : >"$T/s$i"; FAILS[i]=0; done
 t_start=$SECONDS
 for ((r = -WARMUP; r < ROUNDS; r++)); do
+	if ((r > 0)) && over_budget "$t_start" $((r + WARMUP)); then
+		note "MAX_SECONDS ($MAX_SECONDS) reached: $r rounds, not $ROUNDS"
+		ROUNDS=$r
+		break
+	fi
 	for ((k = 0; k < N; k++)); do
 		i=$(( ((r < 0 ? -r : r) + k) % N ))
 		s=$EPOCHREALTIME

@@ -30,7 +30,9 @@ applies is shown as n/a.  The tree's scripts are not touched.
 Environment: DLOCK (default ./build/dlock), ROUNDS (5), CYCLES (100 per
 round and tool, process way), WARM_CYCLES (1000), PROFILE (1; 0 skips it),
 PROFILE_ROUNDS (7), PROFILE_CYCLES (400), CSV (a file to append the results
-to, as the other benchmarks do: see README.md).  Needs redis-py (Debian's
+to, as the other benchmarks do: see README.md), MAX_SECONDS (0; else fewer
+rounds when more would take longer: 70 % of it for the comparison, the
+rest for the profile).  Needs redis-py (Debian's
 python3-redis: re-runs itself with /usr/bin/python3 if this python3 lacks
 it).  Starts its own redis-server on a unix socket in a temp dir (--save
 '', no AOF) and stops it, whatever happens.
@@ -69,6 +71,7 @@ WARM_CYCLES = env_int("WARM_CYCLES", 1000)
 PROFILE = env_int("PROFILE", 1)
 PROFILE_ROUNDS = env_int("PROFILE_ROUNDS", 7)
 PROFILE_CYCLES = env_int("PROFILE_CYCLES", 400)
+MAX_SECONDS = env_int("MAX_SECONDS", 0)
 CSV = os.environ.get("CSV", "")
 for k in ("DLOCK_SERVERS", "DLOCK_PASSWORD", "DLOCK_PREFIX", "DLOCK_KEY",
 	  "DLOCK_TOKEN", "DLOCK_FENCE"):
@@ -637,7 +640,20 @@ try:
 	ratios = {"process": [], "warm": []}
 	fails = {"dlock": 0, "redis-py": 0}
 	names = ["dlock", "redis-py"]
+
+	def over_budget(start, done, share):
+		"""one more round, as long as the average, would end past share
+		of MAX_SECONDS since t_start"""
+		if not MAX_SECONDS or not done:
+			return False
+		now = time.monotonic()
+		return now - t_start + (now - start) / done > share * MAX_SECONDS
+
 	for rnd in range(ROUNDS):
+		if over_budget(t_start, rnd, 0.7):
+			note(f"MAX_SECONDS ({MAX_SECONDS}) near: {rnd} rounds, not {ROUNDS}")
+			ROUNDS = rnd
+			break
 		got = {}
 		for k in range(2):
 			tool = names[(rnd + k) % 2]
@@ -689,7 +705,13 @@ try:
 		note(f"profile: {len(acqs)} acquire and {len(rels)} release variants x "
 		     f"{PROFILE_ROUNDS} rounds x {PROFILE_CYCLES} calls, interleaved ...")
 		prof = {}
+		p_start = time.monotonic()
 		for rnd in range(PROFILE_ROUNDS):
+			if over_budget(p_start, rnd, 1.0):
+				note(f"MAX_SECONDS ({MAX_SECONDS}) near: {rnd} profile rounds, "
+				     f"not {PROFILE_ROUNDS}")
+				PROFILE_ROUNDS = rnd
+				break
 			for what, vs, fn in (("acquire", acqs, acquire_alone),
 					     ("release", rels, release_alone)):
 				for k in range(len(vs)):

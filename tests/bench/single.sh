@@ -11,7 +11,8 @@
 #
 # Environment: DLOCK (default ./build/dlock), ROUNDS (default 200),
 # WARMUP (default 5 rounds, not counted), RSS_RUNS (default 5), REDISPY
-# (auto; 0 skips redis-py), CSV (a file to append results to, README.md).
+# (auto; 0 skips redis-py), CSV (a file to append results to, README.md),
+# MAX_SECONDS (0; else fewer rounds when more would take longer).
 # Starts its own redis-server (TCP on a free loopback port and a unix
 # socket) and, if installed, its own etcd, in a temp dir; stops them by PID
 # and removes the dir whatever happens.  Only 127.0.0.1 is contacted.
@@ -130,6 +131,11 @@ declare -a FAILS
 for ((i = 0; i < N; i++)); do : >"$T/t$i"; FAILS[i]=0; done
 t_start=$SECONDS
 for ((r = -WARMUP; r < ROUNDS; r++)); do
+	if ((r > 0)) && over_budget "$t_start" $((r + WARMUP)); then
+		echo "single.sh: MAX_SECONDS ($MAX_SECONDS) reached: $r rounds, not $ROUNDS" >&2
+		ROUNDS=$r
+		break
+	fi
 	for ((k = 0; k < N; k++)); do
 		i=$(( ((r < 0 ? -r : r) + k) % N ))
 		s=$EPOCHREALTIME
