@@ -345,6 +345,20 @@ out:
 	return status;
 }
 
+/* --unavailable run applies to an outage only: not when a server said
+ * the lock is held, nor when a TLS handshake failed (a certificate to fix
+ * is no outage, and every host would run at once), nor with --fair, whose
+ * ticket round fails before any server is asked for the lock. */
+static bool only_unreachable(const struct lock *lk)
+{
+	if (lk->refused || lk->p->fair)
+		return false;
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		if (lk->nodes[i].tls_refused)
+			return false;
+	return true;
+}
+
 /* --unavailable run: no server, or no majority, could be reached in the
  * tries the wait allows, and none said the lock is held. The command runs
  * as a job, but with no lease to renew or lose: no watchdog, no
@@ -441,7 +455,8 @@ static int run(struct options *opts, struct settings *st,
 	case LOCK_FAILED:
 		if (opts->verbose)
 			lock_log_servers(&lk);
-		if (st->unavailable_run && err.exit == EX_UNAVAILABLE && !lk.refused) {
+		if (st->unavailable_run && err.exit == EX_UNAVAILABLE &&
+		    only_unreachable(&lk)) {
 			status = run_unlocked(opts, &lk, &job, sig, &err, die_by);
 			goto out;
 		}

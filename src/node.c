@@ -108,7 +108,8 @@ static bool is_auth_error(const char *s)
 static bool is_transient(const char *s)
 {
 	static const char *const codes[] = {
-		"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY", NULL
+		"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY",
+		"CLUSTERDOWN", NULL
 	};
 	bool wrapped = strncmp(s, "ERR Error running script", 24) == 0;
 
@@ -882,6 +883,7 @@ static void tls_step(struct node *n)
 		if (r == TLS_WANT)
 			return;
 		if (r < 0) {
+			n->tls_refused = true;
 			fail(n, EX_UNAVAILABLE, "%s", why);
 			return;
 		}
@@ -926,6 +928,9 @@ void node_step(struct node *n, short revents)
 
 void node_check_deadline(struct node *n, int64_t now_ms)
 {
+	if (n->state == NODE_BUSY && now_ms >= n->deadline_ms && n->tls &&
+	    n->handshaking)
+		n->tls_refused = true;
 	if (n->state == NODE_BUSY && now_ms >= n->deadline_ms)
 		fail(n, EX_UNAVAILABLE, "%s", n->tls && n->handshaking ?
 		     "TLS handshake: no answer in time (--node-timeout; does the server speak TLS on that port?)" :

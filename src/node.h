@@ -45,6 +45,9 @@ struct node {
 	struct tls *tls;
 	bool connecting;	/* TLS: the TCP connect is not done yet */
 	bool handshaking;	/* TLS: the handshake is not done yet */
+	bool tls_refused;	/* a TLS handshake failed (certificate, client
+				 * certificate, no TLS there): a setting to
+				 * fix, not an outage; sticky for the run */
 	short tls_read_wait;	/* what the handshake or the reads wait for:
 				 * POLLIN, or POLLOUT when OpenSSL must
 				 * write first */

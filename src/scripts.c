@@ -134,7 +134,16 @@ const struct script script_acquire = {
 		"local token, mode, ticket = ARGV[1], ARGV[5], ARGV[6]\n"
 		"local function fence() return tonumber(redis.call('GET', KEYS[2]) or '0') end\n"
 		"local kind = redis.call('TYPE', KEYS[1]).ok\n"
-		"if ARGV[3] ~= '' then\n"
+		"-- Re-entry, unless --min-hold keeps the lock after its job (the holder\n"
+		"-- info then ends in the release's time): nothing renews it any more.\n"
+		"local reenter = ARGV[3] ~= ''\n"
+		"if reenter then\n"
+		"  local i = redis.call('HGET', KEYS[3], ARGV[3])\n"
+		"  if i and i:match('^' .. string.rep('[^\\t]*\\t', 6) .. '[0-9]+$') then\n"
+		"    reenter = false\n"
+		"  end\n"
+		"end\n"
+		"if reenter then\n"
 		"  if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[3] then\n"
 		"    return {2, fence()}\n"
 		"  end\n"
@@ -271,7 +280,7 @@ const struct script script_acquire = {
 		"if ticket ~= '' or mode ~= 'x' then wake(KEYS[5], KEYS[8], KEYS[6]) end\n"
 		"record(digits(n))\n"
 		"return {1, n, taken}\n",
-	.sha = "4fd1fb6a5ee24c0df8a4556186b657052fab0437",
+	.sha = "b3758a901288d015165430f013b7ea49528606c0",
 	.n_keys = 10,
 };
 
@@ -284,6 +293,11 @@ const struct script script_extend = {
 	.body =
 		"local t = redis.call('TIME')\n"
 		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"-- a lock --min-hold keeps after its job is never lengthened\n"
+		"local info = redis.call('HGET', KEYS[2], ARGV[1])\n"
+		"if info and info:match('^' .. string.rep('[^\\t]*\\t', 6) .. '[0-9]+$') then\n"
+		"  return 0\n"
+		"end\n"
 		"local kind = redis.call('TYPE', KEYS[1]).ok\n"
 		"if kind == 'string' then\n"
 		"  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
@@ -308,7 +322,7 @@ const struct script script_extend = {
 		"redis.call('PEXPIRE', KEYS[4], left)\n"
 		"redis.call('PEXPIRE', KEYS[2], left)\n"
 		"return 1\n",
-	.sha = "25695f63518373043b1ca5ad3b3d41cbb5a65990",
+	.sha = "9561f8db238a52c4a9445cac0e6128befee37023",
 	.n_keys = 4,
 };
 

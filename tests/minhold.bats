@@ -191,6 +191,27 @@ assert h["finished_ms"] >= h["since_ms"] > 0 and h["command"].endswith(" exit"),
 assert 0 < h["ttl_ms"] <= 20000, h' "$output" || fail "$output"
 }
 
+@test "a kept lock is neither re-entered nor extended with its token" {
+	for mode in -x -s; do
+		run -0 dlock -S "$U" "$mode" --min-hold 20 K true
+		local token
+		if [[ $mode == -x ]]; then
+			token=$(rcli r get dlock:K)
+		else
+			token=$(rcli r zrange dlock:K 0 0)
+		fi
+		[[ -n $token ]] || fail "no lock kept"
+		# what a process left over from the job would do: re-entry
+		# would run it with nothing renewing the lock
+		DLOCK_KEY=dlock:K DLOCK_TOKEN=$token run -1 dlock -S "$U" -x -n K touch "$M"
+		[[ ! -e $M ]] || fail "$mode: re-entered a kept lock"
+		local p; p=$(rcli r pttl dlock:K)
+		run -1 dlock extend -S "$U" -t 60 --token "$token" K
+		((p >= $(rcli r pttl dlock:K))) || fail "$mode: a kept lock was lengthened"
+		run -0 dlock release -S "$U" --token "$token" K
+	done
+}
+
 @test "dlock release --token ends a kept lock at once" {
 	run -0 dlock -S "$U" --min-hold 20 K true
 	local token
@@ -333,4 +354,16 @@ NOWHERE_URL() { echo "unix:$T/nowhere/sock"; }
 	reap f
 	assert_equal "$bg_status" 4
 	assert_equal "$(<"$T/f.pid")" "$(<"$T/f.dlock")"
+}
+
+@test "--unavailable run never with --fair or -k: 69, the command not run" {
+	local N; N=$(NOWHERE_URL)
+	rcli r set dlock:K someone px 30000 >/dev/null
+	# the fair ticket round fails before any server is asked for the lock,
+	# which r would have refused
+	run -69 --separate-stderr dlock -S "$U" -S "$N" -S "unix:$T/nowhere2/sock" \
+		--fair --unavailable run K touch "$M"
+	[[ ! -e $M ]] || fail "the command ran while r held the lock"
+	run -69 --separate-stderr dlock -S "$N" --unavailable run -k A -k B touch "$M"
+	[[ ! -e $M ]] || fail "the command ran with -k"
 }

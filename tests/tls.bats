@@ -86,6 +86,10 @@ job_checks() {
 	[[ ! -e $T/ran ]] || fail "the command ran"
 	no_lock_keys r
 	[[ -z $(all_keys r) ]] || fail "keys left: $(all_keys r)"
+	# a certificate to fix is no outage: --unavailable run does not run
+	run -69 --separate-stderr dlk -S "$(url r)" --tls-ca "$TLS/other-ca.pem" \
+		--unavailable run K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "--unavailable run ran the command"
 }
 
 @test "a certificate for another name is refused: 69 naming the mismatch" {

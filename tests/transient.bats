@@ -139,7 +139,7 @@ bounded_69() {
 	[[ ! -e $T/ran ]]
 }
 
-@test "TRYAGAIN, MASTERDOWN, Redis 6's wrapped READONLY: 69; other errors: 70" {
+@test "TRYAGAIN, MASTERDOWN, CLUSTERDOWN, Redis 6's wrapped READONLY: 69; other errors: 70" {
 	local state
 	start_redis r
 	start_fake f r --state "$T/state"
@@ -147,7 +147,8 @@ bounded_69() {
 		'TRYAGAIN Multiple keys request during rehashing of slot' \
 		"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'." \
 		"ERR Error running script (call to f_8d42fa98b62a4e97916f0ad588693ad87210f411): @user_script:1: @user_script: 1: -READONLY You can't write against a read only replica." \
-		'BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.'
+		'BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.' \
+		"CLUSTERDOWN The cluster is down"
 	do
 		echo "$state" >"$T/state"
 		run -69 --separate-stderr dlock -S "$(fake_url f)" -n K touch "$T/ran"
