@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <limits.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -164,11 +163,13 @@ static void keep_only(const struct lock *lk, int pidfd, int sigfd)
 			keep[k] = keep[k - 1];
 			keep[k - 1] = t;
 		}
-	for (int i = 0, from = 0; i <= n; i++) {
-		int to = i < n ? keep[i] : INT_MAX;
+	/* Unsigned: past the last kept one, to the top, where to + 1 wraps
+	 * (an int's INT_MAX + 1 overflowed: UBSan stopped the helper). */
+	for (unsigned i = 0, from = 0; i <= (unsigned)n; i++) {
+		unsigned to = i < (unsigned)n ? (unsigned)keep[i] : ~0U;
 
 		if (to > from)
-			close_range((unsigned)from, (unsigned)to - 1, 0);
+			close_range(from, to - 1, 0);
 		from = to + 1;
 	}
 	devnull = open("/dev/null", O_RDWR);	/* on 0 and 1 */
