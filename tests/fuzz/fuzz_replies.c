@@ -148,7 +148,7 @@ static void acquire(const struct lock_params *p)
 		r = wait_acquire(&lk, 0, &sig, &signo, &err);
 		if (r == LOCK_ACQUIRED) {
 			lock_extend(&lk, p->node_timeout_ms, &err);
-			lock_release_job(&lk, 0, &err);
+			lock_release_job(&lk, 0, false, &err);
 		}
 	}
 	lock_free(&lk);
