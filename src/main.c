@@ -587,7 +587,7 @@ int main(int argc, char **argv)
 	if (st.tls && tls_init(&st.tls_opts, &err) < 0) {
 		log_error(opts.key, &err);
 		config_free(&st);
-		free(opts.cfg.servers);
+		cli_free(&opts);
 		return err.exit;
 	}
 	if (signals_init(&sig) < 0) {
