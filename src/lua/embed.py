@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """embed.py - the Lua scripts (src/lua/NAME.lua) as the C dlock sends them.
 
-  embed.py OUT.c NAME.lua...
+  embed.py [--luac LUAC] OUT.c NAME.lua...
       writes OUT.c, defining `const struct script script_NAME` (scripts.h)
       for each file: its body, the body's SHA-1 for EVALSHA, its numkeys.
   embed.py --list DIR NAME.lua...
@@ -24,11 +24,14 @@ body are sent: they sit by the code they explain, and cost bytes only on
 EVAL.
 
 The SHA-1 is computed here, from the bytes written into the C string, so
-no hash is kept by hand.
+no hash is kept by hand. --luac LUAC (luac5.1 -p, Redis's Lua is 5.1)
+checks each file's syntax first, with the file's own line numbers; Redis's
+SCRIPT LOAD, in tests/fence.bats, is the check that counts.
 """
 import hashlib
 import os
 import re
+import subprocess
 import sys
 
 
@@ -110,6 +113,9 @@ def write_c(out, scripts):
 
 
 def main(argv):
+    luac = None
+    if argv[:1] == ["--luac"] and len(argv) > 1:
+        luac, argv = argv[1], argv[2:]
     if argv[:1] == ["--list"] and len(argv) > 2:
         for name, body, numkeys in map(parse, argv[2:]):
             with open(os.path.join(argv[1], name + ".lua"), "wb") as f:
@@ -117,7 +123,11 @@ def main(argv):
             print(name, hashlib.sha1(body).hexdigest(), numkeys)
         return
     if len(argv) < 2 or argv[0].startswith("-"):
-        die("usage: embed.py OUT.c NAME.lua... | --list DIR NAME.lua...")
+        die("usage: embed.py [--luac LUAC] OUT.c NAME.lua... | --list DIR NAME.lua...")
+    if luac:
+        r = subprocess.run([luac, "-p"] + argv[1:])
+        if r.returncode != 0:
+            die("%s -p failed" % luac)
     write_c(argv[0], [parse(p) for p in argv[1:]])
 
 
