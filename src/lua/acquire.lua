@@ -142,7 +142,22 @@ if reenter then
   end
   if kind == 'zset' then
     local s = redis.call('ZSCORE', KEYS[1], ARGV[3])
-    if s and tonumber(s) > now then return {2, fence()} end
+    if s and tonumber(s) > now then
+      -- Held shared (or with --limit) by the outer dlock: an exclusive
+      -- request would not exclude the other holders, and waiting for
+      -- them would wait for the outer job itself. No upgrade; another
+      -- mode is refused as it would be without re-entry.
+      local had = redis.call('GET', KEYS[4]) or 's'
+      local held = had == 's' and 'shared' or 'with --limit ' .. had
+      if mode == 'x' then
+        return redis.error_reply('DLOCKMODE the outer dlock holds the lock ' ..
+          held .. ': a nested exclusive request cannot re-enter it')
+      end
+      if had ~= mode then
+        return redis.error_reply('DLOCKMODE the lock is held ' .. held)
+      end
+      return {2, fence()}
+    end
   end
 end
 drop_dead(now)
