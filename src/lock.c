@@ -510,6 +510,12 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	if (n_again >= need) {
 		const char *env_fence = getenv("DLOCK_FENCE");
 
+		/* A server the outer dlock did not get (it was down then)
+		 * granted this request a lock of its own: given back, with
+		 * our own token, before it is replaced by the outer one.
+		 * So are servers that did not answer, which may have. */
+		if (n_granted > 0 || n_answered < lk->n_nodes)
+			release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
 		snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
 		snprintf(lk->fence, sizeof lk->fence, "%s", env_fence ? env_fence : "0");
 		return LOCK_REENTERED;

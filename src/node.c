@@ -61,20 +61,26 @@ static void queue_round(struct node *n);
 static void flush(struct node *n);
 
 /* redis+cluster://: a connection to a seed node failed before anything
- * came back this round: the next seed, for the rest of the run, while
- * some seed is untried and time is left. Any node of the cluster names
- * the owner of the lock's slot (MOVED). Not after a reply (the server
- * was there; its answer stands), nor to a cluster node that a MOVED
- * named (cluster_forget() sends the next round to the seeds), nor past
- * a TLS handshake that failed (a setting to fix). */
+ * came back this round. Any node of the cluster names the owner of the
+ * lock's slot (MOVED), so the rounds that follow go to the next seed, and
+ * this one too while some seed is untried, time is left and none of the
+ * round's commands was written: a server that got them may have run them
+ * (then lost the connection), and running them again elsewhere, which
+ * leads to the same owner, would find the lock taken by this very round.
+ * Not after a reply (the server was there; its answer stands), nor to a
+ * cluster node that a MOVED named (cluster_forget() sends the next round
+ * to the seeds), nor past a TLS handshake that failed (a setting to fix).
+ * Returns whether the round goes on at the next seed. */
 static bool next_seed(struct node *n)
 {
 	if (n->url->n_seeds < 2 || n->state != NODE_BUSY || n->answered ||
-	    n->via[0] || n->tls_refused || n->seeds_tried >= n->url->n_seeds - 1 ||
+	    n->via[0] || n->tls_refused)
+		return false;
+	n->seed = (n->seed + 1) % n->url->n_seeds;
+	if (n->sent || n->seeds_tried >= n->url->n_seeds - 1 ||
 	    clock_now_ms() >= n->deadline_ms)
 		return false;
 	n->seeds_tried++;
-	n->seed = (n->seed + 1) % n->url->n_seeds;
 	return true;
 }
 
@@ -654,6 +660,7 @@ static void tls_flush(struct node *n)
 			return;
 		}
 		sdsrange(n->c->obuf, (int)w, -1);
+		n->sent |= n->ready && w > 0;
 		n->tls_wlen = 0;
 		n->tls_write_wait = 0;
 	}
@@ -661,12 +668,21 @@ static void tls_flush(struct node *n)
 
 static void flush(struct node *n)
 {
+	size_t before = n->tls ? 0 : sdslen(n->c->obuf);
 	int done = 0;
 
-	if (n->tls)
+	if (n->tls) {
 		tls_flush(n);
-	else if (sdslen(n->c->obuf) > 0 && redisBufferWrite(n->c, &done) != REDIS_OK)
+		return;
+	}
+	if (sdslen(n->c->obuf) == 0)
+		return;
+	if (redisBufferWrite(n->c, &done) != REDIS_OK) {
 		fail(n, EX_UNAVAILABLE, "%s", n->c->errstr);
+		return;
+	}
+	/* once written, the round's commands may run (see next_seed) */
+	n->sent |= n->ready && sdslen(n->c->obuf) < before;
 }
 
 void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
@@ -679,7 +695,7 @@ void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 	memset(n->replies, 0, sizeof n->replies);
 	n->n_redirects = 0;
 	n->seeds_tried = 0;
-	n->answered = false;
+	n->answered = n->sent = false;
 	if (n->asking) {	/* an ASK lasts one round */
 		node_close(n);
 		n->asking = false;

@@ -88,11 +88,13 @@ struct node {
 	int n_redirects;
 	char via[80];
 	/* redis+cluster://: the seed node connections go to (an index of
-	 * url->seeds), how many others this round tried, and whether this
-	 * round had any reply (then a failure is not the seed's to pass on) */
+	 * url->seeds), how many others this round tried, whether this
+	 * round had any reply (then a failure is not the seed's to pass on),
+	 * and whether its commands were written (then they may have run) */
 	int seed;
 	int seeds_tried;
 	bool answered;
+	bool sent;
 };
 
 void node_init(struct node *n, struct url *url, const char *password);

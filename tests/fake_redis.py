@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """fake_redis.py - a Redis server that is not quite there, for the tests.
 
-    fake_redis.py UPSTREAM [--state FILE] [--hide-setresp] [--log FILE]
+    fake_redis.py UPSTREAM [--state FILE] [--drop FILE] [--hide-setresp]
+                  [--log FILE]
 
 Listens on a free port of 127.0.0.1, prints "ready PORT" on stdout, and
 relays each command of each client to UPSTREAM (a real redis-server's unix
@@ -15,6 +16,10 @@ this one can:
                    ("LOADING Redis is loading the dataset in memory"), as
                    real Redis answers while loading; remove FILE and the
                    commands reach UPSTREAM again.
+  --drop FILE      while FILE exists, every command but AUTH, SELECT and
+                   QUIT reaches UPSTREAM, runs there, and the client's
+                   connection is closed instead of the reply: a connection
+                   lost after the server ran the command.
   --hide-setresp   renames redis.setresp in the scripts of EVAL, so that
                    they run as on a Redis older than 6.0, which lacks it.
   --log FILE       appends a line for each command to FILE: its name
@@ -79,9 +84,10 @@ def read_reply(f):
 
 
 class Relay:
-    def __init__(self, upstream, state, hide_setresp, log):
+    def __init__(self, upstream, state, hide_setresp, log, drop=None):
         self.upstream = upstream
         self.state = state
+        self.drop = drop
         self.hide_setresp = hide_setresp
         self.log = log
         self.log_lock = threading.Lock()
@@ -134,6 +140,10 @@ class Relay:
                         upf = up.makefile("rb")
                     up.sendall(encode(args))
                     reply = read_reply(upf)
+                    if (self.drop and name not in EXEMPT and
+                            os.path.exists(self.drop)):
+                        self.note(args, b"(dropped)")
+                        return
                 self.note(args, reply)
                 client.sendall(reply)
         except (OSError, ValueError, EOFError) as e:
@@ -148,18 +158,20 @@ def main():
     argv = sys.argv[1:]
     if not argv or argv[0].startswith("-"):
         sys.exit(__doc__)
-    upstream, state, hide, log = argv[0], None, False, None
+    upstream, state, hide, log, drop = argv[0], None, False, None, None
     rest = iter(argv[1:])
     for a in rest:
         if a == "--state":
             state = next(rest)
+        elif a == "--drop":
+            drop = next(rest)
         elif a == "--hide-setresp":
             hide = True
         elif a == "--log":
             log = next(rest)
         else:
             sys.exit("fake_redis.py: unknown option %s" % a)
-    relay = Relay(upstream, state, hide, log)
+    relay = Relay(upstream, state, hide, log, drop)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

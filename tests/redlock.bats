@@ -435,3 +435,27 @@ median_ms() {
 	((far - near < 300)) || fail "acquiring took $((far - near)) ms, 3 RTTs = 300 ms"
 	no_lock_keys n1 n2 n3
 }
+
+@test "re-entry: a server the outer dlock missed keeps no lock of the nested one" {
+	start_servers 3
+	kill_server r3
+	start_bg h "${SRV[@]}" -t 60 K sh -c '
+		: >"$0.ready"
+		while [ ! -e "$0.go" ]; do sleep 0.05; done
+		"$@" K sh -c "echo \$DLOCK_TOKEN" >"'"$T"'/h.nested"
+		echo $? >"'"$T"'/h.rc"
+		while [ ! -e "'"$T"'/h.release" ]; do sleep 0.05; done' \
+		"$T/h" "$DLOCK" "${SRV[@]}"
+	wait_until 5 test -e "$T/h.ready" || fail "$(cat "$T/h.err")"
+	# r3 comes back empty: the nested dlock re-enters on r1 and r2, and
+	# r3 grants it a lock of its own, which nobody would use or release.
+	restart_server r3
+	touch "$T/h.go"
+	wait_until 10 test -e "$T/h.rc" || fail "the nested dlock did not end"
+	assert_equal "$(<"$T/h.rc")" 0
+	assert_equal "$(<"$T/h.nested")" "$(rcli r1 get dlock:K)"
+	no_lock_keys r3
+	finish h
+	assert_equal "$bg_status" 0
+	no_lock_keys r1 r2 r3
+}

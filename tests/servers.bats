@@ -147,3 +147,41 @@ conns() { rcli "$1" info stats | tr -d '\r' | sed -n 's/^total_connections_recei
 	DLOCK_SERVERS="$u" run -0 --separate-stderr dlock --verbose -S "$u" K true
 	assert_equal "$stderr" ''
 }
+
+@test "redis+cluster://: a round a seed may have run is not run again at the next seed" {
+	start_redis_tcp r
+	local real=127.0.0.1:$(<"$T/r/port") fake
+	run -0 dlock -S "$(sock_url r)" K true	# the scripts are loaded there
+	# a relay that runs the commands and loses the connection before the
+	# reply: the first seed took the lock, and the second, the same
+	# server, would find it taken by this very round
+	touch "$T/drop"
+	"$PYTHON" "$BATS_TEST_DIRNAME/fake_redis.py" "$real" --drop "$T/drop" \
+		>"$T/fake" 2>"$T/fake.err" </dev/null 3>&- &
+	track $!
+	wait_until 5 grep -q '^ready ' "$T/fake" || fail "fake_redis: $(cat "$T/fake.err")"
+	fake=127.0.0.1:$(sed -n 's/^ready //p' "$T/fake")
+	run -69 --separate-stderr dlock -n -S "redis+cluster://$fake,$real" K touch "$T/ran"
+	[[ $stderr == *"(seed $fake): "* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	key_gone r dlock:K || fail "the lock was left: $(rcli r pttl dlock:K) ms"
+	# waiting, the next try goes to the next seed, at once
+	local t0; t0=$(now_ms)
+	run -0 dlock -w 10 -t 20 -S "redis+cluster://$fake,$real" K touch "$T/ran"
+	(($(now_ms) - t0 < 5000)) || fail "took $(($(now_ms) - t0)) ms"
+	key_gone r dlock:K
+}
+
+@test "redis+cluster://: a seed that does not answer in time sends the next try to the next seed" {
+	start_redis_tcp r
+	start_redis_tcp hung
+	kill -STOP "$(server_pid hung)"
+	local hung=127.0.0.1:$(<"$T/hung/port") real=127.0.0.1:$(<"$T/r/port") t0
+	t0=$(now_ms)
+	run -0 dlock --node-timeout 0.5 -w 10 -S "redis+cluster://$hung,$real" K touch "$T/ran"
+	(($(now_ms) - t0 < 4000)) || fail "took $(($(now_ms) - t0)) ms"
+	[[ -e $T/ran ]]
+	kill -CONT "$(server_pid hung)"
+	key_gone r dlock:K
+	key_gone hung dlock:K
+}
