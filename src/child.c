@@ -253,6 +253,38 @@ int child_exec(struct job *job, pid_t job_pgid, struct error *err)
 	return -1;
 }
 
+/* A nested dlock in another process group than the outer job's (a job
+ * of a shell with job control, inside the job) would run its command
+ * outside the job: the outer dlock, which holds the lock while its job's
+ * group has members, would release while the command still runs, and its
+ * signals (lease lost, --max-hold) would miss it. So the command joins
+ * the job's group (same session: in_the_job() in lock.c made sure).
+ * Not from the terminal's foreground group: an interactive shell inside
+ * the job gave it the terminal, and in another group its reads would stop
+ * it (SIGTTIN); the shell waits for it there. */
+int child_exec_reentered(struct job *job, struct error *err)
+{
+	const char *var = getenv("DLOCK_JOB");
+	char *end;
+	long pgid = var ? strtol(var, &end, 10) : 0;
+	int tty;
+
+	if (pgid > 0 && *end == '\0' && pgid != (long)getpgrp()) {
+		tty = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+		if ((tty < 0 || tcgetpgrp(tty) != getpgrp()) &&
+		    setpgid(0, (pid_t)pgid) < 0) {
+			error_set(err, EX_OSERR, "cannot join the outer job's process group %ld (DLOCK_JOB): %s",
+				  pgid, strerror(errno));
+			if (tty >= 0)
+				close(tty);
+			return -1;
+		}
+		if (tty >= 0)
+			close(tty);
+	}
+	return child_exec(job, 0, err);
+}
+
 void child_free(struct job *job)
 {
 	if (job->tty_fd >= 0)

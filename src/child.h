@@ -49,4 +49,9 @@ int child_start(struct job *job, struct error *err);
  * job's process group; with -F, as the job, DLOCK_JOB being job_pgid.
  * Returns only when exec fails (-1, err 126/127). */
 int child_exec(struct job *job, pid_t job_pgid, struct error *err);
+/* Re-entered: the command takes our place, in the outer job's process
+ * group (DLOCK_JOB), which it joins when it runs in another group of the
+ * job's session, but the terminal's foreground one. Returns only on
+ * failure, with err set. */
+int child_exec_reentered(struct job *job, struct error *err);
 void child_free(struct job *job);

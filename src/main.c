@@ -323,7 +323,7 @@ static int run_multi(struct options *opts, struct settings *st,
 	}
 	if (got == LOCK_REENTERED) {
 		multi_free(&m);
-		child_exec(&job, 0, &err);
+		child_exec_reentered(&job, &err);
 		log_error(opts->key, &err);
 		child_free(&job);
 		return err.exit;
@@ -483,7 +483,7 @@ static int run(struct options *opts, struct settings *st,
 	 * command takes our place, in the outer job's process group. */
 	if (got == LOCK_REENTERED) {
 		lock_free(&lk);
-		child_exec(&job, 0, &err);
+		child_exec_reentered(&job, &err);
 		log_error(opts->key, &err);
 		child_free(&job);
 		return err.exit;

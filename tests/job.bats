@@ -309,6 +309,20 @@ running() { [[ $(state_of "$1") != T ]]; }
 	assert_output $'setsid:1\ninside:0'
 }
 
+@test "re-entry from a background job of a job-control shell joins the job: held until it ends" {
+	# set -m: the nested dlock runs in a process group of its own; the
+	# shell, the outer job's only other member, exits once it started.
+	run -0 dlock -S "$U" K bash -c '
+		set -m
+		"$0" -S "$1" -n K sh -c "echo \$(ps -o pgid= \$\$) >\"$2.pgid\"; sleep 1; : >\"$2.done\"" &
+		until [ -e "$2.pgid" ]; do sleep 0.01; done
+		echo "$DLOCK_JOB"' "$DLOCK" "$U" "$T/inner"
+	# the outer dlock returned (and released) only after the nested command
+	[[ -e $T/inner.done ]] || fail "released while the nested command ran"
+	assert_equal "$(tr -d ' ' <"$T/inner.pgid")" "$output"
+	key_gone r dlock:K
+}
+
 @test "the command sees DLOCK_JOB, its process group" {
 	run -0 dlock -S "$U" K sh -c 'set -- $(cat /proc/$$/stat); echo "$DLOCK_JOB $5"'
 	local job pgrp; read -r job pgrp <<<"$output"
