@@ -82,11 +82,15 @@ const struct script script_acquire = {
 		"if ARGV[5] == 'x' and ARGV[6] == '' and\n"
 		"    redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
 		"  local n = next_fence()\n"
-		"  redis.call('HSET', KEYS[3], ARGV[1], ARGV[4] .. '\\t' .. digits(n))\n"
+		"  local f = digits(n)\n"
+		"  redis.call('HSET', KEYS[3], ARGV[1], ARGV[4] .. '\\t' .. f)\n"
 		"  redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
-		"  redis.call('ZREM', KEYS[6], ARGV[1])\n"
-		"  redis.call('ZREM', KEYS[9], ARGV[1])\n"
-		"  record(digits(n))\n"
+		"  -- A caller refused before leaves the waiters (only a waiter has a\n"
+		"  -- writer mark: both go together, the mark lapses no later).\n"
+		"  if redis.call('ZREM', KEYS[6], ARGV[1]) == 1 then\n"
+		"    redis.call('ZREM', KEYS[9], ARGV[1])\n"
+		"  end\n"
+		"  record(f)\n"
 		"  return {1, n}\n"
 		"end\n"
 		"local t = redis.call('TIME')\n"
@@ -280,7 +284,7 @@ const struct script script_acquire = {
 		"if ticket ~= '' or mode ~= 'x' then wake(KEYS[5], KEYS[8], KEYS[6]) end\n"
 		"record(digits(n))\n"
 		"return {1, n, taken}\n",
-	.sha = "b3758a901288d015165430f013b7ea49528606c0",
+	.sha = "d81e53682e40ec8607b6f9f94b8677eb2659749c",
 	.n_keys = 10,
 };
 
@@ -354,8 +358,6 @@ const struct script script_extend = {
 const struct script script_release = {
 	.name = "release",
 	.body =
-		"local t = redis.call('TIME')\n"
-		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
 		"-- Wakes one waiter, if anyone waits (every waiter is in waiters): a\n"
 		"-- live exclusive waiter (writers first) when writers is given, else\n"
 		"-- the head of the fair queue, each on its own list; else whoever has\n"
@@ -372,6 +374,30 @@ const struct script script_release = {
 		"  redis.call('LTRIM', list, 0, 0)\n"
 		"  redis.call('PEXPIRE', list, 2000)\n"
 		"end\n"
+		"local function clock()\n"
+		"  local t = redis.call('TIME')\n"
+		"  return t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"end\n"
+		"-- The common case first, in the fewest calls: an exclusive holder's\n"
+		"-- job ended, no --min-hold. A string that holds our token has no\n"
+		"-- --limit slot; TIME only when someone waits. (GET fails on a sorted\n"
+		"-- set, a shared lock: the general case below then.)\n"
+		"if ARGV[3] == 'job' and not tonumber(ARGV[9] or '') and\n"
+		"    redis.pcall('GET', KEYS[1]) == ARGV[1] then\n"
+		"  redis.call('DEL', KEYS[1])\n"
+		"  redis.call('HDEL', KEYS[2], ARGV[1])\n"
+		"  if redis.call('ZCARD', KEYS[7]) > 0 then\n"
+		"    wake(KEYS[5], KEYS[6], KEYS[7], KEYS[8], clock())\n"
+		"  end\n"
+		"  if ARGV[2] ~= '0' then\n"
+		"    redis.call('XADD', KEYS[9], 'MAXLEN', ARGV[2], '*', 'event', 'released',\n"
+		"      'token', ARGV[1], 'holder', ARGV[7], 'fence', ARGV[6], 'exit', ARGV[4],\n"
+		"      'held_ms', ARGV[5])\n"
+		"    redis.call('PEXPIRE', KEYS[9], 604800000)\n"
+		"  end\n"
+		"  return 1\n"
+		"end\n"
+		"local now = clock()\n"
 		"-- A holder's info as KEYS[2] keeps it (\"host\\tpid\\tuser\\tsince\\tcommand\\t\n"
 		"-- fence[\\tfinished]\") -> the first five fields, and the fence ('' for an\n"
 		"-- older dlock's).\n"
@@ -479,7 +505,7 @@ const struct script script_release = {
 		"end\n"
 		"if ours then return 1 end\n"
 		"return 0\n",
-	.sha = "e51728e7f423aaa35653642f16e95459586bc96a",
+	.sha = "959904cfc36c6c117ba8b0a9830c6f61a388dc9f",
 	.n_keys = 10,
 };
 
