@@ -14,10 +14,11 @@ set -euo pipefail
 die() { echo "check-deb.sh: $*" >&2; exit 1; }
 (($# == 1)) && [[ -f $1 ]] || die "usage: check-deb.sh DEB"
 deb=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d "${TMPDIR:-/tmp}/dlock-checkdeb.XXXXXX")
 installed=0
 cleanup() {
-	((installed)) && dpkg -r dlock >/dev/null 2>&1
+	((installed)) && "$here"/dpkg-wait -r dlock >/dev/null 2>&1
 	rm -rf "$W"
 }
 trap cleanup EXIT
@@ -43,7 +44,7 @@ if ((EUID != 0)); then
 fi
 ! dpkg -s dlock >/dev/null 2>&1 ||
 	die "a dlock package is installed already: not replacing it"
-dpkg -i "$deb" >"$W/dpkg.log" 2>&1 || { cat "$W/dpkg.log" >&2; die "dpkg -i failed"; }
+"$here"/dpkg-wait -i "$deb" >"$W/dpkg.log" 2>&1 || { cat "$W/dpkg.log" >&2; die "dpkg -i failed"; }
 installed=1
 
 # An interactive zsh, as a user's shell starts, with compinit: its own

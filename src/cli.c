@@ -167,9 +167,10 @@ static void usage(void)
 "  -V, --version                show the version\n"
 "\n"
 "URLs: redis://[[user]:password@]host[:port][/db], unix:/path[?db=N],\n"
-"      redis-sentinel://host:port[,host:port...]/MASTER; rediss:// and\n"
-"      rediss-sentinel:// for TLS; a redis:// URL may name any node of a\n"
-"      Redis Cluster (give one: several -S are RedLock)\n"
+"      redis-sentinel://host:port[,host:port...]/MASTER,\n"
+"      redis+cluster://host:port[,host:port...] (seed nodes of one Redis\n"
+"      Cluster; a redis:// URL may name any node of one too; several -S\n"
+"      are RedLock); rediss://, rediss-sentinel://, rediss+cluster:// for TLS\n"
 "Environment: DLOCK_SERVERS, DLOCK_PASSWORD, DLOCK_PREFIX.\n"
 "The command gets DLOCK_KEY, DLOCK_KEYS, DLOCK_TOKEN, DLOCK_FENCE, DLOCK_JOB.\n"
 "See dlock(1).\n", stdout);

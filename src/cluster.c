@@ -231,7 +231,7 @@ enum cluster_reply cluster_redirect(struct node *n, const char *s,
 			pthread_mutex_unlock(&lock);
 			error_set(err, EX_USAGE, "a node of the same Redis Cluster as %s: "
 				  "several servers are RedLock over independent masters; "
-				  "give one URL of a cluster", other->text);
+				  "give one URL of a cluster (redis+cluster:// for several seed nodes)", other->text);
 			return CLUSTER_ERROR;
 		}
 		if (o) {
@@ -312,6 +312,7 @@ static int add_master(const struct url *seed, const redisReply *m,
 	memmove(u->host, host, strlen(host) + 1);
 	u->port = (int)m->element[1]->integer;
 	u->addr.len = 0;
+	u->n_seeds = 0;	/* one master, not the seed list */
 	url_numeric_addr(u->host, u->port, &u->addr);
 	snprintf(u->text, sizeof u->text, "redis://%s%s%s:%d",
 		 strchr(u->host, ':') ? "[" : "", u->host,

@@ -99,13 +99,40 @@ int config_parse(char *text, struct config_file *cf, char *err, size_t errlen)
 	return 0;
 }
 
+static bool starts_url(const char *p)
+{
+	static const char *const schemes[] = {
+		"redis://", "rediss://", "unix:/", "redis-sentinel://",
+		"rediss-sentinel://", "redis+cluster://", "rediss+cluster://", NULL
+	};
+
+	for (const char *const *s = schemes; *s; s++)
+		if (strncmp(p, *s, strlen(*s)) == 0)
+			return true;
+	return false;
+}
+
 /* The length of the URL that starts at p. A comma or blank ends it, but
  * for the commas that separate a sentinel URL's sentinels, before its '/':
  * "redis-sentinel://h1:26379,h2:26379/mymaster,unix:/x" is two URLs (and
- * so with rediss-sentinel://). */
+ * so with rediss-sentinel://); and for those between a cluster URL's seed
+ * nodes, up to a comma followed by another URL:
+ * "redis+cluster://h1:7000,h2:7000,redis://h3" is two URLs. */
 static size_t url_length(const char *p, const char *seps)
 {
 	size_t len = 0;
+
+	if (strncmp(p, "redis+cluster://", 16) == 0 ||
+	    strncmp(p, "rediss+cluster://", 17) == 0) {
+		for (;;) {
+			len += strcspn(p + len, seps);
+			if (p[len] != ',' || !p[len + 1] ||
+			    (p[len + 1] != ',' && strchr(seps, p[len + 1])) ||
+			    starts_url(p + len + 1))
+				return len;
+			len++;
+		}
+	}
 
 	if (strncmp(p, "redis-sentinel://", 17) == 0 ||
 	    strncmp(p, "rediss-sentinel://", 18) == 0) {

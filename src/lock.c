@@ -556,7 +556,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
  * every server orders the waiters alike. The counter lapses a day after
  * the last ticket, as the fencing counter does: a queue has long been
  * empty by then, so starting again from 1 reorders nobody. */
-static int take_ticket(struct lock *lk, struct error *err)
+int lock_take_ticket(struct lock *lk, struct error *err)
 {
 	const char *incr[] = { "INCR", lk->ticket_key };
 	const char *pexpire[] = { "PEXPIRE", lk->ticket_key, COUNTER_IDLE_MS };
@@ -599,7 +599,8 @@ int lock_begin(struct lock *lk, struct error *err)
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	return lk->p->fair ? take_ticket(lk, err) : 0;
+	lk->ticket[0] = '\0';	/* --fair: lock_take_ticket() before a try */
+	return 0;
 }
 
 void lock_end_wait(struct lock *lk, enum lock_result r)

@@ -79,8 +79,11 @@ void lock_free(struct lock *lk);
  * round without a majority (--verbose). */
 void lock_log_servers(const struct lock *lk);
 
-/* Starts an acquisition: a fresh token, and with --fair a ticket. */
+/* Starts an acquisition: a fresh token, and no --fair ticket yet. */
 int lock_begin(struct lock *lk, struct error *err);
+/* --fair: the acquisition's place in the queue, from a majority of the
+ * servers; before the first try and after every lock_begin(). */
+int lock_take_ticket(struct lock *lk, struct error *err);
 /* One try on every server. LOCK_HELD leaves in *retry_ms how long the
  * holder's lease still runs (-1: unknown); anything but LOCK_ACQUIRED
  * gives back what was partly taken. */

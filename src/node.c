@@ -56,21 +56,55 @@ void node_close(struct node *n)
 static void fail(struct node *n, int exit, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+static int connect_start(struct node *n);
+static void queue_round(struct node *n);
+static void flush(struct node *n);
+
+/* redis+cluster://: a connection to a seed node failed before anything
+ * came back this round: the next seed, for the rest of the run, while
+ * some seed is untried and time is left. Any node of the cluster names
+ * the owner of the lock's slot (MOVED). Not after a reply (the server
+ * was there; its answer stands), nor to a cluster node that a MOVED
+ * named (cluster_forget() sends the next round to the seeds), nor past
+ * a TLS handshake that failed (a setting to fix). */
+static bool next_seed(struct node *n)
+{
+	if (n->url->n_seeds < 2 || n->state != NODE_BUSY || n->answered ||
+	    n->via[0] || n->tls_refused || n->seeds_tried >= n->url->n_seeds - 1 ||
+	    clock_now_ms() >= n->deadline_ms)
+		return false;
+	n->seeds_tried++;
+	n->seed = (n->seed + 1) % n->url->n_seeds;
+	return true;
+}
+
 static void fail(struct node *n, int exit, const char *fmt, ...)
 {
-	char why[384];
+	char why[384], seed[300] = "";
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
 	log_lower_first(why);
-	error_set(&n->err, exit, "%s%s%s%s: %s", n->url->text,
+	if (n->url->n_seeds > 1 && !n->via[0])
+		snprintf(seed, sizeof seed, " (seed %s:%d)",
+			 n->url->seeds[n->seed].host, n->url->seeds[n->seed].port);
+	error_set(&n->err, exit, "%s%s%s%s%s: %s", n->url->text,
 		  n->via[0] ? " (cluster node " : "", n->via, n->via[0] ? ")" : "",
-		  why);
+		  seed, why);
 	/* an owner that is gone: the URL's node names the next one */
 	if (n->via[0] && exit == EX_UNAVAILABLE)
 		cluster_forget(n->url);
+	if (exit == EX_UNAVAILABLE && next_seed(n)) {
+		node_close(n);
+		n->err = (struct error){ 0 };
+		if (connect_start(n) == 0) {
+			queue_round(n);
+			flush(n);
+		}
+		return;
+	}
 	n->state = NODE_FAILED;
 	node_close(n);
 }
@@ -182,6 +216,11 @@ void node_resolve(struct node *n)
 	if (u->kind == URL_TCP && !u->addr.len &&
 	    lookup(u->host, u->port, &u->addr, why, sizeof why) < 0)
 		snprintf(n->resolve_err, sizeof n->resolve_err, "%s", why);
+	/* Another seed that does not resolve fails when its turn comes. */
+	for (int i = 1; i < u->n_seeds; i++)
+		if (!u->seeds[i].addr.len)
+			lookup(u->seeds[i].host, u->seeds[i].port, &u->seeds[i].addr,
+			       why, sizeof why);
 	/* A sentinel that does not resolve is looked up again when asked. */
 	for (int i = 0; u->kind == URL_SENTINEL && i < u->n_sentinels; i++)
 		if (!u->sentinels[i].addr.len)
@@ -481,7 +520,17 @@ static int connect_start(struct node *n)
 	case URL_TCP:
 		/* a cluster node that a MOVED or ASK named */
 		if (cluster_target(n, &master, n->via, sizeof n->via))
-			return tcp_start(n, &master, u->host);
+			return tcp_start(n, &master, u->seeds[n->seed].host[0] ?
+					 u->seeds[n->seed].host : u->host);
+		if (n->seed > 0) {	/* redis+cluster://: a seed after the first */
+			if (address(n, u->seeds[n->seed].host, u->seeds[n->seed].port,
+				    &u->seeds[n->seed].addr, why, sizeof why) < 0) {
+				fail(n, EX_UNAVAILABLE, "%s", why);
+				return -1;
+			}
+			return tcp_start(n, &u->seeds[n->seed].addr,
+					 u->seeds[n->seed].host);
+		}
 		if (n->resolve_err[0]) {
 			/* node_resolve() just tried: report, look again next time */
 			fail(n, EX_UNAVAILABLE, "cannot resolve %s: %s", u->host,
@@ -629,16 +678,19 @@ void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 	n->err = (struct error){ 0 };
 	memset(n->replies, 0, sizeof n->replies);
 	n->n_redirects = 0;
+	n->seeds_tried = 0;
+	n->answered = false;
 	if (n->asking) {	/* an ASK lasts one round */
 		node_close(n);
 		n->asking = false;
 	}
+	n->state = NODE_BUSY;
 	if (!n->c) {
 		n->via[0] = '\0';
+		/* failed, or (redis+cluster://) passed on to the next seed */
 		if (connect_start(n) < 0)
 			return;
 	}
-	n->state = NODE_BUSY;
 	queue_round(n);
 	/* Write at once: an idle socket is writable, and one still connecting
 	 * says EAGAIN and is written when poll() finds it writable (or fails
@@ -757,6 +809,7 @@ static bool take_reply(struct node *n, redisReply *r)
 	bool by_eval;
 	int i;
 
+	n->answered = true;
 	if (n->n_handshake > 0) {
 		bool auth = n->auth_queued;
 

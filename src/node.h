@@ -87,6 +87,12 @@ struct node {
 	bool asking;
 	int n_redirects;
 	char via[80];
+	/* redis+cluster://: the seed node connections go to (an index of
+	 * url->seeds), how many others this round tried, and whether this
+	 * round had any reply (then a failure is not the seed's to pass on) */
+	int seed;
+	int seeds_tried;
+	bool answered;
 };
 
 void node_init(struct node *n, struct url *url, const char *password);

@@ -4,7 +4,9 @@
  *   redis://user@host...                           password from file/env
  *   unix:/path  unix:///path  [?db=N]
  *   redis-sentinel://host:port[,host:port...]/MASTER
- *   rediss://..., rediss-sentinel://...   the same over TLS (tls.c)
+ *   redis+cluster://[[user]:password@]host[:port][,host[:port]...][/0]
+ *   rediss://..., rediss-sentinel://..., rediss+cluster://...
+ *                                         the same over TLS (tls.c)
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -194,6 +196,53 @@ static int parse_redis(const char *s, struct url *u, char *err, size_t errlen)
 	return 0;
 }
 
+/* The seed nodes of a cluster: host[:port] by commas, each as a redis://
+ * URL's host, then nothing or "/0" (a cluster has database 0 only). */
+static int parse_cluster(const char *s, struct url *u, char *err, size_t errlen)
+{
+	const char *slash, *at, *p;
+
+	at = strrchr(s, '@');
+	slash = strchr(at ? at : s, '/');
+	if (slash && strcmp(slash, "/0") != 0)
+		FAIL("a cluster has database 0 only: nothing but /0 after the seed nodes");
+	/* the user info and the first seed as a redis:// URL has them */
+	p = at ? at + 1 : s;
+	{
+		size_t first = strcspn(p, ",/");
+		char one[1024];
+
+		if ((size_t)(p - s) + first >= sizeof one)
+			FAIL("URL too long");
+		memcpy(one, s, (size_t)(p - s) + first);
+		one[(size_t)(p - s) + first] = '\0';
+		if (parse_redis(one, u, err, errlen) < 0)
+			return -1;
+		p += first;
+	}
+	snprintf(u->seeds[0].host, sizeof u->seeds[0].host, "%s", u->host);
+	u->seeds[0].port = u->port;
+	u->seeds[0].addr = u->addr;
+	u->n_seeds = 1;
+	while (*p == ',') {
+		size_t len = strcspn(++p, ",/");
+
+		if (len == 0)
+			FAIL("empty seed node address");
+		if (u->n_seeds == URL_MAX_SEEDS)
+			FAIL("too many seed nodes (at most %d)", URL_MAX_SEEDS);
+		if (parse_hostport(p, len, u->seeds[u->n_seeds].host,
+				   sizeof u->seeds[0].host, &u->seeds[u->n_seeds].port,
+				   6379, err, errlen) < 0)
+			return -1;
+		url_numeric_addr(u->seeds[u->n_seeds].host, u->seeds[u->n_seeds].port,
+				 &u->seeds[u->n_seeds].addr);
+		u->n_seeds++;
+		p += len;
+	}
+	return 0;
+}
+
 static int parse_unix(const char *s, struct url *u, char *err, size_t errlen)
 {
 	const char *q;
@@ -269,9 +318,17 @@ static void describe(struct url *u)
 
 	switch (u->kind) {
 	case URL_TCP:
-		snprintf(u->text, sizeof u->text, "redis%s://%s%s%s%s%s%s:%d", s,
-			 u->user, pw, at, v6 ? "[" : "", u->host, v6 ? "]" : "",
-			 u->port);
+		snprintf(u->text, sizeof u->text, "redis%s%s://%s%s%s%s%s%s:%d", s,
+			 u->n_seeds ? "+cluster" : "", u->user, pw, at,
+			 v6 ? "[" : "", u->host, v6 ? "]" : "", u->port);
+		for (int i = 1; i < u->n_seeds; i++) {
+			size_t len = strlen(u->text);
+
+			v6 = strchr(u->seeds[i].host, ':') != NULL;
+			snprintf(u->text + len, sizeof u->text - len, ",%s%s%s:%d",
+				 v6 ? "[" : "", u->seeds[i].host, v6 ? "]" : "",
+				 u->seeds[i].port);
+		}
 		break;
 	case URL_UNIX:
 		snprintf(u->text, sizeof u->text, "unix:%s", u->path);
@@ -304,13 +361,17 @@ int url_parse(const char *s, struct url *u, char *err, size_t errlen)
 		 strncmp(s, "rediss-sentinel://", 18) == 0;
 	if (strncmp(s, "redis://", 8) == 0 || strncmp(s, "rediss://", 9) == 0)
 		r = parse_redis(s + 8 + u->tls, u, err, errlen);
-	else if (strncmp(s, "unix:", 5) == 0)
+	else if (strncmp(s, "redis+cluster://", 16) == 0 ||
+		 strncmp(s, "rediss+cluster://", 17) == 0) {
+		u->tls = s[5] == 's';
+		r = parse_cluster(s + 16 + u->tls, u, err, errlen);
+	} else if (strncmp(s, "unix:", 5) == 0)
 		r = parse_unix(s + 5, u, err, errlen);
 	else if (strncmp(s, "redis-sentinel://", 17) == 0 ||
 		 strncmp(s, "rediss-sentinel://", 18) == 0)
 		r = parse_sentinel(s + 17 + u->tls, u, err, errlen);
 	else
-		FAIL("unknown scheme (want redis://, rediss://, unix:, redis-sentinel:// or rediss-sentinel://)");
+		FAIL("unknown scheme (want redis://, rediss://, unix:, redis-sentinel://, rediss-sentinel://, redis+cluster:// or rediss+cluster://)");
 	if (r == 0)
 		describe(u);
 	return r;

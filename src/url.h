@@ -1,5 +1,5 @@
 /* url.h - server URLs: redis://, rediss://, unix:, redis-sentinel://,
- * rediss-sentinel:// (pure) */
+ * rediss-sentinel://, redis+cluster://, rediss+cluster:// (pure) */
 #pragma once
 #include <stddef.h>
 #include <sys/socket.h>
@@ -7,6 +7,7 @@
 enum url_kind { URL_TCP, URL_UNIX, URL_SENTINEL };
 
 #define URL_MAX_SENTINELS 8
+#define URL_MAX_SEEDS 8
 
 /* Where a TCP host is reached. A numeric host is filled in by url_parse();
  * a name by node_resolve() (src/node.h), once, on the main thread, so that
@@ -36,6 +37,15 @@ struct url {
 	} sentinels[URL_MAX_SENTINELS];
 	int n_sentinels;
 	char master[128];
+	/* redis+cluster://: nodes of one Redis Cluster, tried in turn until
+	 * one answers; seeds[0] is also host, port and addr above. 0 for
+	 * any other URL. */
+	struct {
+		char host[256];
+		int port;
+		struct url_addr addr;
+	} seeds[URL_MAX_SEEDS];
+	int n_seeds;
 	char text[512];		/* the URL for messages, password masked */
 };
 

@@ -184,8 +184,15 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 	bool slot_named = false;
 
 	for (;;) {
-		int64_t sleep_ms, retry_ms, now_ms;
-		enum lock_result r = lock_try(lk, &retry_ms, err);
+		int64_t sleep_ms, retry_ms = -1, now_ms;
+		enum lock_result r;
+
+		/* --fair: servers that cannot give a ticket are retried as
+		 * ones that cannot answer a try */
+		if (p->fair && !lk->ticket[0] && lock_take_ticket(lk, err) < 0)
+			r = LOCK_FAILED;
+		else
+			r = lock_try(lk, &retry_ms, err);
 
 		/* --limit over several servers: they picked different free
 		 * slots; all ask for one a server named, at once, once. */

@@ -360,3 +360,121 @@ fake_port() { sed -n 's/^ready //p' "$T/$1.fake"; }
 	[[ ! -e $T/ran ]]
 	wait_until 5 eval '! exists_on '"$o"' dlock:c-seeds' || fail "the lock was left"
 }
+
+# ---- seed lists (redis+cluster://) and several keys ------------------------
+
+@test "redis+cluster://: seeds that are down are passed over within one try (-n)" {
+	local o n d1 d2
+	o=$(owner dlock:c-seedlist)
+	n=$(others dlock:c-seedlist | head -1)
+	d1=$(free_port) d2=$(free_port)
+	run --separate-stderr dlock -n \
+		-S "redis+cluster://127.0.0.1:$d1,127.0.0.1:$d2,127.0.0.1:$n" c-seedlist \
+		sh -c "redis-cli -p $o exists dlock:c-seedlist"
+	assert_success
+	assert_output 1
+	[[ $stderr == "" ]] || fail "stderr: $stderr"
+	# in DLOCK_SERVERS, the commas between seeds stay in the URL
+	DLOCK_SERVERS="redis+cluster://127.0.0.1:$d1,127.0.0.1:$n" \
+		run --separate-stderr dlock -n c-seedlist \
+		sh -c "redis-cli -p $o exists dlock:c-seedlist"
+	assert_success
+	assert_output 1
+	run exists_on "$o" dlock:c-seedlist
+	assert_failure
+}
+
+@test "redis+cluster://: a waiter and a holder through different seed lists exclude each other" {
+	local o oth d
+	o=$(owner dlock:c-seedexcl)
+	mapfile -t oth < <(others dlock:c-seedexcl)
+	d=$(free_port)
+	dlock -S "redis+cluster://127.0.0.1:$d,127.0.0.1:${oth[0]}" -t 1 c-seedexcl \
+		"$T/job" "$T/h" 2>"$T/h.err" &
+	track $!
+	wait_until 10 test -e "$T/h.ready" || fail "holder: $(cat "$T/h.err")"
+	run dlock -n -S "redis+cluster://127.0.0.1:${oth[1]},127.0.0.1:$o" c-seedexcl true
+	assert_failure 1
+	# held past its 1 s TTL: the lease is renewed on the owner
+	sleep 1.5
+	exists_on "$o" dlock:c-seedexcl || fail "the lease lapsed"
+	touch "$T/h.release"
+	wait_until 10 eval '! exists_on '"$o"' dlock:c-seedexcl'
+}
+
+@test "redis+cluster://: every seed down is 69, naming the last seed tried" {
+	local d1 d2
+	d1=$(free_port) d2=$(free_port)
+	run --separate-stderr dlock -n -S "redis+cluster://127.0.0.1:$d1,127.0.0.1:$d2" \
+		c-seeddown touch "$T/ran"
+	assert_failure 69
+	[[ $stderr == *"redis+cluster://127.0.0.1:$d1,127.0.0.1:$d2 (seed 127.0.0.1:$d2): "*"refused"* ]] ||
+		fail "stderr: $stderr"
+	[[ ! -e $T/ran ]]
+}
+
+@test "redis+cluster://: a bad seed list is 64, before anything runs" {
+	run --separate-stderr dlock -S "redis+cluster://127.0.0.1:1,,127.0.0.1:2" c-bad touch "$T/ran"
+	assert_failure 64
+	[[ $stderr == *"empty seed node address"* ]] || fail "stderr: $stderr"
+	run --separate-stderr dlock -S "redis+cluster://127.0.0.1:1/3" c-bad touch "$T/ran"
+	assert_failure 64
+	[[ $stderr == *"database 0"* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]]
+}
+
+# two_names PREFIX: two lock names PREFIX-N whose keys live on different masters
+two_names() {
+	local i first='' o1=''
+	for i in $(seq 0 50); do
+		if [[ -z $first ]]; then
+			first=$1-$i o1=$(owner "dlock:$1-$i")
+		elif [[ $(owner "dlock:$1-$i") != "$o1" ]]; then
+			echo "$first $1-$i"
+			return
+		fi
+	done
+	fail "no two names of $1 on different masters"
+}
+
+@test "-k: keys on different masters are all taken, each on its owner, and all given back" {
+	local a b oa ob n
+	read -r a b < <(two_names c-mk)
+	oa=$(owner "dlock:$a") ob=$(owner "dlock:$b")
+	n=$(ports | tr ' ' '\n' | head -1)
+	run --separate-stderr dlock -S "$(curl_ "$n")" -k "$a" -k "$b" \
+		sh -c "redis-cli -p $oa exists dlock:$a; redis-cli -p $ob exists dlock:$b; echo \$DLOCK_KEYS"
+	assert_success
+	[[ $stderr == "" ]] || fail "stderr: $stderr"
+	assert_line -n 0 1
+	assert_line -n 1 1
+	assert_line -n 2 "dlock:$a dlock:$b"
+	run exists_on "$oa" "dlock:$a"
+	assert_failure
+	run exists_on "$ob" "dlock:$b"
+	assert_failure
+}
+
+@test "-k: across masters, all or nothing: one key held leaves nothing on the other" {
+	local a b oa ob
+	read -r a b < <(two_names c-mkheld)
+	oa=$(owner "dlock:$a") ob=$(owner "dlock:$b")
+	# b is held by another job
+	dlock -S "$(curl_ "$ob")" "$b" "$T/job" "$T/h" 2>"$T/h.err" &
+	track $!
+	wait_until 10 test -e "$T/h.ready" || fail "holder: $(cat "$T/h.err")"
+	run dlock -n -S "$(curl_ "$oa")" -k "$b" -k "$a" touch "$T/ran"
+	assert_failure 1
+	[[ ! -e $T/ran ]]
+	run exists_on "$oa" "dlock:$a"
+	assert_failure
+	# and with -w, it gets both once b is released
+	dlock -w 10 -S "$(curl_ "$oa")" -k "$a" -k "$b" touch "$T/ran" 2>"$T/w.err" &
+	track $!
+	local w=$!
+	sleep 0.3
+	[[ ! -e $T/ran ]] || fail "ran while $b was held"
+	touch "$T/h.release"
+	wait_until 10 test -e "$T/ran" || fail "waiter: $(cat "$T/w.err")"
+	wait "$w"
+}

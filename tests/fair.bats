@@ -113,11 +113,12 @@ check_give_up() {
 	hold h "${SRV[@]}" K
 	wait_ready h
 	fair_waiter 1
-	fair_waiter 2 -w 0.5
+	# -w 3: time to see it queued and queue w3 behind it, on a busy machine
+	fair_waiter 2 -w 3
 	tok=$(rcli r1 zrange '{dlock:K}:queue' 1 1)
 	[[ $tok =~ ^[0-9a-f]{32}$ ]] || fail "w2's place in the queue: '$tok'"
 	fair_waiter 3
-	reap w2 5
+	reap w2 10
 	assert_equal "$bg_status" 1
 	for s in "${NAMES[@]}"; do
 		assert_equal "$(rcli "$s" zscore '{dlock:K}:queue' "$tok")" ''
@@ -135,12 +136,12 @@ check_give_up() {
 	nothing_left
 }
 
-@test "--fair: a waiter that gives up (-w 0.5) leaves the queue" {
+@test "--fair: a waiter that gives up (-w 3) leaves the queue" {
 	servers 1
 	check_give_up
 }
 
-@test "RedLock: --fair: a waiter that gives up (-w 0.5) leaves the queue" {
+@test "RedLock: --fair: a waiter that gives up (-w 3) leaves the queue" {
 	servers 3
 	check_give_up
 }
@@ -163,4 +164,18 @@ check_give_up() {
 		fail "r3 still has the holder in its liveness set"
 	finish w
 	assert_equal "$bg_status" 0
+}
+
+@test "RedLock: --fair -w: servers that cannot give a ticket are waited out, as for a try" {
+	servers 3
+	kill -STOP "$(server_pid r2)" "$(server_pid r3)"
+	start_bg w "${SRV[@]}" --fair -w 30 --node-timeout 0.3 K touch "$T/ran"
+	# its first ticket round reached r1 only: no majority
+	wait_until 10 eval '[[ $(rcli r1 get "{dlock:K}:ticket") -ge 1 ]]' ||
+		{ kill -CONT "$(server_pid r2)" "$(server_pid r3)"; fail "no ticket asked: $(cat "$T/w.err")"; }
+	kill -CONT "$(server_pid r2)" "$(server_pid r3)"
+	reap w 30
+	((bg_status == 0)) || fail "status $bg_status: $(cat "$T/w.err")"
+	[[ -e $T/ran ]]
+	nothing_left
 }

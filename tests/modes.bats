@@ -220,7 +220,9 @@ check_writer_not_starved() {
 	run -0 --separate-stderr tdlock "${SRV[@]}" -w 5 K "$T/writer"
 	waited_ms=$((($(<"$T/w.in") - t0) / 1000000))
 	echo "# the writer got in after $waited_ms ms" >&3
-	((waited_ms < 2500)) || fail "the writer waited $waited_ms ms"
+	# Two reader lifetimes and a half: a busy machine (CI runs two tests
+	# at once) starts each reader late; a starved writer waits all of -w.
+	((waited_ms < 3000)) || fail "the writer waited $waited_ms ms"
 	# The readers keep coming, get in again after the writer, and end.
 	wait_until 30 dead "$spawner" || fail "the readers did not end"
 	n=0
@@ -228,7 +230,9 @@ check_writer_not_starved() {
 		n=$((n + 1))
 		assert_equal "$(<"$f")" 0
 	done
-	((n >= 20)) || fail "only $n readers"
+	# 26 when each start is instant; a loaded machine spawns fewer, and
+	# a dozen still overlap one another (each holds 1 s, one every 0.3 s)
+	((n >= 12)) || fail "only $n readers"
 	[[ ! -e $T/overlap ]] || fail "$(cat "$T/overlap")"
 	nothing_left
 }

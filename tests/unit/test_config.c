@@ -112,6 +112,15 @@ int main(void)
 	   n == 2 && urls[0].tls && urls[0].n_sentinels == 2 && strcmp(urls[0].master, "m") == 0 &&
 	   urls[1].tls && urls[1].kind == URL_TCP,
 	   "a rediss-sentinel:// URL's commas stay in it too (%s)", err);
+	ok(config_parse_servers("redis+cluster://h1:7000,h2:7001,redis://h3 unix:/x", urls, 4,
+				&n, err, sizeof err) == 0 &&
+	   n == 3 && urls[0].n_seeds == 2 && urls[0].seeds[1].port == 7001 &&
+	   urls[1].kind == URL_TCP && urls[1].n_seeds == 0 && strcmp(urls[1].host, "h3") == 0 &&
+	   strcmp(urls[2].path, "/x") == 0,
+	   "a cluster URL's commas stay in it, up to the next URL (%s)", err);
+	ok(config_parse_servers("unix:/a,rediss+cluster://h1,h2,h3", urls, 4, &n, err,
+				sizeof err) == 0 && n == 2 && urls[1].tls && urls[1].n_seeds == 3,
+	   "a rediss+cluster:// URL last in a list keeps its seeds (%s)", err);
 	ok(config_parse_servers("redis-sentinel://h1,h2", urls, 4, &n, err, sizeof err) == -1 &&
 	   strstr(err, "master name") != NULL,
 	   "a sentinel URL without its master is refused whole (%s)", err);

@@ -114,6 +114,36 @@ int main(void)
 		   u.master);
 	}
 
+	/* redis+cluster://: seed nodes of one cluster */
+	if (ok(parse("redis+cluster://bob:pw@10.0.0.1:7000,h2,[::1]:7002") == 0,
+	       "redis+cluster:// with three seeds parses (%s)", err)) {
+		ok(u.kind == URL_TCP && u.n_seeds == 3 && !u.tls,
+		   "cluster: TCP, three seeds (got %d)", u.n_seeds);
+		ok(FIELD_IS(u.host, "10.0.0.1") && u.port == 7000 &&
+		   FIELD_IS(u.seeds[0].host, "10.0.0.1") && u.seeds[0].port == 7000 &&
+		   u.seeds[0].addr.len == sizeof(struct sockaddr_in),
+		   "cluster: the first seed is the URL's host, an address at once");
+		ok(FIELD_IS(u.seeds[1].host, "h2") && u.seeds[1].port == 6379 &&
+		   u.seeds[1].addr.len == 0, "cluster: h2, port 6379, a name looked up later");
+		ok(FIELD_IS(u.seeds[2].host, "::1") && u.seeds[2].port == 7002,
+		   "cluster: [::1]:7002");
+		ok(FIELD_IS(u.user, "bob") && FIELD_IS(u.password, "pw"),
+		   "cluster: the credentials, for every seed");
+		ok(strcmp(u.text, "redis+cluster://bob:***@10.0.0.1:7000,h2:6379,[::1]:7002") == 0,
+		   "cluster: its text masks the password (\"%.512s\")", u.text);
+	}
+	ok(parse("rediss+cluster://h1:7000/0") == 0 && u.tls && u.n_seeds == 1 && u.db == 0,
+	   "rediss+cluster://h1:7000/0: TLS, one seed, database 0");
+	ok(parse("redis://h1:7000") == 0 && u.n_seeds == 0, "redis://: no seeds");
+	ok(parse("redis+cluster://h1,h2/1") == -1 && strstr(err, "database 0"),
+	   "redis+cluster://.../1 refused (%s)", err);
+	ok(parse("redis+cluster://h1,,h2") == -1, "an empty seed refused (%s)", err);
+	ok(parse("redis+cluster://h1,") == -1, "a trailing comma refused (%s)", err);
+	ok(parse("redis+cluster://") == -1, "no seed refused (%s)", err);
+	ok(parse("redis+cluster://h1,h2:0") == -1, "a bad seed port refused (%s)", err);
+	ok(parse("redis+cluster://1,2,3,4,5,6,7,8,9") == -1 && strstr(err, "too many"),
+	   "more than 8 seeds refused (%s)", err);
+
 	/* TLS: the same URLs, over TLS; plain ones are not */
 	tcp_ok("rediss://alice:pw@[::1]:6390/2", "::1", 6390, 2, "alice", "pw", 1);
 	ok(parse("rediss://h:6380/1") == 0 && u.tls == 1 &&
