@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # fence.bats - DLOCK_FENCE never goes backwards, even after a server lost
 # its fencing counter (a restart without persistence, an eviction): a fresh
-# counter starts from the server's clock. And the SHA-1 beside each script
-# in src/scripts.c is its body's, or every run pays an EVAL.
+# counter starts from the server's clock. And the SHA-1 the build computes
+# for each script (src/lua/embed.py) is the one Redis computes for what
+# dlock sends, or every run pays an EVAL.
 
 load helpers
 load redlock_helpers
@@ -128,23 +129,44 @@ pttl_day() {
 	((f > prev)) || fail "fence $f after $prev, every server restarted"
 }
 
-@test "each script's SHA-1 in src/scripts.c is its body's" {
-	run -0 "$PYTHON" - "$BATS_TEST_DIRNAME/../src/scripts.c" <<'EOF'
-import hashlib, re, sys
-src = open(sys.argv[1]).read()
-esc = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'"}
-n = 0
-for m in re.finditer(r"const struct script script_(\w+) = \{(.*?)\n\};", src, re.S):
-    name, block = m.groups()
-    body = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"',
-                              block[block.index(".body ="):block.index(".sha =")]))
-    body = re.sub(r"\\(.)", lambda e: esc[e.group(1)], body)
-    want = hashlib.sha1(body.encode()).hexdigest()
-    got = re.search(r'\.sha = "([0-9a-f]*)"', block).group(1)
-    print(name, "ok" if got == want else "has %s, body %s" % (got, want))
-    n += 1
-print(n, "scripts")
-EOF
-	refute_output --partial ' has '
-	assert_line '7 scripts'
+# scripts: "NAME SHA-1 NUMKEYS" a line for each script, as the build
+# embeds it (src/lua/embed.py), the body it sends in $T/lua/NAME.lua
+scripts() {
+	mkdir -p "$T/lua"
+	"$PYTHON" "$BATS_TEST_DIRNAME/../src/lua/embed.py" --list "$T/lua" \
+		"$BATS_TEST_DIRNAME"/../src/lua/*.lua
+}
+
+@test "Redis compiles every script and computes the SHA-1 the build embeds" {
+	start_redis r
+	local name sha n=0
+	run -0 scripts
+	while read -r name sha _; do
+		# SCRIPT LOAD compiles the body: a syntax error fails here
+		assert_equal "$(rcli r -x script load <"$T/lua/$name.lua")" "$sha"
+		n=$((n + 1))
+	done <<<"$output"
+	assert_equal "$n" "$(ls "$BATS_TEST_DIRNAME"/../src/lua/*.lua | wc -l)"
+}
+
+@test "dlock sends each script under the SHA-1 that Redis computes" {
+	start_servers 3
+	local name sha s
+	# r1's counter far ahead: r2 gets the fence written back (fence_max);
+	# a renewal after 0.33 s (extend), with time to spare under load; the release
+	rcli r1 set '{dlock:K}:fence' 5000000000000000 >/dev/null
+	run -0 dlk "${SRV[@]}" -t 1 K sleep 0.5
+	run -1 dlk status "${SRV[@]}" K	# 1: free
+	# a waiter that gives up leaves; --force breaks the foreign holder
+	for s in r1 r2 r3; do rcli "$s" set dlock:K foreign PX 60000 >/dev/null; done
+	run -1 dlk "${SRV[@]}" -w 0.2 K true
+	run -0 dlk release "${SRV[@]}" --force K
+	# Each script reached r2 by EVALSHA, or by EVAL after NOSCRIPT, which
+	# caches the body under its own SHA-1: the build's must be that one.
+	run -0 scripts
+	while read -r name sha _; do
+		assert_equal "$name $(rcli r2 script exists "$sha")" "$name 1"
+	done <<<"$output"
+	rcli r2 info memory | grep -qx $'number_of_cached_scripts:7\r' ||
+		fail "r2 caches scripts the build does not know: $(rcli r2 info memory | grep cached_scripts)"
 }

@@ -381,6 +381,38 @@ check_shared_reentry() {
 	check_shared_reentry
 }
 
+# Inside a shared holder's job, an exclusive dlock on the same key must
+# not re-enter (it would not exclude the other shared holders): 64 with
+# the reason, the inner command does not run, and the outer lock stays.
+check_no_upgrade() {
+	hold other "${SRV[@]}" -s K
+	wait_ready other
+	run -0 tdlock "${SRV[@]}" -s K sh -c '
+		"$DLOCK" "$@" -n K touch "$0.x"; echo "x $?"
+		"$DLOCK" "$@" -n --limit 2 K touch "$0.l"; echo "limit $?"
+		"$DLOCK" "$@" -s -n K true; echo "s $?"' "$T/ran" "${SRV[@]}"
+	assert_line "x 64"
+	assert_line "limit 64"
+	assert_line "s 0"
+	assert_output --partial "the outer dlock holds the lock shared: a nested exclusive request cannot re-enter it"
+	assert_output --partial "the lock is held shared"
+	[[ ! -e $T/ran.x && ! -e $T/ran.l ]] || fail "a nested command ran"
+	# the other holder and the outer lock were left alone
+	finish other
+	assert_equal "$bg_status" 0
+	nothing_left
+}
+
+@test "a nested exclusive dlock inside a shared holder's job is refused (no upgrade)" {
+	servers 1
+	check_no_upgrade
+}
+
+@test "RedLock: a nested exclusive dlock inside a shared holder's job is refused (no upgrade)" {
+	servers 3
+	check_no_upgrade
+}
+
 @test "a dlock -s holder makes redis-py's non-blocking acquire fail" {
 	"$PYTHON" -c 'import redis' 2>/dev/null ||
 		skip_unless_strict "$PYTHON has no redis module (python3-redis)"

@@ -416,18 +416,22 @@ median_ms() {
 	echo "${sorted[2]}"
 }
 
-@test "3 servers 20 ms away (netns + relay): acquired within 3 round trips" {
-	netns_servers 3 20 ||
+@test "3 servers 100 ms away (netns + relay): acquired within 3 round trips" {
+	# 100 ms, not 20: the relays are Python, and on a busy machine (CI
+	# runs two tests at once) each hop through them may cost tens of ms;
+	# against a 100 ms round trip that noise no longer decides.
+	netns_servers 3 100 ||
 		skip_unless_strict "network namespaces: $(tr '\n' ' ' <"$T/netns.err")"
 	local near far
 	run -0 dlk "${NSRV[@]}" K true	# all three reachable, scripts loaded
 	# The same servers through their unix sockets: dlock's own start-up.
 	near=$(median_ms -S "$(sock_url n1)" -S "$(sock_url n2)" -S "$(sock_url n3)")
 	far=$(median_ms "${NSRV[@]}")
-	echo "# time to the command: ${near} ms direct, ${far} ms 20 ms away" >&3
-	# At least one RTT (the relays do delay), under three: the servers are
-	# asked in parallel (in turn, one round alone would take three).
-	((far - near >= 20)) || fail "${far} - ${near} ms: the relays add no delay?"
-	((far - near < 60)) || fail "acquiring took $((far - near)) ms, 3 RTTs = 60 ms"
+	echo "# time to the command: ${near} ms direct, ${far} ms 100 ms away" >&3
+	# About one RTT (the relays do delay: 80 for the noise in the two
+	# medians), under three: the servers are asked in parallel (in turn,
+	# one round alone would take three).
+	((far - near >= 80)) || fail "${far} - ${near} ms: the relays add no delay?"
+	((far - near < 300)) || fail "acquiring took $((far - near)) ms, 3 RTTs = 300 ms"
 	no_lock_keys n1 n2 n3
 }

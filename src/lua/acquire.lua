@@ -1,0 +1,290 @@
+-- KEYS: 1 lock (string: exclusive holder's token; zset: shared holders,
+-- token -> lease end in server ms), 2 fencing counter, 3 holder info (hash:
+-- token -> "host pid user since command"), 4 mode of a shared lock ("s" or
+-- the --limit N), 5 fair queue (zset: token -> ticket), 6 waiters (zset:
+-- token -> server ms after which the waiter counts as gone; every refusal
+-- of a caller that will wait refreshes its entry), 7 the
+-- --limit slots (hash: token -> slot; each slot KEYS[7]..':'..i a string
+-- holding its token, PX ttl), 8 the wake list (waiters BLPOP it; a fair
+-- or exclusive waiter its own, KEYS[8]..':'..token), 9 the exclusive
+-- waiters (zset: token -> server ms after which it counts as gone),
+-- 10 the history (stream, see release.lua).
+-- ARGV: 1 token, 2 ttl ms, 3 re-entry token or '', 4 holder info
+-- ("host\tpid\tuser\tsince_ms\tcommand"; KEYS[3] keeps it with
+-- "\tfence" added, and KEYS[5]..':info' keeps a --fair waiter's),
+-- 5 mode ("x" exclusive, "s" shared, or N for --limit N), 6 fair ticket or '',
+-- 7 waiter liveness ms (the caller counts as gone that long after this try
+-- unless it tries again), 8 the --limit slot to take, or '' for the lowest
+-- free one, 9 '1' when the caller will wait if refused, 10 the number of
+-- events the history keeps ('0': none, and no XADD).
+-- A --limit holder takes one of N slots, each an exclusive lock of its own:
+-- with several servers a holder needs a majority on one slot, so no more
+-- than N can hold (counting holders per server would let majorities that
+-- overlap on no slot admit more than N).
+-- An error "DLOCKVERSION ..." on a server older than Redis 6.0.
+-- Returns {1, fence[, slot taken or -1]} acquired, {2, fence} re-entered,
+-- or {0, retry hint ms, queue position, holder info[, free slot or -1]}
+-- when held. The retry hint (-1: none) is when the refusal may no longer
+-- hold: the holder's lease ends, or a waiter the caller waits behind (the
+-- head of the --fair queue, a writer) lapses, should it have died. The
+-- first lines are the common case, an exclusive lock that is free, kept
+-- short: they call TIME only when the fencing counter is missing (XADD's
+-- '*' ID reads the clock without a command).
+-- A shared or fair holder wakes the next waiter, who may hold alongside it
+-- or is the new head of the queue.
+-- Writers first, as read-write locks do: an exclusive request refused
+-- while the lock is held marks itself in KEYS[9] (if it will wait), and a
+-- shared or --limit request waits while a live mark is there, so that a
+-- stream of readers cannot keep a writer out for ever. The mark goes when
+-- the writer acquires or leaves, or lapses as KEYS[6]'s entries do.
+-- A waiter's try drops the waiters that lapsed from KEYS[6], KEYS[5] and
+-- KEYS[9].
+-- numkeys: 10
+
+-- Redis 6.0 added redis.setresp, and the ACL users dlock can AUTH as.
+if not redis.setresp then
+  return redis.error_reply('DLOCKVERSION Redis 6.0 or later is needed')
+end
+-- The fence. A counter that is missing (a restart without
+-- persistence, an eviction) starts again from the server's clock
+-- in microseconds: above every fence handed out before, as long as
+-- the clock did not go back and acquisitions came less than once a
+-- microsecond. Below 2^53 for centuries: exact as a Lua number.
+-- So the counter may go a day after the lock was last taken, as a
+-- lock named per build would otherwise leave one for ever.
+local function next_fence()
+  local f = redis.call('INCR', KEYS[2])
+  if f == 1 then
+    local t = redis.call('TIME')
+    redis.call('SET', KEYS[2], t[1] .. string.rep('0', 6 - #t[2]) .. t[2])
+    f = redis.call('INCR', KEYS[2])
+  end
+  redis.call('PEXPIRE', KEYS[2], 86400000)
+  return f
+end
+-- The history: an 'acquired' event, as the release script writes
+-- its own; the stream goes a week after its last event.
+local function record(f)
+  if ARGV[10] == '0' then return end
+  redis.call('XADD', KEYS[10], 'MAXLEN', ARGV[10], '*', 'event', 'acquired',
+    'token', ARGV[1], 'holder', ARGV[4], 'fence', f)
+  redis.call('PEXPIRE', KEYS[10], 604800000)
+end
+-- A fence as digits: Lua would print a 16-digit number as 1.7e+15.
+local function digits(n) return string.format('%d', n) end
+if ARGV[5] == 'x' and ARGV[6] == '' and
+    redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local n = next_fence()
+  redis.call('HSET', KEYS[3], ARGV[1], ARGV[4] .. '\t' .. digits(n))
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  redis.call('ZREM', KEYS[6], ARGV[1])
+  redis.call('ZREM', KEYS[9], ARGV[1])
+  record(digits(n))
+  return {1, n}
+end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local function stretch(now)
+  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  if #last == 0 then
+    redis.call('DEL', KEYS[1], KEYS[4], KEYS[7])
+    return
+  end
+  local left = math.max(1, tonumber(last[2]) - now)
+  redis.call('PEXPIRE', KEYS[1], left)
+  redis.call('PEXPIRE', KEYS[4], left)
+  redis.call('PEXPIRE', KEYS[7], left)
+  if redis.call('PTTL', KEYS[3]) < left then
+    redis.call('PEXPIRE', KEYS[3], left)
+  end
+end
+local function drop_dead(now)
+  if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return end
+  local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+  if #dead > 0 then
+    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+    redis.call('HDEL', KEYS[3], unpack(dead))
+    redis.call('HDEL', KEYS[7], unpack(dead))
+    stretch(now)
+  end
+end
+-- Wakes one waiter, if anyone waits (every waiter is in waiters): a
+-- live exclusive waiter (writers first) when writers is given, else
+-- the head of the fair queue, each on its own list; else whoever has
+-- waited longest on the common one (BLPOP serves in order). An
+-- element nobody takes goes after 2 s: it is for a waiter between
+-- its refusal and its BLPOP.
+local function wake(queue, list, waiters, writers, now)
+  if redis.call('ZCARD', waiters) == 0 then return end
+  local head = writers and redis.call('ZRANGEBYSCORE', writers,
+    '(' .. now, '+inf', 'LIMIT', 0, 1) or {}
+  if #head == 0 then head = redis.call('ZRANGE', queue, 0, 0) end
+  if #head > 0 then list = list .. ':' .. head[1] end
+  redis.call('LPUSH', list, '1')
+  redis.call('LTRIM', list, 0, 0)
+  redis.call('PEXPIRE', list, 2000)
+end
+local token, mode, ticket = ARGV[1], ARGV[5], ARGV[6]
+local function fence() return tonumber(redis.call('GET', KEYS[2]) or '0') end
+local kind = redis.call('TYPE', KEYS[1]).ok
+-- Re-entry, unless --min-hold keeps the lock after its job (the holder
+-- info then ends in the release's time): nothing renews it any more.
+local reenter = ARGV[3] ~= ''
+if reenter then
+  local i = redis.call('HGET', KEYS[3], ARGV[3])
+  if i and i:match('^' .. string.rep('[^\t]*\t', 6) .. '[0-9]+$') then
+    reenter = false
+  end
+end
+if reenter then
+  if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[3] then
+    return {2, fence()}
+  end
+  if kind == 'zset' then
+    local s = redis.call('ZSCORE', KEYS[1], ARGV[3])
+    if s and tonumber(s) > now then
+      -- Held shared (or with --limit) by the outer dlock: an exclusive
+      -- request would not exclude the other holders, and waiting for
+      -- them would wait for the outer job itself. No upgrade; another
+      -- mode is refused as it would be without re-entry.
+      local had = redis.call('GET', KEYS[4]) or 's'
+      local held = had == 's' and 'shared' or 'with --limit ' .. had
+      if mode == 'x' then
+        return redis.error_reply('DLOCKMODE the outer dlock holds the lock ' ..
+          held .. ': a nested exclusive request cannot re-enter it')
+      end
+      if had ~= mode then
+        return redis.error_reply('DLOCKMODE the lock is held ' .. held)
+      end
+      return {2, fence()}
+    end
+  end
+end
+drop_dead(now)
+kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'none' and kind ~= 'string' and kind ~= 'zset' then
+  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' is a ' .. kind .. ', not a lock')
+end
+-- The holder info as the wait line reads it: without the fence.
+local function holder()
+  local who
+  if kind == 'string' then
+    who = redis.call('HGET', KEYS[3], redis.call('GET', KEYS[1]))
+  elseif kind == 'zset' then
+    local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+    if #first > 0 then who = redis.call('HGET', KEYS[3], first[1]) end
+  end
+  if who then
+    who = who:match('^(' .. string.rep('[^\t]*\t', 4) .. '[^\t]*)\t') or who
+  end
+  if kind == 'zset' then
+    local n = redis.call('ZCARD', KEYS[1])
+    if n > 1 then return (who or 'foreign') .. ' +' .. (n - 1) end
+  end
+  return who or ''
+end
+-- Waiters that stopped trying are gone: out of the waiters, the queue
+-- and the writers (a thousand at a time: unpack's limit).
+if ARGV[9] == '1' or ticket ~= '' then
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now, 'LIMIT', 0, 1000)
+  if #gone > 0 then
+    redis.call('ZREM', KEYS[6], unpack(gone))
+    redis.call('ZREM', KEYS[5], unpack(gone))
+    redis.call('HDEL', KEYS[5] .. ':info', unpack(gone))
+  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now)
+end
+-- The sooner of two retry hints, ms from now (-1: none).
+local function sooner(a, b)
+  if a < 0 or (b >= 0 and b < a) then return b end
+  return a
+end
+local pos, taken = 0, -1
+local function refuse(hint, free, writer)
+  if ARGV[9] == '1' then
+    local until_ms = now + tonumber(ARGV[7])
+    redis.call('ZADD', KEYS[6], until_ms, token)
+    redis.call('PEXPIRE', KEYS[6], ARGV[7])
+    if writer then
+      redis.call('ZADD', KEYS[9], until_ms, token)
+      redis.call('PEXPIRE', KEYS[9], ARGV[7])
+    end
+  end
+  return {0, hint, pos, holder(), free}
+end
+if ticket ~= '' then
+  redis.call('ZADD', KEYS[5], 'NX', ticket, token)
+  -- who waits, since when: for dlock status
+  redis.call('HSETNX', KEYS[5] .. ':info', token, ARGV[4])
+  redis.call('ZADD', KEYS[6], now + tonumber(ARGV[7]), token)
+  redis.call('PEXPIRE', KEYS[5], ARGV[7])
+  redis.call('PEXPIRE', KEYS[5] .. ':info', ARGV[7])
+  redis.call('PEXPIRE', KEYS[6], ARGV[7])
+  pos = redis.call('ZRANK', KEYS[5], token)
+  if pos > 0 then
+    local hint = kind == 'none' and -1 or redis.call('PTTL', KEYS[1])
+    -- and when the head would lapse, should it have died
+    local head = redis.call('ZRANGE', KEYS[5], 0, 0)
+    local lapse = redis.call('ZSCORE', KEYS[6], head[1])
+    if lapse then hint = sooner(hint, tonumber(lapse) - now) end
+    return refuse(hint)
+  end
+end
+local n
+if mode == 'x' then
+  if kind ~= 'none' then return refuse(redis.call('PTTL', KEYS[1]), nil, true) end
+  n = next_fence()
+  redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
+  redis.call('HSET', KEYS[3], token, ARGV[4] .. '\t' .. digits(n))
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+else
+  if kind == 'string' then return refuse(redis.call('PTTL', KEYS[1])) end
+  local had = redis.call('GET', KEYS[4])
+  if kind == 'zset' and had and had ~= mode then
+    return redis.error_reply('DLOCKMODE the lock is held ' ..
+      (had == 's' and 'shared' or 'with --limit ' .. had))
+  end
+  -- Writers first: behind a live exclusive waiter, whose wake-up
+  -- comes first, and then wakes the readers; or, should it have
+  -- died, until it lapses.
+  local writer = redis.call('ZRANGEBYSCORE', KEYS[9], '(' .. now, '+inf',
+    'LIMIT', 0, 1, 'WITHSCORES')
+  if #writer > 0 then return refuse(tonumber(writer[2]) - now) end
+  if mode ~= 's' then
+    local limit = tonumber(mode)
+    -- Each holder here has one slot here: scan only when one is free.
+    local function free_slot()
+      if kind == 'zset' and redis.call('ZCARD', KEYS[1]) >= limit then
+        return -1
+      end
+      for i = 0, limit - 1 do
+        if redis.call('EXISTS', KEYS[7] .. ':' .. i) == 0 then return i end
+      end
+      return -1
+    end
+    local slot = tonumber(ARGV[8]) or free_slot()
+    if slot < 0 or slot >= limit or not redis.call('SET',
+        KEYS[7] .. ':' .. slot, token, 'NX', 'PX', ARGV[2]) then
+      local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+      local hint = #first > 0 and math.max(0, tonumber(first[2]) - now) or -1
+      return refuse(hint, free_slot())
+    end
+    redis.call('HSET', KEYS[7], token, slot)
+    taken = slot
+  end
+  n = next_fence()
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), token)
+  redis.call('SET', KEYS[4], mode)
+  redis.call('HSET', KEYS[3], token, ARGV[4] .. '\t' .. digits(n))
+  stretch(now)
+end
+redis.call('ZREM', KEYS[6], token)
+if mode == 'x' then redis.call('ZREM', KEYS[9], token) end
+if ticket ~= '' then
+  redis.call('ZREM', KEYS[5], token)
+  redis.call('HDEL', KEYS[5] .. ':info', token)
+  redis.call('DEL', KEYS[8] .. ':' .. token)
+end
+if ticket ~= '' or mode ~= 'x' then wake(KEYS[5], KEYS[8], KEYS[6]) end
+record(digits(n))
+return {1, n, taken}
