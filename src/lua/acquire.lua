@@ -75,11 +75,15 @@ local function digits(n) return string.format('%d', n) end
 if ARGV[5] == 'x' and ARGV[6] == '' and
     redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local n = next_fence()
-  redis.call('HSET', KEYS[3], ARGV[1], ARGV[4] .. '\t' .. digits(n))
+  local f = digits(n)
+  redis.call('HSET', KEYS[3], ARGV[1], ARGV[4] .. '\t' .. f)
   redis.call('PEXPIRE', KEYS[3], ARGV[2])
-  redis.call('ZREM', KEYS[6], ARGV[1])
-  redis.call('ZREM', KEYS[9], ARGV[1])
-  record(digits(n))
+  -- A caller refused before leaves the waiters (only a waiter has a
+  -- writer mark: both go together, the mark lapses no later).
+  if redis.call('ZREM', KEYS[6], ARGV[1]) == 1 then
+    redis.call('ZREM', KEYS[9], ARGV[1])
+  end
+  record(f)
   return {1, n}
 end
 local t = redis.call('TIME')

@@ -25,8 +25,6 @@
 -- Returns 1 when released, 0 when the lock was not ours.
 -- numkeys: 10
 
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
 -- Wakes one waiter, if anyone waits (every waiter is in waiters): a
 -- live exclusive waiter (writers first) when writers is given, else
 -- the head of the fair queue, each on its own list; else whoever has
@@ -43,6 +41,30 @@ local function wake(queue, list, waiters, writers, now)
   redis.call('LTRIM', list, 0, 0)
   redis.call('PEXPIRE', list, 2000)
 end
+local function clock()
+  local t = redis.call('TIME')
+  return t[1] * 1000 + math.floor(t[2] / 1000)
+end
+-- The common case first, in the fewest calls: an exclusive holder's
+-- job ended, no --min-hold. A string that holds our token has no
+-- --limit slot; TIME only when someone waits. (GET fails on a sorted
+-- set, a shared lock: the general case below then.)
+if ARGV[3] == 'job' and not tonumber(ARGV[9] or '') and
+    redis.pcall('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('HDEL', KEYS[2], ARGV[1])
+  if redis.call('ZCARD', KEYS[7]) > 0 then
+    wake(KEYS[5], KEYS[6], KEYS[7], KEYS[8], clock())
+  end
+  if ARGV[2] ~= '0' then
+    redis.call('XADD', KEYS[9], 'MAXLEN', ARGV[2], '*', 'event', 'released',
+      'token', ARGV[1], 'holder', ARGV[7], 'fence', ARGV[6], 'exit', ARGV[4],
+      'held_ms', ARGV[5])
+    redis.call('PEXPIRE', KEYS[9], 604800000)
+  end
+  return 1
+end
+local now = clock()
 -- A holder's info as KEYS[2] keeps it ("host\tpid\tuser\tsince\tcommand\t
 -- fence[\tfinished]") -> the first five fields, and the fence ('' for an
 -- older dlock's).
