@@ -60,24 +60,25 @@ static int connect_start(struct node *n);
 static void queue_round(struct node *n);
 static void flush(struct node *n);
 
-/* redis+cluster://: a connection to a seed node failed before anything
- * came back this round. Any node of the cluster names the owner of the
- * lock's slot (MOVED), so the rounds that follow go to the next seed, and
- * this one too while some seed is untried, time is left and none of the
- * round's commands was written: a server that got them may have run them
- * (then lost the connection), and running them again elsewhere, which
- * leads to the same owner, would find the lock taken by this very round.
- * Not after a reply (the server was there; its answer stands), nor to a
- * cluster node that a MOVED named (cluster_forget() sends the next round
- * to the seeds), nor past a TLS handshake that failed (a setting to fix).
- * Returns whether the round goes on at the next seed. */
+/* redis+cluster://: a seed node failed this round (unreachable, or in a
+ * passing state). Any node of the cluster names the owner of the lock's
+ * slot (MOVED), so the rounds that follow go to the next seed; this one
+ * too while some seed is untried, time is left, nothing came back (not
+ * even the handshake: the server was there, and its answer stands) and
+ * none of the round's commands was written: a server that got them may
+ * have run them (then lost the connection), and running them again
+ * elsewhere, which leads to the same owner, would find the lock taken by
+ * this very round. Not for a cluster node that a MOVED named
+ * (cluster_forget() sends the next round to the seeds), nor past a TLS
+ * handshake that failed (a setting to fix). Returns whether the round
+ * goes on at the next seed. */
 static bool next_seed(struct node *n)
 {
-	if (n->url->n_seeds < 2 || n->state != NODE_BUSY || n->answered ||
-	    n->via[0] || n->tls_refused)
+	if (n->url->n_seeds < 2 || n->state != NODE_BUSY || n->via[0] ||
+	    n->tls_refused)
 		return false;
 	n->seed = (n->seed + 1) % n->url->n_seeds;
-	if (n->sent || n->seeds_tried >= n->url->n_seeds - 1 ||
+	if (n->answered || n->sent || n->seeds_tried >= n->url->n_seeds - 1 ||
 	    clock_now_ms() >= n->deadline_ms)
 		return false;
 	n->seeds_tried++;
@@ -626,6 +627,13 @@ static void queue_round(struct node *n)
 			redisAppendCommand(n->c, "SELECT %d", u->db);
 			n->n_handshake++;
 		}
+		/* redis+cluster:// (database 0, no SELECT): seeds that are
+		 * standalone servers would each be a lock of their own, and
+		 * hosts that reach different ones would both hold it */
+		if (u->n_seeds) {
+			redisAppendCommand(n->c, "CLUSTER MYID");
+			n->n_handshake++;
+		}
 	}
 	/* The commands wait for the handshake's replies: pipelined behind a
 	 * failed AUTH they would run as the default user, behind a failed
@@ -736,6 +744,9 @@ static void handshake_failed(struct node *n, bool auth, const char *s)
 		fail(n, EX_UNAVAILABLE, "%s", s);
 	else if (auth || is_auth_error(s))
 		fail(n, EX_NOPERM, "%s", s);
+	else if (n->url->n_seeds)	/* CLUSTER MYID refused */
+		fail(n, EX_USAGE, "not a Redis Cluster node (redis+cluster:// lists "
+		     "nodes of one cluster; redis:// names a single server): %s", s);
 	else	/* a database past the server's "databases", or a cluster */
 		fail(n, EX_USAGE, "database %d: %s", n->url->db, s);
 }

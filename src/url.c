@@ -200,9 +200,16 @@ static int parse_redis(const char *s, struct url *u, char *err, size_t errlen)
  * URL's host, then nothing or "/0" (a cluster has database 0 only). */
 static int parse_cluster(const char *s, struct url *u, char *err, size_t errlen)
 {
-	const char *slash, *at, *p;
+	const char *slash, *at = NULL, *p;
+	size_t upto = strcspn(s, ",");
 
-	at = strrchr(s, '@');
+	/* user info: before the first seed, so up to the first comma (a
+	 * comma or '/' in a password is written %2C, %2F) */
+	for (p = s; p < s + upto; p++)
+		if (*p == '@')
+			at = p;
+	if (strchr(at ? at + 1 : s, '@'))
+		FAIL("user info ('@') only before the first seed node");
 	slash = strchr(at ? at : s, '/');
 	if (slash && strcmp(slash, "/0") != 0)
 		FAIL("a cluster has database 0 only: nothing but /0 after the seed nodes");

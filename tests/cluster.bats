@@ -478,3 +478,52 @@ two_names() {
 	wait_until 10 test -e "$T/ran" || fail "waiter: $(cat "$T/w.err")"
 	wait "$w"
 }
+
+@test "redis+cluster://: a seed that is a standalone server is refused (64), nothing taken there" {
+	start_redis_tcp r
+	run --separate-stderr dlock -n -S "redis+cluster://127.0.0.1:$(<"$T/r/port")" c-plain touch "$T/ran"
+	assert_failure 64
+	[[ $stderr == *"not a Redis Cluster node"*"cluster support disabled"* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]]
+	[[ -z $(rcli r --scan) ]] || fail "keys left: $(rcli r --scan)"
+}
+
+@test "redis+cluster://: a round a seed may have run is not run again at the next seed" {
+	local o fake
+	o=$(owner dlock:c-drop)
+	# a relay to the owner that runs the commands and loses the connection
+	# before the reply: the first seed took the lock, and the second, the
+	# same owner, would find it taken by this very round
+	touch "$T/drop"
+	"$PYTHON" "$BATS_TEST_DIRNAME/fake_redis.py" "127.0.0.1:$o" --drop "$T/drop" \
+		>"$T/fake" 2>"$T/fake.err" </dev/null 3>&- &
+	track $!
+	wait_until 5 grep -q '^ready ' "$T/fake" || fail "fake_redis: $(cat "$T/fake.err")"
+	fake=127.0.0.1:$(sed -n 's/^ready //p' "$T/fake")
+	run -69 --separate-stderr dlock -n -S "redis+cluster://$fake,127.0.0.1:$o" c-drop touch "$T/ran"
+	[[ $stderr == *"(seed $fake): "* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	run exists_on "$o" dlock:c-drop
+	assert_failure	# given back, not left for a TTL
+	# waiting, the next try goes to the next seed, at once
+	local t0; t0=$(now_ms)
+	run -0 dlock -w 10 -t 20 -S "redis+cluster://$fake,127.0.0.1:$o" c-drop touch "$T/ran"
+	(($(now_ms) - t0 < 5000)) || fail "took $(($(now_ms) - t0)) ms"
+	run exists_on "$o" dlock:c-drop
+	assert_failure
+}
+
+@test "redis+cluster://: a seed that does not answer in time sends the next try to the next seed" {
+	local o t0
+	o=$(owner dlock:c-hung)
+	start_redis_tcp hung
+	kill -STOP "$(server_pid hung)"
+	t0=$(now_ms)
+	run -0 dlock --node-timeout 0.5 -w 10 \
+		-S "redis+cluster://127.0.0.1:$(<"$T/hung/port"),127.0.0.1:$o" c-hung touch "$T/ran"
+	kill -CONT "$(server_pid hung)"
+	(($(now_ms) - t0 < 4000)) || fail "took $(($(now_ms) - t0)) ms"
+	[[ -e $T/ran ]]
+	run exists_on "$o" dlock:c-hung
+	assert_failure
+}

@@ -16,8 +16,8 @@ this one can:
                    ("LOADING Redis is loading the dataset in memory"), as
                    real Redis answers while loading; remove FILE and the
                    commands reach UPSTREAM again.
-  --drop FILE      while FILE exists, every command but AUTH, SELECT and
-                   QUIT reaches UPSTREAM, runs there, and the client's
+  --drop FILE      while FILE exists, every command but AUTH, SELECT,
+                   CLUSTER (dlock's handshake) and QUIT reaches UPSTREAM, runs there, and the client's
                    connection is closed instead of the reply: a connection
                    lost after the server ran the command.
   --hide-setresp   renames redis.setresp in the scripts of EVAL, so that
@@ -36,7 +36,7 @@ import socket
 import sys
 import threading
 
-EXEMPT = {b"AUTH", b"SELECT", b"QUIT"}
+EXEMPT = {b"AUTH", b"SELECT", b"CLUSTER", b"QUIT"}
 
 
 def read_request(f):

@@ -47,6 +47,9 @@ def parse(path):
     name = name[:-4]
     with open(path, "rb") as f:
         text = f.read()
+    # C strings: a NUL would cut the body short of what the SHA-1 hashes
+    if b"\0" in text:
+        die("%s: a NUL byte" % path)
     head, sep, body = text.partition(b"\n\n")
     if not sep or not body:
         die("%s: no blank line between the header and the body" % path)

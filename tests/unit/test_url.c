@@ -138,6 +138,12 @@ int main(void)
 	ok(parse("redis+cluster://h1,h2/1") == -1 && strstr(err, "database 0"),
 	   "redis+cluster://.../1 refused (%s)", err);
 	ok(parse("redis+cluster://h1,,h2") == -1, "an empty seed refused (%s)", err);
+	ok(parse("redis+cluster://u:p@h1,u:p@h2") == -1 && strstr(err, "user info"),
+	   "user info on a later seed refused (%s)", err);
+	ok(parse("redis+cluster://u:p%2Cq@h1:7000,h2") == 0 && FIELD_IS(u.password, "p,q") &&
+	   u.n_seeds == 2, "a comma in the password, %%-escaped");
+	ok(parse("redis+cluster://u:p@ss@h1,h2") == 0 && FIELD_IS(u.password, "p@ss") &&
+	   FIELD_IS(u.host, "h1"), "an '@' in the password: the last one before the seeds");
 	ok(parse("redis+cluster://h1,") == -1, "a trailing comma refused (%s)", err);
 	ok(parse("redis+cluster://") == -1, "no seed refused (%s)", err);
 	ok(parse("redis+cluster://h1,h2:0") == -1, "a bad seed port refused (%s)", err);
