@@ -199,6 +199,10 @@ scan_calls() { rcli r info commandstats | tr -d '\r' | sed -n 's/^cmdstat_scan:c
 @test "one round trip per server for a lock" {
 	hold h -S "$U" K
 	wait_ready h
+	# the holder listens for notices (BRPOP) 0.5 s into its job: not
+	# while the monitor counts
+	wait_until 5 eval 'rcli r client list | grep -q "cmd=brpop"' ||
+		fail "the holder does not listen for notices"
 	run -0 dlock status -S "$U" K	# loads the script
 	start_monitor r "$T/monitor"
 	run -0 dlock status -S "$U" K
