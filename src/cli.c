@@ -342,7 +342,9 @@ static const char *scrubbed(char *arg)
 	for (char *p = strstr(arg, "://"); p; p = strstr(p, "://")) {
 		char *auth = p + 3;
 		size_t len = strcspn(auth, "/, \t\n");
-		char *at = memchr(auth, '@', len);
+		/* the last '@', as url.c takes it: one in the password is
+		 * the password's */
+		char *at = memrchr(auth, '@', len);
 		char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
 
 		for (char *c = colon ? colon + 1 : at; c && c < at; c++)
