@@ -235,6 +235,17 @@ echo "handoffs: $sections sections (holder included) in" \
 	"$(awk -v x="$hscripts" -v n="$WAITERS" 'BEGIN { printf "%.2f", x / n }') scripts per section"
 echo "all finished: $( ((ok == WAITERS)) && echo yes || echo "no ($ok of $WAITERS exited 0 within ${DEADLINE}s)")" \
 	"$( ((bad == 0)) || echo "WARNING: $bad mutual-exclusion violations")"
+# For tests/bench/run (CSV=FILE): one sample each but the handoffs
+case="$WAITERS waiters on one key"
+per_waiter=$(awk -v w="$WAITERS" -v t="$secs" -v top="$top" 'BEGIN { printf "%.4f", top / t / w }')
+csv_row W5 "$case" dlock "idle requests/s per waiter" 1/s 1 "$per_waiter" "$per_waiter" "$per_waiter"
+kib=$(awk -v a="$used0" -v b="$used1" -v w="$WAITERS" 'BEGIN { printf "%.1f", (b - a) / 1024 / w }')
+csv_row W5 "$case" dlock "server memory per waiter" KiB 1 "$kib" "$kib" "$kib"
+if [[ -s $T/hand ]]; then
+	csv_row W5 "$case" dlock "release to next start ms" ms $(csv_stats "$T/hand")
+fi
+csv_row W5 "$case" dlock "waiters finished" count 1 "$ok" "$ok" "$ok"
+csv_row W5 "$case" dlock "mutual-exclusion violations" count 1 "$bad" "$bad" "$bad"
 if [[ -s $T/errors ]]; then
 	note "stderr of the waiters (first lines):"
 	sort "$T/errors" | uniq -c | sort -rn | head -n 5 >&2
