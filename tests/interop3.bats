@@ -32,6 +32,8 @@ const Redis = require("ioredis");
 const Redlock = require("redlock").default;
 const [mode, p, ...socks] = process.argv.slice(2);
 const clients = socks.map((path) => new Redis({ path, lazyConnect: false }));
+// a connection that ends while quit() is under way is no failure of ours
+clients.forEach((c) => c.on("error", () => {}));
 const redlock = new Redlock(clients, { retryCount: 0 });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function main() {
@@ -55,11 +57,15 @@ async function main() {
 		while (!fs.existsSync(p + ".release") && Date.now() < end)
 			await sleep(50);
 	}
-	await lock.release();
+	// release() returns once a majority released; the last server's
+	// reply may still be on its way: wait for every vote, then quit()
+	// (which sends what is queued), not disconnect() (which drops it).
+	const result = await lock.release();
+	await Promise.all(result.attempts);
 	return 0;
 }
-main().then((rc) => {
-	clients.forEach((c) => c.disconnect());
+main().then(async (rc) => {
+	await Promise.all(clients.map((c) => c.quit().catch(() => {})));
 	process.exitCode = rc;
 });
 EOF
