@@ -27,3 +27,6 @@ int history_main(const struct lock_params *base, const struct command_args *a);
 int release_main(const struct lock_params *base, const struct command_args *a);
 int acquire_main(const struct lock_params *base, const struct command_args *a);
 int extend_main(const struct lock_params *base, const struct command_args *a);
+/* The holder's token for release and extend: --token, else DLOCK_TOKEN
+ * when DLOCK_KEY is lk's key. NULL: none. */
+const char *command_token(const struct lock *lk, const struct command_args *a);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <bsd/string.h>
 #include "config.h"
 #include "log.h"
 #include "parse.h"
@@ -99,11 +100,24 @@ int config_parse(char *text, struct config_file *cf, char *err, size_t errlen)
 	return 0;
 }
 
+/* Whether a URL starts at p: a scheme (letters, digits, '+', '-', '.')
+ * and "://", or "unix:/". */
 static bool starts_url(const char *p)
 {
+	size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789+-.");
+
+	if (n > 0 && strncmp(p + n, "://", 3) == 0)
+		return true;
+	return strncmp(p, "unix:/", 6) == 0;
+}
+
+/* URLs that name several hosts, comma-separated: a comma in them is
+ * theirs unless another URL starts after it. */
+static bool multi_host(const char *p)
+{
 	static const char *const schemes[] = {
-		"redis://", "rediss://", "unix:/", "redis-sentinel://",
-		"rediss-sentinel://", "redis+cluster://", "rediss+cluster://", NULL
+		"redis+cluster://", "rediss+cluster://", "zk://", "etcd://",
+		"etcds://", "postgres://", "postgresql://", NULL
 	};
 
 	for (const char *const *s = schemes; *s; s++)
@@ -115,15 +129,14 @@ static bool starts_url(const char *p)
 /* The length of the URL that starts at p. A comma or blank ends it, but
  * for the commas that separate a sentinel URL's sentinels, before its '/':
  * "redis-sentinel://h1:26379,h2:26379/mymaster,unix:/x" is two URLs (and
- * so with rediss-sentinel://); and for those between a cluster URL's seed
- * nodes, up to a comma followed by another URL:
+ * so with rediss-sentinel://); and for those between the hosts of a URL
+ * that names several, up to a comma followed by another URL:
  * "redis+cluster://h1:7000,h2:7000,redis://h3" is two URLs. */
 static size_t url_length(const char *p, const char *seps)
 {
 	size_t len = 0;
 
-	if (strncmp(p, "redis+cluster://", 16) == 0 ||
-	    strncmp(p, "rediss+cluster://", 17) == 0) {
+	if (multi_host(p)) {
 		for (;;) {
 			len += strcspn(p + len, seps);
 			if (p[len] != ',' || !p[len + 1] ||
@@ -144,42 +157,78 @@ static size_t url_length(const char *p, const char *seps)
 	return len + strcspn(p + len, seps);
 }
 
-int config_parse_servers(const char *list, struct url *urls, size_t max,
+int config_split_servers(const char *list, char **urls, size_t max,
 			 size_t *n_urls, char *err, size_t errlen)
 {
 	const char *seps = ", \t\n";
 	const char *p = list;
+	size_t n_before = *n_urls;
 
-	*n_urls = 0;
 	while (*(p += strspn(p, seps))) {
 		size_t len = url_length(p, seps);
-		char one[1024], why[256];
 
 		if (*n_urls == max) {
 			snprintf(err, errlen, "too many servers (at most %d)", MAX_SERVERS);
 			return -1;
 		}
-		if (len >= sizeof one) {
+		if (len >= 1024) {
 			snprintf(err, errlen, "server URL too long");
 			return -1;
 		}
-		memcpy(one, p, len);
-		one[len] = '\0';
-		if (url_parse(one, &urls[*n_urls], why, sizeof why) < 0) {
-			/* Never echo what may hold a password. */
-			if (strchr(one, '@'))
-				snprintf(err, errlen, "bad server URL: %s", why);
-			else
-				snprintf(err, errlen, "bad server URL '%s': %s", one, why);
+		if (!(urls[*n_urls] = strndup(p, len))) {
+			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
 		(*n_urls)++;
 		p += len;
 	}
-	if (*n_urls == 0) {
+	if (*n_urls == n_before) {
 		snprintf(err, errlen, "empty server list");
 		return -1;
 	}
+	return 0;
+}
+
+int config_parse_servers(char *const *urls, size_t n,
+			 const struct engine **engine, void **servers,
+			 char *err, size_t errlen)
+{
+	const struct engine *e = NULL;
+	char why[512];
+
+	for (size_t i = 0; i < n; i++) {
+		const struct engine *this = engine_of(urls[i]);
+
+		if (!this) {
+			strlcpy(why, "unknown scheme (want ", sizeof why);
+			for (const struct engine *const *k = engines; *k; k++) {
+				strlcat(why, k == engines ? "" : "; ", sizeof why);
+				strlcat(why, (*k)->schemes, sizeof why);
+			}
+			strlcat(why, ")", sizeof why);
+			engine_bad_url(urls[i], why, err, errlen);
+			return -1;
+		}
+		if (e && this != e) {
+			snprintf(err, errlen, "one engine per lock: %s and %s servers cannot be mixed",
+				 e->name, this->name);
+			return -1;
+		}
+		e = this;
+	}
+	if (!e) {
+		snprintf(err, errlen, "empty server list");
+		return -1;
+	}
+	if (n > 1 && !(e->caps & CAP_SEVERAL)) {
+		snprintf(err, errlen, "%s takes one server URL (%zu given): name every host in that URL",
+			 e->name, n);
+		return -1;
+	}
+	/* the engine's reason names the URL where that is safe */
+	if (e->parse((const char *const *)urls, n, servers, err, errlen) < 0)
+		return -1;
+	*engine = e;
 	return 0;
 }
 
@@ -364,27 +413,67 @@ static int resolve_job(const struct config_flags *fl, const struct config_file *
 	return 0;
 }
 
-/* Appends the URLs of list to st->urls. */
-static int add_servers(struct settings *st, const char *list, const char *from,
-		       char *err, size_t errlen)
+/* Appends the URLs of list to urls. */
+static int add_servers(char **urls, size_t *n_urls, char *from_out,
+		       const char *list, const char *from, char *err,
+		       size_t errlen)
 {
 	char why[512];
-	size_t n = 0;
 
-	snprintf(st->servers_from, sizeof st->servers_from, "%s", from);
+	snprintf(from_out, 256, "%s", from);
 	if (list[strspn(list, ", \t\n")] == '\0') {
 		snprintf(err, errlen, "%s is empty: name a server%s", from,
 			 strcmp(from, "DLOCK_SERVERS") == 0 ?
 			 ", or unset it for the default" : "");
 		return -1;
 	}
-	if (config_parse_servers(list, st->urls + st->n_urls,
-				 MAX_SERVERS - st->n_urls, &n, why, sizeof why) < 0) {
+	if (config_split_servers(list, urls, MAX_SERVERS, n_urls, why,
+				 sizeof why) < 0) {
 		snprintf(err, errlen, "%s: %s", from, why);
 		return -1;
 	}
-	st->n_urls += n;
 	return 0;
+}
+
+/* The server list, from the first place that names one, parsed by its
+ * engine. */
+static int resolve_servers(const struct config_flags *fl,
+			   const struct config_file *cf, struct settings *st,
+			   char *err, size_t errlen)
+{
+	const char *env_servers = getenv("DLOCK_SERVERS");
+	char *urls[MAX_SERVERS], why[512];
+	size_t n = 0;
+	int r = 0;
+
+	if (fl->n_servers > 0) {
+		/* Each -S may itself be a list, as DLOCK_SERVERS is. */
+		for (size_t i = 0; i < fl->n_servers && r == 0; i++)
+			r = add_servers(urls, &n, st->servers_from, fl->servers[i],
+					"--server", err, errlen);
+	} else if (env_servers) {
+		/* Set but empty, as a CI job gets it when a secret is missing:
+		 * not the default, where each host may have a Redis of its
+		 * own and would hold "the" lock alone. */
+		r = add_servers(urls, &n, st->servers_from, env_servers,
+				"DLOCK_SERVERS", err, errlen);
+	} else if (cf->servers) {
+		r = add_servers(urls, &n, st->servers_from, cf->servers,
+				cf->servers_from, err, errlen);
+	} else {
+		r = add_servers(urls, &n, st->servers_from, DEFAULT_SERVER,
+				"the default", err, errlen);
+	}
+	if (r == 0 && config_parse_servers(urls, n, &st->engine, &st->servers,
+					   why, sizeof why) < 0) {
+		snprintf(err, errlen, "%s: %s", st->servers_from, why);
+		r = -1;
+	}
+	if (r == 0)
+		st->n_servers = n;
+	while (n > 0)
+		free(urls[--n]);
+	return r;
 }
 
 static int copy(const char *s, char **out, char *err, size_t errlen)
@@ -412,10 +501,10 @@ static int resolve_tls(const struct config_flags *fl, const struct config_file *
 	const char *key = fl->tls_key ? fl->tls_key : cf->tls_key;
 	const char *insecure = cf->tls_insecure;
 
-	for (size_t i = 0; i < st->n_urls; i++)
-		st->tls |= st->urls[i].tls;
+	st->tls = st->engine->uses_tls &&
+		  st->engine->uses_tls(st->servers, st->n_servers);
 	if (flag && !st->tls) {
-		snprintf(err, errlen, "%s: no server is rediss:// or rediss-sentinel:// (servers from %s)",
+		snprintf(err, errlen, "%s: no server asks for TLS (rediss://, etcds://, mysql://...?tls=; servers from %s)",
 			 flag, st->servers_from);
 		return -1;
 	}
@@ -437,29 +526,11 @@ static int resolve_tls(const struct config_flags *fl, const struct config_file *
 static int resolve(const struct config_flags *fl, const struct config_file *cf,
 		   struct settings *st, char *err, size_t errlen)
 {
-	const char *env_servers = getenv("DLOCK_SERVERS");
 	const char *env_prefix = getenv("DLOCK_PREFIX");
 	const char *env_password = getenv("DLOCK_PASSWORD");
 
-	if (fl->n_servers > 0) {
-		/* Each -S may itself be a list, as DLOCK_SERVERS is. */
-		for (size_t i = 0; i < fl->n_servers; i++)
-			if (add_servers(st, fl->servers[i], "--server", err, errlen) < 0)
-				return -1;
-	} else if (env_servers) {
-		/* Set but empty, as a CI job gets it when a secret is missing:
-		 * not the default, where each host may have a Redis of its
-		 * own and would hold "the" lock alone. */
-		if (add_servers(st, env_servers, "DLOCK_SERVERS", err, errlen) < 0)
-			return -1;
-	} else if (cf->servers) {
-		if (add_servers(st, cf->servers, cf->servers_from, err, errlen) < 0)
-			return -1;
-	} else if (add_servers(st, DEFAULT_SERVER, "the default", err,
-			       errlen) < 0) {
+	if (resolve_servers(fl, cf, st, err, errlen) < 0)
 		return -1;
-	}
-
 	st->prefix = strdup(fl->prefix ? fl->prefix : env_prefix ? env_prefix :
 			    cf->prefix ? cf->prefix : DEFAULT_PREFIX);
 	if (!st->prefix) {
@@ -526,13 +597,7 @@ int config_resolve(const struct config_flags *fl, struct settings *st, char *err
 	size_t n_texts = 0;
 	int r;
 
-	/* malloc, not calloc: url_parse() fills each one it uses, and zeroing
-	 * MAX_SERVERS of them is a tenth of dlock's start-up. */
-	*st = (struct settings){ .urls = malloc(MAX_SERVERS * sizeof *st->urls) };
-	if (!st->urls) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
+	*st = (struct settings){ 0 };
 	r = load_configs(fl, &cf, texts, &n_texts, err, errlen);
 	if (r == 0)
 		r = resolve(fl, &cf, st, err, errlen);
@@ -549,22 +614,24 @@ void config_report(const struct config_flags *fl, const struct settings *st)
 		size_t len = 0;
 
 		list[0] = '\0';
-		for (size_t i = 0; i < st->n_urls && len < sizeof list; i++)
+		for (size_t i = 0; i < st->n_servers && len < sizeof list; i++)
 			len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
-						i ? ", " : "", st->urls[i].text);
+						i ? ", " : "",
+						st->engine->server_text(st->servers, i));
 		log_line(fl->key, "servers from %s: %s", st->servers_from, list);
 	}
 	/* Cron mails what a job prints: a setting that works is no news
 	 * there, only to someone at a terminal. */
-	if (st->n_urls > 1 && st->n_urls % 2 == 0 &&
+	if (st->n_servers > 1 && st->n_servers % 2 == 0 &&
 	    (fl->verbose || isatty(STDERR_FILENO)))
 		log_line(fl->key, "warning: %zu servers: an even number tolerates no more failures than %zu",
-			 st->n_urls, st->n_urls - 1);
+			 st->n_servers, st->n_servers - 1);
 }
 
 void config_free(struct settings *st)
 {
-	free(st->urls);
+	if (st->engine && st->servers)
+		st->engine->free_servers(st->servers, st->n_servers);
 	free(st->prefix);
 	free(st->tls_opts.ca);
 	free(st->tls_opts.cert);

@@ -3,8 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
-#include "tls.h"
-#include "url.h"
+#include "engine.h"
 
 #define DEFAULT_SERVER "redis://127.0.0.1:6379"
 #define DEFAULT_PREFIX "dlock:"
@@ -46,8 +45,9 @@ struct config_file {
 };
 
 struct settings {
-	struct url *urls;	/* room for MAX_SERVERS, n_urls filled */
-	size_t n_urls;
+	const struct engine *engine;	/* the one every server URL names */
+	void *servers;		/* engine->parse() of the URLs */
+	size_t n_servers;
 	char *prefix;		/* owned */
 	char *password;		/* owned; NULL when none */
 	int64_t ttl_ms;
@@ -56,7 +56,7 @@ struct settings {
 	int64_t min_hold_ms;	/* the lock is kept that long at least; 0: off */
 	bool unavailable_run;	/* --unavailable run */
 	char servers_from[256];	/* --server, DLOCK_SERVERS, a file, the default */
-	bool tls;		/* a rediss:// URL is among urls: tls_init() */
+	bool tls;		/* a server asks for TLS (rediss://, ...) */
 	struct tls_options tls_opts;	/* strings owned */
 };
 
@@ -68,10 +68,17 @@ int config_parse(char *text, struct config_file *cf, char *err, size_t errlen);
  * anything else. */
 enum unavailable config_unavailable(const char *s);
 
-/* Splits a server list on commas and blanks into urls; the commas between
- * a redis-sentinel:// URL's sentinels stay in it. Returns 0 or -1. */
-int config_parse_servers(const char *list, struct url *urls, size_t max,
+/* Splits a server list on commas and blanks into URLs (malloc'd, *n_urls
+ * of them after those already there); a comma stays in a URL that names
+ * several hosts (a sentinel's, a cluster's seeds, zk://, etcd://,
+ * postgres://) unless another URL follows it. Returns 0 or -1. */
+int config_split_servers(const char *list, char **urls, size_t max,
 			 size_t *n_urls, char *err, size_t errlen);
+/* The engine of urls[0..n-1]: one for all, able to take n of them; parses
+ * them into *servers. Returns 0, or -1 with the reason (a usage error). */
+int config_parse_servers(char *const *urls, size_t n,
+			 const struct engine **engine, void **servers,
+			 char *err, size_t errlen);
 
 /* Resolves every setting in order of precedence: flags, environment,
  * config file, defaults. Returns 0, or -1 with the reason in err (a usage

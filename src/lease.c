@@ -7,12 +7,14 @@
  * that deadline itself, on its own clock: a round stuck in a blocking call
  * cannot let the job run past it.
  *
- * Another process may release the lock under us (dlock release --force,
- * or by our token): it pushes a notice on a list of ours, which we BRPOP
- * from the supervisor's thread once the job has run NOTICE_AFTER_MS (a
- * command that ends sooner never opens the connections). A notice starts
- * a renewal round at once, which finds the lock gone: the job is told
- * within a round trip, not at the next renewal. */
+ * The lock may go before a renewal finds out: another process releases
+ * or breaks it (dlock release --force; Redis pushes a notice on a list of
+ * ours), an operator ends the holder's session (PostgreSQL, MySQL), a
+ * watch fires (ZooKeeper, etcd). What each engine watches is polled from
+ * the supervisor's thread once the job has run NOTICE_AFTER_MS (a command
+ * that ends sooner never opens anything for it). An event starts a
+ * renewal round at once, which decides: the job is told within a round
+ * trip, not at the next renewal. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,6 @@
 #include <sys/eventfd.h>
 #include "clock.h"
 #include "lease.h"
-#include "quorum.h"
 
 #define NOTICE_AFTER_MS 500
 
@@ -107,7 +108,7 @@ void lease_init_locks(struct lease *ls, struct lock *lk, size_t n)
 		.lk = lk,
 		.n_locks = n,
 		.period_ms = period_ms,
-		.notice_ms = quorum_notice_ms(lk->ttl_ms),
+		.notice_ms = lock_notice_ms(lk->ttl_ms),
 		.retry_ms = min64(period_ms / 4 > 10 ? period_ms / 4 : 10, 1000),
 		.valid_until_ms = valid_ms,
 		.renew_at_ms = valid_ms - lk->ttl_ms + period_ms,
@@ -141,86 +142,47 @@ int64_t lease_next_ms(const struct lease *ls)
 	return ls->watch_at_ms >= 0 ? min64(next_ms, ls->watch_at_ms) : next_ms;
 }
 
-/* BRPOP on every server where none is outstanding (BRPOP, where waiters
- * BLPOP: CLIENT LIST tells a holder's connection from a waiter's). A sentinel URL is left
- * out: asking the sentinels blocks, and the supervisor must not. */
-static void watch_again(struct lease *ls)
-{
-	for (size_t i = 0; ls->watch && i < ls->lk->n_nodes; i++)
-		if (node_events(&ls->watch[i]) == 0 &&
-		    ls->watch[i].url->kind != URL_SENTINEL) {
-			node_end(&ls->watch[i]);
-			node_begin(&ls->watch[i], &ls->watch_cmd, 1, INT64_MAX);
-		}
-}
-
-static void watch_start(struct lease *ls)
-{
-	struct lock *lk = ls->lk;
-
-	ls->watch_at_ms = -1;
-	ls->watch = calloc(lk->n_nodes, sizeof *ls->watch);
-	ls->watch_idx = calloc(lk->n_nodes, sizeof *ls->watch_idx);
-	if (!ls->watch || !ls->watch_idx ||
-	    asprintf(&ls->notice_list, "%s:%s", lk->notice_key, lk->token) < 0) {
-		ls->notice_list = NULL;
-		free(ls->watch);
-		ls->watch = NULL;
-		return;		/* the renewals find out, later */
-	}
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		node_init(&ls->watch[i], lk->nodes[i].url, lk->nodes[i].password);
-		ls->watch[i].no_resolve = true;	/* nothing that blocks */
-	}
-	ls->watch_argv[0] = "BRPOP";
-	ls->watch_argv[1] = ls->notice_list;
-	ls->watch_argv[2] = "0";
-	ls->watch_cmd = (struct cmd){ NULL, 3, ls->watch_argv, NULL };
-	watch_again(ls);
-}
-
 size_t lease_watch_fds(struct lease *ls, struct pollfd *pfd)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; !ls->halted && ls->watch && i < ls->lk->n_nodes; i++) {
-		short events = node_events(&ls->watch[i]);
+	if (ls->halted || ls->busy || !ls->watching)
+		return 0;
+	for (size_t i = 0; i < ls->n_locks; i++) {
+		struct lock *lk = &ls->lk[i];
 
-		if (events) {
-			pfd[n] = (struct pollfd){ node_fd(&ls->watch[i]), events, 0 };
-			ls->watch_idx[n++] = i;
-		}
+		ls->watch_n[i] = lk->eng->watch_fds ?
+				 lk->eng->watch_fds(lk, pfd + n, MAX_LEASE_FDS - n) : 0;
+		n += ls->watch_n[i];
 	}
 	return n;
 }
 
 void lease_watch_events(struct lease *ls, const struct pollfd *pfd, size_t n)
 {
-	for (size_t k = 0; k < n; k++) {
-		struct node *w = &ls->watch[ls->watch_idx[k]];
-		const redisReply *r;
+	bool again = false;
 
-		if (!pfd[k].revents)
+	for (size_t i = 0, at = 0; i < ls->n_locks && at < n; at += ls->watch_n[i++]) {
+		struct lock *lk = &ls->lk[i];
+		char note[256] = "";
+
+		if (ls->watch_n[i] == 0 ||
+		    !lk->eng->watch_events(lk, pfd + at, ls->watch_n[i], note,
+					    sizeof note))
 			continue;
-		node_step(w, pfd[k].revents);
-		/* still waiting; or failed: again after the next renewal, not
-		 * at once (a refused connection would spin) */
-		if (w->state != NODE_DONE)
-			continue;
-		r = w->replies[0];
-		if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-		    r->element[1]->type == REDIS_REPLY_STRING)
-			snprintf(ls->notice, sizeof ls->notice, "%.*s",
-				 (int)r->element[1]->len, r->element[1]->str);
-		/* and wait for the next: the round may find it not about us */
-		node_end(w);
-		node_begin(w, &ls->watch_cmd, 1, INT64_MAX);
-		/* a round now; one that runs may have started before */
-		if (ls->busy)
-			ls->recheck = true;
-		else
-			ls->renew_at_ms = clock_now_ms();
+		again = true;
+		if (note[0] && ls->n_locks > 1)
+			snprintf(ls->notice, sizeof ls->notice, "%s: %s", lk->p->name, note);
+		else if (note[0])
+			snprintf(ls->notice, sizeof ls->notice, "%s", note);
 	}
+	if (!again)
+		return;
+	/* a round now; one that runs may have started before */
+	if (ls->busy)
+		ls->recheck = true;
+	else
+		ls->renew_at_ms = clock_now_ms();
 }
 
 static int start(struct lease *ls)
@@ -231,10 +193,6 @@ static int start(struct lease *ls)
 	ls->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (ls->notify_fd < 0)
 		return -1;
-	/* A round must end within its deadline: no name lookups from here. */
-	for (size_t k = 0; k < ls->n_locks; k++)
-		for (size_t i = 0; i < ls->lk[k].n_nodes; i++)
-			ls->lk[k].nodes[i].no_resolve = true;
 	/* A small stack: the thread runs fanout rounds and nothing deep. */
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -252,8 +210,10 @@ int lease_tick(struct lease *ls, int64_t now_ms, struct error *err)
 {
 	if (ls->halted)
 		return 0;
-	if (ls->watch_at_ms >= 0 && now_ms >= ls->watch_at_ms)
-		watch_start(ls);
+	if (ls->watch_at_ms >= 0 && now_ms >= ls->watch_at_ms) {
+		ls->watch_at_ms = -1;
+		ls->watching = true;
+	}
 	if (now_ms >= lease_deadline_ms(ls)) {
 		error_set(err, EX_TEMPFAIL, "not renewed in time%s%s",
 			  ls->last.exit ? ": " : "", ls->last.msg);
@@ -303,7 +263,6 @@ int lease_collect(struct lease *ls, int64_t now_ms, struct error *err)
 				  valid_ms - ls->lk->ttl_ms + ls->period_ms;
 		ls->recheck = false;
 		ls->notice[0] = '\0';	/* not about us, or not a majority */
-		watch_again(ls);	/* a server that failed, again */
 		return 0;
 	case EXTEND_FAILED:
 		ls->last = e;
@@ -340,14 +299,6 @@ void lease_stop(struct lease *ls)
 
 void lease_free(struct lease *ls)
 {
-	for (size_t i = 0; ls->watch && i < ls->lk->n_nodes; i++) {
-		node_end(&ls->watch[i]);
-		node_close(&ls->watch[i]);
-	}
-	free(ls->watch);
-	free(ls->watch_idx);
-	free(ls->notice_list);
-	ls->watch = NULL;
 	lease_stop(ls);
 	pthread_cond_destroy(&ls->kick);
 	pthread_mutex_destroy(&ls->mutex);

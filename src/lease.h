@@ -7,6 +7,11 @@
 #include "lock.h"
 #include "log.h"
 
+/* -k: the most keys one lease renews */
+#define MAX_LEASE_LOCKS 64
+/* The most descriptors the lease gives the supervisor's poll() */
+#define MAX_LEASE_FDS 64
+
 /* The supervisor keeps the time; a thread of the lease's own runs each
  * renewal round, since a round blocks for up to --node-timeout. */
 struct lease {
@@ -29,16 +34,15 @@ struct lease {
 	enum extend_result result;
 	int64_t result_valid_ms;
 	struct error result_err;
-	/* Told at once when another process releases or breaks the lock
-	 * (dlock release): from watch_at_ms on, one connection a server
-	 * BRPOPs our notice list, driven by the supervisor's poll(); a
-	 * notice asks for a renewal round at once, which decides. */
+	/* Told early when the lock may be gone (another process released
+	 * or broke it, the server closed the session): from watch_at_ms on,
+	 * each lock's engine gives descriptors for the supervisor's poll()
+	 * (watch_fds); an event there asks for a renewal round at once,
+	 * which decides. */
 	int64_t watch_at_ms;	/* -1: none (started, or no need) */
-	struct node *watch;	/* one a server once started, else NULL */
-	size_t *watch_idx;	/* which node each pollfd given out is */
-	char *notice_list;
-	const char *watch_argv[3];
-	struct cmd watch_cmd;
+	bool watching;
+	size_t watch_n[MAX_LEASE_LOCKS];	/* each lock's share of the
+						 * pollfds given out */
 	bool recheck;		/* a notice came while a round ran */
 	char notice[256];	/* what the last notice said */
 };
@@ -47,7 +51,7 @@ struct lease {
 void lease_init(struct lease *ls, struct lock *lk);
 /* The same for n locks held together (-k): a round extends every one, the
  * lease lasts as long as the first to run out, and is lost when any is.
- * Notices (dlock release) are watched on the first lock's key. */
+ * Each lock's engine watches its own (a release notice of any key). */
 void lease_init_locks(struct lease *ls, struct lock *lks, size_t n);
 /* The command must have stopped by then: the validity bound less a tenth
  * of the TTL, so that it is told while the lock is still ours. */
@@ -64,8 +68,9 @@ int lease_tick(struct lease *ls, int64_t now_ms, struct error *err);
 /* When notify_fd is readable: takes the round's result. Returns -1 with
  * err (75) when the servers said the lock is no longer ours. */
 int lease_collect(struct lease *ls, int64_t now_ms, struct error *err);
-/* The notice connections' pollfds (at most lk->n_nodes), for the
- * supervisor's poll(); returns how many. */
+/* What the engines watch (at most MAX_LEASE_FDS pollfds), for the
+ * supervisor's poll(); none while a renewal round runs, which has the
+ * locks' connections. Returns how many. */
 size_t lease_watch_fds(struct lease *ls, struct pollfd *pfd);
 /* Their poll() results: a notice asks for a renewal round at once. */
 void lease_watch_events(struct lease *ls, const struct pollfd *pfd, size_t n);

@@ -1,49 +1,14 @@
-/* lock.c - the lock itself: one server, or RedLock over several masters.
- *
- * Every round goes to all servers at once (fanout.c). The lock is ours
- * when a majority said yes and time is left of the lease once drift is
- * allowed for; anything less is given back on every server, including
- * those that did not answer (their SET may have landed after all). */
+/* lock.c - the core's side of a lock: who holds it (the holder info), when
+ * a nested dlock re-enters its caller's lock, and each step handed to the
+ * lock's engine. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <bsd/stdlib.h>
 #include "clock.h"
-#include "config.h"
-#include "fanout.h"
 #include "lock.h"
-#include "quorum.h"
-#include "scripts.h"
-
-/* How long the fencing and ticket counters outlive the lock's last use;
- * the scripts say 86400000 where they set it. */
-#define COUNTER_IDLE_MS "86400000"
-
-/* A key in the lock key's Redis Cluster hash slot: "{key}suffix", or
- * "key suffix" when the key already has a {hash tag} of its own. */
-static char *derived_key(const char *key, const char *suffix)
-{
-	const char *open = strchr(key, '{');
-	const char *close = open ? strchr(open + 1, '}') : NULL;
-	char *out;
-
-	if (open && close && close > open + 1) {
-		if (asprintf(&out, "%s%s", key, suffix) < 0)
-			return NULL;
-	} else if (asprintf(&out, "{%s}%s", key, suffix) < 0) {
-		return NULL;
-	}
-	return out;
-}
-
-char *lock_derived_key(const char *key, const char *suffix)
-{
-	return derived_key(key, suffix);
-}
-
 /* Holder info, as the status line and status show it. */
 static void describe_holder(struct lock *lk, const char *command)
 {
@@ -76,7 +41,7 @@ static void describe_holder(struct lock *lk, const char *command)
 		 clock_wall_ms(), cmd);
 }
 
-/* The holder info's since is the try that acquires, not lock_init():
+/* The holder info's since is the try that acquires, not rlock_init():
  * waiting is not holding. Overwritten in place: wall-clock ms have 13
  * digits from 2001 to 2286. */
 static void stamp_since(struct lock *lk)
@@ -90,25 +55,6 @@ static void stamp_since(struct lock *lk)
 	len = snprintf(now, sizeof now, "%" PRId64, clock_wall_ms());
 	if (since && strspn(since, "0123456789") == (size_t)len)
 		memcpy(since, now, (size_t)len);
-}
-
-/* RedLock counts servers: one named twice would count twice, and its
- * failure would cost two votes. A usage error, before anything is sent. */
-static int same_server_twice(const struct lock *lk, struct error *err)
-{
-	char where[300];
-
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		for (size_t k = i + 1; k < lk->n_nodes; k++)
-			if (node_same_server(&lk->nodes[i], &lk->nodes[k], where,
-					     sizeof where)) {
-				error_set(err, EX_USAGE,
-					  "%.200s and %.200s are the same server (%.200s): RedLock needs independent servers",
-					  lk->nodes[i].url->text, lk->nodes[k].url->text,
-					  where);
-				return -1;
-			}
-	return 0;
 }
 
 /* Re-entry is for the job's own processes: one that left the job's
@@ -148,553 +94,84 @@ static bool outer_key(const char *key)
 	return false;
 }
 
+
 int lock_init(struct lock *lk, const struct lock_params *p, struct error *err)
 {
 	const char *env_token = getenv("DLOCK_TOKEN");
 
 	*lk = (struct lock){
 		.p = p,
-		.n_nodes = p->n_urls,
+		.eng = p->engine,
 		.ttl_ms = p->ttl_ms,
 		.node_timeout_ms = p->node_timeout_ms,
+		.wait_deadline_ms = -1,
 	};
-	lk->nodes = calloc(lk->n_nodes, sizeof *lk->nodes);
-	lk->why = calloc(lk->n_nodes, sizeof *lk->why);
-	lk->granted = calloc(lk->n_nodes, sizeof *lk->granted);
-	if (!lk->nodes || !lk->why || !lk->granted ||
-	    asprintf(&lk->key, "%s%s", p->prefix, p->name) < 0 ||
-	    !(lk->fence_key = derived_key(lk->key, ":fence")) ||
-	    !(lk->owner_key = derived_key(lk->key, ":owner")) ||
-	    !(lk->mode_key = derived_key(lk->key, ":mode")) ||
-	    !(lk->queue_key = derived_key(lk->key, ":queue")) ||
-	    !(lk->alive_key = derived_key(lk->key, ":alive")) ||
-	    !(lk->ticket_key = derived_key(lk->key, ":ticket")) ||
-	    !(lk->slots_key = derived_key(lk->key, ":slots")) ||
-	    !(lk->wake_key = derived_key(lk->key, ":wake")) ||
-	    !(lk->writers_key = derived_key(lk->key, ":writers")) ||
-	    !(lk->history_key = derived_key(lk->key, ":history")) ||
-	    !(lk->notice_key = derived_key(lk->key, ":notice"))) {
-		error_set(err, EX_OSERR, "out of memory");
-		return -1;
-	}
-	for (size_t i = 0; i < p->n_urls; i++) {
-		node_init(&lk->nodes[i], &p->urls[i], p->password);
-		node_resolve(&lk->nodes[i]);	/* before any round */
-	}
-	if (same_server_twice(lk, err) < 0)
+	describe_holder(lk, p->command);
+	if (lk->eng->open(lk, err) < 0)
 		return -1;
 	if (env_token && *env_token && outer_key(lk->key) && in_the_job())
 		lk->reentry_token = env_token;
-	snprintf(lk->ttl_arg, sizeof lk->ttl_arg, "%" PRId64, lk->ttl_ms);
-	snprintf(lk->history_arg, sizeof lk->history_arg, "%ld", p->history);
-	if (p->limit == 0)
-		strcpy(lk->mode_arg, "x");
-	else if (p->limit == LOCK_SHARED)
-		strcpy(lk->mode_arg, "s");
-	else
-		snprintf(lk->mode_arg, sizeof lk->mode_arg, "%ld", p->limit);
-	/* A waiter that stops trying is gone after this: its longest pause,
-	 * and 2 s and two rounds' deadlines for a slow try or a busy host.
-	 * Its place in the --fair queue and its writer's mark go with it. */
-	snprintf(lk->alive_arg, sizeof lk->alive_arg, "%" PRId64,
-		 LOCK_RETRY_MAX_MS + 2000 + 2 * lk->node_timeout_ms);
-	describe_holder(lk, p->command);
 	return 0;
-}
-
-void lock_log_servers(const struct lock *lk)
-{
-	for (size_t i = 0; lk->n_nodes > 1 && i < lk->n_nodes; i++)
-		if (lk->why[i].exit)
-			log_error(lk->p->name, &lk->why[i]);
 }
 
 void lock_free(struct lock *lk)
 {
-	for (size_t i = 0; lk->nodes && i < lk->n_nodes; i++) {
-		node_end(&lk->nodes[i]);
-		node_close(&lk->nodes[i]);
-	}
-	free(lk->nodes);
-	free(lk->why);
-	free(lk->granted);
-	free(lk->key);
-	free(lk->fence_key);
-	free(lk->owner_key);
-	free(lk->mode_key);
-	free(lk->queue_key);
-	free(lk->alive_key);
-	free(lk->ticket_key);
-	free(lk->slots_key);
-	free(lk->wake_key);
-	free(lk->writers_key);
-	free(lk->history_key);
-	free(lk->notice_key);
-	free(lk->wake_list);
+	if (lk->eng && lk->e)
+		lk->eng->close(lk);
+	lk->e = NULL;
 }
 
-static void new_token(struct lock *lk)
+void lock_log_servers(const struct lock *lk)
 {
-	unsigned char raw[16];
-
-	if (lk->p->token) {
-		snprintf(lk->token, sizeof lk->token, "%s", lk->p->token);
-		return;
-	}
-	arc4random_buf(raw, sizeof raw);
-	for (size_t i = 0; i < sizeof raw; i++)
-		snprintf(lk->token + 2 * i, 3, "%02x", raw[i]);
-}
-
-/* The acquire script's answer: {1, fence[, slot]}, {2, fence}, or
- * {0, retry hint, queue position, holder[, free slot]}; -1 when it is none
- * of these. */
-static int acquire_reply(struct lock *lk, const redisReply *r, long long *value,
-			 long long *slot)
-{
-	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-	    r->element[0]->type != REDIS_REPLY_INTEGER ||
-	    r->element[1]->type != REDIS_REPLY_INTEGER)
-		return -1;
-	*value = r->element[1]->integer;
-	*slot = r->elements == 3 && r->element[2]->type == REDIS_REPLY_INTEGER ?
-		r->element[2]->integer : -1;
-	if (r->element[0]->integer == 0 && r->elements == 5 &&
-	    r->element[4]->type == REDIS_REPLY_INTEGER && r->element[4]->integer >= 0)
-		lk->free_slot = (long)r->element[4]->integer;
-	if (r->element[0]->integer == 0 && r->elements >= 4 &&
-	    r->element[2]->type == REDIS_REPLY_INTEGER &&
-	    r->element[3]->type == REDIS_REPLY_STRING) {
-		if (r->element[2]->integer > lk->queue_pos)
-			lk->queue_pos = (long)r->element[2]->integer;
-		snprintf(lk->held_by, sizeof lk->held_by, "%s", r->element[3]->str);
-	}
-	return (int)r->element[0]->integer;
-}
-
-/* how: "job" (exit status known, or LOCK_EXIT_UNKNOWN) or "undo"; see
- * script_release. min_hold: keep the lock for what is left of --min-hold. */
-static size_t release_round(struct lock *lk, const char *how, int exit_status,
-			    bool min_hold)
-{
-	char exit_arg[16] = "", held_arg[24] = "", hold_arg[24] = "";
-	char finished_arg[24] = "";
-	const char *argv[] = {
-		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
-		lk->queue_key, lk->wake_key, lk->alive_key, lk->writers_key,
-		lk->history_key, lk->notice_key,
-		lk->token, lk->history_arg, how, exit_arg, held_arg, lk->fence,
-		lk->info, "", hold_arg, finished_arg,
-	};
-	struct cmd cmd = { &script_release, 20, argv, NULL };
-	int64_t held_ms = clock_now_ms() - lk->acquired_ms;
-
-	if (exit_status != LOCK_EXIT_UNKNOWN)
-		snprintf(exit_arg, sizeof exit_arg, "%d", exit_status);
-	snprintf(held_arg, sizeof held_arg, "%" PRId64, held_ms);
-	/* Counted from the start of the round that acquired, before any
-	 * server granted it: what is left on a server is never more than the
-	 * minimum. The server's clock counts the rest down. */
-	if (min_hold && lk->p->min_hold_ms > held_ms) {
-		snprintf(hold_arg, sizeof hold_arg, "%" PRId64,
-			 lk->p->min_hold_ms - held_ms);
-		snprintf(finished_arg, sizeof finished_arg, "%" PRId64,
-			 clock_wall_ms());
-	}
-	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
-}
-
-static void no_quorum(struct lock *lk, size_t n_ok, struct error *err,
-		      const char *what)
-{
-	const struct error *worst = fanout_worst_error(lk->nodes, lk->n_nodes);
-	size_t need = quorum_majority(lk->n_nodes);
-
-	if (worst && (lk->n_nodes == 1 || worst->exit == EX_USAGE)) {
-		*err = *worst;	/* one server, or a clash of modes: its words */
-		return;
-	}
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		lk->why[i] = lk->nodes[i].state == NODE_FAILED ? lk->nodes[i].err :
-			     (struct error){ 0 };
-	error_set(err, worst ? worst->exit : EX_UNAVAILABLE,
-		  "%zu of %zu servers %s, %zu needed%s%s%s", n_ok, lk->n_nodes,
-		  what, need, worst ? " (" : "", worst ? worst->msg : "",
-		  worst ? ")" : "");
-}
-
-/* Leaves out of the next rounds the servers that did not grant the lock
- * (counted[i] < 0), and those whose count equals except. */
-static void only_granted(struct lock *lk, const long long *counted,
-			 long long except)
-{
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		lk->nodes[i].skip = counted[i] < 0 || counted[i] == except;
-}
-
-static void all_servers(struct lock *lk)
-{
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		lk->nodes[i].skip = false;
-}
-
-/* RedLock fencing: each server counts acquisitions, and the fence is the
- * highest count of this majority. The next majority shares a server with
- * this one, so it counts past the fence once a majority holds it: the
- * granting servers that lag behind get it written back. When the counts
- * agree, the usual case, no round is needed. */
-static int fence_write_back(struct lock *lk, const long long *counted,
-			    struct error *err)
-{
-	const char *argv[] = { lk->fence_key, lk->fence };
-	struct cmd cmd = { &script_fence_max, 2, argv, NULL };
-	long long fence = strtoll(lk->fence, NULL, 10);
-	size_t need = quorum_majority(lk->n_nodes), n_at = 0, n_ok;
-
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		n_at += counted[i] == fence;
-	if (n_at >= need)
-		return 0;
-	only_granted(lk, counted, fence);
-	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
-	all_servers(lk);
-	if (n_at + n_ok >= need)
-		return 0;
-	no_quorum(lk, n_at + n_ok, err, "stored the fencing token");
-	return -1;
-}
-
-static int wait_replicas(struct lock *lk, struct error *err)
-{
-	char n_arg[16], timeout_arg[24];
-	const char *argv[] = { "WAIT", n_arg, timeout_arg };
-	struct cmd cmd = { NULL, 3, argv, NULL };
-	size_t n_ok = 0, need = quorum_majority(lk->n_nodes);
-	long long least = -1;
-
-	snprintf(n_arg, sizeof n_arg, "%d", lk->p->wait_replicas);
-	/* The replicas get one --node-timeout to confirm, and the answer
-	 * another to arrive. */
-	snprintf(timeout_arg, sizeof timeout_arg, "%" PRId64, lk->node_timeout_ms);
-	fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, 2 * lk->node_timeout_ms);
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		const redisReply *r = lk->nodes[i].replies[0];
-
-		if (lk->nodes[i].state != NODE_DONE || r->type != REDIS_REPLY_INTEGER)
-			continue;
-		if (least < 0 || r->integer < least)
-			least = r->integer;
-		n_ok += r->integer >= lk->p->wait_replicas;
-	}
-	if (n_ok >= need)
-		return 0;
-	if (lk->n_nodes == 1 && least >= 0)
-		error_set(err, EX_UNAVAILABLE, "%s: %lld of %d replicas acknowledged in time",
-			  lk->nodes[0].url->text, least, lk->p->wait_replicas);
-	else
-		no_quorum(lk, n_ok, err, "had enough replicas acknowledge");
-	return -1;
-}
-
-/* --limit over several servers: a holder needs a majority on one slot.
- * Grants of other slots are stray: not counted, given back. Returns the
- * grants on the slot granted most. */
-static size_t keep_one_slot(struct lock *lk, long long *counted,
-			    const long long *slot, bool *stray, size_t n_yes)
-{
-	size_t best_n = 0;
-	long long best = -1;
-
-	if (lk->p->limit <= 0 || lk->n_nodes == 1)
-		return n_yes;
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		size_t n = 0;
-
-		for (size_t k = 0; counted[i] >= 0 && k < lk->n_nodes; k++)
-			n += counted[k] >= 0 && slot[k] == slot[i];
-		if (n > best_n) {
-			best_n = n;
-			best = slot[i];
-		}
-	}
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		stray[i] = counted[i] >= 0 && slot[i] != best;
-		if (stray[i])
-			counted[i] = -1;
-	}
-	return best_n;
-}
-
-/* Releases where a grant does not count (stray slots). */
-static void give_back(struct lock *lk, const bool *stray)
-{
-	bool any = false;
-
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		lk->nodes[i].skip = !stray[i];
-		any |= stray[i];
-	}
-	if (any)
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
-	all_servers(lk);
-}
-
-enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
-{
-	const char *argv[] = {
-		lk->key, lk->fence_key, lk->owner_key, lk->mode_key,
-		lk->queue_key, lk->alive_key, lk->slots_key, lk->wake_key,
-		lk->writers_key, lk->history_key,
-		lk->token, lk->ttl_arg,
-		lk->reentry_token ? lk->reentry_token : "",
-		lk->info, lk->mode_arg, lk->ticket, lk->alive_arg, lk->slot_arg,
-		lk->p->waits ? "1" : "", lk->history_arg,
-	};
-	struct cmd cmd = { &script_acquire, 20, argv, NULL };
-	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
-	size_t n_answered;
-	long long fence = 0, value;
-	int64_t start_ms, validity_ms;
-	enum lock_result r;
-	long long counted[MAX_SERVERS];	/* fencing count of each grant, or -1 */
-	long long slot[MAX_SERVERS], value_slot;
-	bool ok, stray[MAX_SERVERS] = { false };
-	size_t n_granted;
-
-	lk->held_by[0] = '\0';
-	lk->queue_pos = 0;
-	lk->free_slot = -1;
-	stamp_since(lk);
-	start_ms = clock_now_ms();
-	n_answered = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1,
-				  lk->node_timeout_ms);
-	*retry_ms = -1;
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		struct node *n = &lk->nodes[i];
-
-		counted[i] = slot[i] = -1;
-		if (n->state != NODE_DONE)
-			continue;
-		switch (acquire_reply(lk, n->replies[0], &value, &value_slot)) {
-		case 1:
-			counted[i] = value;
-			slot[i] = value_slot;
-			n_yes++;
-			break;
-		case 2:
-			n_again++;
-			break;
-		case 0:
-			/* A refusal counts us among the waiters there. */
-			lk->waited |= lk->p->waits;
-			lk->refused = true;
-			if (value >= 0 && (*retry_ms < 0 || value < *retry_ms))
-				*retry_ms = value;
-			break;
-		default:
-			error_set(&n->err, EX_SOFTWARE, "%s: unexpected reply to the lock script",
-				  n->url->text);
-			n->state = NODE_FAILED;
-			n_answered--;
-		}
-	}
-	validity_ms = quorum_validity_ms(lk->ttl_ms, clock_now_ms() - start_ms);
-	n_granted = n_yes;
-	n_yes = keep_one_slot(lk, counted, slot, stray, n_yes);
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		lk->granted[i] = counted[i] >= 0;
-		if (counted[i] > fence)
-			fence = counted[i];
-	}
-
-	if (n_again >= need) {
-		const char *env_fence = getenv("DLOCK_FENCE");
-
-		/* A server the outer dlock did not get (it was down then)
-		 * granted this request a lock of its own: given back, with
-		 * our own token, before it is replaced by the outer one.
-		 * So are servers that did not answer, which may have. */
-		if (n_granted > 0 || n_answered < lk->n_nodes)
-			release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
-		snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
-		snprintf(lk->fence, sizeof lk->fence, "%s", env_fence ? env_fence : "0");
-		return LOCK_REENTERED;
-	}
-	if (n_yes >= need && validity_ms > 0) {
-		snprintf(lk->fence, sizeof lk->fence, "%lld", fence);
-		lk->valid_until_ms = start_ms + lk->ttl_ms - quorum_drift_ms(lk->ttl_ms);
-		/* The fence write-back and WAIT go only to servers that
-		 * granted the lock, a majority: one that did not answer would
-		 * cost another deadline. */
-		ok = lk->n_nodes == 1 || fence_write_back(lk, counted, err) == 0;
-		if (ok && lk->p->wait_replicas) {
-			only_granted(lk, counted, -1);
-			ok = wait_replicas(lk, err) == 0;
-			all_servers(lk);
-		}
-		if (ok && clock_now_ms() < lk->valid_until_ms) {
-			give_back(lk, stray);
-			lk->acquired_ms = start_ms;
-			return LOCK_ACQUIRED;
-		}
-		if (ok)
-			error_set(err, EX_UNAVAILABLE, "acquiring took longer than the lease");
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
-		return LOCK_FAILED;
-	}
-	if (n_yes >= need) {
-		error_set(err, EX_UNAVAILABLE,
-			  "acquiring took longer than the lease (--ttl too short?)");
-		r = LOCK_FAILED;
-	} else if (n_answered >= need) {
-		r = LOCK_HELD;
-	} else {
-		no_quorum(lk, n_answered, err, "answered");
-		r = LOCK_FAILED;
-	}
-	/* What did not answer may have taken the SET all the same. */
-	if (n_granted > 0 || n_answered < lk->n_nodes)
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
-	return r;
-}
-
-/* --fair: one ticket for all servers, the highest any of them gave, so
- * every server orders the waiters alike. The counter lapses a day after
- * the last ticket, as the fencing counter does: a queue has long been
- * empty by then, so starting again from 1 reorders nobody. */
-int lock_take_ticket(struct lock *lk, struct error *err)
-{
-	const char *incr[] = { "INCR", lk->ticket_key };
-	const char *pexpire[] = { "PEXPIRE", lk->ticket_key, COUNTER_IDLE_MS };
-	const struct cmd cmds[] = {
-		{ NULL, 2, incr, NULL },
-		{ NULL, 3, pexpire, NULL },
-	};
-	size_t n_ok = fanout_round(lk->nodes, lk->n_nodes, cmds, 2,
-				   lk->node_timeout_ms);
-	long long ticket = 0;
-
-	if (n_ok < quorum_majority(lk->n_nodes)) {
-		no_quorum(lk, n_ok, err, "answered");
-		return -1;
-	}
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		const redisReply *r = lk->nodes[i].replies[0];
-
-		if (lk->nodes[i].state == NODE_DONE &&
-		    r->type == REDIS_REPLY_INTEGER && r->integer > ticket)
-			ticket = r->integer;
-	}
-	snprintf(lk->ticket, sizeof lk->ticket, "%lld", ticket);
-	return 0;
+	if (lk->eng->log_servers)
+		lk->eng->log_servers(lk);
 }
 
 int lock_begin(struct lock *lk, struct error *err)
 {
-	/* One token for the whole wait: a SET that lands late, after its
-	 * round timed out, then holds a lock we know and will release. */
-	new_token(lk);
-	lk->waited = false;
-	/* A fair waiter is woken on a list of its own, as the head; so is an
-	 * exclusive one, as a writer that readers wait behind. */
-	free(lk->wake_list);
-	if ((lk->p->fair || lk->p->limit == 0 ?
-	     asprintf(&lk->wake_list, "%s:%s", lk->wake_key, lk->token) :
-	     asprintf(&lk->wake_list, "%s", lk->wake_key)) < 0) {
-		lk->wake_list = NULL;
-		error_set(err, EX_OSERR, "out of memory");
-		return -1;
-	}
-	lk->ticket[0] = '\0';	/* --fair: lock_take_ticket() before a try */
-	return 0;
+	return lk->eng->begin(lk, err);
+}
+
+enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
+{
+	lk->held_by[0] = '\0';
+	lk->queue_pos = 0;
+	stamp_since(lk);
+	*retry_ms = -1;
+	return lk->eng->try(lk, retry_ms, err);
 }
 
 void lock_end_wait(struct lock *lk, enum lock_result r)
 {
-	const char *argv[] = {
-		lk->queue_key, lk->alive_key, lk->wake_key, lk->writers_key,
-		lk->token,
-	};
-	struct cmd cmd = { &script_leave, 5, argv, NULL };
-
-	if ((!lk->p->fair && !lk->waited) || r == LOCK_REENTERED)
-		return;
-	/* Acquired, we are still a waiter where a server said no. */
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		lk->nodes[i].skip = r == LOCK_ACQUIRED && lk->granted[i];
-	fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
-	all_servers(lk);
+	lk->eng->end_wait(lk, r);
 }
 
 enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 			       struct error *err)
 {
-	const char *argv[] = {
-		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
-		lk->token, lk->ttl_arg,
-	};
-	struct cmd cmd = { &script_extend, 6, argv, NULL };
-	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_no = 0;
-	int64_t start_ms = clock_now_ms();
-
-	fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, timeout_ms);
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		const redisReply *r = lk->nodes[i].replies[0];
-
-		if (lk->nodes[i].state != NODE_DONE)
-			continue;
-		if (r->type == REDIS_REPLY_INTEGER && r->integer == 1)
-			n_yes++;
-		else
-			n_no++;
-	}
-	if (n_yes >= need &&
-	    quorum_validity_ms(lk->ttl_ms, clock_now_ms() - start_ms) > 0) {
-		lk->valid_until_ms = start_ms + lk->ttl_ms - quorum_drift_ms(lk->ttl_ms);
-		return EXTEND_OK;
-	}
-	if (n_no > lk->n_nodes - need) {
-		error_set(err, EX_TEMPFAIL, lk->n_nodes == 1 ?
-			  "the lock was deleted or taken over%s%s" :
-			  "the lock was deleted or taken over on a majority%s%s",
-			  lk->n_nodes == 1 ? " on " : "",
-			  lk->n_nodes == 1 ? lk->nodes[0].url->text : "");
-		return EXTEND_LOST;
-	}
-	no_quorum(lk, n_yes, err, "renewed the lease");
-	return EXTEND_FAILED;
-}
-
-static int release_all(struct lock *lk, const char *how, int exit_status,
-		       bool min_hold, struct error *err)
-{
-	/* Every server, also one that did not answer lately: a paused server
-	 * that resumes runs our queued SET, then this release, in that order,
-	 * instead of keeping a key nobody knows for a whole TTL. */
-	size_t n_ok = release_round(lk, how, exit_status, min_hold);
-	const struct error *worst;
-
-	if (n_ok == lk->n_nodes)
-		return 0;
-	worst = fanout_worst_error(lk->nodes, lk->n_nodes);
-	if (n_ok < quorum_majority(lk->n_nodes)) {
-		no_quorum(lk, n_ok, err, "confirmed the release");
-		return -1;
-	}
-	error_set(err, 0, "released on %zu of %zu servers; %s", n_ok,
-		  lk->n_nodes, worst ? worst->msg : "no answer");
-	return 1;
+	return lk->eng->extend(lk, timeout_ms, err);
 }
 
 int lock_release(struct lock *lk, struct error *err)
 {
-	return release_all(lk, "undo", LOCK_EXIT_UNKNOWN, false, err);
+	const struct release_how how = { .exit_status = LOCK_EXIT_UNKNOWN };
+
+	return lk->eng->release(lk, &how, err);
 }
 
 int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 		     struct error *err)
 {
-	return release_all(lk, "job", exit_status, min_hold, err);
+	const struct release_how how = {
+		.job = true, .exit_status = exit_status, .min_hold = min_hold,
+	};
+
+	return lk->eng->release(lk, &how, err);
+}
+
+int64_t lock_notice_ms(int64_t ttl_ms)
+{
+	return ttl_ms / 10 > 0 ? ttl_ms / 10 : 1;
 }
 
 int lock_check_left(const struct lock *lk, struct error *err)
@@ -703,7 +180,7 @@ int lock_check_left(const struct lock *lk, struct error *err)
 
 	/* The notice the command would get, and time for a renewal round
 	 * (which may wait a --node-timeout on a server that is down). */
-	if (left_ms > quorum_notice_ms(lk->ttl_ms) + lk->node_timeout_ms)
+	if (left_ms > lock_notice_ms(lk->ttl_ms) + lk->node_timeout_ms)
 		return 0;
 	error_set(err, EX_UNAVAILABLE,
 		  "acquiring took so long that %lld ms of the lease were left (--ttl too short?)",

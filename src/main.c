@@ -24,7 +24,6 @@
 #include "multi.h"
 #include "signals.h"
 #include "supervise.h"
-#include "tls.h"
 #include "wait.h"
 #include "waitline.h"
 #include "watchdog.h"
@@ -74,9 +73,11 @@ static void lock_params_of(const struct options *opts, const struct settings *st
 	*p = (struct lock_params){
 		.name = opts->key,
 		.prefix = st->prefix,
-		.urls = st->urls,
-		.n_urls = st->n_urls,
+		.engine = st->engine,
+		.servers = st->servers,
+		.n_servers = st->n_servers,
 		.password = st->password,
+		.tls = &st->tls_opts,
 		.ttl_ms = st->ttl_ms,
 		.node_timeout_ms = st->node_timeout_ms,
 		.limit = opts->limit,
@@ -148,11 +149,9 @@ static int run_job(struct options *opts, struct lock *lk, size_t n_locks,
  * open that a reader of the command waits on (stdout, bats' fd 3). */
 static void keep_only(const struct lock *lk, int pidfd, int sigfd)
 {
-	int keep[MAX_SERVERS + 3], n = 0, devnull;
+	int keep[64 + 3], n, devnull;
 
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		if (node_fd(&lk->nodes[i]) >= 0)
-			keep[n++] = node_fd(&lk->nodes[i]);
+	n = (int)lk->eng->fds(lk, keep, 64);
 	keep[n++] = pidfd;
 	keep[n++] = sigfd;
 	keep[n++] = STDERR_FILENO;
@@ -352,12 +351,7 @@ out:
  * ticket round fails before any server is asked for the lock. */
 static bool only_unreachable(const struct lock *lk)
 {
-	if (lk->refused || lk->p->fair)
-		return false;
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		if (lk->nodes[i].tls_refused)
-			return false;
-	return true;
+	return !lk->refused && !lk->p->fair && !lk->misconfigured;
 }
 
 /* --unavailable run: no server, or no majority, could be reached in the
@@ -583,8 +577,9 @@ int main(int argc, char **argv)
 		cli_free(&opts);
 		return EX_USAGE;
 	}
-	/* OpenSSL only for rediss://: loading it is not a plain run's cost. */
-	if (st.tls && tls_init(&st.tls_opts, &err) < 0) {
+	/* What the engine loads (OpenSSL only for rediss://: loading it is
+	 * not a plain run's cost), on this thread, before any other. */
+	if (st.engine->init && st.engine->init(&st, &err) < 0) {
 		log_error(opts.key, &err);
 		config_free(&st);
 		cli_free(&opts);
@@ -601,7 +596,8 @@ int main(int argc, char **argv)
 	else
 		status = run_command(&opts, &st);
 	close(sig.fd);
-	tls_end();
+	if (st.engine->end)
+		st.engine->end();
 	config_free(&st);
 	cli_free(&opts);
 	if (die_by)

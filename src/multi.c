@@ -16,7 +16,6 @@
 #include <bsd/stdlib.h>
 #include "clock.h"
 #include "multi.h"
-#include "quorum.h"
 #include "wait.h"
 
 /* Tries of the whole acquisition when a key's lease ran short or was lost

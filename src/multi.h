@@ -11,7 +11,7 @@ struct multi {
 	enum lock_result *got;	/* what each lock's acquisition gave */
 	size_t n, n_taken;	/* locks[0..n_taken-1] are acquired or re-entered */
 	size_t failed;		/* the lock the last failure is about */
-	char token[33];		/* one token for every key */
+	char token[LOCK_TOKEN_MAX + 1];	/* one token for every key */
 	char fence[24];		/* the largest of their fences */
 	char *keys;		/* DLOCK_KEYS: the Redis keys, as given, by ' ' */
 	const char *first_key;	/* DLOCK_KEY: the Redis key given first */

@@ -353,3 +353,31 @@ void json_null(struct json *j)
 	next(j);
 	fputs("null", j->f);
 }
+
+void show_who(const char *token, size_t token_len, const char *info,
+	      size_t info_len, char *out, size_t len)
+{
+	struct show_info hi;
+	char host[128], user[64], cmd[160], value[80];
+
+	if (info && show_info_parse(info, info_len, &hi) == 0) {
+		show_text(hi.host, strlen(hi.host), host, sizeof host);
+		show_text(hi.user, strlen(hi.user), user, sizeof user);
+		show_text(hi.command, hi.command_len, cmd, sizeof cmd);
+		snprintf(out, len, "%s@%s pid %lld (%s)%s", user, host, hi.pid, cmd,
+			 hi.finished_ms >= 0 ? ", command finished" : "");
+		show_info_free(&hi);
+		return;
+	}
+	show_text(token, token_len, value, sizeof value);
+	snprintf(out, len, "another client, value '%s'%s", value,
+		 token_len >= sizeof value - 1 ? "..." : "");
+}
+
+void show_ttl(int64_t ms, char *out, size_t len)
+{
+	if (ms < 0)
+		snprintf(out, len, "no TTL");
+	else
+		show_duration(ms, out, len);
+}

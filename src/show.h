@@ -30,6 +30,15 @@ void show_duration(int64_t ms, char *out, size_t len);
 /* "3m12s ago"; "0s ago" for a time ahead of now (clocks differ). */
 void show_ago(int64_t then_ms, int64_t now_ms, char *out, size_t len);
 
+/* A holder as people read it: "ann@db2 pid 4711 (./nightly.sh)" from its
+ * holder info (", command finished" once --min-hold keeps it), else
+ * "another client, value 'TOKEN'". */
+void show_who(const char *token, size_t token_len, const char *info,
+	      size_t info_len, char *out, size_t len);
+/* A lease's time left: "3m12s", or "no TTL" for one that never expires
+ * (ms < 0). */
+void show_ttl(int64_t ms, char *out, size_t len);
+
 /* s as a terminal may show it: a control byte, or a byte that is not part
  * of valid UTF-8, becomes '?'; at most outlen - 1 bytes. */
 void show_text(const char *s, size_t len, char *out, size_t outlen);

@@ -160,22 +160,6 @@ out:
 	return status;
 }
 
-/* The holder's token: --token, else DLOCK_TOKEN when DLOCK_KEY names this
- * lock (as `eval "$(dlock acquire --export KEY)"` leaves them). Any process
- * that has the token may use it, also one outside DLOCK_JOB: it holds the
- * token, and nothing is run under the lock here. */
-static const char *token_of(const struct lock *lk, const struct command_args *a)
-{
-	const char *env_key = getenv("DLOCK_KEY");
-	const char *env_token = getenv("DLOCK_TOKEN");
-
-	if (a->token)
-		return a->token;
-	if (env_key && env_token && *env_token && strcmp(env_key, lk->key) == 0)
-		return env_token;
-	return NULL;
-}
-
 int extend_main(const struct lock_params *base, const struct command_args *a)
 {
 	struct lock lk;
@@ -188,7 +172,7 @@ int extend_main(const struct lock_params *base, const struct command_args *a)
 		status = err.exit;
 		goto out;
 	}
-	token = token_of(&lk, a);
+	token = command_token(&lk, a);
 	if (!token) {
 		log_line(base->name, "no token: give --token, or DLOCK_KEY=%s and DLOCK_TOKEN (dlock acquire --export)",
 			 lk.key);
@@ -202,7 +186,7 @@ int extend_main(const struct lock_params *base, const struct command_args *a)
 		goto out;
 	}
 	strcpy(lk.token, token);
-	switch (lock_extend(&lk, lk.node_timeout_ms, &err)) {
+	switch (lk.eng->extend_token(&lk, &err)) {
 	case EXTEND_OK:
 		status = EX_OK;
 		break;

@@ -310,7 +310,7 @@ int supervise(struct job *job, const struct watch *w)
 	bool poll_failed = false;
 
 	for (;;) {
-		struct pollfd pfd[4 + MAX_SERVERS];
+		struct pollfd pfd[4 + MAX_LEASE_FDS];
 		size_t n_watch;
 		int timeout;
 

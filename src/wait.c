@@ -9,7 +9,6 @@
 #include <bsd/stdlib.h>
 #include "clock.h"
 #include "config.h"
-#include "fanout.h"
 #include "wait.h"
 #include "waitline.h"
 
@@ -21,85 +20,33 @@
 
 struct waiter {
 	struct lock *lk;
-	struct node *wakers;	/* one connection per server, blocked in BLPOP */
-	const char *blpop_argv[3];
-	struct cmd blpop;
 	struct waitline wl;
 	int64_t start_ms, deadline_ms;	/* deadline -1: for ever */
 	int n_pauses;			/* timed pauses so far: they grow */
+	bool pushed;			/* the engine gave descriptors that
+					 * wake us (Redis BLPOP, a blocking
+					 * call, a watch) */
 };
 
-/* Wake-ups: a release pushes on the lock's wake list, and Redis hands the
- * element to the one client that has waited longest in BLPOP there (or
- * keeps it, 2 s, for the next). So a release wakes one waiter, not all:
- * with W waiters a handoff costs a few scripts, not W. A refusal already
- * counts us among the waiters, so a release between it and our BLPOP
- * leaves its element in the list for us: no gap, and no second try. Each
- * server gets a connection of its own, as a blocked connection takes no
- * other commands. */
-static void block(struct waiter *w)
-{
-	const struct lock *lk = w->lk;
+#define MAX_WAIT_FDS 64
 
-	if (!w->wakers) {
-		w->wakers = calloc(lk->n_nodes, sizeof *w->wakers);
-		if (!w->wakers)
-			return;		/* then the timed retries alone */
-		for (size_t i = 0; i < lk->n_nodes; i++)
-			node_init(&w->wakers[i], lk->nodes[i].url, lk->nodes[i].password);
-		w->blpop_argv[0] = "BLPOP";
-		w->blpop_argv[1] = lk->wake_list;
-		w->blpop_argv[2] = "0";
-		w->blpop = (struct cmd){ NULL, 3, w->blpop_argv, NULL };
-	}
-	/* Where no BLPOP is outstanding: the first time, after a wake-up, or
-	 * after a failure (a dead server is asked again, at each pause). */
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		if (node_events(&w->wakers[i]) == 0) {
-			node_end(&w->wakers[i]);
-			node_begin(&w->wakers[i], &w->blpop, 1, INT64_MAX);
-		}
-}
-
-static void unblock(struct waiter *w)
-{
-	for (size_t i = 0; w->wakers && i < w->lk->n_nodes; i++) {
-		node_end(&w->wakers[i]);
-		node_close(&w->wakers[i]);
-	}
-	free(w->wakers);
-	w->wakers = NULL;
-}
-
-/* Sleeps up to ms, or until a server wakes us (*woken). Returns 1 with
- * *signo when a signal came first. */
+/* Sleeps up to ms, or until the engine's descriptors wake us (*woken).
+ * Returns 1 with *signo when a signal came first. */
 static int sleep_or_wake(struct waiter *w, const struct signals *sig, int64_t ms,
 			 int *signo, bool *woken)
 {
 	int64_t until_ms = clock_now_ms() + ms;
 
 	for (;;) {
-		struct pollfd pfd[MAX_SERVERS + 1] = { { sig->fd, POLLIN, 0 } };
-		struct node *which[MAX_SERVERS + 1];
+		struct pollfd pfd[MAX_WAIT_FDS + 1] = { { sig->fd, POLLIN, 0 } };
 		int64_t left_ms = until_ms - clock_now_ms();
-		nfds_t n_pfd = 1;
+		size_t n = w->lk->eng->wait_fds(w->lk, pfd + 1, MAX_WAIT_FDS);
 
-		for (size_t i = 0; w->wakers && i < w->lk->n_nodes; i++) {
-			short events = node_events(&w->wakers[i]);
-
-			if (!events)
-				continue;
-			which[n_pfd] = &w->wakers[i];
-			pfd[n_pfd++] = (struct pollfd){ node_fd(&w->wakers[i]), events, 0 };
-		}
-		if (left_ms <= 0 || poll(pfd, n_pfd, clock_poll_ms(left_ms)) <= 0)
+		w->pushed |= n > 0;
+		if (left_ms <= 0 || poll(pfd, n + 1, clock_poll_ms(left_ms)) <= 0)
 			return 0;
-		for (nfds_t k = 1; k < n_pfd; k++) {
-			if (!pfd[k].revents)
-				continue;
-			node_step(which[k], pfd[k].revents);
-			*woken |= which[k]->state == NODE_DONE;
-		}
+		if (n > 0)
+			*woken |= w->lk->eng->wait_events(w->lk, pfd + 1, n);
 		if ((pfd[0].revents & POLLIN) && (*signo = signals_interrupt(sig)))
 			return 1;
 		if (*woken)
@@ -131,20 +78,21 @@ static int sleep_until_try(struct waiter *w, const struct signals *sig,
 	}
 }
 
-/* How long to sleep before the next try. Blocked in BLPOP, a timed try
- * only catches what wakes nobody: a release by a client that does not
- * push (redis-py, redsync, a DEL), or one whose wake-up went to a waiter
- * that had died. The lease's end and the lapse of a dead waiter we wait
- * behind come as retry_ms. So the pauses grow, about 0.25, 0.5, 1 and
- * 2 s, then 3 s, each drawn within a third of that either way so that a
- * thousand waiters do not move in step: an idle waiter costs a try every
- * 2 to 4 s, and its liveness (lock.c) allows for LOCK_RETRY_MAX_MS.
- * Without BLPOP, redis-py's pace. */
+/* How long to sleep before the next try. Where the engine wakes us
+ * (Redis's BLPOP, a blocking call, a watch), a timed try only catches
+ * what wakes nobody: on Redis a release by a client that does not push
+ * (redis-py, redsync, a DEL), or one whose wake-up went to a waiter that
+ * had died. The lease's end and the lapse of a dead waiter we wait behind
+ * come as retry_ms. So the pauses grow, about 0.25, 0.5, 1 and 2 s, then
+ * 3 s, each drawn within a third of that either way so that a thousand
+ * waiters do not move in step: an idle waiter costs a try every 2 to 4 s,
+ * and its liveness on Redis allows for LOCK_RETRY_MAX_MS. Without
+ * anything to wake us, redis-py's pace. */
 static int64_t next_try_ms(struct waiter *w, int64_t retry_ms)
 {
 	int64_t sleep_ms;
 
-	if (w->wakers) {
+	if (w->pushed) {
 		int64_t mean_ms = w->n_pauses < 4 ? 250 << w->n_pauses :
 				  LOCK_RETRY_MAX_MS * 3 / 4;
 
@@ -181,35 +129,17 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 	const struct lock_params *p = lk->p;
 	int64_t backoff_ms = 100;
 	int n_failures = 0;
-	bool slot_named = false;
 
 	for (;;) {
 		int64_t sleep_ms, retry_ms = -1, now_ms;
-		enum lock_result r;
-
-		/* --fair: servers that cannot give a ticket are retried as
-		 * ones that cannot answer a try */
-		if (p->fair && !lk->ticket[0] && lock_take_ticket(lk, err) < 0)
-			r = LOCK_FAILED;
-		else
-			r = lock_try(lk, &retry_ms, err);
-
-		/* --limit over several servers: they picked different free
-		 * slots; all ask for one a server named, at once, once. */
-		lk->slot_arg[0] = '\0';
-		if (r == LOCK_HELD && lk->free_slot >= 0 && !slot_named) {
-			snprintf(lk->slot_arg, sizeof lk->slot_arg, "%ld", lk->free_slot);
-			slot_named = true;
-			continue;
-		}
-		slot_named = false;
+		enum lock_result r = lock_try(lk, &retry_ms, err);
 
 		if (r == LOCK_ACQUIRED) {
 			lock_end_wait(lk, r);
 			if (enough_left(lk, err))
 				return r;
 			r = LOCK_FAILED;
-			/* a fresh ticket: our place in the --fair queue is gone */
+			/* a fresh start: our place in any queue is gone */
 			if (lock_begin(lk, err) < 0)
 				return r;
 		}
@@ -228,7 +158,6 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 			if (w->deadline_ms == w->start_ms)	/* -n: no wait to show */
 				return r;
 			waitline_update(&w->wl, lk->held_by, lk->queue_pos, p->fair);
-			block(w);
 			sleep_ms = next_try_ms(w, retry_ms);
 		}
 		now_ms = clock_now_ms();
@@ -252,12 +181,13 @@ enum lock_result wait_acquire(struct lock *lk, int64_t wait_ms,
 	enum lock_result r;
 
 	w.deadline_ms = wait_ms >= 0 ? w.start_ms + wait_ms : -1;
+	lk->wait_deadline_ms = w.deadline_ms;
 	if (lock_begin(lk, err) < 0)
 		return LOCK_FAILED;
 	waitline_init(&w.wl, p->name, p->verbose);
 	r = wait_loop(&w, sig, signo, err);
 	waitline_clear(&w.wl);
-	unblock(&w);
+	/* acquired, it left the waiters already (wait_loop) */
 	if (r != LOCK_ACQUIRED)
 		lock_end_wait(lk, r);
 	return r;

@@ -4,6 +4,7 @@
 
 #include "config.h"
 #include "tap.h"
+#include "url.h"
 
 static struct config_file cf;
 static char err[256];
@@ -33,9 +34,32 @@ static void refused(const char *what, const char *text, int line)
 	   "%s: refused at line %d (err \"%s\")", what, line, err);
 }
 
+static struct url *urls;
+static const struct engine *engine;
+
+/* config_split_servers() then config_parse_servers(), as config.c runs
+ * them: urls the Redis engine's parsed URLs. */
+static int servers(const char *list, size_t max, size_t *n)
+{
+	char *texts[8];
+	void *parsed = NULL;
+	int r;
+
+	if (engine && urls)
+		engine->free_servers(urls, 0);
+	urls = NULL;
+	*n = 0;
+	r = config_split_servers(list, texts, max, n, err, sizeof err);
+	if (r == 0)
+		r = config_parse_servers(texts, *n, &engine, &parsed, err, sizeof err);
+	for (size_t i = 0; i < *n; i++)
+		free(texts[i]);
+	urls = parsed;
+	return r;
+}
+
 int main(void)
 {
-	static struct url urls[4];
 	size_t n;
 
 	ok(parse("# dlock settings\n"
@@ -82,46 +106,41 @@ int main(void)
 	refused("empty ttl", "# c\n\nttl=\n", 3);
 	refused("empty password-file", "password-file =\n", 1);
 
-	ok(config_parse_servers("unix:/a,unix:/b", urls, 4, &n, err, sizeof err) == 0 &&
+	ok(servers("unix:/a,unix:/b", 4, &n) == 0 &&
 	   n == 2 && strcmp(urls[0].path, "/a") == 0 && strcmp(urls[1].path, "/b") == 0,
 	   "servers split on a comma (%s)", err);
-	ok(config_parse_servers("unix:/a, redis://h:7 ,unix:/c", urls, 4, &n, err, sizeof err) == 0 &&
+	ok(servers("unix:/a, redis://h:7 ,unix:/c", 4, &n) == 0 &&
 	   n == 3 && urls[1].kind == URL_TCP && urls[1].port == 7 &&
 	   strcmp(urls[2].path, "/c") == 0, "servers split on commas with blanks (%s)", err);
-	ok(config_parse_servers("unix:/a unix:/b\tunix:/c", urls, 4, &n, err, sizeof err) == 0 &&
+	ok(servers("unix:/a unix:/b\tunix:/c", 4, &n) == 0 &&
 	   n == 3 && strcmp(urls[2].path, "/c") == 0, "servers split on blanks (%s)", err);
-	ok(config_parse_servers("  unix:/a  ", urls, 4, &n, err, sizeof err) == 0 &&
+	ok(servers("  unix:/a  ", 4, &n) == 0 &&
 	   n == 1 && strcmp(urls[0].path, "/a") == 0, "leading and trailing blanks (%s)", err);
-	ok(config_parse_servers("unix:/a,http://x", urls, 4, &n, err, sizeof err) == -1 &&
+	ok(servers("unix:/a,http://x", 4, &n) == -1 &&
 	   err[0] != '\0', "a bad URL in the list is refused (%s)", err);
-	ok(config_parse_servers("unix:/a,unix:/b,unix:/c", urls, 2, &n, err, sizeof err) == -1,
+	ok(servers("unix:/a,unix:/b,unix:/c", 2, &n) == -1,
 	   "more servers than max are refused (%s)", err);
-	ok(config_parse_servers("redis-sentinel://h1:26379,h2:26380/mymaster", urls, 4,
-				&n, err, sizeof err) == 0 &&
+	ok(servers("redis-sentinel://h1:26379,h2:26380/mymaster", 4, &n) == 0 &&
 	   n == 1 && urls[0].kind == URL_SENTINEL && urls[0].n_sentinels == 2 &&
 	   urls[0].sentinels[1].port == 26380 && strcmp(urls[0].master, "mymaster") == 0,
 	   "a sentinel URL's commas stay in it (%s)", err);
-	ok(config_parse_servers("unix:/a,redis-sentinel://h1,h2:7/m,unix:/c redis-sentinel://h3/n",
-				urls, 4, &n, err, sizeof err) == 0 &&
+	ok(servers("unix:/a,redis-sentinel://h1,h2:7/m,unix:/c redis-sentinel://h3/n", 4, &n) == 0 &&
 	   n == 4 && urls[1].n_sentinels == 2 && strcmp(urls[1].master, "m") == 0 &&
 	   strcmp(urls[2].path, "/c") == 0 && urls[3].n_sentinels == 1 &&
 	   strcmp(urls[3].master, "n") == 0,
 	   "a list splits between sentinel URLs and others (%s)", err);
-	ok(config_parse_servers("rediss-sentinel://h1,h2:7/m,rediss://h3", urls, 4, &n, err,
-				sizeof err) == 0 &&
+	ok(servers("rediss-sentinel://h1,h2:7/m,rediss://h3", 4, &n) == 0 &&
 	   n == 2 && urls[0].tls && urls[0].n_sentinels == 2 && strcmp(urls[0].master, "m") == 0 &&
 	   urls[1].tls && urls[1].kind == URL_TCP,
 	   "a rediss-sentinel:// URL's commas stay in it too (%s)", err);
-	ok(config_parse_servers("redis+cluster://h1:7000,h2:7001,redis://h3 unix:/x", urls, 4,
-				&n, err, sizeof err) == 0 &&
+	ok(servers("redis+cluster://h1:7000,h2:7001,redis://h3 unix:/x", 4, &n) == 0 &&
 	   n == 3 && urls[0].n_seeds == 2 && urls[0].seeds[1].port == 7001 &&
 	   urls[1].kind == URL_TCP && urls[1].n_seeds == 0 && strcmp(urls[1].host, "h3") == 0 &&
 	   strcmp(urls[2].path, "/x") == 0,
 	   "a cluster URL's commas stay in it, up to the next URL (%s)", err);
-	ok(config_parse_servers("unix:/a,rediss+cluster://h1,h2,h3", urls, 4, &n, err,
-				sizeof err) == 0 && n == 2 && urls[1].tls && urls[1].n_seeds == 3,
+	ok(servers("unix:/a,rediss+cluster://h1,h2,h3", 4, &n) == 0 && n == 2 && urls[1].tls && urls[1].n_seeds == 3,
 	   "a rediss+cluster:// URL last in a list keeps its seeds (%s)", err);
-	ok(config_parse_servers("redis-sentinel://h1,h2", urls, 4, &n, err, sizeof err) == -1 &&
+	ok(servers("redis-sentinel://h1,h2", 4, &n) == -1 &&
 	   strstr(err, "master name") != NULL,
 	   "a sentinel URL without its master is refused whole (%s)", err);
 

@@ -5,17 +5,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include "engine.h"
 #include "log.h"
 
 #define TLS_LIBRARY "libssl.so.3"	/* OpenSSL 3, as the headers built against */
 
-/* What the command line and the config file say; the files are read by
- * tls_init(). */
-struct tls_options {
-	char *ca;		/* --tls-ca FILE; NULL: the system's CAs */
-	char *cert, *key;	/* --tls-cert, --tls-key: both or neither */
-	bool insecure;		/* --tls-insecure: no verification at all */
-};
 
 /* Loads OpenSSL and builds the context every TLS connection of the process
  * shares: the CAs, the client certificate and key are read now, before any

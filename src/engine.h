@@ -1,0 +1,339 @@
+/* engine.h - what the core asks of the store that keeps a lock.
+ *
+ * The core (options, settings, waiting, the lease's clock, the job, -k,
+ * the inspection commands' output) is the same whatever keeps the lock;
+ * an engine keeps it: Redis (src/redis/), PostgreSQL (src/postgres/),
+ * MySQL/MariaDB (src/mysql/), ZooKeeper (src/zookeeper/), etcd
+ * (src/etcd/). Each fills one struct engine; no core file includes a
+ * client library's header, and no engine includes another's.
+ *
+ * One loss clock for every engine: lock.valid_until_ms is a monotonic
+ * bound (clock.h) until which the lock is surely ours. Only proof of life
+ * moves it forward: a grant, a renewal the store confirmed, a probe the
+ * store answered, a ZooKeeper session seen connected. The core tells the
+ * job a tenth of the TTL before it runs out (lease.c, supervise.c, the
+ * watchdog), whatever the engine.
+ *
+ * Threads: the core calls an engine from its main thread, except extend(),
+ * which the renewal thread calls while the job runs; meanwhile the main
+ * thread calls only watch_fds() and watch_events(), and never while a
+ * renewal round runs. So a lock's connections have one user at a time. */
+#pragma once
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "log.h"
+
+#define LOCK_SHARED (-1)	/* lock_params.limit of a shared lock */
+#define LOCK_EXIT_UNKNOWN (-1)	/* a job's exit status nobody knows */
+#define LOCK_TOKEN_MAX 64	/* the longest token, without its NUL */
+#define LOCK_INFO_MAX 512	/* the longest holder info, with its NUL */
+/* The longest a waiter sleeps between two tries (wait.c): Redis counts a
+ * waiter gone after this, 2 s and two --node-timeouts without a try. */
+#define LOCK_RETRY_MAX_MS 4000
+
+enum lock_result {
+	LOCK_ACQUIRED,
+	LOCK_REENTERED,		/* our caller's lock: run without acquiring */
+	LOCK_HELD,		/* someone else has it */
+	LOCK_FAILED,		/* err says why: 69, 70 or 77 (64, 71) */
+	LOCK_INTERRUPTED,	/* a signal arrived while waiting */
+};
+
+enum extend_result { EXTEND_OK, EXTEND_FAILED, EXTEND_LOST };
+
+/* What an engine can do. An option that needs a capability the engine
+ * lacks is a usage error (64) naming engine and option, found before
+ * anything is contacted (engine_check() in engine.c). */
+enum engine_cap {
+	CAP_SHARED = 1 << 0,		/* -s */
+	CAP_LIMIT = 1 << 1,		/* --limit N */
+	CAP_FAIR = 1 << 2,		/* --fair: honoured, or FIFO anyway */
+	CAP_STEPS = 1 << 3,		/* acquire, extend, release --token
+					 * from separate processes */
+	CAP_HISTORY = 1 << 4,		/* dlock history */
+	CAP_FORCE = 1 << 5,		/* release --force */
+	CAP_SEVERAL = 1 << 6,		/* several -S URLs (RedLock) */
+	CAP_WAIT_REPLICAS = 1 << 7,	/* --wait-replicas */
+	CAP_MIN_HOLD_KEPT = 1 << 8,	/* the store keeps --min-hold after
+					 * dlock exits; without it dlock
+					 * keeps the lock itself until then */
+	CAP_NO_FORK = 1 << 9,		/* -F: a forked helper can keep the
+					 * lease (the connections survive
+					 * fork()) */
+	CAP_UNAVAILABLE_RUN = 1 << 10,	/* --unavailable run */
+	CAP_LIST = 1 << 11,		/* dlock status with no KEY */
+};
+
+/* --tls-ca, --tls-cert, --tls-key, --tls-insecure (config.c resolves). */
+struct tls_options {
+	char *ca;		/* NULL: the system's CAs */
+	char *cert, *key;	/* a client certificate: both or neither */
+	bool insecure;		/* no verification at all */
+};
+
+struct engine;
+struct settings;
+
+/* What the lock is and how this caller takes it: built once, by main, from
+ * the command line and the settings. */
+struct lock_params {
+	const char *name;	/* the lock's name as given, for messages */
+	const char *prefix;	/* the store's name is prefix + name */
+	const struct engine *engine;
+	const void *servers;	/* the engine's parsed URLs (engine.parse) */
+	size_t n_servers;
+	const char *password;	/* for URLs that carry none */
+	const struct tls_options *tls;
+	int64_t ttl_ms, node_timeout_ms;
+	long limit;		/* 0 exclusive, LOCK_SHARED, or N holders */
+	bool fair;		/* waiters take the lock in arrival order */
+	bool waits;		/* a refusal counts the caller among waiters */
+	int wait_replicas;	/* an acquisition counts once N replicas have it */
+	const char *command;	/* the holder's command, for the holder info */
+	int holder_pid;		/* the holder info's pid; 0: ours */
+	long history;		/* events the lock's history keeps; 0: none */
+	int64_t min_hold_ms;	/* --min-hold: kept that long at least; 0: off */
+	bool no_fence;		/* --no-fence: no DLOCK_FENCE, no write for it */
+	bool verbose;
+	const char *token;	/* -k: the token of every acquisition, one
+				 * for all the keys; NULL: a fresh one each */
+};
+
+/* One lock as the core holds it; the engine's own state hangs off e. */
+struct lock {
+	const struct lock_params *p;
+	const struct engine *eng;
+	void *e;		/* the engine's: open() to close() */
+	char *key;		/* the lock's name in the store (DLOCK_KEY),
+				 * set by open() */
+	char token[LOCK_TOKEN_MAX + 1];	/* this holder's (DLOCK_TOKEN) */
+	char fence[24];		/* DLOCK_FENCE; "" for none (--no-fence) */
+	const char *reentry_token;	/* DLOCK_TOKEN, when DLOCK_KEY is our
+					 * key and we run inside that job:
+					 * try() re-enters if the store says
+					 * that token holds the lock */
+	/* "host\tpid\tuser\tsince_ms\tcommand", see show.h: what status and
+	 * a waiter's line show of this holder; the core fills it, and
+	 * stamps since_ms right before each try (lock_stamp_since()). */
+	char info[LOCK_INFO_MAX];
+	int64_t ttl_ms, node_timeout_ms;
+	int64_t valid_until_ms;	/* the loss clock: ours at least until then */
+	int64_t acquired_ms;	/* when the acquiring round began */
+	int64_t wait_deadline_ms;	/* the core's -w deadline, for blocking
+					 * calls in the store; -1: none */
+	/* what the last refusal said, for the wait line */
+	char held_by[LOCK_INFO_MAX];	/* the holder's info, or "" */
+	long queue_pos;		/* our place among waiters; 0: unknown */
+	bool refused;		/* a server said the lock is held */
+	bool misconfigured;	/* the failure is a setting to fix (a
+				 * certificate), not an outage: no
+				 * --unavailable run */
+	bool lost_at_release;	/* the last release found the lock no longer
+				 * ours: the lease was lost (75) */
+};
+
+/* A release: how, and what the history records. */
+struct release_how {
+	bool job;		/* a job ran; else an acquisition given back */
+	int exit_status;	/* the job's, or LOCK_EXIT_UNKNOWN */
+	bool min_hold;		/* keep the lock for what is left of
+				 * --min-hold (CAP_MIN_HOLD_KEPT only) */
+};
+
+/* ---- what the inspection commands show (status.c, history.c print) --- */
+
+struct status_holder {
+	char *token;		/* the holder's token or value in the store */
+	size_t token_len;
+	char *info;		/* holder info (show.h); NULL: a foreign holder */
+	size_t info_len;
+	int64_t left_ms;	/* lease left; -1: no expiry; -2: unknown */
+	long long fence;	/* -1: none */
+	long slot;		/* --limit: its slot; -1 */
+	size_t n_servers;	/* on how many servers (1 but for RedLock) */
+	char *note;		/* the engine's words, or NULL ("session
+				 * 0x1f, timeout 9s") */
+};
+
+struct status_waiter {
+	char *token, *info;	/* info NULL: unknown */
+	size_t token_len, info_len;
+	long long ticket;	/* its place; -1 */
+};
+
+enum status_state { ST_HELD, ST_FREE, ST_OTHER, ST_SPLIT, ST_UNKNOWN };
+
+/* What one server says (RedLock prints them all). */
+struct status_server {
+	char *url;		/* the URL, password masked */
+	char *says;		/* a few words */
+	bool failed;		/* says is the error */
+	char kind[8];		/* "error", "free", "held", "other" */
+	char type[16];		/* what the key is: "string", "hash"... */
+	int64_t ttl_ms;		/* -1 none */
+	long long fence;	/* -1 none */
+	char **tokens;
+	size_t n_tokens;
+};
+
+struct status_lock {
+	char *name;		/* as given, or as listing found it */
+	char *key;		/* the store's name for it */
+	enum status_state state;
+	char type[16];		/* the store's kind of thing; "" */
+	char mode[24];		/* "s", "N" (--limit N), "" */
+	bool foreign;		/* held by another client than dlock */
+	int64_t ttl_ms;		/* the lock's own: -1 none, -2 unknown */
+	struct status_holder *holders;
+	size_t n_holders;
+	struct status_waiter *waiters;	/* in queue order */
+	size_t n_waiters;
+	long long fence;	/* the fencing counter; -1: none */
+	long long n_waiting, n_writers;	/* 0: none (or unknown) */
+	size_t n_agree;		/* servers that agree */
+	struct error err;	/* ST_UNKNOWN: why */
+	struct status_server *servers;	/* n_servers of them, or NULL */
+	size_t n_servers;
+};
+
+enum history_kind { EV_ACQUIRED, EV_BROKEN, EV_RELEASED, EV_LOST };
+
+struct history_event {
+	enum history_kind kind;
+	int64_t time_ms;	/* wall clock, the store's */
+	char *id;		/* the store's name for the event */
+	char *token;
+	size_t token_len;
+	char *holder;		/* holder info, or NULL */
+	size_t holder_len;
+	char *by;		/* holder info of who broke or released it */
+	size_t by_len;
+	long long fence, exit, held_ms;	/* -1: none */
+	size_t n_servers;
+};
+
+struct history_report {
+	struct history_event *events;	/* newest first */
+	size_t n_events;
+	size_t n_servers, n_ok;
+};
+
+struct broken_holder {
+	char *token, *info;	/* info NULL: a foreign holder */
+	size_t token_len, info_len;
+	int64_t left_ms;
+	size_t n_servers;
+};
+
+/* ---- the engine --------------------------------------------------------- */
+
+struct engine {
+	const char *name;	/* "Redis", "PostgreSQL"... for messages */
+	const char *schemes;	/* "redis://, rediss://, unix:..." for messages */
+	unsigned caps;		/* enum engine_cap */
+	int64_t min_ttl_ms;	/* the shortest --ttl it can keep */
+
+	/* Settings. claims: whether url (by its scheme) is this engine's.
+	 * parse: the list into what lock_params.servers points to; pure, a
+	 * bad URL is -1 with the reason (64), never echoing a password.
+	 * uses_tls: whether these servers ask for TLS (--tls-* need one). */
+	bool (*claims)(const char *url);
+	int (*parse)(const char *const *urls, size_t n, void **servers,
+		     char *err, size_t errlen);
+	void (*free_servers)(void *servers, size_t n);
+	/* Server i as messages name it, its password masked. */
+	const char *(*server_text)(const void *servers, size_t i);
+	bool (*uses_tls)(const void *servers, size_t n);
+	/* Once, on the main thread, before any other thread and lock: load
+	 * what the engine needs (OpenSSL for rediss://), given the settings
+	 * (config.h). NULL: nothing. */
+	int (*init)(const struct settings *st, struct error *err);
+	void (*end)(void);
+
+	/* A lock. open fills lk->e and lk->key, contacting nothing yet;
+	 * close frees what open and the rest made (connections closed: a
+	 * lock that dies with its connection is given back then). */
+	int (*open)(struct lock *lk, struct error *err);
+	void (*close)(struct lock *lk);
+
+	/* Acquiring. begin starts an acquisition: a fresh token (p->token
+	 * when set), no place in any queue yet. try asks once: LOCK_HELD
+	 * sets *retry_ms, when to ask again at the latest (-1: the core's
+	 * pace); anything but LOCK_ACQUIRED gives back what was partly
+	 * taken, and LOCK_ACQUIRED sets token, fence, valid_until_ms and
+	 * acquired_ms. wait_fds, when the core is about to sleep after
+	 * LOCK_HELD: the descriptors whose events wake the waiter (BLPOP
+	 * connections, a blocking call's socket, an eventfd), at most max;
+	 * wait_events takes their poll() results and says whether to try
+	 * again now. end_wait: the acquisition is over with r; leave queues,
+	 * cancel blocking calls, give back what was granted to a call that
+	 * was cancelled too late. */
+	int (*begin)(struct lock *lk, struct error *err);
+	enum lock_result (*try)(struct lock *lk, int64_t *retry_ms,
+				struct error *err);
+	size_t (*wait_fds)(struct lock *lk, struct pollfd *pfd, size_t max);
+	bool (*wait_events)(struct lock *lk, const struct pollfd *pfd, size_t n);
+	void (*end_wait)(struct lock *lk, enum lock_result r);
+
+	/* Holding. extend: one renewal round (or probe), each server bounded
+	 * by timeout_ms; EXTEND_OK sets valid_until_ms from the round's
+	 * start, EXTEND_LOST means the store says it is no longer ours.
+	 * watch_fds/watch_events: what tells the holder early that the lock
+	 * may be gone (a release notice, a socket the server closed, a
+	 * watch); watch_events returns true to ask for a renewal round now,
+	 * with what it learnt in note (or ""). NULL: nothing to watch. */
+	enum extend_result (*extend)(struct lock *lk, int64_t timeout_ms,
+				     struct error *err);
+	size_t (*watch_fds)(struct lock *lk, struct pollfd *pfd, size_t max);
+	bool (*watch_events)(struct lock *lk, const struct pollfd *pfd,
+			     size_t n, char *note, size_t notelen);
+	/* Every descriptor the lock uses, for -F's helper, which closes all
+	 * others. */
+	size_t (*fds)(const struct lock *lk, int *fds, size_t max);
+
+	/* Releasing. 0 done, 1 done on a majority only (err says where
+	 * not), -1 not done: the lock lapses with its lease. Sets
+	 * lk->lost_at_release when it was no longer ours. */
+	int (*release)(struct lock *lk, const struct release_how *how,
+		       struct error *err);
+	/* --verbose after a failure: one line for each server that failed.
+	 * NULL: one server, the error says it all. */
+	void (*log_servers)(const struct lock *lk);
+
+	/* Inspection and repair; NULL where the caps say no. status fills
+	 * locks[0..n-1] (name set by the caller) in as few rounds as it can;
+	 * 0, or -1 with err when nothing could be asked. list: every lock's
+	 * name under the prefix. lk is opened on the first name (or "").  */
+	int (*status)(struct lock *lk, struct status_lock *locks, size_t n,
+		      struct error *err);
+	int (*list)(struct lock *lk, char ***names, size_t *n,
+		    struct error *err);
+	int (*history)(struct lock *lk, long count, struct history_report *out,
+		       struct error *err);
+	/* release --token: 0 released, 1 not held by that token, else an
+	 * exit status with err. */
+	int (*release_token)(struct lock *lk, const char *token,
+			     struct error *err);
+	/* release --force: the holders broken; 0 broken, 1 free, else an
+	 * exit status with err (70: a key that is no lock, left alone). */
+	int (*force)(struct lock *lk, struct broken_holder **out, size_t *n,
+		     struct error *err);
+	/* extend from another process (CAP_STEPS): lk->token is the token
+	 * given; the lease renewed to the TTL. */
+	enum extend_result (*extend_token)(struct lock *lk, struct error *err);
+};
+
+/* The engines built in (meson features), NULL-terminated. */
+extern const struct engine *const engines[];
+/* The engine that claims url, or NULL. */
+const struct engine *engine_of(const char *url);
+
+/* "bad server URL 'URL': why", the URL left out where it may hold a
+ * password: for engines' parse(). */
+void engine_bad_url(const char *url, const char *why, char *err, size_t errlen);
+
+void status_lock_free(struct status_lock *s);
+void history_report_free(struct history_report *h);
+void broken_free(struct broken_holder *b, size_t n);

@@ -1,0 +1,429 @@
+/* engine.c - Redis behind the engine interface (src/engine.h): one server,
+ * RedLock over several, Sentinel, Cluster, TLS. The lock itself is lock.c;
+ * here are what wakes a waiter (BLPOP on the lock's wake list), what tells
+ * a holder that another process released its lock (BRPOP on its notice
+ * list), and the copies between the core's struct lock and ours. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include "config.h"
+#include "engine.h"
+#include "rcommands.h"
+#include "rlock.h"
+#include "tls.h"
+#include "url.h"
+
+/* The engine's part of a struct lock (its e). */
+struct redis {
+	struct rlock rl;
+	/* waiting: one connection per server, blocked in BLPOP */
+	struct node *wakers;
+	const char *blpop_argv[3];
+	struct cmd blpop;
+	size_t *waker_idx;	/* which waker each pollfd given out is */
+	/* holding: one connection per server, BRPOPs our notice list */
+	struct node *watch;
+	size_t *watch_idx;
+	char *notice_list;
+	const char *watch_argv[3];
+	struct cmd watch_cmd;
+	bool no_resolve;	/* the renewal thread has begun */
+	bool renewed;		/* a renewal succeeded since the watch was
+				 * last looked at: failed watches again */
+};
+
+static struct redis *R(const struct lock *lk)
+{
+	return lk->e;
+}
+
+/* ---- settings ----------------------------------------------------------- */
+
+static bool claims(const char *url)
+{
+	static const char *const schemes[] = {
+		"redis://", "rediss://", "unix:", "redis-sentinel://",
+		"rediss-sentinel://", "redis+cluster://", "rediss+cluster://", NULL
+	};
+
+	for (const char *const *s = schemes; *s; s++)
+		if (strncmp(url, *s, strlen(*s)) == 0)
+			return true;
+	return false;
+}
+
+static int parse(const char *const *urls, size_t n, void **servers, char *err,
+		 size_t errlen)
+{
+	/* malloc, not calloc: url_parse() fills each one it uses. */
+	struct url *u = malloc(n * sizeof *u);
+	char why[256];
+
+	if (!u) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (url_parse(urls[i], &u[i], why, sizeof why) < 0) {
+			engine_bad_url(urls[i], why, err, errlen);
+			free(u);
+			return -1;
+		}
+	*servers = u;
+	return 0;
+}
+
+static void free_servers(void *servers, size_t n)
+{
+	free(servers);
+}
+
+static const char *server_text(const void *servers, size_t i)
+{
+	return ((const struct url *)servers)[i].text;
+}
+
+static bool uses_tls(const void *servers, size_t n)
+{
+	const struct url *u = servers;
+
+	for (size_t i = 0; i < n; i++)
+		if (u[i].tls)
+			return true;
+	return false;
+}
+
+static int init(const struct settings *st, struct error *err)
+{
+	return st->tls ? tls_init(&st->tls_opts, err) : 0;
+}
+
+/* ---- the lock -------------------------------------------------------------- */
+
+static int open_lock(struct lock *lk, struct error *err)
+{
+	struct redis *r = calloc(1, sizeof *r);
+
+	if (!r) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	lk->e = r;
+	if (rlock_init(&r->rl, lk, err) < 0)
+		return -1;
+	lk->key = r->rl.key;
+	return 0;
+}
+
+static void close_nodes(struct node **nodes, size_t n)
+{
+	for (size_t i = 0; *nodes && i < n; i++) {
+		node_end(&(*nodes)[i]);
+		node_close(&(*nodes)[i]);
+	}
+	free(*nodes);
+	*nodes = NULL;
+}
+
+static void close_lock(struct lock *lk)
+{
+	struct redis *r = R(lk);
+
+	close_nodes(&r->wakers, r->rl.n_nodes);
+	close_nodes(&r->watch, r->rl.n_nodes);
+	free(r->waker_idx);
+	free(r->watch_idx);
+	free(r->notice_list);
+	rlock_free(&r->rl);
+	free(r);
+	lk->key = NULL;
+}
+
+/* What the core reads of the last round. */
+static void copy_out(struct lock *lk)
+{
+	const struct rlock *rl = &R(lk)->rl;
+
+	snprintf(lk->token, sizeof lk->token, "%s", rl->token);
+	snprintf(lk->fence, sizeof lk->fence, "%s", lk->p->no_fence ? "" : rl->fence);
+	lk->valid_until_ms = rl->valid_until_ms;
+	lk->acquired_ms = rl->acquired_ms;
+	snprintf(lk->held_by, sizeof lk->held_by, "%s", rl->held_by);
+	lk->queue_pos = rl->queue_pos;
+	lk->refused = rl->refused;
+	for (size_t i = 0; i < rl->n_nodes; i++)
+		lk->misconfigured |= rl->nodes[i].tls_refused;
+}
+
+static int begin(struct lock *lk, struct error *err)
+{
+	int r = rlock_begin(&R(lk)->rl, err);
+
+	copy_out(lk);
+	return r;
+}
+
+static enum lock_result try(struct lock *lk, int64_t *retry_ms,
+			    struct error *err)
+{
+	struct rlock *rl = &R(lk)->rl;
+	enum lock_result r;
+
+	rl->reentry_token = lk->reentry_token;	/* known once open */
+	/* --fair: servers that cannot give a ticket are retried as ones
+	 * that cannot answer a try */
+	if (lk->p->fair && !rl->ticket[0] && rlock_take_ticket(rl, err) < 0) {
+		copy_out(lk);
+		return LOCK_FAILED;
+	}
+	r = rlock_try(rl, retry_ms, err);
+	/* --limit over several servers: they picked different free slots;
+	 * all ask for one a server named, at once, once. */
+	if (r == LOCK_HELD && rl->free_slot >= 0) {
+		snprintf(rl->slot_arg, sizeof rl->slot_arg, "%ld", rl->free_slot);
+		r = rlock_try(rl, retry_ms, err);
+	}
+	rl->slot_arg[0] = '\0';
+	copy_out(lk);
+	return r;
+}
+
+/* Wake-ups: a release pushes on the lock's wake list, and Redis hands the
+ * element to the one client that has waited longest in BLPOP there (or
+ * keeps it, 2 s, for the next). So a release wakes one waiter, not all:
+ * with W waiters a handoff costs a few scripts, not W. A refusal already
+ * counts us among the waiters, so a release between it and our BLPOP
+ * leaves its element in the list for us: no gap, and no second try. Each
+ * server gets a connection of its own, as a blocked connection takes no
+ * other commands. */
+static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+{
+	struct redis *r = R(lk);
+	struct rlock *rl = &r->rl;
+	size_t n = 0;
+
+	if (!r->wakers) {
+		r->wakers = calloc(rl->n_nodes, sizeof *r->wakers);
+		r->waker_idx = calloc(rl->n_nodes, sizeof *r->waker_idx);
+		if (!r->wakers || !r->waker_idx) {
+			free(r->wakers);
+			r->wakers = NULL;
+			return 0;	/* then the timed retries alone */
+		}
+		for (size_t i = 0; i < rl->n_nodes; i++)
+			node_init(&r->wakers[i], rl->nodes[i].url, rl->nodes[i].password);
+	}
+	r->blpop_argv[0] = "BLPOP";
+	r->blpop_argv[1] = rl->wake_list;
+	r->blpop_argv[2] = "0";
+	r->blpop = (struct cmd){ NULL, 3, r->blpop_argv, NULL };
+	for (size_t i = 0; i < rl->n_nodes && n < max; i++) {
+		short events = node_events(&r->wakers[i]);
+
+		/* Where no BLPOP is outstanding: the first time, after a
+		 * wake-up, or after a failure (a dead server is asked again,
+		 * at each pause). */
+		if (events == 0) {
+			node_end(&r->wakers[i]);
+			node_begin(&r->wakers[i], &r->blpop, 1, INT64_MAX);
+			events = node_events(&r->wakers[i]);
+		}
+		if (!events)
+			continue;
+		r->waker_idx[n] = i;
+		pfd[n++] = (struct pollfd){ node_fd(&r->wakers[i]), events, 0 };
+	}
+	return n;
+}
+
+static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
+{
+	struct redis *r = R(lk);
+	bool woken = false;
+
+	for (size_t k = 0; k < n; k++) {
+		struct node *w = &r->wakers[r->waker_idx[k]];
+
+		if (!pfd[k].revents)
+			continue;
+		node_step(w, pfd[k].revents);
+		woken |= w->state == NODE_DONE;
+	}
+	return woken;
+}
+
+static void end_wait(struct lock *lk, enum lock_result res)
+{
+	struct redis *r = R(lk);
+
+	close_nodes(&r->wakers, r->rl.n_nodes);
+	rlock_end_wait(&r->rl, res);
+}
+
+/* ---- holding ----------------------------------------------------------- */
+
+static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
+				 struct error *err)
+{
+	struct rlock *rl = &R(lk)->rl;
+	enum extend_result r;
+
+	/* The renewal thread: a round must end within its deadline, so no
+	 * name lookups from here on (getaddrinfo blocks beyond any). */
+	if (!R(lk)->no_resolve) {
+		for (size_t i = 0; i < rl->n_nodes; i++)
+			rl->nodes[i].no_resolve = true;
+		R(lk)->no_resolve = true;
+	}
+	r = rlock_extend(rl, timeout_ms, err);
+	lk->valid_until_ms = rl->valid_until_ms;
+	/* read by watch_fds(), which never runs beside a round */
+	R(lk)->renewed |= r == EXTEND_OK;
+	return r;
+}
+
+/* BRPOP on every server where none is outstanding (BRPOP, where waiters
+ * BLPOP: CLIENT LIST tells a holder's connection from a waiter's). A
+ * sentinel URL is left out: asking the sentinels blocks, and the
+ * supervisor must not. */
+static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+{
+	struct redis *r = R(lk);
+	struct rlock *rl = &r->rl;
+	size_t n = 0;
+
+	if (!r->watch) {
+		r->watch = calloc(rl->n_nodes, sizeof *r->watch);
+		r->watch_idx = calloc(rl->n_nodes, sizeof *r->watch_idx);
+		if (!r->watch || !r->watch_idx ||
+		    asprintf(&r->notice_list, "%s:%s", rl->notice_key, rl->token) < 0) {
+			r->notice_list = NULL;
+			free(r->watch);
+			r->watch = NULL;
+			return 0;	/* the renewals find out, later */
+		}
+		for (size_t i = 0; i < rl->n_nodes; i++) {
+			node_init(&r->watch[i], rl->nodes[i].url, rl->nodes[i].password);
+			r->watch[i].no_resolve = true;	/* nothing that blocks */
+		}
+		r->watch_argv[0] = "BRPOP";
+		r->watch_argv[1] = r->notice_list;
+		r->watch_argv[2] = "0";
+		r->watch_cmd = (struct cmd){ NULL, 3, r->watch_argv, NULL };
+	}
+	for (size_t i = 0; i < rl->n_nodes && n < max; i++) {
+		struct node *w = &r->watch[i];
+		short events;
+
+		if (w->url->kind == URL_SENTINEL)
+			continue;
+		/* a failed one again after a renewal, not at once (a
+		 * refused connection would spin) */
+		if (node_events(w) == 0 && (w->state != NODE_FAILED || r->renewed)) {
+			node_end(w);
+			node_begin(w, &r->watch_cmd, 1, INT64_MAX);
+		}
+		if (!(events = node_events(w)))
+			continue;
+		r->watch_idx[n] = i;
+		pfd[n++] = (struct pollfd){ node_fd(w), events, 0 };
+	}
+	r->renewed = false;
+	return n;
+}
+
+static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+			 char *note, size_t notelen)
+{
+	struct redis *r = R(lk);
+	bool again = false;
+
+	for (size_t k = 0; k < n; k++) {
+		struct node *w = &r->watch[r->watch_idx[k]];
+		const redisReply *reply;
+
+		if (!pfd[k].revents)
+			continue;
+		node_step(w, pfd[k].revents);
+		if (w->state != NODE_DONE)
+			continue;	/* still waiting; or failed */
+		reply = w->replies[0];
+		if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+		    reply->element[1]->type == REDIS_REPLY_STRING)
+			snprintf(note, notelen, "%.*s", (int)reply->element[1]->len,
+				 reply->element[1]->str);
+		/* and wait for the next: the round may find it not about us */
+		node_end(w);
+		node_begin(w, &r->watch_cmd, 1, INT64_MAX);
+		again = true;
+	}
+	return again;
+}
+
+static size_t fds(const struct lock *lk, int *out, size_t max)
+{
+	const struct rlock *rl = &R(lk)->rl;
+	size_t n = 0;
+
+	for (size_t i = 0; i < rl->n_nodes && n < max; i++)
+		if (node_fd(&rl->nodes[i]) >= 0)
+			out[n++] = node_fd(&rl->nodes[i]);
+	return n;
+}
+
+static int release(struct lock *lk, const struct release_how *how,
+		   struct error *err)
+{
+	struct rlock *rl = &R(lk)->rl;
+
+	close_nodes(&R(lk)->watch, rl->n_nodes);
+	if (!how->job)
+		return rlock_release(rl, err);
+	return rlock_release_job(rl, how->exit_status, how->min_hold, err);
+}
+
+static void log_servers(const struct lock *lk)
+{
+	rlock_log_servers(&R(lk)->rl);
+}
+
+const struct engine redis_engine = {
+	.name = "Redis",
+	.schemes = "redis://, rediss://, unix:, redis-sentinel://, rediss-sentinel://, redis+cluster://, rediss+cluster://",
+	.caps = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_STEPS | CAP_HISTORY |
+		CAP_FORCE | CAP_SEVERAL | CAP_WAIT_REPLICAS | CAP_MIN_HOLD_KEPT |
+		CAP_NO_FORK | CAP_UNAVAILABLE_RUN | CAP_LIST,
+	.min_ttl_ms = MIN_TTL_MS,
+	.claims = claims,
+	.parse = parse,
+	.free_servers = free_servers,
+	.server_text = server_text,
+	.uses_tls = uses_tls,
+	.init = init,
+	.end = tls_end,
+	.open = open_lock,
+	.close = close_lock,
+	.begin = begin,
+	.try = try,
+	.wait_fds = wait_fds,
+	.wait_events = wait_events,
+	.end_wait = end_wait,
+	.extend = extend,
+	.watch_fds = watch_fds,
+	.watch_events = watch_events,
+	.fds = fds,
+	.release = release,
+	.log_servers = log_servers,
+	.status = redis_status,
+	.list = redis_list,
+	.history = redis_history,
+	.release_token = redis_release_token,
+	.force = redis_force,
+	.extend_token = redis_extend_token,
+};
+
+struct rlock *redis_rlock(const struct lock *lk)
+{
+	return &R(lk)->rl;
+}
