@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <bsd/string.h>
 #include "config.h"
 #include "log.h"
 #include "parse.h"
@@ -197,15 +196,9 @@ int config_parse_servers(char *const *urls, size_t n,
 	char why[512];
 
 	for (size_t i = 0; i < n; i++) {
-		const struct engine *this = engine_of(urls[i]);
+		const struct engine *this = engine_of(urls[i], why, sizeof why);
 
 		if (!this) {
-			strlcpy(why, "unknown scheme (want ", sizeof why);
-			for (const struct engine *const *k = engines; *k; k++) {
-				strlcat(why, k == engines ? "" : "; ", sizeof why);
-				strlcat(why, (*k)->schemes, sizeof why);
-			}
-			strlcat(why, ")", sizeof why);
 			engine_bad_url(urls[i], why, err, errlen);
 			return -1;
 		}

@@ -231,15 +231,16 @@ struct broken_holder {
 
 struct engine {
 	const char *name;	/* "Redis", "PostgreSQL"... for messages */
-	const char *schemes;	/* "redis://, rediss://, unix:..." for messages */
 	unsigned caps;		/* enum engine_cap */
 	int64_t min_ttl_ms;	/* the shortest --ttl it can keep */
+	/* Why it lacks cap (one enum engine_cap), for the usage error; NULL
+	 * or a NULL answer: no reason given. */
+	const char *(*cannot)(unsigned cap);
 
-	/* Settings. claims: whether url (by its scheme) is this engine's.
+	/* Settings (the URL schemes each engine claims are engine.c's).
 	 * parse: the list into what lock_params.servers points to; pure, a
 	 * bad URL is -1 with the reason (64), never echoing a password.
 	 * uses_tls: whether these servers ask for TLS (--tls-* need one). */
-	bool (*claims)(const char *url);
 	int (*parse)(const char *const *urls, size_t n, void **servers,
 		     char *err, size_t errlen);
 	void (*free_servers)(void *servers, size_t n);
@@ -325,10 +326,9 @@ struct engine {
 	enum extend_result (*extend_token)(struct lock *lk, struct error *err);
 };
 
-/* The engines built in (meson features), NULL-terminated. */
-extern const struct engine *const engines[];
-/* The engine that claims url, or NULL. */
-const struct engine *engine_of(const char *url);
+/* The engine whose scheme url has, loaded if it is a module; NULL with
+ * the reason in err (an unknown scheme, a module not installed). */
+const struct engine *engine_of(const char *url, char *err, size_t errlen);
 
 /* "bad server URL 'URL': why", the URL left out where it may hold a
  * password: for engines' parse(). */

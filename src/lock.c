@@ -2,6 +2,7 @@
  * a nested dlock re-enters its caller's lock, and each step handed to the
  * lock's engine. */
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,26 @@ int lock_release(struct lock *lk, struct error *err)
 	return lk->eng->release(lk, &how, err);
 }
 
+/* --min-hold where the store cannot keep a lock once its holder is gone
+ * (it lives with a connection or a session): dlock keeps it, renewing,
+ * until the minimum is over, and exits after. Signals wait meanwhile. */
+static void hold_until(struct lock *lk, int64_t until_ms)
+{
+	int64_t now_ms;
+
+	while ((now_ms = clock_now_ms()) < until_ms) {
+		int64_t next_ms = now_ms + lk->ttl_ms / 3;
+		struct error ignored;
+
+		if (next_ms > until_ms)
+			next_ms = until_ms;
+		poll(NULL, 0, clock_poll_ms(next_ms - now_ms));
+		if (clock_now_ms() < until_ms &&
+		    lk->eng->extend(lk, lk->node_timeout_ms, &ignored) != EXTEND_OK)
+			return;		/* the release says what became of it */
+	}
+}
+
 int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 		     struct error *err)
 {
@@ -166,6 +187,8 @@ int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 		.job = true, .exit_status = exit_status, .min_hold = min_hold,
 	};
 
+	if (min_hold && !(lk->eng->caps & CAP_MIN_HOLD_KEPT) && lk->p->min_hold_ms > 0)
+		hold_until(lk, lk->acquired_ms + lk->p->min_hold_ms);
 	return lk->eng->release(lk, &how, err);
 }
 

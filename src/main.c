@@ -534,6 +534,44 @@ static int run_command(const struct options *opts, const struct settings *st)
 	return mains[opts->cmd](&base, &a);
 }
 
+/* What the engine cannot honour is a usage error, before anything is
+ * contacted: "ZooKeeper cannot -F: ...". One line, 64. */
+static int refuse_unsupported(const struct options *opts,
+			      const struct settings *st)
+{
+	const struct { bool asked; unsigned cap; const char *option; } wants[] = {
+		{ opts->limit == LIMIT_SHARED, CAP_SHARED, "-s (shared locks)" },
+		{ opts->limit > 0, CAP_LIMIT, "--limit" },
+		{ opts->fair, CAP_FAIR, "--fair" },
+		{ opts->wait_replicas > 0, CAP_WAIT_REPLICAS, "--wait-replicas" },
+		{ opts->cmd == CMD_RUN && opts->no_fork, CAP_NO_FORK, "-F" },
+		{ opts->cmd == CMD_RUN && st->unavailable_run, CAP_UNAVAILABLE_RUN,
+		  "--unavailable run" },
+		{ opts->cmd == CMD_ACQUIRE, CAP_STEPS, "dlock acquire" },
+		{ opts->cmd == CMD_EXTEND, CAP_STEPS, "dlock extend" },
+		{ opts->cmd == CMD_RELEASE && !opts->force, CAP_STEPS,
+		  "dlock release --token" },
+		{ opts->cmd == CMD_RELEASE && opts->force, CAP_FORCE,
+		  "dlock release --force" },
+		{ opts->cmd == CMD_HISTORY, CAP_HISTORY, "dlock history" },
+		{ opts->cmd == CMD_STATUS && !opts->keys[0], CAP_LIST,
+		  "dlock status without KEY" },
+	};
+	const struct engine *e = st->engine;
+
+	for (size_t i = 0; i < sizeof wants / sizeof wants[0]; i++) {
+		const char *why;
+
+		if (!wants[i].asked || (e->caps & wants[i].cap))
+			continue;
+		why = e->cannot ? e->cannot(wants[i].cap) : NULL;
+		fprintf(stderr, "dlock: %s cannot %s%s%s\n", e->name, wants[i].option,
+			why ? ": " : "", why ? why : "");
+		return -1;
+	}
+	return 0;
+}
+
 /* Ends dlock by sig, its default action restored, without a core dump. */
 static void die(int sig)
 {
@@ -591,7 +629,9 @@ int main(int argc, char **argv)
 		cli_free(&opts);
 		return EX_OSERR;
 	}
-	if (opts.cmd == CMD_RUN)
+	if (refuse_unsupported(&opts, &st) < 0)
+		status = EX_USAGE;
+	else if (opts.cmd == CMD_RUN)
 		status = run(&opts, &st, &sig, &die_by);
 	else
 		status = run_command(&opts, &st);

@@ -40,19 +40,6 @@ static struct redis *R(const struct lock *lk)
 
 /* ---- settings ----------------------------------------------------------- */
 
-static bool claims(const char *url)
-{
-	static const char *const schemes[] = {
-		"redis://", "rediss://", "unix:", "redis-sentinel://",
-		"rediss-sentinel://", "redis+cluster://", "rediss+cluster://", NULL
-	};
-
-	for (const char *const *s = schemes; *s; s++)
-		if (strncmp(url, *s, strlen(*s)) == 0)
-			return true;
-	return false;
-}
-
 static int parse(const char *const *urls, size_t n, void **servers, char *err,
 		 size_t errlen)
 {
@@ -390,12 +377,10 @@ static void log_servers(const struct lock *lk)
 
 const struct engine redis_engine = {
 	.name = "Redis",
-	.schemes = "redis://, rediss://, unix:, redis-sentinel://, rediss-sentinel://, redis+cluster://, rediss+cluster://",
 	.caps = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_STEPS | CAP_HISTORY |
 		CAP_FORCE | CAP_SEVERAL | CAP_WAIT_REPLICAS | CAP_MIN_HOLD_KEPT |
 		CAP_NO_FORK | CAP_UNAVAILABLE_RUN | CAP_LIST,
 	.min_ttl_ms = MIN_TTL_MS,
-	.claims = claims,
 	.parse = parse,
 	.free_servers = free_servers,
 	.server_text = server_text,

@@ -1,0 +1,15 @@
+/* engine.c - ZooKeeper: not written yet (a placeholder the build can link). */
+#include <stdio.h>
+#include "engine.h"
+
+static int parse(const char *const *urls, size_t n, void **servers, char *err,
+		 size_t errlen)
+{
+	snprintf(err, errlen, "the ZooKeeper engine is not written yet");
+	return -1;
+}
+
+const struct engine zookeeper_engine = {
+	.name = "ZooKeeper",
+	.parse = parse,
+};
