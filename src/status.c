@@ -106,7 +106,10 @@ static void print_holders(const struct status *s, const struct status_lock *m)
 		char host[128], pid[24], user[64], since[32], ttl[32], fence[24];
 		char slot[24], servers[32], cmd[512], value[256];
 
-		show_ttl(mh->left_ms, ttl, sizeof ttl);
+		if (mh->left_ms == -2)
+			strcpy(ttl, "-");
+		else
+			show_ttl(mh->left_ms, ttl, sizeof ttl);
 		snprintf(servers, sizeof servers, "%zu/%zu", mh->n_servers, s->n_servers);
 		snprintf(slot, sizeof slot, "%ld", mh->slot);
 		if (!mh->info || show_info_parse(mh->info, mh->info_len, &hi) < 0) {

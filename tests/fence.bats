@@ -2,7 +2,7 @@
 # fence.bats - DLOCK_FENCE never goes backwards, even after a server lost
 # its fencing counter (a restart without persistence, an eviction): a fresh
 # counter starts from the server's clock. And the SHA-1 the build computes
-# for each script (src/lua/embed.py) is the one Redis computes for what
+# for each script (src/redis/lua/embed.py) is the one Redis computes for what
 # dlock sends, or every run pays an EVAL.
 
 load helpers
@@ -130,11 +130,11 @@ pttl_day() {
 }
 
 # scripts: "NAME SHA-1 NUMKEYS" a line for each script, as the build
-# embeds it (src/lua/embed.py), the body it sends in $T/lua/NAME.lua
+# embeds it (src/redis/lua/embed.py), the body it sends in $T/lua/NAME.lua
 scripts() {
 	mkdir -p "$T/lua"
-	"$PYTHON" "$BATS_TEST_DIRNAME/../src/lua/embed.py" --list "$T/lua" \
-		"$BATS_TEST_DIRNAME"/../src/lua/*.lua
+	"$PYTHON" "$BATS_TEST_DIRNAME/../src/redis/lua/embed.py" --list "$T/lua" \
+		"$BATS_TEST_DIRNAME"/../src/redis/lua/*.lua
 }
 
 @test "Redis compiles every script and computes the SHA-1 the build embeds" {
@@ -146,7 +146,7 @@ scripts() {
 		assert_equal "$(rcli r -x script load <"$T/lua/$name.lua")" "$sha"
 		n=$((n + 1))
 	done <<<"$output"
-	assert_equal "$n" "$(ls "$BATS_TEST_DIRNAME"/../src/lua/*.lua | wc -l)"
+	assert_equal "$n" "$(ls "$BATS_TEST_DIRNAME"/../src/redis/lua/*.lua | wc -l)"
 }
 
 @test "dlock sends each script under the SHA-1 that Redis computes" {

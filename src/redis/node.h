@@ -11,7 +11,7 @@
 
 /* A Lua script, as the connection sends it: EVALSHA by sha, EVAL with the
  * body when the server says NOSCRIPT. The scripts themselves are the lock
- * layer's: src/lua/NAME.lua, embedded by the build (src/lua/embed.py). */
+ * layer's: src/redis/lua/NAME.lua, embedded by the build (src/redis/lua/embed.py). */
 struct script {
 	const char *name;	/* for messages: "acquire script, line 3" */
 	const char *body;

@@ -1,6 +1,6 @@
 /* scripts.h - the lock's Lua scripts, run on every server. Each is a file,
- * src/lua/NAME.lua, headed by its KEYS and ARGV; the build writes the
- * definitions (src/lua/embed.py), each with its body's SHA-1. */
+ * src/redis/lua/NAME.lua, headed by its KEYS and ARGV; the build writes the
+ * definitions (src/redis/lua/embed.py), each with its body's SHA-1. */
 #pragma once
 #include "node.h"	/* struct script */
 

@@ -240,7 +240,7 @@ static int parse_waiters(struct view *v, const redisReply *r)
 	return 0;
 }
 
-/* The status script's reply; see src/lua/status.lua. */
+/* The status script's reply; see src/redis/lua/status.lua. */
 static int parse_view(struct view *v, const redisReply *r)
 {
 	redisReply **e;

@@ -1,0 +1,342 @@
+/* conn.c - PostgreSQL: libpq connections driven with deadlines. libpq's
+ * own calls block without one (PQexec, PQconnectdb), so every connection
+ * is non-blocking and every wait a poll() bounded by the caller's
+ * deadline: a server that stops answering costs a --node-timeout, never
+ * the lease. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include "clock.h"
+#include "conn.h"
+
+/* ---- URLs ---------------------------------------------------------------- */
+
+/* The URI for messages: the password in user info, and a password=
+ * parameter's value, as '***'. */
+static char *masked(const char *uri)
+{
+	size_t len = strlen(uri);
+	char *out = malloc(len + 1), *o = out;
+	const char *auth = strstr(uri, "://"), *end, *at;
+
+	if (!out)
+		return NULL;
+	auth = auth ? auth + 3 : uri;
+	end = auth + strcspn(auth, "/?");
+	at = NULL;
+	for (const char *c = auth; c < end; c++)
+		if (*c == '@')
+			at = c;
+	for (const char *c = uri; *c;) {
+		const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+
+		if (colon && c == colon + 1) {
+			o += sprintf(o, "***");
+			c = at;
+			continue;
+		}
+		if (c > end && (c[-1] == '?' || c[-1] == '&') &&
+		    strncmp(c, "password=", 9) == 0) {
+			memcpy(o, c, 9);
+			o += 9;
+			c += 9;
+			o += sprintf(o, "***");
+			c += strcspn(c, "&");
+			continue;
+		}
+		*o++ = *c++;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* "***" may be longer than what it hides: room for it. */
+static char *masked_copy(const char *uri)
+{
+	char *big = malloc(strlen(uri) + 64), *m = masked(uri);
+
+	if (!big || !m) {
+		free(big);
+		free(m);
+		return NULL;
+	}
+	strcpy(big, m);
+	free(m);
+	return big;
+}
+
+int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
+		  char *err, size_t errlen)
+{
+	struct pg_url *u = calloc(n, sizeof *u);
+
+	if (!u) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *why = NULL, msg[300];
+		PQconninfoOption *opts = PQconninfoParse(urls[i], &why);
+
+		if (!opts) {
+			snprintf(msg, sizeof msg, "%s", why ? why : "out of memory");
+			msg[strcspn(msg, "\n")] = '\0';
+			engine_bad_url(urls[i], msg, err, errlen);
+			PQfreemem(why);
+			pg_free_urls(u, n);
+			return -1;
+		}
+		u[i].uri = strdup(urls[i]);
+		u[i].text = masked_copy(urls[i]);
+		for (PQconninfoOption *o = opts; o->keyword; o++) {
+			if (!o->val)
+				continue;
+			if (strcmp(o->keyword, "password") == 0)
+				u[i].has_password = true;
+			else if (strcmp(o->keyword, "sslmode") == 0)
+				u[i].tls = strcmp(o->val, "require") == 0 ||
+					   strcmp(o->val, "verify-ca") == 0 ||
+					   strcmp(o->val, "verify-full") == 0;
+			else if (strcmp(o->keyword, "options") == 0)
+				u[i].options = strdup(o->val);
+		}
+		PQconninfoFree(opts);
+		if (!u[i].uri || !u[i].text) {
+			snprintf(err, errlen, "out of memory");
+			pg_free_urls(u, n);
+			return -1;
+		}
+	}
+	*out = u;
+	return 0;
+}
+
+void pg_free_urls(struct pg_url *u, size_t n)
+{
+	for (size_t i = 0; u && i < n; i++) {
+		free(u[i].uri);
+		free(u[i].text);
+		free(u[i].options);
+	}
+	free(u);
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+
+/* libpq's words without "FATAL:  " and the newlines, first letter low. */
+static void cause(const char *msg, char *out, size_t len)
+{
+	static const char *const levels[] = { "FATAL:  ", "ERROR:  ", "PANIC:  ", NULL };
+
+	for (const char *const *l = levels; *l; l++)
+		if (strncmp(msg, *l, strlen(*l)) == 0)
+			msg += strlen(*l);
+	snprintf(out, len, "%s", msg);
+	out[strcspn(out, "\n")] = '\0';
+	if (!out[0])
+		snprintf(out, len, "connection lost");
+	log_lower_first(out);
+}
+
+static bool has(const char *s, const char *part)
+{
+	return s && strstr(s, part) != NULL;
+}
+
+void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
+	      struct error *err)
+{
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = r ? PQresultErrorMessage(r) : c ? PQerrorMessage(c) : "";
+	char why[400];
+	int code = EX_UNAVAILABLE;
+
+	cause(msg && *msg ? msg : c ? PQerrorMessage(c) : "", why, sizeof why);
+	if (state) {
+		if (strncmp(state, "28", 2) == 0 || strcmp(state, "42501") == 0)
+			code = EX_NOPERM;
+		else if (strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
+			 strncmp(state, "53", 2) == 0)
+			code = EX_UNAVAILABLE;
+		else
+			code = EX_SOFTWARE;
+	} else if (has(msg, "password authentication failed") ||
+		   has(msg, "no password supplied") || has(msg, "pg_hba.conf") ||
+		   has(msg, "does not exist") || has(msg, "authentication failed") ||
+		   has(msg, "permission denied")) {
+		/* at connect, libpq gives the server's words but no SQLSTATE */
+		code = EX_NOPERM;
+	}
+	error_set(err, code, "%s: %s", url->text, why);
+}
+
+/* ---- connecting ------------------------------------------------------------ */
+
+static int wait_fd(int fd, short events, int64_t deadline_ms)
+{
+	for (;;) {
+		struct pollfd pfd = { fd, events, 0 };
+		int64_t left_ms = deadline_ms - clock_now_ms();
+		int r;
+
+		if (left_ms <= 0)
+			return 0;
+		r = poll(&pfd, 1, clock_poll_ms(left_ms));
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
+		   const struct pg_session *s, int64_t deadline_ms,
+		   struct error *err)
+{
+	char idle[24], interval[24];
+	const char *keys[16], *values[16];
+	int n = 0;
+	PGconn *c;
+
+	/* The client's keepalives find a dead server within about the TTL. */
+	snprintf(idle, sizeof idle, "%lld", (long long)(s->ttl_ms / 3000 > 0 ? s->ttl_ms / 3000 : 1));
+	snprintf(interval, sizeof interval, "%lld",
+		 (long long)(s->ttl_ms / 9000 > 0 ? s->ttl_ms / 9000 : 1));
+	keys[n] = "dbname", values[n++] = url->uri;
+	keys[n] = "fallback_application_name", values[n++] = s->application_name;
+	keys[n] = "keepalives", values[n++] = "1";
+	keys[n] = "keepalives_idle", values[n++] = idle;
+	keys[n] = "keepalives_interval", values[n++] = interval;
+	keys[n] = "keepalives_count", values[n++] = "3";
+	if (!url->has_password && p->password)
+		keys[n] = "password", values[n++] = p->password;
+	if (p->tls && p->tls->ca)
+		keys[n] = "sslrootcert", values[n++] = p->tls->ca;
+	if (p->tls && p->tls->cert)
+		keys[n] = "sslcert", values[n++] = p->tls->cert;
+	if (p->tls && p->tls->key)
+		keys[n] = "sslkey", values[n++] = p->tls->key;
+	if (p->tls && p->tls->insecure && url->tls)
+		keys[n] = "sslmode", values[n++] = "require";
+	keys[n] = values[n] = NULL;
+	c = PQconnectStartParams(keys, values, 1);
+	if (!c) {
+		error_set(err, EX_OSERR, "%s: out of memory", url->text);
+		return NULL;
+	}
+	for (PostgresPollingStatusType st = PGRES_POLLING_WRITING;;) {
+		int ready;
+
+		if (PQstatus(c) == CONNECTION_BAD || st == PGRES_POLLING_FAILED) {
+			pg_error(c, NULL, url, err);
+			PQfinish(c);
+			return NULL;
+		}
+		if (st == PGRES_POLLING_OK)
+			break;
+		ready = wait_fd(PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
+				deadline_ms);
+		if (ready <= 0) {
+			error_set(err, EX_UNAVAILABLE, "%s: no answer within %.3g s", url->text,
+				  (double)p->node_timeout_ms / 1000);
+			PQfinish(c);
+			return NULL;
+		}
+		st = PQconnectPoll(c);
+	}
+	if (PQsetnonblocking(c, 1) < 0) {
+		pg_error(c, NULL, url, err);
+		PQfinish(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* ---- statements ------------------------------------------------------------ */
+
+PGresult *pg_result(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
+		    bool *dead, struct error *err)
+{
+	PGresult *last = NULL;
+	bool failed = false;
+
+	*dead = false;
+	for (;;) {
+		int flushed = PQflush(c);
+
+		if (flushed < 0)
+			break;
+		while (flushed == 0 && PQconsumeInput(c) && !PQisBusy(c)) {
+			PGresult *r = PQgetResult(c);
+			ExecStatusType st;
+
+			if (!r) {
+				if (failed || !last)
+					goto fail;
+				return last;
+			}
+			st = PQresultStatus(r);
+			if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && !failed) {
+				pg_error(c, r, url, err);
+				failed = true;
+			}
+			PQclear(last);
+			last = r;
+		}
+		if (flushed == 0 && PQstatus(c) == CONNECTION_BAD)
+			break;
+		switch (wait_fd(PQsocket(c), flushed ? POLLIN | POLLOUT : POLLIN,
+				deadline_ms)) {
+		case 1:
+			continue;
+		case 0:
+			PQclear(last);
+			error_set(err, EX_UNAVAILABLE, "%s: no answer in time", url->text);
+			return NULL;
+		default:
+			goto broken;
+		}
+	}
+broken:
+	if (!failed)
+		pg_error(c, NULL, url, err);
+fail:
+	PQclear(last);
+	*dead = true;
+	return NULL;
+}
+
+int pg_send(PGconn *c, const struct pg_url *url, const char *sql,
+	    const char *const *params, int n_params, struct error *err)
+{
+	if (PQsendQueryParams(c, sql, n_params, NULL, params, NULL, NULL, 0))
+		return 0;
+	pg_error(c, NULL, url, err);
+	return -1;
+}
+
+PGresult *pg_query(PGconn *c, const struct pg_url *url, const char *sql,
+		   const char *const *params, int n_params, int64_t deadline_ms,
+		   bool *dead, struct error *err)
+{
+	*dead = false;
+	if (pg_send(c, url, sql, params, n_params, err) < 0) {
+		*dead = true;
+		return NULL;
+	}
+	return pg_result(c, url, deadline_ms, dead, err);
+}
+
+void pg_cancel(PGconn *c)
+{
+	PGcancel *cancel = PQgetCancel(c);
+	char why[256];
+
+	if (cancel) {
+		PQcancel(cancel, why, sizeof why);
+		PQfreeCancel(cancel);
+	}
+}

@@ -1,0 +1,62 @@
+/* conn.h - PostgreSQL: one libpq connection driven with deadlines, its
+ * errors sorted into dlock's exit codes, and the postgres:// URL as libpq
+ * takes it. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+#include "engine.h"
+#include "log.h"
+
+/* A server URL: the libpq connection URI as given (passed to libpq as it
+ * is: sslmode, host=/socket/dir, .pgpass and PGPASSWORD work), and its
+ * text for messages with any password masked. */
+struct pg_url {
+	char *uri;
+	char *text;
+	char *options;		/* the URI's own options= (NULL: none) */
+	bool has_password;
+	bool tls;		/* sslmode=require, verify-ca or verify-full */
+};
+
+/* Checks each URI with libpq's own parser. 0, or -1 with err. */
+int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
+		  char *err, size_t errlen);
+void pg_free_urls(struct pg_url *u, size_t n);
+
+/* The session settings every lock connection starts with, as startup
+ * options (no round trip): the server ends the session, and with it the
+ * lock, when dlock stops talking for about the TTL (idle_session_timeout,
+ * TCP keepalives, tcp_user_timeout). */
+struct pg_session {
+	int64_t ttl_ms;
+	const char *application_name;
+};
+
+/* Connects within deadline_ms (monotonic). NULL with err: 69 unreachable,
+ * 77 credentials, 64 a setting libpq refuses. */
+PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
+		   const struct pg_session *s, int64_t deadline_ms,
+		   struct error *err);
+/* Sends sql (one statement, $1... = params) and waits for its result
+ * within deadline_ms. Returns the last result (PGRES_TUPLES_OK or
+ * PGRES_COMMAND_OK), or NULL with err, and *dead when the connection broke
+ * or a statement failed (the caller closes it: what a failed statement
+ * did to the session's locks is not known). A deadline that passes leaves
+ * the statement running, *dead false: pg_result() again to wait on. */
+PGresult *pg_query(PGconn *c, const struct pg_url *url, const char *sql,
+		   const char *const *params, int n_params, int64_t deadline_ms,
+		   bool *dead, struct error *err);
+/* Sends sql without waiting for its result; 0 or -1 with err. */
+int pg_send(PGconn *c, const struct pg_url *url, const char *sql,
+	    const char *const *params, int n_params, struct error *err);
+/* Waits within deadline_ms for the result of what was sent already. */
+PGresult *pg_result(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
+		    bool *dead, struct error *err);
+/* err from a failed result or connection: 77 for privileges and
+ * credentials, 69 for a server that goes away or is not ready, 70 else. */
+void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
+	      struct error *err);
+/* Cancels the statement running on c (PQcancel: a connection of its own),
+ * within the call. */
+void pg_cancel(PGconn *c);
