@@ -194,7 +194,8 @@ static int connect_once(struct lock *lk, struct error *err)
 }
 
 /* The session's settings, made in the first statement (no round trip of
- * their own): the server ends a session that has been idle about the TTL
+ * their own; its FROM names s, as an unused WITH query is never run):
+ * the server ends a session that has been idle about the TTL
  * (idle_session_timeout: a stopped or cut-off holder), or whose peer
  * stopped answering (keepalives, tcp_user_timeout; TCP only). */
 static void settings(const struct lock *lk, char *out, size_t len)
@@ -370,8 +371,8 @@ static char *try_sql(struct lock *lk)
 			     "/* dlock */ WITH %sl AS MATERIALIZED (SELECT %s AS slot) "
 			     "SELECT l.slot > 0, CASE WHEN l.slot > 0 AND NOT pg_is_in_recovery() "
 			     "THEN pg_current_xact_id()::text END, NULL, pg_backend_pid(), "
-			     "pg_is_in_recovery(), l.slot FROM l",
-			     with, cases);
+			     "pg_is_in_recovery(), l.slot FROM l%s",
+			     with, cases, with[0] ? ", s" : "");
 		free(cases);
 		return r < 0 ? NULL : sql;
 	}
@@ -380,8 +381,8 @@ static char *try_sql(struct lock *lk)
 		     "SELECT l.got, CASE WHEN l.got AND NOT pg_is_in_recovery() "
 		     "THEN pg_current_xact_id()::text END, "
 		     "CASE WHEN NOT l.got THEN (SELECT a.query " LOCKS_OF_KEY
-		     "AND l.granted LIMIT 1) END, pg_backend_pid(), pg_is_in_recovery(), 0 FROM l",
-		     with, sh);
+		     "AND l.granted LIMIT 1) END, pg_backend_pid(), pg_is_in_recovery(), 0 FROM l%s",
+		     with, sh, with[0] ? ", s" : "");
 	return r < 0 ? NULL : sql;
 }
 

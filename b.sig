@@ -1,0 +1,3 @@
+TERM
+TERM
+TERM

@@ -1,0 +1,311 @@
+#!/usr/bin/env bats
+# postgres.bats - the PostgreSQL engine against a real PostgreSQL 15,
+# started once for the file: advisory locks psql and dlock share, waiting
+# in the server, the session as the lease, fences, status, --force, and
+# what the engine refuses.
+
+load helpers
+load postgres_helpers
+
+setup_file() {
+	start_postgres || { stop_postgres; return 1; }
+}
+
+teardown_file() {
+	stop_postgres
+}
+
+teardown() {
+	stop_all
+	# what a test left must not fail the next one
+	psql_ "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE pid <> pg_backend_pid() AND datname = 'postgres' AND backend_type = 'client backend'" >/dev/null || true
+}
+
+@test "postgres: the command runs holding the lock, with DLOCK_KEY, DLOCK_TOKEN and a fence" {
+	run -0 dlock -S "$PG_URL" nightly sh -c 'echo "$DLOCK_KEY $DLOCK_TOKEN $DLOCK_FENCE"; psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X -c "SELECT count(*) FROM pg_locks WHERE locktype = '"'advisory'"' AND granted" postgres'
+	assert_line -n 0 --regexp '^dlock:nightly [0-9a-f]{32} [0-9]+$'
+	assert_line -n 1 1
+	wait_until 5 no_advisory_lock
+	wait_until 5 no_dlock_session
+}
+
+@test "postgres: psql and dlock exclude each other on hashtextextended(PREFIX || NAME, 0)" {
+	psql_hold dlock:shared-with-psql
+	run -1 dlock -S "$PG_URL" -n shared-with-psql echo ran
+	refute_output --partial ran
+	touch "$T/dlock:shared-with-psql.go"
+	wait_until 10 key_free dlock:shared-with-psql
+	# and the other way round: while dlock holds it, psql cannot take it
+	run -0 dlock -S "$PG_URL" shared-with-psql psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X \
+		-c "SELECT pg_try_advisory_lock(hashtextextended('dlock:shared-with-psql', 0))" postgres
+	assert_output f
+	# psycopg2 too, with --prefix '' and its own name
+	run -0 dlock -S "$PG_URL" --prefix '' app.lock /usr/bin/python3 -c "
+import psycopg2
+c = psycopg2.connect(host='$PGDIR', port=$PGPORT, user='postgres', dbname='postgres')
+cur = c.cursor()
+cur.execute(\"SELECT pg_try_advisory_lock(hashtextextended('app.lock', 0))\")
+print(cur.fetchone()[0])"
+	assert_output False
+}
+
+@test "postgres: -w gives up at its deadline (1), leaves no lock and no waiting session" {
+	psql_hold dlock:w
+	local t0=$(now_ms)
+	run -1 dlock -S "$PG_URL" -w 0.5 w echo ran
+	(($(now_ms) - t0 >= 500)) || fail "gave up after $(($(now_ms) - t0)) ms"
+	refute_output --partial ran
+	run -7 dlock -S "$PG_URL" -w 0.2 -E 7 w true
+	! waiting_on dlock:w
+	wait_until 5 no_dlock_session
+}
+
+@test "postgres: a waiter waits in the server and gets the lock as soon as psql releases it" {
+	psql_hold dlock:handoff
+	"$DLOCK" -S "$PG_URL" handoff sh -c 'echo got >"$0"' "$T/got" &
+	track $!
+	wait_until 10 waiting_on dlock:handoff
+	[[ ! -e $T/got ]]
+	local t0=$(now_ms)
+	touch "$T/dlock:handoff.go"
+	wait_until 10 test -e "$T/got"
+	echo "# handed over in $(($(now_ms) - t0)) ms" >&3
+	wait_until 5 no_advisory_lock
+}
+
+@test "postgres: an interrupted waiter leaves no lock and no session behind" {
+	psql_hold dlock:intr
+	"$DLOCK" -S "$PG_URL" intr touch "$T/ran" &
+	local pid=$!
+	wait_until 10 waiting_on dlock:intr
+	kill -TERM "$pid"
+	local rc=0
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 143
+	! waiting_on dlock:intr
+	touch "$T/dlock:intr.go"
+	wait_until 10 no_advisory_lock
+	[[ ! -e $T/ran ]]
+}
+
+@test "postgres: fences strictly increase" {
+	local prev=0 f
+	for n in 1 2 3 4 5; do
+		f=$(dlock -S "$PG_URL" fence sh -c 'echo $DLOCK_FENCE')
+		((f > prev)) || fail "fence $f after $prev"
+		prev=$f
+	done
+	run -0 dlock -S "$PG_URL" -s fence sh -c 'echo $DLOCK_FENCE'
+	((output > prev)) || fail "shared fence $output after $prev"
+}
+
+@test "postgres: shared holders together; an exclusive one waits for them" {
+	"$DLOCK" -S "$PG_URL" -s sh1 "$T/job" "$T/a" &
+	track $!
+	"$DLOCK" -S "$PG_URL" -s sh1 "$T/job" "$T/b" &
+	track $!
+	wait_until 10 test -e "$T/a.ready"
+	wait_until 10 test -e "$T/b.ready"
+	run -1 dlock -S "$PG_URL" -n sh1 echo excl
+	run -0 dlock status -S "$PG_URL" sh1
+	assert_line -n 0 --partial 'held, shared, 2 holders'
+	touch "$T/a.release" "$T/b.release"
+	run -0 dlock -S "$PG_URL" -w 10 sh1 echo excl
+	assert_output excl
+}
+
+@test "postgres: --limit 2 lets two in, the third waits for a slot" {
+	"$DLOCK" -S "$PG_URL" --limit 2 lim "$T/job" "$T/a" &
+	track $!
+	"$DLOCK" -S "$PG_URL" --limit 2 lim "$T/job" "$T/b" &
+	track $!
+	wait_until 10 test -e "$T/a.ready"
+	wait_until 10 test -e "$T/b.ready"
+	run -1 dlock -S "$PG_URL" -n --limit 2 lim echo third
+	key_held dlock:lim:1
+	key_held dlock:lim:2
+	touch "$T/b.release"
+	run -0 dlock -S "$PG_URL" -w 10 --limit 2 lim echo third
+	assert_output third
+}
+
+@test "postgres: the holder's session terminated: the job is stopped, dlock exits 75" {
+	"$DLOCK" -S "$PG_URL" -t 3 term "$T/job" "$T/h" 2>"$T/err" &
+	local pid=$!
+	track $pid
+	wait_until 10 test -e "$T/h.ready"
+	psql_ "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'dlock'" >/dev/null
+	local rc=0
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 75
+	assert_equal "$(cat "$T/h.sig")" TERM
+	grep -q 'lease lost' "$T/err"
+	# told at once by the socket, not at the next heartbeat
+	grep -q 'ended the session' "$T/err"
+}
+
+@test "postgres: release --force ends the holder's session and says whose it was" {
+	"$DLOCK" -S "$PG_URL" -t 3 forced "$T/job" "$T/h" 2>"$T/err" &
+	local pid=$!
+	track $pid
+	wait_until 10 test -e "$T/h.ready"
+	run -0 dlock release -S "$PG_URL" --force forced
+	assert_output --regexp "^broken: [^ ]+@[^ ]+ pid [0-9]+ \\(.*job .*/h\\)"
+	local rc=0
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 75
+	run -1 dlock release -S "$PG_URL" --force forced
+	# a role that may not end another role's session: 77
+	"$DLOCK" -S "$PG_URL" -t 3 forced "$T/job" "$T/h2" &
+	track $!
+	wait_until 10 test -e "$T/h2.ready"
+	run -77 --separate-stderr dlock release -S "postgres://nobody@/postgres?host=$PGDIR&port=$PGPORT" --force forced
+	[[ $stderr == *pg_signal_backend* ]] || fail "stderr: $stderr"
+	touch "$T/h2.release"
+}
+
+@test "postgres: status shows dlock's holder, and psql's as another client" {
+	"$DLOCK" -S "$PG_URL" st "$T/job" "$T/h" &
+	track $!
+	wait_until 10 test -e "$T/h.ready"
+	run -0 dlock status -S "$PG_URL" st
+	assert_line -n 0 --regexp '^st: held, exclusive, fencing counter [0-9]+$'
+	assert_line -n 2 --regexp "  $(hostname)  +[0-9]+  +[^ ]+  +[0-9.]+s ago  +-  +[0-9]+  +.*job .*/h"
+	run -0 dlock status -S "$PG_URL" --json st
+	[[ $output == *'"engine":"PostgreSQL"'* && $output == *'"state":"held"'* ]]
+	touch "$T/h.release"
+	psql_hold dlock:st
+	run -0 dlock status -S "$PG_URL" st
+	assert_output --partial 'another client'
+	run -1 dlock status -S "$PG_URL" st-free
+	assert_output 'st-free: free'
+}
+
+@test "postgres: a nested dlock re-enters its caller's lock, with its fence" {
+	run -0 dlock -S "$PG_URL" nest sh -c 'echo "$DLOCK_FENCE"; DLOCK_FENCE=1 '"$DLOCK"' -S "'"$PG_URL"'" -n nest sh -c "echo \$DLOCK_FENCE"'
+	assert_equal "${lines[0]}" "${lines[1]}"
+	[[ ${lines[0]} != 1 ]]
+}
+
+@test "postgres: -k takes several keys, each on its own session" {
+	run -0 dlock -S "$PG_URL" -k ka -k kb sh -c 'echo $DLOCK_KEYS'
+	assert_output 'dlock:ka dlock:kb'
+	psql_hold dlock:kb
+	run -1 dlock -S "$PG_URL" -n -k ka -k kb true
+	touch "$T/dlock:kb.go"
+	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: -F keeps the lock in the helper while the command has dlock's pid" {
+	run -0 dlock -S "$PG_URL" -F nofork sh -c 'echo $$; psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X -c "SELECT count(*) FROM pg_locks WHERE locktype = '"'advisory'"' AND granted" postgres'
+	assert_line -n 1 1
+	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: --min-hold keeps the lock after a short command, then frees it" {
+	local t0=$(now_ms)
+	run -0 dlock -S "$PG_URL" -t 3 --min-hold 1 mh true
+	(($(now_ms) - t0 >= 1000)) || fail "returned after $(($(now_ms) - t0)) ms"
+	no_advisory_lock
+}
+
+@test "postgres: a stopped holder's session ends within about the TTL; woken, it stops its job (75)" {
+	"$DLOCK" -S "$PG_URL" -t 2 --kill-after 1 stop "$T/job" "$T/h" 2>"$T/err" &
+	local pid=$!
+	track $pid
+	wait_until 10 test -e "$T/h.ready"
+	kill -STOP "$pid"
+	# idle_session_timeout: the server ends the silent session, and the
+	# lock goes with it
+	wait_until 10 key_free dlock:stop
+	run -0 dlock -S "$PG_URL" -n stop echo second
+	assert_output second
+	kill -CONT "$pid"
+	local rc=0
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 75
+}
+
+@test "postgres: the server stopped while holding: 75; while acquiring: 69, nothing run" {
+	"$DLOCK" -S "$PG_URL" -t 2 down "$T/job" "$T/h" 2>"$T/err" &
+	local pid=$!
+	track $pid
+	wait_until 10 test -e "$T/h.ready"
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -m fast stop >/dev/null
+	local rc=0
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 75
+	run -69 --separate-stderr dlock -S "$PG_URL" -w 1 down echo ran
+	refute_output --partial ran
+	[[ $stderr == *'down: postgres://'* ]] || fail "stderr: $stderr"
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -w -t 20 \
+		-o "-k $PGDIR -p $PGPORT -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+		-l "$PGDIR/log" start >/dev/null 2>&1 3>&-
+}
+
+@test "postgres: credentials: a wrong password 77, --password-file and PGPASSWORD work" {
+	run -77 --separate-stderr env PGPASSWORD=wrong "$DLOCK" -S "$PG_TCP_URL" cred true
+	[[ $stderr == *'password authentication failed'* ]] || fail "stderr: $stderr"
+	# the password never in the message
+	run -77 --separate-stderr dlock -S "postgres://dlock:secret-wrong@127.0.0.1:$PGPORT/postgres" cred true
+	refute_output --partial secret-wrong
+	[[ $stderr != *secret-wrong* ]] || fail "stderr: $stderr"
+	run -0 env PGPASSWORD=pw "$DLOCK" -S "$PG_TCP_URL" cred echo ok
+	echo pw >"$T/pw"
+	chmod 600 "$T/pw"
+	run -0 dlock -S "$PG_TCP_URL" --password-file "$T/pw" cred echo ok
+}
+
+@test "postgres: bad URLs, other engines mixed in, options it cannot honour: 64, nothing contacted" {
+	run -64 --separate-stderr dlock -S 'postgres://h/db?nosuchparameter=1' K true
+	[[ $stderr == *'bad server URL'* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "$PG_URL" -S "$PG_URL" K true
+	[[ $stderr == *'PostgreSQL takes one server URL'* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "$PG_URL" -S redis://127.0.0.1 K true
+	[[ $stderr == *'one engine per lock'* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock acquire -S "$PG_URL" K
+	[[ $stderr == *'PostgreSQL cannot dlock acquire'* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock history -S "$PG_URL" K
+	run -64 --separate-stderr dlock -S "$PG_URL" --wait-replicas 1 K true
+	run -64 --separate-stderr dlock status -S "$PG_URL"
+	no_advisory_lock
+}
+
+@test "postgres: PgBouncer in transaction mode is refused (69); in session mode it works" {
+	command -v pgbouncer >/dev/null || skip_unless_strict "pgbouncer is not installed"
+	local mode port
+	for mode in transaction session; do
+		port=$(free_port)
+		cat >"$PGDIR/pgbouncer.ini" <<-EOF
+		[databases]
+		postgres = host=$PGDIR port=$PGPORT user=postgres
+		[pgbouncer]
+		listen_addr = 127.0.0.1
+		listen_port = $port
+		unix_socket_dir =
+		auth_type = trust
+		auth_file = $PGDIR/users.txt
+		pool_mode = $mode
+		pidfile = $PGDIR/pgbouncer.pid
+		logfile = $PGDIR/pgbouncer.log
+		EOF
+		echo '"postgres" ""' >"$PGDIR/users.txt"
+		chown postgres "$PGDIR/pgbouncer.ini" "$PGDIR/users.txt"
+		runuser -u postgres -- pgbouncer -d "$PGDIR/pgbouncer.ini" 3>&-
+		wait_until 10 test -s "$PGDIR/pgbouncer.pid"
+		if [[ $mode == transaction ]]; then
+			run -69 --separate-stderr dlock -S "postgres://postgres@127.0.0.1:$port/postgres" bounced echo ran
+			refute_output --partial ran
+			[[ $stderr == *'transaction'* ]] || fail "stderr: $stderr"
+		else
+			run -0 dlock -S "postgres://postgres@127.0.0.1:$port/postgres" bounced echo ran
+			assert_output ran
+		fi
+		local bouncer=$(<"$PGDIR/pgbouncer.pid")
+		kill "$bouncer"
+		wait_until 10 dead "$bouncer"
+		rm -f "$PGDIR/pgbouncer.pid"
+	done
+	wait_until 10 no_advisory_lock
+}

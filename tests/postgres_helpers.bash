@@ -1,0 +1,87 @@
+# postgres_helpers.bash - a real PostgreSQL for tests/postgres.bats, started
+# once per file (setup_file) and stopped in teardown_file, pass or fail.
+#
+# PostgreSQL refuses to run as root: initdb and pg_ctl run as the postgres
+# user, in a directory it can reach (not under bats' 0700 temp dir).
+# Local connections (the unix socket) trust everyone; TCP asks for a
+# password (scram-sha-256), so that credentials can be tested.
+
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+
+# start_postgres: exports PGDIR, PGPORT, PG_URL (unix socket, user
+# postgres), PG_TCP_URL (127.0.0.1, user dlock with password 'pw').
+start_postgres() {
+	[[ -x $PGBIN/initdb ]] || skip_unless_strict "no PostgreSQL server installed"
+	PGDIR=$(mktemp -d /tmp/dlock-pg.XXXXXX)
+	chmod 755 "$PGDIR"
+	chown postgres "$PGDIR"
+	runuser -u postgres -- "$PGBIN/initdb" --no-sync -U postgres -D "$PGDIR/data" \
+		--auth-local=trust --auth-host=scram-sha-256 >"$PGDIR/initdb.log" 2>&1 ||
+		{ cat "$PGDIR/initdb.log" >&3; return 1; }
+	local try
+	for try in 1 2 3; do	# another process may take the free port first
+		PGPORT=$(free_port)
+		runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -w -t 20 \
+			-o "-k $PGDIR -p $PGPORT -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+			-l "$PGDIR/log" start >/dev/null 2>&1 3>&- && break
+		PGPORT=
+	done
+	[[ -n $PGPORT ]] || { cat "$PGDIR/log" >&3; return 1; }
+	export PGDIR PGPORT
+	export PG_URL="postgres://postgres@/postgres?host=$PGDIR&port=$PGPORT"
+	export PG_TCP_URL="postgres://dlock@127.0.0.1:$PGPORT/postgres"
+	psql_ "CREATE ROLE dlock LOGIN PASSWORD 'pw'; CREATE ROLE nobody LOGIN;"
+}
+
+stop_postgres() {
+	[[ -n ${PGDIR:-} && -d $PGDIR ]] || return 0
+	[[ -f $PGDIR/pgbouncer.pid ]] && kill "$(<"$PGDIR/pgbouncer.pid")" 2>/dev/null
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -m immediate stop \
+		>/dev/null 2>&1 || true
+	rm -rf "$PGDIR"
+}
+
+# psql_ SQL: one statement or more, as the superuser, unaligned, quiet
+psql_() { psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X -c "$1" postgres; }
+
+# The advisory locks now held or awaited in the database.
+advisory_locks() { psql_ "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"; }
+no_advisory_lock() { [[ $(advisory_locks) == 0 ]]; }
+dlock_sessions() { psql_ "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dlock'"; }
+no_dlock_session() { [[ $(dlock_sessions) == 0 ]]; }
+# key_held KEY: a session holds the advisory lock of dlock's KEY
+key_held() {
+	[[ $(psql_ "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND objid = (hashtextextended('$1', 0) & 4294967295)::oid
+		AND classid = ((hashtextextended('$1', 0) >> 32) & 4294967295)::oid") != 0 ]]
+}
+key_free() { ! key_held "$1"; }
+# waiting_on KEY: a session waits for it
+waiting_on() {
+	[[ $(psql_ "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+		AND objid = (hashtextextended('$1', 0) & 4294967295)::oid") != 0 ]]
+}
+
+# psql_hold KEY [SECONDS]: a psql session in the background takes dlock's
+# KEY the way the man page says, holds it until $T/KEY.go exists (or
+# SECONDS, default 60), and releases it; returns once it holds it.
+psql_hold() {
+	local key=$1 secs=${2:-60}
+	# shellcheck disable=SC2016
+	(
+		exec 3>&-
+		{
+			echo "SELECT pg_advisory_lock(hashtextextended('$key', 0));"
+			echo "\\o $T/$key.held"
+			echo "SELECT 1;"
+			echo "\\o"
+			for ((n = 0; n < secs * 20; n++)); do
+				[[ -e $T/$key.go ]] && break
+				sleep 0.05
+			done
+			echo "SELECT pg_advisory_unlock(hashtextextended('$key', 0));"
+		} | psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X postgres >/dev/null
+	) &
+	track $!
+	wait_until 10 test -s "$T/$key.held" || fail "psql did not take $key"
+}
