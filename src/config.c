@@ -497,7 +497,7 @@ static int resolve_tls(const struct config_flags *fl, const struct config_file *
 	st->tls = st->engine->uses_tls &&
 		  st->engine->uses_tls(st->servers, st->n_servers);
 	if (flag && !st->tls) {
-		snprintf(err, errlen, "%s: no server asks for TLS (rediss://, etcds://, mysql://...?tls=; servers from %s)",
+		snprintf(err, errlen, "%s: no server asks for TLS (rediss://, rediss-sentinel://, postgres://...?sslmode=require, mysql://...?tls=, etcds://; servers from %s)",
 			 flag, st->servers_from);
 		return -1;
 	}

@@ -248,7 +248,7 @@ sentinel_tls_knows() {	# sentinel_tls_knows PORT MASTER
 	assert_regex "$stderr" "pass phrase"
 	# TLS options with no TLS server: the password would go in clear
 	bad_tls -S "redis://127.0.0.1:$(port r)" --tls-ca "$TLS/ca.pem"
-	assert_equal "$stderr" "dlock: --tls-ca: no server is rediss:// or rediss-sentinel:// (servers from --server)"
+	assert_equal "$stderr" "dlock: --tls-ca: no server asks for TLS (rediss://, rediss-sentinel://, postgres://...?sslmode=require, mysql://...?tls=, etcds://; servers from --server)"
 	bad_tls -S "$(sock_url r)" --tls-insecure
 	printf 'tls-insecure = maybe\n' >"$T/conf"
 	bad_tls --config "$T/conf" -S "$u"
