@@ -343,14 +343,15 @@ static void held_by(struct lock *lk, const char *query)
 	snprintf(lk->held_by, sizeof lk->held_by, "%s", info);
 }
 
-/* The first try on a session: its settings, the lock if free (and then
- * the fence, taken after the grant), or who holds it; the backend, and
- * whether it is a standby. --limit N: the first free slot, in one
- * statement (CASE stops at the first WHEN that is true). */
+/* A try: on a new session its settings too; the lock if free, and then
+ * the fence, taken after the grant (the WITH queries run first); the
+ * backend, and whether it is a standby. --limit N: the first free slot,
+ * in one statement (CASE stops at the first WHEN that is true). Nothing
+ * here reads pg_locks or pg_stat_activity: a new backend takes longer to
+ * load their catalogs than the rest of the statement. */
 static char *try_sql(struct lock *lk)
 {
-	char with[512] = "", *sql, *cases = NULL;
-	const char *sh = shared(lk);
+	char with[512] = "", what[128], *sql, *cases = NULL;
 	int r;
 
 	if (P(lk)->fresh)
@@ -358,8 +359,7 @@ static char *try_sql(struct lock *lk)
 	if (lk->p->limit > 0) {
 		size_t cap = (size_t)lk->p->limit * 96 + 64, len = 0;
 
-		cases = malloc(cap);
-		if (!cases)
+		if (!(cases = malloc(cap)))
 			return NULL;
 		len += (size_t)snprintf(cases, cap, "CASE");
 		for (long i = 1; i <= lk->p->limit; i++)
@@ -367,23 +367,37 @@ static char *try_sql(struct lock *lk)
 						" WHEN pg_try_advisory_lock(hashtextextended($1 || ':%ld', 0)) THEN %ld",
 						i, i);
 		snprintf(cases + len, cap - len, " ELSE 0 END");
-		r = asprintf(&sql,
-			     "/* dlock */ WITH %sl AS MATERIALIZED (SELECT %s AS slot) "
-			     "SELECT l.slot > 0, CASE WHEN l.slot > 0 AND NOT pg_is_in_recovery() "
-			     "THEN pg_current_xact_id()::text END, NULL, pg_backend_pid(), "
-			     "pg_is_in_recovery(), l.slot FROM l%s",
-			     with, cases, with[0] ? ", s" : "");
-		free(cases);
-		return r < 0 ? NULL : sql;
+		snprintf(what, sizeof what, "%s", cases);
+	} else {
+		snprintf(what, sizeof what, "CASE WHEN pg_try_advisory_lock%s(" KEY_OF ") THEN 1 ELSE 0 END",
+			 shared(lk));
 	}
 	r = asprintf(&sql,
-		     "/* dlock */ WITH %sl AS MATERIALIZED (SELECT pg_try_advisory_lock%s(" KEY_OF ") AS got) "
-		     "SELECT l.got, CASE WHEN l.got AND NOT pg_is_in_recovery() "
-		     "THEN pg_current_xact_id()::text END, "
-		     "CASE WHEN NOT l.got THEN (SELECT a.query " LOCKS_OF_KEY
-		     "AND l.granted LIMIT 1) END, pg_backend_pid(), pg_is_in_recovery(), 0 FROM l%s",
-		     with, sh, with[0] ? ", s" : "");
+		     "/* dlock */ WITH %sl AS MATERIALIZED (SELECT %s AS slot) "
+		     "SELECT l.slot > 0, CASE WHEN l.slot > 0 AND NOT pg_is_in_recovery() "
+		     "THEN pg_current_xact_id()::text END, pg_backend_pid(), "
+		     "pg_is_in_recovery(), l.slot FROM l%s",
+		     with, cases ? cases : what, with[0] ? ", s" : "");
+	free(cases);
 	return r < 0 ? NULL : sql;
+}
+
+/* Who holds it, for the wait line and --verbose: its statement's comment. */
+static void look_up_holder(struct lock *lk)
+{
+	struct pg *pg = P(lk);
+	const char *params[] = { pg->key };
+	struct error ignored;
+	bool dead;
+	PGresult *r = pg_query(pg->c, pg->url, "SELECT a.query " LOCKS_OF_KEY "AND l.granted LIMIT 1",
+			       params, 1, clock_now_ms() + lk->node_timeout_ms, &dead,
+			       &ignored);
+
+	if (r && PQntuples(r) == 1)
+		held_by(lk, PQgetvalue(r, 0, 0));
+	PQclear(r);
+	if (dead)
+		disconnect(pg);
 }
 
 /* The blocking call: the fence once it returns, the lock granted. */
@@ -461,7 +475,7 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 	r = pg_query(pg->c, pg->url, sql, params, 1, start_ms + lk->node_timeout_ms,
 		     &dead, err);
 	free(sql);
-	if (!r || PQntuples(r) != 1 || PQnfields(r) != 6) {
+	if (!r || PQntuples(r) != 1 || PQnfields(r) != 5) {
 		if (r)
 			error_set(err, EX_SOFTWARE, "%s: unexpected reply to the lock statement",
 				  pg->url->text);
@@ -470,9 +484,9 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 		return LOCK_FAILED;
 	}
 	pg->fresh = false;
-	pg->backend_pid = atoi(PQgetvalue(r, 0, 3));
+	pg->backend_pid = atoi(PQgetvalue(r, 0, 2));
 	got = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-	if (strcmp(PQgetvalue(r, 0, 4), "t") == 0) {
+	if (strcmp(PQgetvalue(r, 0, 3), "t") == 0) {
 		error_set(err, EX_UNAVAILABLE, "%s: a standby (in recovery): its advisory locks are not the primary's; connect to the primary",
 			  pg->url->text);
 		PQclear(r);
@@ -486,7 +500,7 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 		return LOCK_FAILED;
 	}
 	if (got) {
-		pg->slot = atol(PQgetvalue(r, 0, 5));
+		pg->slot = lk->p->limit > 0 ? atol(PQgetvalue(r, 0, 4)) : 0;
 		res = granted(lk, PQgetvalue(r, 0, 1), start_ms, err);
 		PQclear(r);
 		if (res != LOCK_ACQUIRED)
@@ -494,8 +508,11 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 		return res;
 	}
 	lk->refused = true;
-	held_by(lk, PQgetisnull(r, 0, 2) ? NULL : PQgetvalue(r, 0, 2));
 	PQclear(r);
+	if (lk->p->verbose || lk->p->waits)
+		look_up_holder(lk);
+	if (!pg->c)
+		return LOCK_FAILED;
 	/* A wait inside the server, in its queue; --limit has no "any of
 	 * these" to wait on, and asks again at the waiter's pace. */
 	if (lk->p->waits && lk->p->limit <= 0) {
