@@ -73,6 +73,19 @@ usage_error() {
 @test "--node-timeout equal to --ttl is refused" { usage_error -S "$U" -t 1 --node-timeout 1 K touch "$M"; }
 @test "--node-timeout above --ttl is refused" { usage_error -S "$U" -t 1 --node-timeout 2 K touch "$M"; }
 
+# flock refuses them together; and its byte ranges have no keyed meaning
+@test "-F with -o is refused, as flock refuses it" {
+	usage_error -S "$U" -F -o K touch "$M"
+	assert_equal "$stderr" "dlock: -F and -o exclude each other (as in flock): with -F the command is dlock's process"
+	usage_error -S "$U" --no-fork --close K touch "$M"
+}
+@test "flock's --fcntl, --start and --length are refused with the reason" {
+	usage_error -S "$U" --fcntl K touch "$M"
+	assert_equal "$stderr" "dlock: --fcntl: flock's byte-range (fcntl) locks have no keyed equivalent: a KEY is one lock"
+	usage_error -S "$U" --start 1 K touch "$M"
+	usage_error -S "$U" --length=2 K touch "$M"
+}
+
 @test "a URL with port 0 is refused" { usage_error -S redis://127.0.0.1:0 K touch "$M"; }
 @test "a URL with port 99999 is refused" { usage_error -S redis://127.0.0.1:99999 K touch "$M"; }
 @test "a URL without a host is refused" { usage_error -S redis://:@ K touch "$M"; }
@@ -263,4 +276,47 @@ Try 'dlock --help' for more information."
 	usage_error history -S "$U" -n 0 K
 	[[ ${stderr_lines[0]} == "dlock: bad --count '0': 1 to 1000000" ]] ||
 		fail "stderr: $stderr"
+}
+
+# The first word that is neither an option nor an option's value decides
+# the form: options may come before a subcommand and apply to it; a lock
+# named as a subcommand is reached through run or after --. One row per
+# order: status, a regex the output must match, the arguments (after -S).
+@test "options and subcommands in any order: a table" {
+	local row want re args
+	rcli r set dlock:held x >/dev/null
+	while IFS='|' read -r want re args; do
+		[[ -n $want ]] || continue
+		eval "args=($args)"
+		run "-$want" --separate-stderr dlock "${args[@]}"
+		[[ $output$stderr =~ $re ]] ||
+			fail "dlock ${args[*]}: output '$output' stderr '$stderr' does not match /$re/"
+	done <<-ROWS
+	1|^K: free|status -S "$U" K
+	1|^K: free|-S "$U" status K
+	1|^K: free|status K -S "$U"
+	1|^\{|--json -S "$U" status K
+	1|^\{|-S "$U" --json status K
+	0|^$|-S "$U" -q status held
+	0|^dlock:status$|-S "$U" -- status sh -c 'echo \$DLOCK_KEY'
+	0|^dlock:status$|run -S "$U" status -- sh -c 'echo \$DLOCK_KEY'
+	0|^dlock:status$|-S "$U" run status -- sh -c 'echo \$DLOCK_KEY'
+	0|^dlock:K$|-S "$U" -n K sh -c 'echo \$DLOCK_KEY'
+	0|^dlock:K$|-S"$U" -w 5 K sh -c 'echo \$DLOCK_KEY'
+	0|^dlock:K$|--server="$U" --wait=5 K sh -c 'echo \$DLOCK_KEY'
+	0|^hi$|-S "$U" K -c 'echo hi'
+	0|^[0-9a-f]{32}$|-S "$U" -t 5 acquire A
+	0|^A: held|-S "$U" status A
+	0|^broken: |-S "$U" --force release A
+	64|does not apply to 'dlock status'|-w 5 -S "$U" status K
+	64|does not apply to 'dlock history'|--nonblock -S "$U" history K
+	0|^Usage:|help
+	0|^Usage:|-S "$U" help
+	0|^dlock [0-9]+\.[0-9]+\.[0-9]+$|version
+	64|help takes no argument|help make
+	64|version takes no argument|-S "$U" version K
+	127|-n: command not found \(options go before KEY|-S "$U" nightly -n echo hi
+	127|--ttl: command not found \(options go before KEY|-S "$U" nightly --ttl 5 echo hi
+	127|^dlock: nightly: nosuchcommand: command not found$|-S "$U" nightly nosuchcommand
+	ROWS
 }
