@@ -177,12 +177,65 @@ usage_error() {
 @test "bad min-hold and unavailable in the config file are refused" {
 	printf 'servers = %s\nmin-hold = -1\n' "$U" >"$T/conf"
 	usage_error --config "$T/conf" K touch "$M"
-	assert_equal "$stderr" "dlock: config: bad min-hold '-1': 0 (off) or seconds, up to 315360000"
+	assert_equal "$stderr" "dlock: $T/conf:2: bad min-hold '-1': 0 (off) or seconds, up to 315360000"
 	printf 'servers = %s\nunavailable = maybe\n' "$U" >"$T/conf"
 	usage_error --config "$T/conf" K touch "$M"
-	assert_equal "$stderr" "dlock: config: bad unavailable 'maybe': fail or run"
+	assert_equal "$stderr" "dlock: $T/conf:2: bad unavailable 'maybe': fail or run"
 	# in every form, as a bad ttl is
 	usage_error status --config "$T/conf" K
+}
+
+# Every config error names file and line, values' too.
+@test "bad config values are refused, naming file and line" {
+	printf 'servers = %s\ntls-insecure = maybe\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/conf:2: bad tls-insecure 'maybe' (yes or no)"
+	printf '# x\nservers = %s\n\nttl = soon\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/conf:4: bad ttl 'soon' (seconds, at least 0.01)"
+	printf 'ttl = 5\nservers = http://x\n' >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	[[ $stderr == "dlock: $T/conf:2: bad server URL 'http://x': "* ]] || fail "stderr: $stderr"
+	# a bad value is refused even where a flag overrides it
+	printf 'servers = %s\nttl = soon\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" -t 5 K touch "$M"
+}
+
+# A '#' starts a comment only at the start of a line: one after a value
+# would otherwise be part of it (a password or a path may hold a '#').
+@test "a comment after a config value is refused, naming file and line" {
+	printf 'servers = %s\nttl=5 # comment\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/conf:2: '#' after the value of ttl: a comment takes a line of its own"
+	printf '  # indented, a comment\nservers = %s\n' "$U" >"$T/conf"
+	run -0 dlock --config "$T/conf" K true
+}
+
+@test "a NUL byte in a config file is refused, naming file and line" {
+	printf 'servers = %s\nttl = 5\0junk\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/conf:2: a NUL byte (not a text file)"
+}
+
+# A FIFO hung dlock (open waits for a writer); a directory or a /proc file
+# is no config file either: refused at once, with the reason.
+@test "a directory, a FIFO or a /proc file as config is refused at once" {
+	mkdir "$T/dir"
+	usage_error --config "$T/dir" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/dir: a directory, not a config file"
+	mkfifo "$T/fifo"
+	run -64 --separate-stderr timeout 10 "$DLOCK" --config "$T/fifo" -S "$U" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/fifo: a FIFO, not a config file"	# not timeout's 124
+	usage_error --config /proc/self/status K touch "$M"
+	assert_equal "$stderr" "dlock: /proc/self/status: a file of /proc, not a config file"
+	usage_error --config /dev/null K touch "$M"
+	assert_equal "$stderr" "dlock: /dev/null: a device, not a config file"
+	# at the XDG path too: found, but no file to read
+	mkdir -p "$XDG_CONFIG_HOME/dlock"
+	mkfifo "$XDG_CONFIG_HOME/dlock/config"
+	run -64 --separate-stderr timeout 10 "$DLOCK" -S "$U" K touch "$M"
+	assert_equal "$stderr" "dlock: $XDG_CONFIG_HOME/dlock/config: a FIFO, not a config file"
+	[[ ! -e $M ]]
 }
 
 @test "--min-hold and --unavailable are the run form's alone" {
