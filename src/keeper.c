@@ -470,9 +470,14 @@ int keeper_lock(const struct options *opts, const struct settings *st,
 	k.caller = getppid();
 	k.pidfd = k.caller > 1 ? (int)syscall(SYS_pidfd_open, k.caller, 0) : -1;
 	k.pgid = k.caller > 1 ? getpgid(k.caller) : -1;
-	if (k.caller <= 1 || k.pgid <= 1 || k.pidfd < 0 || getppid() != k.caller) {
-		log_line(opts->key, "dlock %d: %s", opts->fd, k.pidfd < 0 && k.caller > 1 ?
-			 strerror(errno) : "no calling process to hold the lock for (its parent is init)");
+	if (k.pidfd < 0 && k.caller > 1) {	/* before Linux 5.3, valgrind */
+		log_line(opts->key, "dlock %d: pidfd_open: %s", opts->fd, strerror(errno));
+		return EX_OSERR;
+	}
+	if (k.caller <= 1 || k.pgid <= 1 || getppid() != k.caller) {
+		log_line(opts->key, "dlock %d: no calling process to hold the lock for (%s)",
+			 opts->fd, k.caller <= 1 || getppid() <= 1 ? "its parent is init" :
+			 "it is in init's process group");
 		if (k.pidfd >= 0)
 			close(k.pidfd);
 		return EX_USAGE;
