@@ -111,6 +111,7 @@ static void usage(void)
 "  dlock [options] FD           flock's descriptor form: lock the file FD is\n"
 "                               open on until the caller exits or -u FD\n"
 "  dlock -u FD\n"
+"  dlock [options] --fd N [--] COMMAND [ARG...]\n"
 "  dlock help | version\n"
 "Options may come before a subcommand too; the first word that is no\n"
 "option names the form (a lock named as a subcommand: dlock run NAME --).\n"
