@@ -13,6 +13,15 @@ setup() {
 	: >"$F"
 	KEY=dlock:$F
 	export T F
+	GROUP=
+}
+
+# A caller started in a session of its own (setsid) is a process group:
+# ended whole, pass or fail, so that no subshell (and no keeper for it)
+# outlives the test.
+teardown() {
+	[[ -z $GROUP ]] || kill -KILL -- "-$GROUP" 2>/dev/null || true
+	stop_all
 }
 
 # ---- flock's spellings ---------------------------------------------------
@@ -70,7 +79,7 @@ setup() {
 @test "( dlock -n 9 || exit 1; ... ) 9>file: held while the subshell runs, then released" {
 	bash -c '( "$DLOCK" -n 9 || exit 1
 		touch "$T/held"
-		while [ ! -e "$T/release" ]; do sleep 0.05; done
+		i=0; while [ ! -e "$T/release" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
 		echo done >"$T/done" ) 9>"$F"' 3>&- &
 	local sh=$!
 	track $sh
@@ -136,10 +145,11 @@ setup() {
 		( trap "echo TERM >>\"$T/sig\"; exit 143" TERM
 		  "$DLOCK" -t 1 -n 9 || exit 1
 		  touch "$T/held"
-		  while :; do sleep 0.05; done ) 9>"$F"
+		  i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done ) 9>"$F"
 		wait' 3>&- 2>"$T/err" &
 	local sh=$!
 	track $sh
+	GROUP=$sh
 	wait_until 5 test -e "$T/held" || fail "no lock: $(cat "$T/err")"
 	rcli r del "$KEY" >/dev/null	# behind the holder's back
 	wait_until 5 dead "$sh" || fail "the caller runs on without the lock"
@@ -150,9 +160,10 @@ setup() {
 @test "the descriptor form: the keeper killed, its watchdog stops the caller" {
 	setsid bash -c '( "$DLOCK" -t 2 -n 9 || exit 1
 		  touch "$T/held"
-		  while :; do sleep 0.05; done ) 9>"$F"' 3>&- 2>"$T/err" &
+		  i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done ) 9>"$F"' 3>&- 2>"$T/err" &
 	local sh=$! keeper
 	track $sh
+	GROUP=$sh
 	wait_until 5 test -e "$T/held" || fail "no lock: $(cat "$T/err")"
 	for keeper in $(pgrep -x dlock-keeper); do	# this test's: its $T
 		tr '\0' '\n' <"/proc/$keeper/environ" | grep -qxF "T=$T" && break
