@@ -3,6 +3,8 @@
  * error may exit at once (64) without anything to give back. */
 #include <ctype.h>
 #include <err.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -12,6 +14,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sysexits.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "cli.h"
 #include "parse.h"
 #include "version.h"
@@ -41,6 +45,7 @@ enum {
 	OPT_TLS_CERT,
 	OPT_TLS_KEY,
 	OPT_TLS_INSECURE,
+	OPT_FD,
 };
 
 /* In the order of --help, the man page and the completions. */
@@ -50,6 +55,8 @@ static const struct option longopts[] = {
 	{ "shared",		no_argument,		NULL, 's' },
 	{ "limit",		required_argument,	NULL, OPT_LIMIT },
 	{ "nonblock",		no_argument,		NULL, 'n' },
+	{ "nb",			no_argument,		NULL, 'n' },	/* flock's */
+	{ "nonblocking",	no_argument,		NULL, 'n' },	/* flock's */
 	{ "wait",		required_argument,	NULL, 'w' },
 	{ "timeout",		required_argument,	NULL, 'w' },
 	{ "conflict-exit-code",	required_argument,	NULL, 'E' },
@@ -72,6 +79,8 @@ static const struct option longopts[] = {
 	{ "history",		required_argument,	NULL, OPT_HISTORY },
 	{ "unavailable",	required_argument,	NULL, OPT_UNAVAILABLE },
 	{ "command",		required_argument,	NULL, 'c' },
+	{ "fd",			required_argument,	NULL, OPT_FD },
+	{ "unlock",		no_argument,		NULL, 'u' },
 	{ "close",		no_argument,		NULL, 'o' },
 	{ "no-fork",		no_argument,		NULL, 'F' },
 	{ "json",		no_argument,		NULL, OPT_JSON },
@@ -99,6 +108,13 @@ static void usage(void)
 "  dlock release [options] KEY [--token TOKEN | --force]\n"
 "  dlock acquire [options] KEY\n"
 "  dlock extend [options] KEY [--token TOKEN]\n"
+"  dlock [options] FD           flock's descriptor form: lock the file FD is\n"
+"                               open on until the caller exits or -u FD\n"
+"  dlock -u FD\n"
+"  dlock [options] --fd N [--] COMMAND [ARG...]\n"
+"  dlock help | version\n"
+"Options may come before a subcommand too; the first word that is no\n"
+"option names the form (a lock named as a subcommand: dlock run NAME --).\n"
 "\n"
 "Run COMMAND while holding the lock KEY in Redis, as flock(1) does with a file.\n"
 "\n"
@@ -111,7 +127,8 @@ static void usage(void)
 "      --limit N                a semaphore: at most N holders at once\n"
 "\n"
 "Waiting:\n"
-"  -n, --nonblock               fail at once if the lock is held\n"
+"  -n, --nonblock, --nb, --nonblocking\n"
+"                               fail at once if the lock is held\n"
 "  -w, --wait, --timeout SECS   wait at most SECS seconds (0 is -n)\n"
 "  -E, --conflict-exit-code N   exit status when -n/-w gives up (default 1)\n"
 "      --fair                   waiters get the lock in arrival order\n"
@@ -145,6 +162,9 @@ static void usage(void)
 "\n"
 "Command:\n"
 "  -c, --command STRING         run STRING with $SHELL -c\n"
+"      --fd N                   lock the file descriptor N is open on (its\n"
+"                               absolute path names the lock); COMMAND follows\n"
+"  -u, --unlock                 dlock -u FD: release what dlock FD took\n"
 "  -o, --close                  hold the lock until COMMAND exits, not until\n"
 "                               every process of its group has (flock's -o)\n"
 "  -F, --no-fork                COMMAND replaces dlock (keeps its PID); a\n"
@@ -162,7 +182,9 @@ static void usage(void)
 "      --export                 print DLOCK_KEY=, DLOCK_TOKEN=, DLOCK_FENCE=\n"
 "                               lines for eval, not the token alone\n"
 "\n"
-"      --verbose                say what dlock waits for and why it fails\n"
+"      --verbose                say what dlock waits for and why it fails;\n"
+"                               flock's lines ('getting lock took', 'executing')\n"
+"                               on stdout\n"
 "  -h, --help                   show this help\n"
 "  -V, --version                show the version\n"
 "\n"
@@ -245,7 +267,7 @@ enum {
 };
 
 /* Every form knows every short option, to say which it does not take. */
-#define SHORT "k:xesnw:E:t:S:c:oFqhV"
+#define SHORT "k:xesnw:E:t:S:c:uoFqhV"
 
 static const struct form {
 	const char *word;
@@ -277,7 +299,7 @@ static unsigned group_of(int c)
 		return G_TTL;
 	case OPT_ON_LOST: case OPT_KILL_AFTER: case OPT_MAX_HOLD:
 	case OPT_MIN_HOLD: case OPT_UNAVAILABLE:
-	case 'c': case 'o': case 'F':
+	case 'c': case 'o': case 'F': case OPT_FD: case 'u':
 		return G_JOB;
 	case OPT_WAIT_REPLICAS:
 		return G_REPLICAS;
@@ -446,6 +468,12 @@ static void parse_option(int c, const char *arg, struct options *opts,
 	case 'c':
 		opts->shell_cmd = arg;
 		break;
+	case OPT_FD:
+		opts->fd = (int)count_arg("--fd", arg, 0, INT_MAX);
+		break;
+	case 'u':
+		opts->unlock = true;
+		break;
 	case 'o':
 		opts->close = true;
 		break;
@@ -484,11 +512,100 @@ static void parse_option(int c, const char *arg, struct options *opts,
 	}
 }
 
+/* The long option that word names, as getopt_long() takes it: exactly,
+ * or by an unambiguous abbreviation; NULL when none. */
+static const struct option *long_option(const char *word)
+{
+	const char *name = word + 2;
+	size_t len = strcspn(name, "=");
+	const struct option *found = NULL;
+
+	for (const struct option *o = longopts; o->name; o++) {
+		if (strncmp(o->name, name, len) != 0)
+			continue;
+		if (o->name[len] == '\0')
+			return o;
+		if (found && (found->has_arg != o->has_arg || found->val != o->val))
+			return NULL;	/* ambiguous: getopt says so later */
+		found = o;
+	}
+	return found;
+}
+
+/* Whether the option word takes the next word as its value. */
+static bool takes_next(const char *word)
+{
+	if (word[1] == '-') {
+		const struct option *o = long_option(word);
+
+		return o && o->has_arg == required_argument &&
+		       !strchr(word, '=');
+	}
+	for (const char *c = word + 1; *c; c++) {
+		const char *p = strchr(SHORT, *c);
+
+		if (!p || *c == ':')
+			return false;
+		if (p[1] == ':')
+			return c[1] == '\0';	/* -w5: the value is in the word */
+	}
+	return false;
+}
+
+bool cli_is_option(const char *word)
+{
+	if (word[0] != '-' || word[1] == '\0')
+		return false;
+	if (word[1] == '-')
+		return word[2] && long_option(word) != NULL;
+	for (const char *c = word + 1; *c; c++) {
+		const char *p = strchr(SHORT, *c);
+
+		if (!p || *c == ':')
+			return false;
+		if (p[1] == ':')
+			return true;
+	}
+	return true;
+}
+
+/* The first word that is neither an option nor an option's value decides
+ * the form: a subcommand word is that subcommand, whatever options came
+ * before it, which are moved after it (dlock -S URL status K is dlock
+ * status -S URL K). After "--" comes KEY, whatever its name. Returns the
+ * form; help and version are answered here. */
 static const struct form *form_of(int argc, char **argv)
 {
-	for (size_t i = 1; argc > 1 && i < sizeof forms / sizeof forms[0]; i++)
-		if (strcmp(argv[1], forms[i].word) == 0)
-			return &forms[i];
+	int i;
+	char *word;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return &forms[0];
+		if (argv[i][0] != '-' || argv[i][1] == '\0')
+			break;
+		if (takes_next(argv[i]))
+			i++;
+	}
+	if (i >= argc)
+		return &forms[0];
+	word = argv[i];
+	if (strcmp(word, "help") == 0 || strcmp(word, "version") == 0) {
+		if (i + 1 < argc)
+			errx(EX_USAGE, "%s takes no argument (a lock named '%s': dlock run %s -- COMMAND)",
+			     word, word, word);
+		if (word[0] == 'h')
+			usage();
+		printf("dlock %s\n", DLOCK_VERSION);
+		exit(EX_OK);
+	}
+	for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++) {
+		if (strcmp(word, forms[k].word) != 0)
+			continue;
+		memmove(argv + 2, argv + 1, (size_t)(i - 1) * sizeof *argv);
+		argv[1] = word;
+		return &forms[k];
+	}
 	return &forms[0];
 }
 
@@ -520,6 +637,80 @@ static void check_keys(int n_keys, struct options *opts)
 		errx(EX_USAGE, "-F does not apply to several keys (-k)");
 }
 
+/* flock's byte-range options: a key is one lock, with no bytes to lock
+ * a range of; taking the whole key instead would exclude holders that
+ * flock lets run side by side (an fcntl lock and a flock one do not
+ * meet). Refused with the reason, not as unknown. */
+static void flock_only(const char *word)
+{
+	static const char *const ranged[] = { "--fcntl", "--start", "--length" };
+
+	for (size_t i = 0; i < sizeof ranged / sizeof ranged[0]; i++) {
+		size_t n = strlen(ranged[i]);
+
+		if (strncmp(word, ranged[i], n) == 0 &&
+		    (word[n] == '\0' || word[n] == '='))
+			errx(EX_USAGE, "%s: flock's byte-range (fcntl) locks have no keyed equivalent: a KEY is one lock",
+			     ranged[i]);
+	}
+}
+
+/* What a descriptor is open on, as the kernel names it: the lock's name
+ * in the descriptor form and with --fd. Not open: flock's EBADF line and
+ * status (65); open on no file (a pipe, a socket) or on a deleted one:
+ * there is no name that another host could lock by. */
+static char *fd_path(int fd)
+{
+	char link[64], path[PATH_MAX];
+	struct stat sb;
+	ssize_t n;
+
+	if (fcntl(fd, F_GETFD) < 0)
+		errx(EX_DATAERR, "%d: %s", fd, strerror(errno));
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof path - 1);
+	if (n < 0)
+		errx(EX_USAGE, "descriptor %d: %s: %s (is /proc mounted?)", fd,
+		     link, strerror(errno));
+	path[n] = '\0';
+	if (path[0] != '/')
+		errx(EX_USAGE, "descriptor %d is open on %s, not on a file: no path to name the lock by",
+		     fd, path);
+	if (fstat(fd, &sb) == 0 && sb.st_nlink == 0 && !S_ISDIR(sb.st_mode))
+		errx(EX_USAGE, "descriptor %d is open on a deleted file (%s): its name may be another file's now",
+		     fd, path);
+	return strdup(path);
+}
+
+/* The descriptor form, --fd and -u: what each may not be combined with,
+ * and the lock's name. The descriptor form runs no command: a keeper
+ * process holds the lock for our caller, which nothing here can make
+ * wait for it or tell of a lost lease but a signal. */
+static void check_fd(struct options *opts, int n_keys, bool has_command)
+{
+	if (opts->unlock && !opts->fd_form)
+		errx(EX_USAGE, "-u releases the descriptor form's lock: dlock -u FD, nothing more");
+	if (opts->fd < 0)
+		return;
+	if (n_keys > 1 || (opts->multi && n_keys > 0))
+		errx(EX_USAGE, "--fd names the lock: no -k or KEY with it");
+	if (!opts->fd_form && !has_command)
+		errx(EX_USAGE, "--fd %d: missing COMMAND (for flock's descriptor form: dlock %d)",
+		     opts->fd, opts->fd);
+	if (opts->fd_form && !opts->unlock) {
+		if (opts->no_fork || opts->close)
+			errx(EX_USAGE, "%s: the descriptor form (dlock FD) runs no command",
+			     opts->no_fork ? "-F" : "-o");
+		if (opts->on_lost_signal == ON_LOST_IGNORE)
+			errx(EX_USAGE, "--on-lost ignore: the descriptor form has no exit status to report a lost lease by, and the caller would run on without the lock");
+		if (opts->cfg.unavailable == UNAVAILABLE_RUN)
+			errx(EX_USAGE, "--unavailable run: the descriptor form has no command to run without the lock");
+	}
+	opts->fd_path = fd_path(opts->fd);
+	if (!opts->fd_path)
+		err(EX_OSERR, "strdup");
+}
+
 /* The checks once every option is in: combinations and positionals. */
 static void check(const struct form *f, int n_keys, struct options *opts,
 		  bool mode_given, long limit)
@@ -533,6 +724,10 @@ static void check(const struct form *f, int n_keys, struct options *opts,
 		opts->nonblock = true;
 	if (opts->force && opts->token)
 		errx(EX_USAGE, "release: --token and --force exclude each other");
+	/* flock refuses them together too: -o closes a descriptor in the
+	 * child that -F's command would be */
+	if (opts->no_fork && opts->close)
+		errx(EX_USAGE, "-F and -o exclude each other (as in flock): with -F the command is dlock's process");
 	if (n_keys < f->min_keys)
 		errx(EX_USAGE, "missing KEY");
 	if (f->max_keys >= 0 && n_keys > f->max_keys && !opts->multi)
@@ -548,7 +743,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 {
 	const struct form *f;
 	bool mode_given = false, by_k;
-	long limit = 0;
+	long limit = 0, fd;
 	int c, li = -1, n_keys = 0;
 
 	*opts = (struct options){
@@ -560,6 +755,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 		.count = 10,
 		.cfg.history = -1,
 		.cfg.min_hold_ms = -1,
+		.fd = -1,
 	};
 	if (argc < 2) {
 		/* as flock(1): what to type, and where to read more */
@@ -589,6 +785,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 		if (c == ':')
 			errx(EX_USAGE, "option '%s' needs an argument", argv[optind - 1]);
 		if (c == '?') {
+			flock_only(argv[optind - 1]);
 			if (optopt)
 				errx(EX_USAGE, "unknown option '-%c'", optopt);
 			errx(EX_USAGE, "unknown option '%s'", argv[optind - 1]);
@@ -605,19 +802,31 @@ void cli_parse(int argc, char **argv, struct options *opts)
 		else
 			parse_option(c, optarg, opts, &mode_given, &limit);
 	}
-	by_k = opts->multi = f->cmd == CMD_RUN && n_keys > 0;	/* no KEY positional */
+	/* -k and --fd name the locks: no KEY positional */
+	opts->multi = f->cmd == CMD_RUN && n_keys > 0;
+	by_k = f->cmd == CMD_RUN && (n_keys > 0 || opts->fd >= 0);
 	if (f->cmd == CMD_RUN) {
-		if (optind < argc && !opts->multi)
+		if (optind < argc && !by_k)
 			opts->keys[n_keys++] = argv[optind++];
+		/* flock's descriptor form: a number alone, and no command */
+		if (!by_k && n_keys == 1 && optind == argc && !opts->shell_cmd &&
+		    parse_count(opts->keys[0], 0, INT_MAX, &fd) == 0) {
+			opts->fd = (int)fd;
+			opts->fd_form = true;
+			n_keys = 0;
+		}
 	} else if (optind < argc) {	/* after "--" */
 		while (optind < argc)
 			opts->keys[n_keys++] = argv[optind++];
 	}
+	check_fd(opts, n_keys, optind < argc || opts->shell_cmd);
+	if (opts->fd >= 0)
+		opts->keys[n_keys++] = opts->fd_path;
 	check(f, n_keys, opts, mode_given, limit);
 	/* -k A -- -c: getopt took the --, after which all is the command */
 	if (by_k && strcmp(argv[optind - 1], "--") == 0)
 		optind--;
-	if (f->cmd == CMD_RUN)
+	if (f->cmd == CMD_RUN && !opts->fd_form)
 		parse_command_part(argc - optind, argv + optind, opts);
 }
 
@@ -627,6 +836,8 @@ void cli_free(struct options *opts)
 		free((char *)opts->cfg.servers[i]);
 	free(opts->cfg.servers);
 	free(opts->keys);
+	free(opts->fd_path);
+	opts->fd_path = NULL;
 	opts->cfg.servers = NULL;
 	opts->cfg.n_servers = 0;
 	opts->keys = NULL;

@@ -33,6 +33,11 @@ struct options {
 	bool close;		/* -o: the lock lasts until the command exits,
 				 * not its whole process group */
 	bool no_fork;		/* -F: the command replaces dlock */
+	int fd;			/* --fd N, or the descriptor form's FD; -1 */
+	bool fd_form;		/* dlock [options] FD: no command, a keeper
+				 * holds the lock for our caller */
+	bool unlock;		/* -u FD: the keeper gives the lock back */
+	char *fd_path;		/* what fd is open on: the lock's name */
 	bool verbose;
 	/* status, history, release, acquire, extend */
 	bool json, quiet;	/* --json, -q */
@@ -47,5 +52,8 @@ struct options {
 /* Parses argv into opts; on a usage error prints one line and exits 64.
  * Passwords in -S URLs are overwritten in argv (ps shows no secret). */
 void cli_parse(int argc, char **argv, struct options *opts);
+/* Whether word is one of dlock's own options (as a command after KEY, a
+ * misplaced one: "options go before KEY"). */
+bool cli_is_option(const char *word);
 /* Frees what cli_parse() allocated: the KEY list and the -S copies. */
 void cli_free(struct options *opts);

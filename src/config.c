@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include "config.h"
 #include "log.h"
 #include "parse.h"
@@ -53,13 +56,102 @@ static char **config_slot(struct config_file *cf, const char *name)
 	return NULL;
 }
 
-int config_parse(char *text, struct config_file *cf, char *err, size_t errlen)
+/* The servers a file names: split, each URL's scheme known, and parsed
+ * when its engine is built in (Redis); a module's engine (PostgreSQL...)
+ * is not loaded for this, and parses its URLs when they are used. */
+static int check_servers(const char *list, char *err, size_t errlen)
 {
-	char *line = text, *next;
+	char *urls[MAX_SERVERS];
+	size_t n = 0;
+	bool built_in = true;
+	int r = config_split_servers(list, urls, MAX_SERVERS, &n, err, errlen);
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		char why[512];
+
+		if (!engine_known(urls[i], &built_in, why, sizeof why)) {
+			engine_bad_url(urls[i], why, err, errlen);
+			r = -1;
+		}
+	}
+	if (r == 0 && built_in) {
+		const struct engine *engine;
+		void *servers;
+
+		r = config_parse_servers(urls, n, &engine, &servers, err, errlen);
+		if (r == 0)
+			engine->free_servers(servers, n);
+	}
+	while (n > 0)
+		free(urls[--n]);
+	return r;
+}
+
+/* A value's form, checked where the file says it, so that the error can
+ * name the line: the settings that take a number or a word. Whether the
+ * value fits the others (min-hold within ttl) is for resolve(). */
+static int check_value(const char *name, const char *value, char *err,
+		       size_t errlen)
+{
+	int64_t ms;
+	long n;
+
+	if (strcmp(name, "ttl") == 0 &&
+	    (parse_seconds(value, MAX_SECONDS_MS, &ms) < 0 || ms < MIN_TTL_MS))
+		snprintf(err, errlen, "bad ttl '%.64s' (seconds, at least 0.01)", value);
+	else if (strcmp(name, "node-timeout") == 0 &&
+		 (parse_seconds(value, MAX_SECONDS_MS, &ms) < 0 || ms == 0))
+		snprintf(err, errlen, "bad node-timeout '%.64s' (seconds, more than 0)", value);
+	else if (strcmp(name, "history") == 0 &&
+		 parse_count(value, 0, MAX_HISTORY, &n) < 0)
+		snprintf(err, errlen, "bad history '%.64s' (0 to %d)", value, MAX_HISTORY);
+	else if (strcmp(name, "min-hold") == 0 &&
+		 parse_seconds(value, MAX_SECONDS_MS, &ms) < 0)
+		snprintf(err, errlen, "bad min-hold '%.64s': 0 (off) or seconds, up to %lld",
+			 value, (long long)(MAX_SECONDS_MS / 1000));
+	else if (strcmp(name, "unavailable") == 0 &&
+		 config_unavailable(value) == UNAVAILABLE_UNSET)
+		snprintf(err, errlen, "bad unavailable '%.64s': fail or run", value);
+	else if (strcmp(name, "tls-insecure") == 0 && strcmp(value, "yes") != 0 &&
+		 strcmp(value, "no") != 0)
+		snprintf(err, errlen, "bad tls-insecure '%.64s' (yes or no)", value);
+	else if (strcmp(name, "servers") == 0)
+		return check_servers(value, err, errlen);
+	else
+		return 0;
+	return -1;
+}
+
+/* A '#' after blank space in a value: a comment the writer meant to end
+ * the line with. It is not one (a '#' may be part of a password or a
+ * path), and taking it as part of the value would leave a setting that
+ * is not what was written: refused. */
+static bool trailing_comment(const char *value)
+{
+	for (const char *p = strchr(value, '#'); p; p = strchr(p + 1, '#'))
+		if (p > value && (p[-1] == ' ' || p[-1] == '\t'))
+			return true;
+	return false;
+}
+
+int config_parse(char *text, size_t len, struct config_file *cf, char *err,
+		 size_t errlen)
+{
+	char *line = text, *next, *nul = memchr(text, '\0', len), why[200];
 	struct config_file seen = { 0 };
+	int lineno = 1;
 
 	*cf = (struct config_file){ 0 };
-	for (int lineno = 1; line; line = next, lineno++) {
+	/* A NUL would end the line early, and what follows it would be
+	 * silently left out: no config file holds one. */
+	if (nul) {
+		for (char *p = text; p < nul; p++)
+			lineno += *p == '\n';
+		snprintf(err, errlen, "%d: a NUL byte (not a text file)", lineno);
+		return -1;
+	}
+	text[len] = '\0';
+	for (lineno = 1; line; line = next, lineno++) {
 		char *eq, *name, *value, **slot;
 
 		next = strchr(line, '\n');
@@ -91,6 +183,15 @@ int config_parse(char *text, struct config_file *cf, char *err, size_t errlen)
 		if (*value == '\0' && strcmp(name, "prefix") != 0) {
 			snprintf(err, errlen, "%d: empty %s (remove the line for the default)",
 				 lineno, name);
+			return -1;
+		}
+		if (trailing_comment(value)) {
+			snprintf(err, errlen, "%d: '#' after the value of %s: a comment takes a line of its own",
+				 lineno, name);
+			return -1;
+		}
+		if (check_value(name, value, why, sizeof why) < 0) {
+			snprintf(err, errlen, "%d: %s", lineno, why);
 			return -1;
 		}
 		*config_slot(&seen, name) = value;
@@ -225,30 +326,71 @@ int config_parse_servers(char *const *urls, size_t n,
 	return 0;
 }
 
-/* Reads a whole small file. Returns a malloc'd string or NULL (errno). */
-static char *read_file(const char *path)
+/* What a config path names when it is no regular file: a directory, a
+ * FIFO (whose open would wait for a writer, and its read for ever), a
+ * device, or a file of /proc or /sys (regular in name only: /proc/kmsg
+ * blocks, others change as they are read). NULL for a regular file. */
+static const char *not_regular(int fd, const struct stat *sb)
 {
-	FILE *f = fopen(path, "re");
-	char *buf;
-	size_t len;
+	struct statfs fs;
 
-	if (!f)
+	if (S_ISDIR(sb->st_mode))
+		return "a directory";
+	if (S_ISFIFO(sb->st_mode))
+		return "a FIFO";
+	if (S_ISSOCK(sb->st_mode))
+		return "a socket";
+	if (S_ISCHR(sb->st_mode) || S_ISBLK(sb->st_mode))
+		return "a device";
+	if (!S_ISREG(sb->st_mode))
+		return "not a regular file";
+	if (fstatfs(fd, &fs) == 0 &&
+	    (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC))
+		return fs.f_type == PROC_SUPER_MAGIC ? "a file of /proc" : "a file of /sys";
+	return NULL;
+}
+
+/* Reads a whole small file, a regular one: non-blocking open, so that a
+ * FIFO is refused at once, not waited on. Returns a malloc'd buffer (one
+ * byte more than *len, for config_parse) or NULL, with the reason in why. */
+static char *read_file(const char *path, size_t *len, const char **why)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat sb;
+	char *buf = NULL;
+	ssize_t n;
+
+	*why = NULL;
+	*len = 0;
+	if (fd < 0)
 		return NULL;
+	if (fstat(fd, &sb) < 0)
+		goto fail;
+	if ((*why = not_regular(fd, &sb)) != NULL)
+		goto fail;
 	buf = malloc(MAX_FILE_BYTES + 1);
-	if (!buf) {
-		fclose(f);
-		return NULL;
+	if (!buf)
+		goto fail;
+	while (*len <= MAX_FILE_BYTES &&
+	       (n = read(fd, buf + *len, MAX_FILE_BYTES + 1 - *len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		*len += (size_t)n;
 	}
-	len = fread(buf, 1, MAX_FILE_BYTES + 1, f);
-	if (ferror(f) || len > MAX_FILE_BYTES) {
-		errno = ferror(f) ? EIO : EFBIG;
-		fclose(f);
-		free(buf);
-		return NULL;
+	if (*len > MAX_FILE_BYTES) {
+		errno = EFBIG;
+		goto fail;
 	}
-	fclose(f);
-	buf[len] = '\0';
+	close(fd);
 	return buf;
+fail:
+	n = errno;
+	close(fd);
+	free(buf);
+	errno = (int)n;
+	return NULL;
 }
 
 /* One line; one trailing newline is ignored. A file that group or others
@@ -310,16 +452,21 @@ static int load_config(const char *path, bool must_exist, struct config_file *cf
 {
 	struct config_file one;
 	char why[256];
-	char *text = read_file(path);
+	const char *what;
+	size_t len;
+	char *text = read_file(path, &len, &what);
 
 	if (!text) {
-		if (!must_exist && errno == ENOENT)
+		if (!must_exist && !what && errno == ENOENT)
 			return 0;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		if (what)
+			snprintf(err, errlen, "%s: %s, not a config file", path, what);
+		else
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
 	texts[(*n_texts)++] = text;
-	if (config_parse(text, &one, why, sizeof why) < 0) {
+	if (config_parse(text, len, &one, why, sizeof why) < 0) {
 		snprintf(err, errlen, "%s:%s", path, why);
 		return -1;
 	}
@@ -524,6 +671,7 @@ static int resolve(const struct config_flags *fl, const struct config_file *cf,
 
 	if (resolve_servers(fl, cf, st, err, errlen) < 0)
 		return -1;
+
 	st->prefix = strdup(fl->prefix ? fl->prefix : env_prefix ? env_prefix :
 			    cf->prefix ? cf->prefix : DEFAULT_PREFIX);
 	if (!st->prefix) {
@@ -590,6 +738,8 @@ int config_resolve(const struct config_flags *fl, struct settings *st, char *err
 	size_t n_texts = 0;
 	int r;
 
+	/* malloc, not calloc: url_parse() fills each one it uses, and zeroing
+	 * MAX_SERVERS of them is a tenth of dlock's start-up. */
 	*st = (struct settings){ 0 };
 	r = load_configs(fl, &cf, texts, &n_texts, err, errlen);
 	if (r == 0)

@@ -60,9 +60,13 @@ struct settings {
 	struct tls_options tls_opts;	/* strings owned */
 };
 
-/* Parses a config file's text in place ("name = value" lines, '#' comments).
- * Returns 0, or -1 with "LINE: reason" in err. Pure: unit-tested, fuzzable. */
-int config_parse(char *text, struct config_file *cf, char *err, size_t errlen);
+/* Parses a config file's len bytes in place ("name = value" lines, '#'
+ * comments on lines of their own; text has room for one byte more), and
+ * checks the form of each value that is a number or a word. Returns 0, or
+ * -1 with "LINE: reason" in err (a NUL byte too). Pure: unit-tested,
+ * fuzzable. */
+int config_parse(char *text, size_t len, struct config_file *cf, char *err,
+		 size_t errlen);
 
 /* "fail" or "run" -> UNAVAILABLE_FAIL or _RUN; UNAVAILABLE_UNSET for
  * anything else. */

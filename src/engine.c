@@ -131,6 +131,16 @@ const struct engine *engine_of(const char *url, char *err, size_t errlen)
 	return NULL;
 }
 
+bool engine_known(const char *url, bool *built_in, char *why, size_t whylen)
+{
+	for (size_t i = 0; i < N_SLOTS; i++)
+		if (claims(&slots[i], url)) {
+			*built_in &= slots[i].engine != NULL;
+			return true;
+		}
+	return engine_of(url, why, whylen) != NULL;	/* the reason */
+}
+
 void engine_bad_url(const char *url, const char *why, char *err, size_t errlen)
 {
 	/* Never echo what may hold a password. */

@@ -330,6 +330,10 @@ struct engine {
  * the reason in err (an unknown scheme, a module not installed). */
 const struct engine *engine_of(const char *url, char *err, size_t errlen);
 
+/* Whether url's scheme is an engine's, without loading a module: false
+ * with the reason in why; *built_in cleared when the engine is a module
+ * not loaded yet. */
+bool engine_known(const char *url, bool *built_in, char *why, size_t whylen);
 /* "bad server URL 'URL': why", the URL left out where it may hold a
  * password: for engines' parse(). */
 void engine_bad_url(const char *url, const char *why, char *err, size_t errlen);

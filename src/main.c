@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "config.h"
+#include "keeper.h"
 #include "lease.h"
 #include "lock.h"
 #include "log.h"
@@ -144,38 +145,6 @@ static int run_job(struct options *opts, struct lock *lk, size_t n_locks,
 	return status;
 }
 
-/* -F's helper keeps no descriptor but those it uses: the servers'
- * sockets, the pidfd, the signalfd and stderr. Another would hold a pipe
- * open that a reader of the command waits on (stdout, bats' fd 3). */
-static void keep_only(const struct lock *lk, int pidfd, int sigfd)
-{
-	int keep[64 + 3], n, devnull;
-
-	n = (int)lk->eng->fds(lk, keep, 64);
-	keep[n++] = pidfd;
-	keep[n++] = sigfd;
-	keep[n++] = STDERR_FILENO;
-	for (int i = 1; i < n; i++)		/* insertion sort: a handful */
-		for (int k = i; k > 0 && keep[k] < keep[k - 1]; k--) {
-			int t = keep[k];
-
-			keep[k] = keep[k - 1];
-			keep[k - 1] = t;
-		}
-	/* Unsigned: past the last kept one, to the top, where to + 1 wraps
-	 * (an int's INT_MAX + 1 overflowed: UBSan stopped the helper). */
-	for (unsigned i = 0, from = 0; i <= (unsigned)n; i++) {
-		unsigned to = i < (unsigned)n ? (unsigned)keep[i] : ~0U;
-
-		if (to > from)
-			close_range(from, to - 1, 0);
-		from = to + 1;
-	}
-	devnull = open("/dev/null", O_RDWR);	/* on 0 and 1 */
-	if (devnull == STDIN_FILENO)
-		dup2(devnull, STDOUT_FILENO);
-}
-
 /* -F: the command takes dlock's place and PID (as flock -F); a helper
  * process, forked first, keeps the lease: it watches that PID through a
  * pidfd opened before the fork (so that the number cannot be another
@@ -199,11 +168,11 @@ static int run_no_fork(struct options *opts, struct lock *lk, struct job *job,
 	if (helper == 0) {
 		struct lease lease;
 		struct watch w = watch_of(opts, sig, &lease);
-		int status, r;
+		int status, r, keep[] = { pidfd, sig->fd };
 
 		setsid();	/* not in the caller's job: its signals are its own */
 		prctl(PR_SET_NAME, "dlock-lease");
-		keep_only(lk, pidfd, sig->fd);
+		keeper_keep_only(lk, keep, 2);
 		job->pid = getppid();
 		job->pidfd = pidfd;
 		lease_init(&lease, lk);
@@ -248,6 +217,24 @@ static const char *outer_var(const char *name, const char *otherwise)
 	return value && *value ? value : otherwise;
 }
 
+/* --verbose: flock's line before the command starts; with -c, the shell,
+ * as flock names it. */
+static void say_executing(const struct options *opts, const struct job *job)
+{
+	if (opts->verbose)
+		log_flock("executing %s", job->argv[0]);
+}
+
+/* A command that is not found and looks like one of dlock's options
+ * (dlock nightly -n echo hi): flock's reading stands, it was the command,
+ * but the line says where options go. */
+static void misplaced_option(const struct options *opts, struct error *err)
+{
+	if (err->exit == 127 && opts->argv && cli_is_option(opts->argv[0]))
+		error_set(err, 127, "%s: command not found (options go before KEY: dlock [options] KEY COMMAND)",
+			  opts->argv[0]);
+}
+
 /* -k: run() for several locks, taken all or none. */
 static int run_multi(struct options *opts, struct settings *st,
 		     const struct signals *sig, int *die_by)
@@ -259,15 +246,17 @@ static int run_multi(struct options *opts, struct settings *st,
 	enum lock_result got;
 	char command[256];
 	int status, signo = 0, r;
+	int64_t start_us;
 	size_t n = 0;
 
 	while (opts->keys[n])
 		n++;
 	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0) {
 		/* dlock -k A -k B C cmd: C was meant as a KEY */
-		if (err.exit == 127 && opts->argv)
+		if (err.exit == 127 && opts->argv && !cli_is_option(opts->argv[0]))
 			error_set(&err, 127, "%s: command not found (with -k, every lock is a -k: what follows the options is the command)",
 				  opts->argv[0]);
+		misplaced_option(opts, &err);
 		log_error(opts->key, &err);
 		child_free(&job);
 		return err.exit;
@@ -280,6 +269,7 @@ static int run_multi(struct options *opts, struct settings *st,
 		goto out;
 	}
 	config_report(&opts->cfg, st);
+	start_us = log_now_us();
 	got = multi_acquire(&m, opts->nonblock ? 0 : opts->wait_ms, sig, &signo,
 			    &err);
 	switch (got) {
@@ -320,6 +310,9 @@ static int run_multi(struct options *opts, struct settings *st,
 		status = err.exit;
 		goto release;
 	}
+	if (opts->verbose)
+		log_flock_took(start_us);
+	say_executing(opts, &job);
 	if (got == LOCK_REENTERED) {
 		multi_free(&m);
 		child_exec_reentered(&job, &err);
@@ -413,16 +406,22 @@ static int run(struct options *opts, struct settings *st,
 	enum lock_result got;
 	char command[256];
 	int status, signo = 0, r;
+	int64_t start_us;
 
 	if (min_hold_fits(st) < 0)
 		return EX_USAGE;
 	if (opts->multi)
 		return run_multi(opts, st, sig, die_by);
 	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0) {
+		misplaced_option(opts, &err);
 		log_error(opts->key, &err);
 		child_free(&job);
 		return err.exit;
 	}
+	/* --fd N: the descriptor is the lock's, not the command's (flock -o
+	 * closes it there); without -o the command has it, as under flock. */
+	if (opts->fd >= 0 && opts->close)
+		fcntl(opts->fd, F_SETFD, FD_CLOEXEC);
 	command_line(opts, command, sizeof command);
 	lock_params_of(opts, st, command, &params);
 	if (lock_init(&lk, &params, &err) < 0) {
@@ -432,6 +431,7 @@ static int run(struct options *opts, struct settings *st,
 	}
 	/* After lock_init: a server named twice is one line (64), no more. */
 	config_report(&opts->cfg, st);	/* --verbose: the servers' source; even N */
+	start_us = log_now_us();
 	got = wait_acquire(&lk, opts->nonblock ? 0 : opts->wait_ms, sig, &signo,
 			   &err);
 	switch (got) {
@@ -473,6 +473,9 @@ static int run(struct options *opts, struct settings *st,
 		status = err.exit;
 		goto release;
 	}
+	if (opts->verbose)
+		log_flock_took(start_us);
+	say_executing(opts, &job);
 	/* Re-entered: the outer dlock keeps the lease and releases; the
 	 * command takes our place, in the outer job's process group. */
 	if (got == LOCK_REENTERED) {
@@ -500,6 +503,20 @@ out:
 	lock_free(&lk);
 	child_free(&job);
 	return status;
+}
+
+/* dlock [options] FD: a keeper holds the lock for our caller. A config
+ * file's "unavailable = run" means fail here: there is no command to run
+ * without the lock, and the caller must not go on as if it had it. */
+static int run_fd_form(struct options *opts, struct settings *st,
+		       const struct signals *sig)
+{
+	struct lock_params params;
+
+	if (min_hold_fits(st) < 0)
+		return EX_USAGE;
+	lock_params_of(opts, st, "", &params);
+	return keeper_lock(opts, st, &params, sig);
 }
 
 /* status, history, release, acquire, extend */
@@ -631,6 +648,10 @@ int main(int argc, char **argv)
 	}
 	if (refuse_unsupported(&opts, &st) < 0)
 		status = EX_USAGE;
+	else if (opts.cmd == CMD_RUN && opts.unlock)
+		status = keeper_unlock(&opts, &st);
+	else if (opts.cmd == CMD_RUN && opts.fd_form)
+		status = run_fd_form(&opts, &st, &sig);
 	else if (opts.cmd == CMD_RUN)
 		status = run(&opts, &st, &sig, &die_by);
 	else

@@ -1,8 +1,10 @@
 /* show.c - output for status and history: holder info read back, times as
  * people read them, aligned tables, JSON strings of any bytes. Pure: no
  * server, no clock; unit-tested. */
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 #include "show.h"
 
 /* A decimal number of at most 18 digits, the whole of s[0..len). */
@@ -169,13 +171,39 @@ void show_text(const char *s, size_t len, char *out, size_t outlen)
 	out[o] = '\0';
 }
 
-/* Characters, not bytes: a multi-byte character takes one column. */
-static size_t width(const char *s)
+/* Columns on a terminal: wcwidth() of each character, read as UTF-8 in
+ * C.UTF-8 (dlock sets no locale, and show_text() made the cells UTF-8
+ * whatever the caller's is): a wide (CJK) character takes two columns, a
+ * combining one none. Where C.UTF-8 is missing, one a character. */
+static size_t width(const char *s, locale_t utf8)
 {
-	size_t w = 0;
+	size_t w = 0, left = strlen(s);
+	mbstate_t st = { 0 };
+	locale_t old;
 
-	for (; *s; s++)
-		w += ((unsigned char)*s & 0xc0) != 0x80;
+	if (utf8 == (locale_t)0) {
+		for (; *s; s++)
+			w += ((unsigned char)*s & 0xc0) != 0x80;
+		return w;
+	}
+	old = uselocale(utf8);
+	while (left > 0) {
+		wchar_t wc;
+		size_t n = mbrtowc(&wc, s, left, &st);
+		int cw;
+
+		if (n == 0 || n > left) {	/* not UTF-8 after all: a byte */
+			memset(&st, 0, sizeof st);
+			n = 1;
+			cw = 1;
+		} else {
+			cw = wcwidth(wc);
+		}
+		w += cw < 0 ? 1 : (size_t)cw;
+		s += n;
+		left -= n;
+	}
+	uselocale(old);
 	return w;
 }
 
@@ -212,10 +240,11 @@ int table_add(struct table *t, const char *const *cells)
 void table_print(const struct table *t, FILE *f)
 {
 	size_t w[16] = { 0 };
+	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
 
 	for (size_t r = 0; r < t->n_rows; r++)
 		for (size_t c = 0; c < t->n_cols && c < 16; c++) {
-			size_t n = width(t->cells[r * t->n_cols + c]);
+			size_t n = width(t->cells[r * t->n_cols + c], utf8);
 
 			if (n > w[c])
 				w[c] = n;
@@ -227,10 +256,12 @@ void table_print(const struct table *t, FILE *f)
 
 			fputs(cell, f);
 			if (c + 1 < t->n_cols)
-				fprintf(f, "%*s", (int)(w[c < 16 ? c : 15] - width(cell) + 2), "");
+				fprintf(f, "%*s", (int)(w[c < 16 ? c : 15] - width(cell, utf8) + 2), "");
 		}
 		fputc('\n', f);
 	}
+	if (utf8 != (locale_t)0)
+		freelocale(utf8);
 }
 
 void table_free(struct table *t)

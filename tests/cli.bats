@@ -73,6 +73,19 @@ usage_error() {
 @test "--node-timeout equal to --ttl is refused" { usage_error -S "$U" -t 1 --node-timeout 1 K touch "$M"; }
 @test "--node-timeout above --ttl is refused" { usage_error -S "$U" -t 1 --node-timeout 2 K touch "$M"; }
 
+# flock refuses them together; and its byte ranges have no keyed meaning
+@test "-F with -o is refused, as flock refuses it" {
+	usage_error -S "$U" -F -o K touch "$M"
+	assert_equal "$stderr" "dlock: -F and -o exclude each other (as in flock): with -F the command is dlock's process"
+	usage_error -S "$U" --no-fork --close K touch "$M"
+}
+@test "flock's --fcntl, --start and --length are refused with the reason" {
+	usage_error -S "$U" --fcntl K touch "$M"
+	assert_equal "$stderr" "dlock: --fcntl: flock's byte-range (fcntl) locks have no keyed equivalent: a KEY is one lock"
+	usage_error -S "$U" --start 1 K touch "$M"
+	usage_error -S "$U" --length=2 K touch "$M"
+}
+
 @test "a URL with port 0 is refused" { usage_error -S redis://127.0.0.1:0 K touch "$M"; }
 @test "a URL with port 99999 is refused" { usage_error -S redis://127.0.0.1:99999 K touch "$M"; }
 @test "a URL without a host is refused" { usage_error -S redis://:@ K touch "$M"; }
@@ -164,12 +177,65 @@ usage_error() {
 @test "bad min-hold and unavailable in the config file are refused" {
 	printf 'servers = %s\nmin-hold = -1\n' "$U" >"$T/conf"
 	usage_error --config "$T/conf" K touch "$M"
-	assert_equal "$stderr" "dlock: config: bad min-hold '-1': 0 (off) or seconds, up to 315360000"
+	assert_equal "$stderr" "dlock: $T/conf:2: bad min-hold '-1': 0 (off) or seconds, up to 315360000"
 	printf 'servers = %s\nunavailable = maybe\n' "$U" >"$T/conf"
 	usage_error --config "$T/conf" K touch "$M"
-	assert_equal "$stderr" "dlock: config: bad unavailable 'maybe': fail or run"
+	assert_equal "$stderr" "dlock: $T/conf:2: bad unavailable 'maybe': fail or run"
 	# in every form, as a bad ttl is
 	usage_error status --config "$T/conf" K
+}
+
+# Every config error names file and line, values' too.
+@test "bad config values are refused, naming file and line" {
+	printf 'servers = %s\ntls-insecure = maybe\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/conf:2: bad tls-insecure 'maybe' (yes or no)"
+	printf '# x\nservers = %s\n\nttl = soon\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/conf:4: bad ttl 'soon' (seconds, at least 0.01)"
+	printf 'ttl = 5\nservers = http://x\n' >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	[[ $stderr == "dlock: $T/conf:2: bad server URL 'http://x': "* ]] || fail "stderr: $stderr"
+	# a bad value is refused even where a flag overrides it
+	printf 'servers = %s\nttl = soon\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" -t 5 K touch "$M"
+}
+
+# A '#' starts a comment only at the start of a line: one after a value
+# would otherwise be part of it (a password or a path may hold a '#').
+@test "a comment after a config value is refused, naming file and line" {
+	printf 'servers = %s\nttl=5 # comment\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/conf:2: '#' after the value of ttl: a comment takes a line of its own"
+	printf '  # indented, a comment\nservers = %s\n' "$U" >"$T/conf"
+	run -0 dlock --config "$T/conf" K true
+}
+
+@test "a NUL byte in a config file is refused, naming file and line" {
+	printf 'servers = %s\nttl = 5\0junk\n' "$U" >"$T/conf"
+	usage_error --config "$T/conf" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/conf:2: a NUL byte (not a text file)"
+}
+
+# A FIFO hung dlock (open waits for a writer); a directory or a /proc file
+# is no config file either: refused at once, with the reason.
+@test "a directory, a FIFO or a /proc file as config is refused at once" {
+	mkdir "$T/dir"
+	usage_error --config "$T/dir" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/dir: a directory, not a config file"
+	mkfifo "$T/fifo"
+	run -64 --separate-stderr timeout 10 "$DLOCK" --config "$T/fifo" -S "$U" K touch "$M"
+	assert_equal "$stderr" "dlock: $T/fifo: a FIFO, not a config file"	# not timeout's 124
+	usage_error --config /proc/self/status K touch "$M"
+	assert_equal "$stderr" "dlock: /proc/self/status: a file of /proc, not a config file"
+	usage_error --config /dev/null K touch "$M"
+	assert_equal "$stderr" "dlock: /dev/null: a device, not a config file"
+	# at the XDG path too: found, but no file to read
+	mkdir -p "$XDG_CONFIG_HOME/dlock"
+	mkfifo "$XDG_CONFIG_HOME/dlock/config"
+	run -64 --separate-stderr timeout 10 "$DLOCK" -S "$U" K touch "$M"
+	assert_equal "$stderr" "dlock: $XDG_CONFIG_HOME/dlock/config: a FIFO, not a config file"
+	[[ ! -e $M ]]
 }
 
 @test "--min-hold and --unavailable are the run form's alone" {
@@ -263,4 +329,47 @@ Try 'dlock --help' for more information."
 	usage_error history -S "$U" -n 0 K
 	[[ ${stderr_lines[0]} == "dlock: bad --count '0': 1 to 1000000" ]] ||
 		fail "stderr: $stderr"
+}
+
+# The first word that is neither an option nor an option's value decides
+# the form: options may come before a subcommand and apply to it; a lock
+# named as a subcommand is reached through run or after --. One row per
+# order: status, a regex the output must match, the arguments (after -S).
+@test "options and subcommands in any order: a table" {
+	local row want re args
+	rcli r set dlock:held x >/dev/null
+	while IFS='|' read -r want re args; do
+		[[ -n $want ]] || continue
+		eval "args=($args)"
+		run "-$want" --separate-stderr dlock "${args[@]}"
+		[[ $output$stderr =~ $re ]] ||
+			fail "dlock ${args[*]}: output '$output' stderr '$stderr' does not match /$re/"
+	done <<-ROWS
+	1|^K: free|status -S "$U" K
+	1|^K: free|-S "$U" status K
+	1|^K: free|status K -S "$U"
+	1|^\{|--json -S "$U" status K
+	1|^\{|-S "$U" --json status K
+	0|^$|-S "$U" -q status held
+	0|^dlock:status$|-S "$U" -- status sh -c 'echo \$DLOCK_KEY'
+	0|^dlock:status$|run -S "$U" status -- sh -c 'echo \$DLOCK_KEY'
+	0|^dlock:status$|-S "$U" run status -- sh -c 'echo \$DLOCK_KEY'
+	0|^dlock:K$|-S "$U" -n K sh -c 'echo \$DLOCK_KEY'
+	0|^dlock:K$|-S"$U" -w 5 K sh -c 'echo \$DLOCK_KEY'
+	0|^dlock:K$|--server="$U" --wait=5 K sh -c 'echo \$DLOCK_KEY'
+	0|^hi$|-S "$U" K -c 'echo hi'
+	0|^[0-9a-f]{32}$|-S "$U" -t 5 acquire A
+	0|^A: held|-S "$U" status A
+	0|^broken: |-S "$U" --force release A
+	64|does not apply to 'dlock status'|-w 5 -S "$U" status K
+	64|does not apply to 'dlock history'|--nonblock -S "$U" history K
+	0|^Usage:|help
+	0|^Usage:|-S "$U" help
+	0|^dlock [0-9]+\.[0-9]+\.[0-9]+$|version
+	64|help takes no argument|help make
+	64|version takes no argument|-S "$U" version K
+	127|-n: command not found \(options go before KEY|-S "$U" nightly -n echo hi
+	127|--ttl: command not found \(options go before KEY|-S "$U" nightly --ttl 5 echo hi
+	127|^dlock: nightly: nosuchcommand: command not found$|-S "$U" nightly nosuchcommand
+	ROWS
 }

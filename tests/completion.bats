@@ -7,6 +7,7 @@
 load helpers
 
 FORMS=(run status history release acquire extend)
+WORDS=("${FORMS[@]}" help version)	# offered where a subcommand may come
 
 setup() {
 	common_setup
@@ -94,13 +95,20 @@ long_only() { grep -- '^--.' | sort -u; }
 @test "bash offers the subcommands as the first argument" {
 	need_bash_completion
 	run -0 bash_complete dlock ''
-	assert_equal "$(sort <<<"$output")" "$(printf '%s\n' "${FORMS[@]}" | sort)"
+	assert_equal "$(sort <<<"$output")" "$(printf '%s\n' "${WORDS[@]}" | sort)"
 	run -0 bash_complete dlock st
 	assert_output status
 	run -0 bash_complete dlock ac
 	assert_output acquire
-	# not past the first argument: there, status is the run form's KEY
-	run -0 bash_complete dlock -n status -
+	# after options too: the first word that is no option decides
+	run -0 bash_complete dlock -S x st
+	assert_output status
+	run -0 bash_complete dlock -S x status --js
+	assert_output --json
+	run -0 bash_complete dlock --server=x -t 5 history -
+	assert_line --count
+	# after --, status is the run form's KEY
+	run -0 bash_complete dlock -n -- status -
 	assert_output $'-c\n--command\n--'
 	run -0 bash_complete dlock run ''
 	assert_output ''
@@ -147,10 +155,12 @@ long_only() { grep -- '^--.' | sort -u; }
 @test "zsh offers the subcommands as the first argument" {
 	need_zsh
 	run -0 zsh_complete 'dlock '
-	assert_equal "$(sort <<<"$output")" "$(printf '%s\n' "${FORMS[@]}" | sort)"
+	assert_equal "$(sort <<<"$output")" "$(printf '%s\n' "${WORDS[@]}" | sort)"
 	run -0 zsh_complete 'dlock hi'
 	assert_output history
-	run -0 zsh_complete 'dlock -n status -'
+	run -0 zsh_complete 'dlock -S x status --js'
+	assert_output --json
+	run -0 zsh_complete 'dlock -n -- status -'
 	assert_equal "$(sort <<<"$output")" $'--\n--command\n-c'
 }
 
@@ -175,10 +185,12 @@ long_only() { grep -- '^--.' | sort -u; }
 @test "fish offers the subcommands as the first argument" {
 	need_fish
 	run -0 fish_complete 'dlock '
-	assert_equal "$(sort <<<"$output")" "$(printf '%s\n' "${FORMS[@]}" | sort)"
+	assert_equal "$(sort <<<"$output")" "$(printf '%s\n' "${WORDS[@]}" | sort)"
 	run -0 fish_complete 'dlock rel'
 	assert_output release
-	run -0 fish_complete 'dlock -n status -'
+	run -0 fish_complete 'dlock -S x status --js'
+	assert_output --json
+	run -0 fish_complete 'dlock run -n status -'	# fish offers no option after --
 	assert_equal "$(sort <<<"$output")" $'--\n--command\n-c'
 }
 

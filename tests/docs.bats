@@ -102,6 +102,31 @@ bash_complete() {
 	assert_output ignore
 }
 
+# on_lost_ok VALUE: dlock takes VALUE for --on-lost (the next option is
+# what it refuses, so nothing is run and no server is asked)
+on_lost_ok() {
+	run -64 --separate-stderr dlock --on-lost "$1" --kill-after soon K true
+	[[ $stderr == "dlock: bad --kill-after 'soon'" ]] ||
+		fail "--on-lost $1 offered but refused: $stderr"
+}
+
+@test "bash offers only the --on-lost values dlock takes" {
+	[[ -r /usr/share/bash-completion/bash_completion ]] ||
+		skip_unless_strict "no bash-completion"
+	local v offered
+	run -0 bash_complete dlock --on-lost ST
+	assert_output STKFLT	# not STOP
+	run -0 bash_complete dlock --on-lost SIGT
+	assert_equal "$(sort <<<"$output")" $'SIGTERM\nSIGTRAP'	# not TSTP, TTIN, TTOU
+	run -0 bash_complete dlock --on-lost SIGRT
+	assert_output ''
+	offered=$(bash_complete dlock --on-lost '')
+	(($(wc -l <<<"$offered") >= 20)) || fail "only: $offered"
+	for v in $offered $(bash_complete dlock --on-lost SIG); do
+		on_lost_ok "$v"
+	done
+}
+
 @test "fish completes --on-lost as TERM, SIGTERM or ignore" {
 	command -v fish >/dev/null || skip_unless_strict "no fish"
 	fish_complete() {

@@ -120,7 +120,7 @@ kinds() { events "${1:-r}" | jq -r .event | tr '\n' ' '; }	# kinds [NAME]
 	key_gone r '{dlock:K2}:history'
 	echo 'history = lots' >"$T/conf"
 	run -64 --separate-stderr dlock --config "$T/conf" -S "$U" K true
-	assert_equal "$stderr" "dlock: config: bad history 'lots' (0 to 1000000)"
+	assert_equal "$stderr" "dlock: $T/conf:1: bad history 'lots' (0 to 1000000)"
 }
 
 @test "RedLock: an acquisition given back on a minority leaves no event" {

@@ -351,7 +351,8 @@ no_replica() {	# --wait-replicas 1 on master m fails with 69, names replicas
 	assert_equal "$stderr" ''
 	wait_until 5 dead "$(server_pid r3)"
 	run -0 --separate-stderr dlk --verbose "${SRV[@]}" K true
-	assert_output ''
+	assert_line --index 1 'dlock: executing true'	# flock's lines, on stdout
+	((${#lines[@]} == 2)) || fail "stdout: $output"
 	[[ $stderr == *"dlock: K: released on 2 of 3 servers; $(sock_url r3): "* ]] ||
 		fail "stderr: $stderr"
 	no_lock_keys r1 r2

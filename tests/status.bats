@@ -184,6 +184,19 @@ assert r.lock("dlock:K", timeout=20).acquire(blocking=False)' "$(sock r)"
 }
 scan_calls() { rcli r info commandstats | tr -d '\r' | sed -n 's/^cmdstat_scan:calls=\([0-9]*\),.*/\1/p'; }
 
+# A terminal gives a CJK character two columns: the table counts columns,
+# not characters, so what follows such a name lines up.
+@test "the list aligns names of double-width characters by their display width" {
+	rcli r set 'dlock:日本' x px 60000 >/dev/null	# 2 characters, 4 columns
+	rcli r set 'dlock:abcd' x px 60000 >/dev/null	# 4 characters, 4 columns
+	rcli r set 'dlock:é' x px 60000 >/dev/null	# 1 character (2 bytes), 1 column
+	run -0 dlock status -S "$U"
+	assert_line -n 0 --regexp '^LOCK +STATE '
+	assert_line --regexp '^abcd  held '
+	assert_line --regexp '^日本  held '
+	assert_line --regexp '^é     held '
+}
+
 @test "an empty prefix lists every key, not a lock's side keys" {
 	hold h -S "$U" --prefix '' --fair K
 	wait_ready h

@@ -252,7 +252,7 @@ sentinel_tls_knows() {	# sentinel_tls_knows PORT MASTER
 	bad_tls -S "$(sock_url r)" --tls-insecure
 	printf 'tls-insecure = maybe\n' >"$T/conf"
 	bad_tls --config "$T/conf" -S "$u"
-	assert_equal "$stderr" "dlock: config: bad tls-insecure 'maybe' (yes or no)"
+	assert_equal "$stderr" "dlock: $T/conf:1: bad tls-insecure 'maybe' (yes or no)"
 	[[ -z $(all_keys r) ]] || fail "keys left: $(all_keys r)"
 }
 

@@ -86,7 +86,7 @@ wait_a_while() {
 	assert_equal "$bg_status" 0
 	reap w
 	assert_equal "$bg_status" 0
-	assert_equal "$(<"$T/w.out")" the-command-ran
+	assert_equal "$(tail -1 "$T/w.out")" the-command-ran	# after flock's lines
 	assert_equal "$(wc -l <"$T/w.err")" 1
 	grep -q $'[\r\e]' "$T/w.err" && fail "terminal codes in a log: $(cat -v "$T/w.err")"
 	[[ $(<"$T/w.err") == "dlock: K: held by "*" pid $(<"$T/h.dlock") ($T/job $T/h exit) for "*"s; waited 0s" ]] ||

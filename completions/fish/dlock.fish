@@ -5,12 +5,38 @@
 # as the first argument, once it is complete.
 function __dlock_form
     set -l tokens (commandline -opc)
-    if test (count $tokens) -ge 2
-        and contains -- $tokens[2] status history release acquire extend
-        echo $tokens[2]
+    set -l i (__dlock_form_index)
+    if test $i -le (count $tokens)
+        and contains -- $tokens[$i] status history release acquire extend
+        echo $tokens[$i]
     else
         echo run
     end
+end
+
+# The position of the first token that is neither an option nor an
+# option's value: the word that decides the form (the token being typed
+# when there is none yet).
+function __dlock_form_index
+    set -l tokens (commandline -opc)
+    set -l i 2
+    while test $i -le (count $tokens)
+        switch $tokens[$i]
+            case --
+                break
+            case '--*=*'
+            case -k --key --limit -w --wait --timeout -E --conflict-exit-code -t --ttl \
+                    --on-lost --kill-after --max-hold --min-hold -S --server --prefix \
+                    --config --password-file --tls-ca --tls-cert --tls-key --node-timeout \
+                    --wait-replicas --history --unavailable --fd --count --token -c --command
+                set i (math $i + 1)
+            case '-?*'
+            case '*'
+                break
+        end
+        set i (math $i + 1)
+    end
+    echo $i
 end
 
 # __dlock_takes FORM...: true where the form being completed is one of
@@ -29,7 +55,7 @@ end
 function __dlock_locks
     set -l tokens (commandline -opc)
     set -l opts
-    set -l i 3
+    set -l i 2
     while test $i -le (count $tokens)
         set -l t $tokens[$i]
         switch $t
@@ -58,7 +84,7 @@ function __dlock_wants_lock
     set -l tokens (commandline -opc)
     set -l n 0
     set -l skip 0
-    for t in $tokens[3..-1]
+    for t in $tokens[(math (__dlock_form_index) + 1)..-1]
         if test $skip = 1
             set skip 0
             continue
@@ -87,7 +113,8 @@ function __dlock_key_index
     set -l tokens (commandline -opc)
     set -l i 2
     set -l multi 0	# -k: no KEY, the command follows the options
-    test "$tokens[2]" = run; and set i 3
+    set -l at (__dlock_form_index)
+    test "$tokens[$at]" = run; and set i (math $at + 1)
     while test $i -le (count $tokens)
         set -l t $tokens[$i]
         switch $t
@@ -166,7 +193,9 @@ end
 # the token starts with S.
 function __dlock_signals
     __fish_make_completion_signals
-    set -l names (string replace -r '^\d+ ' '' -- $__kill_signals)
+    # what dlock takes: none that stops or continues the job, no real-time one
+    set -l names (string replace -r '^\d+ ' '' -- $__kill_signals |
+        string match -rv '^(STOP|CONT|TSTP|TTIN|TTOU|RT.*)$')
     printf '%s\n' $names
     string match -qi 's*' -- (string replace -r '^--on-lost=' '' -- (commandline -ct))
     and printf 'SIG%s\n' $names
@@ -178,13 +207,15 @@ complete -c dlock -n '__dlock_in_command' -x -a '(__dlock_complete_command)'
 complete -c dlock -n '__dlock_wants_lock; and not string match -q -- "-*" "$(commandline -ct)"' -a '(__dlock_locks)' -d 'Lock'
 
 # The first argument may be a subcommand; one per line.
-set -l first 'test (count (commandline -opc)) -eq 1'
+set -l first 'test (__dlock_form_index) -gt (count (commandline -opc))'
 complete -c dlock -n $first -a run -d 'Lock KEY and run a command'
 complete -c dlock -n $first -a status -d 'Who holds locks, or every lock'
 complete -c dlock -n $first -a history -d 'The last events of a lock'
 complete -c dlock -n $first -a release -d 'Release a lock by its token, or break it'
 complete -c dlock -n $first -a acquire -d 'Take a lock, print its token (pipelines)'
 complete -c dlock -n $first -a extend -d 'Renew the lease of an acquired lock'
+complete -c dlock -n $first -a help -d 'Show help'
+complete -c dlock -n $first -a version -d 'Show version'
 
 # One option per line, in --help order, each offered to the forms that
 # take it (src/cli.c's forms[] and group_of()); -c/--command only right
@@ -193,7 +224,7 @@ complete -c dlock -n '__dlock_takes run' -s k -l key -r -f -a '(__dlock_locks)' 
 complete -c dlock -n '__dlock_takes run acquire' -s x -s e -l exclusive -d 'Exclusive lock: one holder (default)'
 complete -c dlock -n '__dlock_takes run acquire' -s s -l shared -d 'Shared lock: any number of shared holders'
 complete -c dlock -n '__dlock_takes run acquire' -l limit -r -f -d 'Semaphore: at most N holders at once'
-complete -c dlock -n '__dlock_takes run acquire' -s n -l nonblock -d 'Fail at once if the lock is held'
+complete -c dlock -n '__dlock_takes run acquire' -s n -l nonblock -l nb -l nonblocking -d 'Fail at once if the lock is held'
 complete -c dlock -n '__dlock_takes run acquire' -s w -l wait -l timeout -r -f -d 'Wait at most SECONDS'
 complete -c dlock -n '__dlock_takes run acquire' -s E -l conflict-exit-code -r -f -d 'Exit status when -n/-w gives up (default 1)'
 complete -c dlock -n '__dlock_takes run acquire' -l fair -d 'Waiters get the lock in arrival order'
@@ -215,6 +246,8 @@ complete -c dlock -n '__dlock_takes run acquire' -l wait-replicas -r -f -d 'Coun
 complete -c dlock -n '__dlock_takes run acquire' -l history -r -f -d 'Keep the lock'"'"'s last N events'
 complete -c dlock -n '__dlock_takes run' -l unavailable -r -f -a 'fail\t"Exit 69 (default)" run\t"Run without the lock"' -d 'When no server answers'
 complete -c dlock -n __dlock_after_key -s c -l command -r -f -d 'Run STRING with $SHELL -c (right after KEY)'
+complete -c dlock -n '__dlock_takes run' -l fd -r -f -d 'Lock the file descriptor N is open on, then run the command'
+complete -c dlock -n '__dlock_takes run' -s u -l unlock -d 'dlock -u FD: release the lock dlock FD took'
 complete -c dlock -n '__dlock_takes run' -s o -l close -d 'Hold the lock until the command exits, not its whole group'
 complete -c dlock -n '__dlock_takes run' -s F -l no-fork -d 'The command replaces dlock and keeps its PID'
 complete -c dlock -n '__dlock_takes status history' -l json -d 'One JSON document'

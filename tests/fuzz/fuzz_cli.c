@@ -85,10 +85,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (const char **k = opts.keys; k && *k; k++)
 			if (!**k)
 				abort();	/* check() rejects an empty KEY */
-		if (opts.cmd == CMD_RUN && !opts.argv == !opts.shell_cmd)
-			abort();	/* a command, or -c STRING: exactly one */
-	} else if (exit_status != 0 && exit_status != 64 && exit_status != 71) {
-		abort();	/* a usage error is 64, --help 0, no memory 71 */
+		/* a command, or -c STRING: exactly one; in the descriptor
+		 * form (dlock FD), none, and the lock's name from the FD */
+		if (opts.cmd == CMD_RUN && !opts.fd_form &&
+		    !opts.argv == !opts.shell_cmd)
+			abort();
+		if (opts.fd_form && (opts.argv || opts.shell_cmd || !opts.fd_path))
+			abort();
+	} else if (exit_status != 0 && exit_status != 64 && exit_status != 65 &&
+		   exit_status != 71) {
+		abort();	/* a usage error is 64 (65: a descriptor that
+				 * is not open, as flock), --help 0, no memory 71 */
 	}
 	cli_free(&opts);
 	free(copy);

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		config_parse_servers(text, urls, 4, &n_urls, err, sizeof err);
 		break;
 	case 2:
-		config_parse(text, &cf, err, sizeof err);
+		config_parse(text, size - 1, &cf, err, sizeof err);	/* NULs too */
 		break;
 	case 3:
 		parse_seconds(text, INT64_MAX / 2, &ms);

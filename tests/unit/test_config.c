@@ -15,7 +15,7 @@ static int parse(const char *text)
 	memset(&cf, 0, sizeof cf);
 	err[0] = '\0';
 	strcpy(buf, text);
-	return config_parse(buf, &cf, err, sizeof err);
+	return config_parse(buf, strlen(buf), &cf, err, sizeof err);
 }
 
 static int is(const char *got, const char *want)
@@ -105,6 +105,33 @@ int main(void)
 	refused("empty servers, blanks only", "servers =  \t\n", 1);
 	refused("empty ttl", "# c\n\nttl=\n", 3);
 	refused("empty password-file", "password-file =\n", 1);
+
+	/* Values: their form is checked where the file says them. */
+	refused("ttl with a comment after it", "ttl=5 # seconds\n", 1);
+	refused("servers with a comment after it", "\nservers = unix:/a\t# the local one\n", 2);
+	refused("tls-insecure maybe", "# c\ntls-insecure = maybe\n", 2);
+	refused("ttl soon", "ttl = soon\n", 1);
+	refused("ttl below the minimum", "ttl = 0.001\n", 1);
+	refused("node-timeout 0", "prefix = p\nnode-timeout = 0\n", 2);
+	refused("history -1", "history = -1\n", 1);
+	refused("min-hold 1e3", "min-hold = 1e3\n", 1);
+	refused("unavailable RUN", "unavailable = RUN\n", 1);
+	refused("a bad server URL", "ttl = 5\n\nservers = http://x\n", 3);
+	ok(parse("password-file = /etc/dlock#1.pw\nservers = redis://:p#w@h\n") == 0 &&
+	   is(cf.password_file, "/etc/dlock#1.pw") && is(cf.servers, "redis://:p#w@h"),
+	   "a '#' within a value is the value's (%s)", err);
+	ok(parse("ttl = 0.01\nnode-timeout = 0.005\nhistory = 0\nmin-hold = 0\n"
+		 "unavailable = run\ntls-insecure = yes\n") == 0,
+	   "the smallest and the word values parse (%s)", err);
+
+	/* A NUL byte: refused on its line, not the line cut short there. */
+	memset(&cf, 0, sizeof cf);
+	memcpy(buf, "ttl = 5\nprefix = a\0junk\n", 25);
+	ok(config_parse(buf, 25, &cf, err, sizeof err) == -1 && strncmp(err, "2: ", 3) == 0 &&
+	   strstr(err, "NUL"), "a NUL byte is refused on its line (err \"%s\")", err);
+	memcpy(buf, "\0", 1);
+	ok(config_parse(buf, 1, &cf, err, sizeof err) == -1 && strncmp(err, "1: ", 3) == 0,
+	   "a NUL byte alone (err \"%s\")", err);
 
 	ok(servers("unix:/a,unix:/b", 4, &n) == 0 &&
 	   n == 2 && strcmp(urls[0].path, "/a") == 0 && strcmp(urls[1].path, "/b") == 0,

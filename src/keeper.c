@@ -1,0 +1,582 @@
+/* keeper.c - flock's descriptor form: ( dlock -n 9 || exit 1; work ) 9>f
+ *
+ * flock locks the open file and returns: the lock lasts while the
+ * descriptor is open. A keyed lock has a lease to renew, and the shell
+ * that called dlock cannot do it, so dlock leaves a keeper process behind:
+ * it renews the lease until the process that called dlock (our parent, the
+ * subshell) exits, or until dlock -u FD asks it to release. If the lease
+ * is lost, the caller's process group gets the --on-lost signal and
+ * SIGKILL after --kill-after, as a job's would; a watchdog does the same
+ * if the keeper itself is killed. The caller is never left running on
+ * without the lock unless it asked (dlock -u).
+ *
+ * The keeper listens on an abstract unix socket named by the user, the
+ * caller's pid and the lock (dlock-keeper/UID/PID/HASH): dlock -u FD looks
+ * for it from its own caller up through that one's ancestors (flock -u
+ * from a nested subshell unlocks too), and a second dlock FD of the same
+ * caller finds its lock held already, as flock's second flock(2) on the
+ * same descriptor does. Only the same user (or root) is answered. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include "clock.h"
+#include "keeper.h"
+#include "lease.h"
+#include "log.h"
+#include "wait.h"
+#include "waitline.h"
+#include "watchdog.h"
+
+#define ANSWER_MS 10000		/* a keeper answers -u once it released:
+				 * a round on every server, bounded */
+
+void keeper_keep_only(const struct lock *lk, const int *extra, size_t n_extra)
+{
+	int keep[64 + 8], n, devnull;
+
+	n = (int)lk->eng->fds(lk, keep, 64);
+	for (size_t i = 0; i < n_extra && n < 64 + 7; i++)
+		keep[n++] = extra[i];
+	keep[n++] = STDERR_FILENO;
+	for (int i = 1; i < n; i++)		/* insertion sort: a handful */
+		for (int k = i; k > 0 && keep[k] < keep[k - 1]; k--) {
+			int t = keep[k];
+
+			keep[k] = keep[k - 1];
+			keep[k - 1] = t;
+		}
+	/* Unsigned: past the last kept one, to the top, where to + 1 wraps
+	 * (an int's INT_MAX + 1 overflowed: UBSan stopped the helper). */
+	for (unsigned i = 0, from = 0; i <= (unsigned)n; i++) {
+		unsigned to = i < (unsigned)n ? (unsigned)keep[i] : ~0U;
+
+		if (to > from)
+			close_range(from, to - 1, 0);
+		from = to + 1;
+	}
+	devnull = open("/dev/null", O_RDWR);	/* on 0 and 1 */
+	if (devnull == STDIN_FILENO)
+		dup2(devnull, STDOUT_FILENO);
+}
+
+/* FNV-1a over the Redis key: the socket's name has no room for a key. */
+static uint64_t hash_key(const char *prefix, const char *name)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (const char *s = prefix; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	h = (h ^ 0xff) * 1099511628211ULL;	/* "a" + "bc" is not "ab" + "c" */
+	for (const char *s = name; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static socklen_t sock_name(struct sockaddr_un *sa, pid_t caller,
+			   const struct settings *st, const char *name)
+{
+	int n;
+
+	*sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
+	n = snprintf(sa->sun_path + 1, sizeof sa->sun_path - 1,
+		     "dlock-keeper/%u/%d/%016" PRIx64, (unsigned)getuid(),
+		     (int)caller, hash_key(st->prefix, name));
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+/* Whether the other end of s is our user's (or root's, for a keeper). */
+static bool same_user(int s, bool root_too)
+{
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return false;
+	return cr.uid == getuid() || (root_too && cr.uid == 0);
+}
+
+/* Asks the keeper of caller for the lock name: 'Q' (which mode do you
+ * hold?) or 'U' (release). Returns 1 with its one-byte answer, 0 when
+ * there is no keeper, -1 when one did not answer in time. */
+static int ask(pid_t caller, const struct settings *st, const char *name,
+	       char what, char *answer)
+{
+	struct sockaddr_un sa;
+	socklen_t len = sock_name(&sa, caller, st, name);
+	struct pollfd pfd;
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), r = 0;
+
+	if (s < 0)
+		return -1;
+	if (connect(s, (struct sockaddr *)&sa, len) < 0 || !same_user(s, false))
+		goto out;
+	r = -1;
+	if (send(s, &what, 1, MSG_NOSIGNAL) != 1)
+		goto out;
+	pfd = (struct pollfd){ s, POLLIN, 0 };
+	if (poll(&pfd, 1, ANSWER_MS) == 1 && recv(s, answer, 1, 0) == 1)
+		r = 1;
+out:
+	close(s);
+	return r;
+}
+
+/* The parent of pid, from /proc; 0 when it cannot be told. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	int ppid = 0;
+	size_t n;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* the command's name may hold anything */
+	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return (pid_t)ppid;
+}
+
+int keeper_unlock(const struct options *opts, const struct settings *st)
+{
+	char answer;
+
+	for (pid_t p = getppid(), depth = 0; p > 1 && depth < 64;
+	     p = parent_of(p), depth++) {
+		int r = ask(p, st, opts->key, 'U', &answer);
+
+		if (r == 0)
+			continue;
+		if (r < 0) {
+			log_line(opts->key, "-u: the keeper of process %d did not answer within %d s",
+				 (int)p, ANSWER_MS / 1000);
+			return EX_UNAVAILABLE;
+		}
+		return 0;	/* the keeper said anything a release failed */
+	}
+	if (opts->verbose)
+		log_line(opts->key, "-u: not locked by this process or one above it");
+	return 0;
+}
+
+/* The mode as the keeper tells it: 'x', 's' or 'l' (--limit). */
+static char mode_of(const struct options *opts)
+{
+	return opts->limit == 0 ? 'x' : opts->limit == LIMIT_SHARED ? 's' : 'l';
+}
+
+struct keeper {
+	const struct options *opts;
+	struct lock *lk;
+	const struct signals *sig;
+	struct lease lease;
+	struct watchdog wd;
+	pid_t caller, pgid;
+	int pidfd, listen_fd, answer_fd;
+	bool lost, caller_gone;
+	int64_t kill_at_ms, max_hold_at_ms;
+};
+
+static void signal_caller(const struct keeper *k, int sig)
+{
+	kill(-k->pgid, sig);
+	/* and the caller itself, should it have left its group */
+	syscall(SYS_pidfd_send_signal, k->pidfd, sig, NULL, 0);
+}
+
+static int64_t lease_last_ms(const struct lease *ls)
+{
+	return lease_end_ms(ls) - ls->notice_ms / 2;
+}
+
+/* As supervise.c's lose_lease(): the caller's group is the job. */
+static void lose(struct keeper *k, const char *why, int64_t end_ms)
+{
+	int64_t kill_at_ms = clock_now_ms() + k->opts->kill_after_ms;
+
+	if (k->lost)
+		return;
+	k->lost = true;
+	log_line(k->opts->key, "lease lost: %s; stopping process group %d",
+		 why, (int)k->pgid);
+	lease_halt(&k->lease);
+	if (watchdog_claim(&k->wd)) {
+		signal_caller(k, k->opts->on_lost_signal);
+		signal_caller(k, SIGCONT);
+	}
+	k->kill_at_ms = end_ms >= 0 && end_ms < kill_at_ms ? end_ms : kill_at_ms;
+}
+
+/* A connection on the socket: 'Q' is answered at once, 'U' once the lock
+ * is released (answer_fd). */
+static void on_ask(struct keeper *k)
+{
+	int s = accept4(k->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	char what = 0, mode = mode_of(k->opts);
+	/* The asker sends its byte right after connecting: wait for it, but
+	 * not for one that never comes while the lease needs renewing. */
+	struct timeval patience = { 0, 500 * 1000 };
+
+	if (s < 0)
+		return;
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
+	if (!same_user(s, true) || recv(s, &what, 1, 0) != 1 ||
+	    (what != 'Q' && what != 'U') || k->answer_fd >= 0) {
+		close(s);
+		return;
+	}
+	if (what == 'Q') {
+		(void)!send(s, &mode, 1, MSG_NOSIGNAL);
+		close(s);
+		return;
+	}
+	k->answer_fd = s;
+}
+
+static void on_signals(struct keeper *k)
+{
+	int sig;
+
+	while ((sig = signals_next(k->sig)) > 0) {
+		if (sig == SIGCHLD) {
+			int st;
+			pid_t pid;
+
+			while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+				struct error err = { 0 };
+
+				if (pid != k->wd.pid)
+					continue;
+				if (WIFSTOPPED(st))
+					kill(pid, SIGCONT);
+				else if (watchdog_restart(&k->wd, &err) < 0)
+					log_error(k->opts->key, &err);
+			}
+		} else {
+			/* Told to stop, the keeper cannot leave the caller
+			 * running without the lock: it is stopped first. */
+			char why[64];
+
+			snprintf(why, sizeof why, "dlock's keeper got SIG%s",
+				 sigabbrev_np(sig));
+			lose(k, why, lease_last_ms(&k->lease));
+		}
+	}
+}
+
+static void on_deadlines(struct keeper *k)
+{
+	int64_t now_ms = clock_now_ms();
+	struct error err = { 0 };
+
+	if (lease_tick(&k->lease, now_ms, &err) < 0)
+		lose(k, err.msg, lease_last_ms(&k->lease));
+	if (k->max_hold_at_ms >= 0 && now_ms >= k->max_hold_at_ms) {
+		k->max_hold_at_ms = -1;
+		lose(k, "held longer than --max-hold: the job is treated as hung",
+		     lease_last_ms(&k->lease));
+	}
+	if (k->kill_at_ms >= 0 && now_ms >= k->kill_at_ms) {
+		k->kill_at_ms = -1;
+		signal_caller(k, SIGKILL);
+	}
+}
+
+static int poll_timeout(const struct keeper *k)
+{
+	const int64_t at[] = {
+		lease_next_ms(&k->lease), k->max_hold_at_ms, k->kill_at_ms,
+	};
+	int64_t first = -1;
+
+	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+		if (at[i] >= 0 && (first < 0 || at[i] < first))
+			first = at[i];
+	return first < 0 ? -1 : clock_poll_ms(first - clock_now_ms());
+}
+
+/* Until the caller exits or -u asks. */
+static void keep(struct keeper *k)
+{
+	for (;;) {
+		struct pollfd pfd[4 + MAX_LEASE_FDS];
+		size_t n_watch;
+
+		on_signals(k);
+		on_deadlines(k);
+		if (k->caller_gone || k->answer_fd >= 0)
+			return;
+		pfd[0] = (struct pollfd){ k->sig->fd, POLLIN, 0 };
+		pfd[1] = (struct pollfd){ k->lease.busy ? k->lease.notify_fd : -1,
+					  POLLIN, 0 };
+		pfd[2] = (struct pollfd){ k->pidfd, POLLIN, 0 };
+		pfd[3] = (struct pollfd){ k->listen_fd, POLLIN, 0 };
+		n_watch = lease_watch_fds(&k->lease, pfd + 4);
+		if (poll(pfd, 4 + n_watch, poll_timeout(k)) < 0) {
+			struct timespec pause = { 0, 10 * 1000000 };
+
+			nanosleep(&pause, NULL);	/* EINTR: again */
+			continue;
+		}
+		if (pfd[1].revents & POLLIN) {
+			struct error err = { 0 };
+
+			if (lease_collect(&k->lease, clock_now_ms(), &err) < 0)
+				lose(k, err.msg, -1);
+			else if (!k->lease.halted)
+				watchdog_deadline(&k->wd, lease_deadline_ms(&k->lease),
+						  lease_last_ms(&k->lease));
+		}
+		if (pfd[2].revents & POLLIN)
+			k->caller_gone = true;
+		if (pfd[3].revents & POLLIN)
+			on_ask(k);
+		if (n_watch)
+			lease_watch_events(&k->lease, pfd + 4, n_watch);
+	}
+}
+
+/* The keeper process: never returns. ready: where to say it holds the
+ * lock (one byte: 0, or dlock's exit status when it could not start). */
+static void __attribute__((noreturn)) keeper(struct keeper *k, int ready)
+{
+	struct error err = { 0 };
+	const struct options *opts = k->opts;
+	int keep_fds[] = { k->pidfd, k->sig->fd, k->listen_fd, ready };
+	unsigned char status = 0;
+	int r;
+
+	setsid();	/* the caller's signals are its own */
+	prctl(PR_SET_NAME, "dlock-keeper");
+	(void)!chdir("/");	/* hold no mount busy */
+	keeper_keep_only(k->lk, keep_fds, sizeof keep_fds / sizeof keep_fds[0]);
+	lease_init(&k->lease, k->lk);
+	if (watchdog_start(&k->wd, opts->on_lost_signal, opts->kill_after_ms,
+			   lease_deadline_ms(&k->lease), lease_last_ms(&k->lease),
+			   &err) < 0) {
+		log_error(opts->key, &err);
+		status = (unsigned char)err.exit;
+		k->wd.fd = -1;
+	} else {
+		watchdog_job(&k->wd, k->pgid);
+		if (lock_check_left(k->lk, &err) < 0) {
+			log_error(opts->key, &err);
+			status = (unsigned char)err.exit;
+		}
+	}
+	(void)!write(ready, &status, 1);
+	close(ready);
+	if (status == 0)
+		keep(k);
+	watchdog_end(&k->wd);
+	lease_free(&k->lease);	/* joins the thread: lk is ours again */
+	r = lock_release_job(k->lk, status ? EX_OSERR : k->lost ? EX_TEMPFAIL :
+			     LOCK_EXIT_UNKNOWN, !k->lost && !status, &err);
+	if (r < 0)
+		log_line(opts->key, "release failed: %s; the lock lapses within %.3g s",
+			 err.msg, (double)k->lk->ttl_ms / 1000);
+	if (k->answer_fd >= 0) {
+		char done = r < 0 ? 'F' : 'R';
+
+		(void)!send(k->answer_fd, &done, 1, MSG_NOSIGNAL);
+		close(k->answer_fd);
+	}
+	_exit(status ? status : k->lost ? EX_TEMPFAIL : 0);
+}
+
+/* The caller's command line, for the holder info: whose the lock is. */
+static void caller_command(pid_t caller, int fd, char *out, size_t len)
+{
+	char path[64], buf[200];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)caller);
+	f = fopen(path, "re");
+	if (f) {
+		n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+	}
+	for (size_t i = 0; i + 1 < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	buf[n] = '\0';
+	snprintf(out, len, "%s (dlock %d)", n ? buf : "?", fd);
+}
+
+static int listen_on(pid_t caller, const struct settings *st,
+		     const struct options *opts, struct error *err)
+{
+	struct sockaddr_un sa;
+	socklen_t len = sock_name(&sa, caller, st, opts->key);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (s >= 0 && bind(s, (struct sockaddr *)&sa, len) == 0 &&
+	    listen(s, 8) == 0)
+		return s;
+	if (errno == EADDRINUSE)
+		error_set(err, EX_USAGE, "another dlock %d of process %d holds or takes this lock",
+			  opts->fd, (int)caller);
+	else
+		error_set(err, EX_OSERR, "keeper socket: %s", strerror(errno));
+	if (s >= 0)
+		close(s);
+	return -1;
+}
+
+static void say_took(const struct options *opts, int64_t start_us)
+{
+	if (opts->verbose)
+		log_flock_took(start_us);
+}
+
+int keeper_lock(const struct options *opts, const struct settings *st,
+		struct lock_params *params, const struct signals *sig)
+{
+	struct keeper k = { .opts = opts, .sig = sig, .answer_fd = -1,
+			    .kill_at_ms = -1, .max_hold_at_ms = -1,
+			    .wd = { .fd = -1 } };
+	struct lock lk;
+	struct error err = { 0 };
+	enum lock_result got;
+	char command[256], mode, answer;
+	int64_t start_us = log_now_us();
+	int status, signo = 0, ready[2] = { -1, -1 };
+	pid_t pid;
+
+	/* The caller, pinned by a pidfd before it could be another's pid. */
+	k.caller = getppid();
+	k.pidfd = k.caller > 1 ? (int)syscall(SYS_pidfd_open, k.caller, 0) : -1;
+	k.pgid = k.caller > 1 ? getpgid(k.caller) : -1;
+	if (k.pidfd < 0 && k.caller > 1) {	/* before Linux 5.3, valgrind */
+		log_line(opts->key, "dlock %d: pidfd_open: %s", opts->fd, strerror(errno));
+		return EX_OSERR;
+	}
+	if (k.caller <= 1 || k.pgid <= 1 || getppid() != k.caller) {
+		log_line(opts->key, "dlock %d: no calling process to hold the lock for (%s)",
+			 opts->fd, k.caller <= 1 || getppid() <= 1 ? "its parent is init" :
+			 "it is in init's process group");
+		if (k.pidfd >= 0)
+			close(k.pidfd);
+		return EX_USAGE;
+	}
+	/* Held by this caller already: flock(2) again on the same descriptor. */
+	if (ask(k.caller, st, opts->key, 'Q', &mode) > 0) {
+		close(k.pidfd);
+		if (mode != mode_of(opts)) {
+			log_line(opts->key, "process %d holds this lock %s already: dlock -u %d first",
+				 (int)k.caller, mode == 's' ? "shared" : mode == 'x' ?
+				 "exclusive" : "with --limit", opts->fd);
+			return EX_USAGE;
+		}
+		say_took(opts, start_us);
+		return 0;
+	}
+	caller_command(k.caller, opts->fd, command, sizeof command);
+	params->command = command;
+	params->holder_pid = (int)k.caller;
+	k.lk = &lk;
+	if (lock_init(&lk, params, &err) < 0) {
+		log_error(opts->key, &err);
+		status = err.exit;
+		goto out;
+	}
+	config_report(&opts->cfg, st);
+	got = wait_acquire(&lk, opts->nonblock ? 0 : opts->wait_ms, sig, &signo, &err);
+	switch (got) {
+	case LOCK_ACQUIRED:
+		break;
+	case LOCK_REENTERED:
+		/* A job that holds it runs us: its lock outlives our caller. */
+		say_took(opts, start_us);
+		status = 0;
+		goto out;
+	case LOCK_HELD:
+		if (opts->verbose) {
+			char who[320];
+
+			waitline_describe(lk.held_by, who, sizeof who);
+			log_line(opts->key, "lock is %s", who);
+		}
+		status = opts->conflict_exit;
+		goto out;
+	case LOCK_INTERRUPTED:
+		status = 128 + signo;
+		goto out;
+	case LOCK_FAILED:
+		if (opts->verbose)
+			lock_log_servers(&lk);
+		log_error(opts->key, &err);
+		status = err.exit;
+		goto out;
+	}
+	if ((signo = signals_interrupt(sig)) != 0) {
+		status = 128 + signo;
+		goto release;
+	}
+	k.listen_fd = listen_on(k.caller, st, opts, &err);
+	if (k.listen_fd < 0 || pipe2(ready, O_CLOEXEC) < 0) {
+		if (k.listen_fd >= 0)
+			error_set(&err, EX_OSERR, "pipe: %s", strerror(errno));
+		log_error(opts->key, &err);
+		status = err.exit;
+		goto release;
+	}
+	if (opts->max_hold_ms >= 0)
+		k.max_hold_at_ms = clock_now_ms() + opts->max_hold_ms;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		keeper(&k, ready[1]);
+	}
+	close(ready[1]);
+	close(k.listen_fd);
+	if (pid < 0) {
+		log_line(opts->key, "fork: %s", strerror(errno));
+		close(ready[0]);
+		status = EX_OSERR;
+		goto release;
+	}
+	/* The keeper has the lock now (and its connections): not a word more
+	 * to the servers from here, whatever it says. */
+	if (read(ready[0], &answer, 1) != 1) {
+		log_line(opts->key, "dlock's keeper process died; the lock lapses within %.3g s",
+			 (double)lk.ttl_ms / 1000);
+		_exit(EX_OSERR);
+	}
+	if (answer != 0)
+		_exit((unsigned char)answer);
+	say_took(opts, start_us);
+	_exit(0);
+release:
+	if (lock_release(&lk, &err) < 0)
+		log_line(opts->key, "release failed: %s; the lock lapses within %.3g s",
+			 err.msg, (double)lk.ttl_ms / 1000);
+out:
+	if (k.lk)
+		lock_free(&lk);
+	close(k.pidfd);
+	return status;
+}

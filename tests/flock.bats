@@ -1,0 +1,216 @@
+#!/usr/bin/env bats
+# flock.bats - what a flock(1) user writes: flock's option spellings, its
+# --verbose lines, the descriptor form ( dlock -n 9 || exit 1; ... ) 9>f
+# with its keeper process, dlock -u FD and --fd N COMMAND.
+
+load helpers
+
+setup() {
+	common_setup
+	start_redis r
+	export DLOCK_SERVERS=$(sock_url r)
+	F=$T/lockfile
+	: >"$F"
+	KEY=dlock:$F
+	export T F
+	GROUP=
+}
+
+# A caller started in a session of its own (setsid) is a process group:
+# ended whole, pass or fail, so that no subshell (and no keeper for it)
+# outlives the test.
+teardown() {
+	[[ -z $GROUP ]] || kill -KILL -- "-$GROUP" 2>/dev/null || true
+	stop_all
+}
+
+# ---- flock's spellings ---------------------------------------------------
+
+@test "--nb and --nonblocking are -n, as in flock" {
+	hold h K
+	wait_ready h
+	run -1 dlock --nb K touch "$T/ran"
+	run -123 dlock --nonblocking --conflict-exit-code 123 K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran beside the holder"
+	finish h
+	run -0 dlock --nb K touch "$T/ran"
+	[[ -e $T/ran ]]
+}
+
+# ---- --verbose in flock's words -----------------------------------------
+
+@test "--verbose prints flock's two lines on stdout, its others on stderr" {
+	run -0 --separate-stderr dlock --verbose K echo the-command
+	assert_regex "${lines[0]}" '^dlock: getting lock took [0-9]+\.[0-9]{6} seconds$'
+	assert_equal "${lines[1]}" 'dlock: executing echo'
+	assert_equal "${lines[2]}" 'the-command'
+	((${#lines[@]} == 3)) || fail "stdout: $output"
+	[[ $stderr != *took* && $stderr != *executing* ]] || fail "stderr: $stderr"
+	# -c: the shell is what runs, as flock names it
+	SHELL=/bin/sh run -0 --separate-stderr dlock --verbose K -c 'echo x'
+	assert_equal "${lines[1]}" 'dlock: executing /bin/sh'
+	# under another name, that name, as flock's program_invocation_short_name
+	ln -s "$DLOCK" "$T/flock"
+	run -0 --separate-stderr "$T/flock" --verbose K true
+	assert_regex "${lines[0]}" '^flock: getting lock took [0-9]+\.[0-9]{6} seconds$'
+	assert_equal "${lines[1]}" 'flock: executing true'
+	# without --verbose, none
+	run -0 --separate-stderr dlock K true
+	assert_output ''
+}
+
+@test "--verbose: the time taken counts the wait" {
+	hold h K
+	wait_ready h
+	start_bg w --verbose K true
+	wait_until 5 grep -q 'held by' "$T/w.err" || fail "no wait line: $(cat "$T/w.err")"
+	sleep 0.3	# a wait of at least that, to be measured
+	finish h
+	reap w
+	assert_equal "$bg_status" 0
+	local took
+	took=$(sed -n 's/^dlock: getting lock took \([0-9.]*\) seconds$/\1/p' "$T/w.out")
+	[[ -n $took ]] || fail "stdout: $(cat "$T/w.out")"
+	awk -v t="$took" 'BEGIN { exit !(t >= 0.3) }' || fail "took $took s"
+}
+
+# ---- the descriptor form -------------------------------------------------
+
+@test "( dlock -n 9 || exit 1; ... ) 9>file: held while the subshell runs, then released" {
+	bash -c '( "$DLOCK" -n 9 || exit 1
+		touch "$T/held"
+		i=0; while [ ! -e "$T/release" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+		echo done >"$T/done" ) 9>"$F"' 3>&- &
+	local sh=$!
+	track $sh
+	wait_until 5 test -e "$T/held" || fail "the subshell did not get the lock"
+	key_exists r "$KEY" || fail "no key $KEY: $(all_keys r)"
+	# a second holder: by the descriptor form, by the file's name, by --fd
+	run -1 bash -c '( "$DLOCK" -n 9 ) 9>"$F"'
+	run -1 dlock -n "$F" touch "$T/ran"
+	exec {fd}<"$F"
+	run -1 dlock -n --fd "$fd" touch "$T/ran"
+	exec {fd}<&-
+	[[ ! -e $T/ran ]] || fail "ran beside the holder"
+	# the holder info names the subshell
+	run -0 dlock status "$F"
+	assert_output --partial "(dlock 9)"
+	touch "$T/release"
+	wait_until 5 dead "$sh"
+	wait_until 5 key_gone r "$KEY" || fail "not released once the subshell exited"
+	run -0 dlock -n "$F" touch "$T/ran"
+	[[ -e $T/ran && -e $T/done ]]
+}
+
+@test "the descriptor form: a lock held elsewhere is -E's status, -w waits" {
+	hold h "$F"
+	wait_ready h
+	run -123 bash -c '( "$DLOCK" -n -E 123 9 && touch "$T/ran" ) 9>"$F"'
+	run -1 bash -c '( "$DLOCK" -w 0.2 9 && touch "$T/ran" ) 9>"$F"'
+	[[ ! -e $T/ran ]] || fail "went on without the lock"
+	( sleep 0.3; touch "$T/h.release" ) &
+	run -0 bash -c '( "$DLOCK" -w 10 9 && touch "$T/ran" ) 9>"$F"'
+	[[ -e $T/ran ]]
+	reap h
+}
+
+@test "dlock -u FD releases at once; the caller goes on" {
+	run -0 bash -c '( "$DLOCK" -n 9 || exit 1
+		"$DLOCK" -u 9 || exit 2
+		# free for others now, while the subshell runs on
+		"$DLOCK" -n "$F" true || exit 3
+		# and from a nested subshell, as flock -u
+		"$DLOCK" -n 9 || exit 4
+		( "$DLOCK" -u 9 ) || exit 5
+		"$DLOCK" -n "$F" true || exit 6
+		echo ok ) 9>"$F"'
+	assert_output ok
+	# nothing held: -u is 0, as flock -u of an unlocked descriptor
+	run -0 bash -c '"$DLOCK" -u 9' 9>"$F"
+}
+
+@test "the descriptor form: shared holders share; the same caller again is 0" {
+	run -0 bash -c '( "$DLOCK" -s -n 9 || exit 1
+		( "$DLOCK" -s -n 8 || exit 2; "$DLOCK" -n "$F" true; echo "x=$?" ) 8>"$F"
+		"$DLOCK" -s -n 9 || exit 3	# held already: flock(2) again
+		"$DLOCK" -x -n 9; echo "mode=$?" ) 9>"$F"'
+	assert_line 'x=1'
+	assert_line 'mode=64'
+	wait_until 5 key_gone r "$KEY"
+}
+
+@test "the descriptor form: a lost lease stops the caller's process group" {
+	# a group of its own, as a script run from cron has
+	setsid bash -c 'trap "echo TERM >>\"$T/sig\"; exit 143" TERM
+		( trap "echo TERM >>\"$T/sig\"; exit 143" TERM
+		  "$DLOCK" -t 1 -n 9 || exit 1
+		  touch "$T/held"
+		  i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done ) 9>"$F"
+		wait' 3>&- 2>"$T/err" &
+	local sh=$!
+	track $sh
+	GROUP=$sh
+	wait_until 5 test -e "$T/held" || fail "no lock: $(cat "$T/err")"
+	rcli r del "$KEY" >/dev/null	# behind the holder's back
+	wait_until 5 dead "$sh" || fail "the caller runs on without the lock"
+	grep -q TERM "$T/sig" || fail "no SIGTERM: $(cat "$T/err")"
+	grep -q "dlock: $F: lease lost: " "$T/err" || fail "stderr: $(cat "$T/err")"
+}
+
+@test "the descriptor form: the keeper killed, its watchdog stops the caller" {
+	setsid bash -c '( "$DLOCK" -t 2 -n 9 || exit 1
+		  touch "$T/held"
+		  i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done ) 9>"$F"' 3>&- 2>"$T/err" &
+	local sh=$! keeper
+	track $sh
+	GROUP=$sh
+	wait_until 5 test -e "$T/held" || fail "no lock: $(cat "$T/err")"
+	for keeper in $(pgrep -x dlock-keeper); do	# this test's: its $T
+		tr '\0' '\n' <"/proc/$keeper/environ" | grep -qxF "T=$T" && break
+		keeper=
+	done
+	[[ -n $keeper ]] || fail "no dlock-keeper process of this test"
+	kill -KILL "$keeper"
+	wait_until 8 dead "$sh" || fail "the caller runs on with nobody renewing the lease"
+}
+
+@test "the descriptor form refuses what it cannot keep safe (64)" {
+	local why
+	for why in '--on-lost ignore' -o -F '--unavailable run'; do
+		# shellcheck disable=SC2086
+		run -64 --separate-stderr bash -c '"$DLOCK" '"$why"' 9' 9>"$F"
+		[[ $stderr == "dlock: "* ]] || fail "$why: $stderr"
+	done
+	run -64 --separate-stderr bash -c 'echo | "$DLOCK" 0'
+	assert_regex "$stderr" '^dlock: descriptor 0 is open on pipe:\[[0-9]+\], not on a file'
+	run -64 --separate-stderr bash -c 'exec 9>"$T/gone"; rm "$T/gone"; "$DLOCK" 9'
+	assert_regex "$stderr" 'deleted file'
+	run -64 --separate-stderr dlock -u 9 true
+	run -64 --separate-stderr dlock -u K
+	assert_equal "$(all_keys r)" ''
+}
+
+@test "a descriptor that is not open: flock's line and status (65)" {
+	run -65 --separate-stderr dlock 9 9<&-
+	assert_equal "$stderr" 'dlock: 9: Bad file descriptor'
+	run -65 --separate-stderr dlock --fd 9 true 9<&-
+	assert_equal "$stderr" 'dlock: 9: Bad file descriptor'
+}
+
+@test "--fd N COMMAND: the lock of the file N is open on; -o closes N in the command" {
+	exec {fd}<>"$F"
+	run -0 dlock --fd "$fd" sh -c 'echo "$DLOCK_KEY"; [ -e /proc/self/fd/'"$fd"' ] && echo has-fd'
+	assert_equal "${lines[0]}" "$KEY"
+	assert_equal "${lines[1]}" has-fd
+	run -0 dlock -o --fd "$fd" sh -c '[ -e /proc/self/fd/'"$fd"' ] && echo has-fd; echo "$DLOCK_KEY"'
+	assert_output "$KEY"
+	run -64 dlock --fd "$fd"	# no command: flock's "missing command"
+	exec {fd}<&-
+}
+
+@test "inside a job that holds the lock, dlock FD is 0 at once (re-entry)" {
+	run -0 dlock "$F" bash -c '( "$DLOCK" -n 9 && echo in ) 9>"$F"; "$DLOCK" -n 9 9>"$F"; echo "again=$?"'
+	assert_line in
+	assert_line again=0
+	wait_until 5 key_gone r "$KEY"
+}
