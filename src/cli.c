@@ -40,6 +40,7 @@ enum {
 	OPT_TOKEN,
 	OPT_FORCE,
 	OPT_EXPORT,
+	OPT_NO_FENCE,
 	OPT_UNAVAILABLE,
 	OPT_TLS_CA,
 	OPT_TLS_CERT,
@@ -77,6 +78,7 @@ static const struct option longopts[] = {
 	{ "node-timeout",	required_argument,	NULL, OPT_NODE_TIMEOUT },
 	{ "wait-replicas",	required_argument,	NULL, OPT_WAIT_REPLICAS },
 	{ "history",		required_argument,	NULL, OPT_HISTORY },
+	{ "no-fence",		no_argument,		NULL, OPT_NO_FENCE },
 	{ "unavailable",	required_argument,	NULL, OPT_UNAVAILABLE },
 	{ "command",		required_argument,	NULL, 'c' },
 	{ "fd",			required_argument,	NULL, OPT_FD },
@@ -157,6 +159,7 @@ static void usage(void)
 "                               or TTL/3 if that is less)\n"
 "      --wait-replicas N        count the lock once N replicas have it\n"
 "      --history N              keep the lock's last N events (0: none)\n"
+"      --no-fence               no DLOCK_FENCE, and no write to make one\n"
 "      --unavailable fail|run   no server reachable: exit 69 (fail, the\n"
 "                               default), or run COMMAND without the lock\n"
 "\n"
@@ -303,7 +306,7 @@ static unsigned group_of(int c)
 		return G_JOB;
 	case OPT_WAIT_REPLICAS:
 		return G_REPLICAS;
-	case OPT_HISTORY:
+	case OPT_HISTORY: case OPT_NO_FENCE:
 		return G_HISTORY;
 	case OPT_JSON: case 'q':
 		return G_OUTPUT;
@@ -459,6 +462,9 @@ static void parse_option(int c, const char *arg, struct options *opts,
 		break;
 	case OPT_HISTORY:
 		opts->cfg.history = count_arg("--history", arg, 0, 1000000);
+		break;
+	case OPT_NO_FENCE:
+		opts->no_fence = true;
 		break;
 	case OPT_UNAVAILABLE:
 		opts->cfg.unavailable = config_unavailable(arg);

@@ -33,6 +33,7 @@ struct options {
 	bool close;		/* -o: the lock lasts until the command exits,
 				 * not its whole process group */
 	bool no_fork;		/* -F: the command replaces dlock */
+	bool no_fence;		/* --no-fence: no DLOCK_FENCE */
 	int fd;			/* --fd N, or the descriptor form's FD; -1 */
 	bool fd_form;		/* dlock [options] FD: no command, a keeper
 				 * holds the lock for our caller */

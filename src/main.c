@@ -88,6 +88,7 @@ static void lock_params_of(const struct options *opts, const struct settings *st
 		.command = command,
 		.history = st->history,
 		.min_hold_ms = st->min_hold_ms,
+		.no_fence = opts->no_fence,
 		.verbose = opts->verbose,
 	};
 }
@@ -305,7 +306,7 @@ static int run_multi(struct options *opts, struct settings *st,
 			  outer_var("DLOCK_KEY", m.first_key) : m.first_key,
 			  got == LOCK_REENTERED ?
 			  outer_var("DLOCK_KEYS", m.keys) : m.keys,
-			  m.token, m.fence, got == LOCK_REENTERED, &err) < 0) {
+			  m.token, m.fence[0] ? m.fence : NULL, got == LOCK_REENTERED, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto release;
@@ -468,7 +469,7 @@ static int run(struct options *opts, struct settings *st,
 	if (child_set_env(&job, got == LOCK_REENTERED ? outer_var("DLOCK_KEY", lk.key) :
 			  lk.key, got == LOCK_REENTERED ?
 			  outer_var("DLOCK_KEYS", lk.key) : lk.key,
-			  lk.token, lk.fence, got == LOCK_REENTERED, &err) < 0) {
+			  lk.token, lk.fence[0] ? lk.fence : NULL, got == LOCK_REENTERED, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto release;

@@ -218,7 +218,11 @@ enum lock_result multi_acquire(struct multi *m, int64_t wait_ms,
 		if (f > fence)
 			fence = f;
 	}
-	snprintf(m->fence, sizeof m->fence, "%lld", fence);
+	/* --no-fence: none to hand on */
+	if (m->locks[0].fence[0])
+		snprintf(m->fence, sizeof m->fence, "%lld", fence);
+	else
+		m->fence[0] = '\0';
 	return r;
 }
 

@@ -55,7 +55,10 @@ static int print_lock(const struct lock *lk, const struct command_args *a,
 	} else {
 		put_var("DLOCK_KEY", lk->key);
 		put_var("DLOCK_TOKEN", lk->token);
-		put_var("DLOCK_FENCE", lk->fence);
+		if (lk->fence[0])
+			put_var("DLOCK_FENCE", lk->fence);
+		else
+			puts("unset DLOCK_FENCE");	/* --no-fence */
 		if (!reentered)
 			puts("unset DLOCK_JOB");
 	}

@@ -170,3 +170,17 @@ scripts() {
 	rcli r2 info memory | grep -qx $'number_of_cached_scripts:7\r' ||
 		fail "r2 caches scripts the build does not know: $(rcli r2 info memory | grep cached_scripts)"
 }
+
+@test "--no-fence: the command gets no DLOCK_FENCE, nor one a caller set; acquire --export unsets it" {
+	start_redis r
+	run -0 env DLOCK_FENCE=41 "$DLOCK" -S "$(sock_url r)" --no-fence K sh -c 'echo "${DLOCK_FENCE-unset}"'
+	assert_output unset
+	run -0 env DLOCK_FENCE=41 "$DLOCK" -S "$(sock_url r)" --no-fence -k A -k B sh -c 'echo "${DLOCK_FENCE-unset}"'
+	assert_output unset
+	run -0 dlock acquire -S "$(sock_url r)" --no-fence --export K2
+	assert_line 'unset DLOCK_FENCE'
+	refute_line --partial 'export DLOCK_FENCE'
+	# without it, a fence as before
+	run -0 dlock -S "$(sock_url r)" K sh -c 'echo "${DLOCK_FENCE-unset}"'
+	assert_output --regexp '^[0-9]+$'
+}

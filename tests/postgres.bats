@@ -309,3 +309,13 @@ print(cur.fetchone()[0])"
 	done
 	wait_until 10 no_advisory_lock
 }
+
+@test "postgres: --no-fence takes no transaction ID and hands on no DLOCK_FENCE" {
+	local before after
+	before=$(psql_ "SELECT pg_current_xact_id()")
+	run -0 dlock -S "$PG_URL" --no-fence nf sh -c 'echo "${DLOCK_FENCE-unset}"'
+	assert_output unset
+	after=$(psql_ "SELECT pg_current_xact_id()")
+	# only the two psql statements took one: dlock none
+	assert_equal "$after" "$((before + 1))"
+}

@@ -244,6 +244,7 @@ complete -c dlock -n '__dlock_takes run status history release acquire extend' -
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l node-timeout -r -f -d 'Deadline for one server\'s answer'
 complete -c dlock -n '__dlock_takes run acquire' -l wait-replicas -r -f -d 'Count an acquisition once N replicas have it'
 complete -c dlock -n '__dlock_takes run acquire' -l history -r -f -d 'Keep the lock'"'"'s last N events'
+complete -c dlock -n '__dlock_takes run acquire' -l no-fence -d 'No DLOCK_FENCE, and no write to make one'
 complete -c dlock -n '__dlock_takes run' -l unavailable -r -f -a 'fail\t"Exit 69 (default)" run\t"Run without the lock"' -d 'When no server answers'
 complete -c dlock -n __dlock_after_key -s c -l command -r -f -d 'Run STRING with $SHELL -c (right after KEY)'
 complete -c dlock -n '__dlock_takes run' -l fd -r -f -d 'Lock the file descriptor N is open on, then run the command'

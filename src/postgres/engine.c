@@ -372,12 +372,15 @@ static char *try_sql(struct lock *lk)
 		snprintf(what, sizeof what, "CASE WHEN pg_try_advisory_lock%s(" KEY_OF ") THEN 1 ELSE 0 END",
 			 shared(lk));
 	}
+	/* --no-fence: no transaction ID, whose commit waits for the WAL */
 	r = asprintf(&sql,
 		     "/* dlock */ WITH %sl AS MATERIALIZED (SELECT %s AS slot) "
 		     "SELECT l.slot > 0, CASE WHEN l.slot > 0 AND NOT pg_is_in_recovery() "
-		     "THEN pg_current_xact_id()::text END, pg_backend_pid(), "
+		     "THEN %s END, pg_backend_pid(), "
 		     "pg_is_in_recovery(), l.slot FROM l%s",
-		     with, cases ? cases : what, with[0] ? ", s" : "");
+		     with, cases ? cases : what,
+		     lk->p->no_fence ? "''" : "pg_current_xact_id()::text",
+		     with[0] ? ", s" : "");
 	free(cases);
 	return r < 0 ? NULL : sql;
 }
@@ -409,7 +412,8 @@ static int send_wait(struct lock *lk, struct error *err)
 	int r;
 
 	if (asprintf(&sql, "/* dlock */ WITH l AS MATERIALIZED (SELECT pg_advisory_lock%s(" KEY_OF ")) "
-		     "SELECT pg_current_xact_id()::text FROM l", shared(lk)) < 0) {
+		     "SELECT %s FROM l", shared(lk),
+		     lk->p->no_fence ? "''" : "pg_current_xact_id()::text") < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
