@@ -249,6 +249,17 @@ static const char *outer_var(const char *name, const char *otherwise)
 	return value && *value ? value : otherwise;
 }
 
+/* DLOCK_TOKEN. With -o the lock is the command's alone, as flock -o
+ * closes the descriptor before the command runs: it gets an empty token,
+ * so that a nested dlock (one the command leaves in the background, above
+ * all) takes the lock for itself instead of re-entering a lock released
+ * when the command exits. */
+static const char *job_token(const struct options *opts, enum lock_result got,
+			     const char *token)
+{
+	return opts->close && got != LOCK_REENTERED ? "" : token;
+}
+
 /* -k: run() for several locks, taken all or none. */
 static int run_multi(struct options *opts, struct settings *st,
 		     const struct signals *sig, int *die_by)
@@ -316,7 +327,8 @@ static int run_multi(struct options *opts, struct settings *st,
 			  outer_var("DLOCK_KEY", m.first_key) : m.first_key,
 			  got == LOCK_REENTERED ?
 			  outer_var("DLOCK_KEYS", m.keys) : m.keys,
-			  m.token, m.fence, got == LOCK_REENTERED, &err) < 0) {
+			  job_token(opts, got, m.token), m.fence,
+			  got == LOCK_REENTERED, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto release;
@@ -474,7 +486,8 @@ static int run(struct options *opts, struct settings *st,
 	if (child_set_env(&job, got == LOCK_REENTERED ? outer_var("DLOCK_KEY", lk.key) :
 			  lk.key, got == LOCK_REENTERED ?
 			  outer_var("DLOCK_KEYS", lk.key) : lk.key,
-			  lk.token, lk.fence, got == LOCK_REENTERED, &err) < 0) {
+			  job_token(opts, got, lk.token), lk.fence,
+			  got == LOCK_REENTERED, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto release;

@@ -54,6 +54,21 @@ bg_job() {
 	run -0 dlock -S "$U" -n K true
 }
 
+@test "-o: a nested dlock the command leaves behind takes the lock for itself" {
+	# flock -o closes the descriptor: the lock is the command's alone. The
+	# nested dlock waits for the outer release, then holds K on its own.
+	start_bg h -S "$U" -o K sh -c '"$0" -S "$1" K "$2" "$3" & exit 0' \
+		"$DLOCK" "$U" "$T/job" "$T/in"
+	wait_ready in
+	reap h
+	assert_equal "$bg_status" 0
+	[[ $(job_var in DLOCK_TOKEN) == "$(rcli r get dlock:K)" ]] ||
+		fail "the nested command runs without holding K itself"
+	run -1 dlock -S "$U" -n K true	# no second holder beside it
+	touch "$T/in.release"
+	wait_until 5 key_gone r dlock:K || fail "the nested dlock did not release"
+}
+
 @test "a daemon that leaves the group with setsid does not keep the lock" {
 	bg_job h -S "$U" K -- 'setsid "$1" "$2" "$3" & exit 0'
 	wait_ready b
