@@ -568,12 +568,15 @@ static void die(int sig)
 }
 
 /* Closed standard descriptors would be taken by the first socket, and a
- * line meant for stderr would go to a server. */
+ * line meant for stderr would go to a server. /dev/null takes their place,
+ * opened the other way round, so that a read or write still fails as on
+ * the closed descriptor: a token printed to a closed stdout (dlock acquire
+ * K >&-) must not pass for printed, and the lock be kept for nobody. */
 static void open_std_fds(void)
 {
 	for (int fd = 0; fd < 3; fd++)
 		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
-		    open("/dev/null", O_RDWR) != fd)
+		    open("/dev/null", fd == STDIN_FILENO ? O_WRONLY : O_RDONLY) != fd)
 			_exit(EX_OSERR);
 }
 
