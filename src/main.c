@@ -273,9 +273,12 @@ static int run_multi(struct options *opts, struct settings *st,
 	int status, signo = 0, r;
 	size_t n = 0;
 
+	size_t keys_len = 0;
+
 	while (opts->keys[n])
-		n++;
-	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0) {
+		keys_len += strlen(st->prefix) + strlen(opts->keys[n++]) + 1;
+	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0 ||
+	    child_check_size(&job, keys_len, &err) < 0) {
 		/* dlock -k A -k B C cmd: C was meant as a KEY */
 		if (err.exit == 127 && opts->argv)
 			error_set(&err, 127, "%s: command not found (with -k, every lock is a -k: what follows the options is the command)",
@@ -436,7 +439,9 @@ static int run(struct options *opts, struct settings *st,
 		return EX_USAGE;
 	if (opts->multi)
 		return run_multi(opts, st, sig, die_by);
-	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0) {
+	/* Nothing touched yet: a command that cannot be run never takes it. */
+	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0 ||
+	    child_check_size(&job, strlen(st->prefix) + strlen(opts->key), &err) < 0) {
 		log_error(opts->key, &err);
 		child_free(&job);
 		return err.exit;
