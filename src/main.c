@@ -117,6 +117,11 @@ static int run_job(struct options *opts, struct lock *lk, size_t n_locks,
 	int status, left = 0;
 
 	lease_init_locks(&lease, lk, n_locks);
+	if (lease_reserve(&lease, &err) < 0) {
+		log_error(opts->key, &err);
+		lease_free(&lease);
+		return err.exit;
+	}
 	if (opts->on_lost_signal != ON_LOST_IGNORE) {
 		if (watchdog_start(&wd, opts->on_lost_signal, opts->kill_after_ms,
 				   lease_deadline_ms(&lease),

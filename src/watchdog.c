@@ -231,8 +231,6 @@ static NO_SANITIZE int watch_first(void *arg)
 	uint64_t all = ~(uint64_t)0;
 	struct timespec handover = { 0, HANDOVER_MS * 1000000L };
 	struct pollfd pfd = { PIPE_FD, POLLIN, 0 };
-	long page_fd = sys(SYS_fcntl, sp->page_fd, F_DUPFD, PIPE_FD + 1, 0, 0);
-	long pipe_fd = sys(SYS_fcntl, sp->pipe_fd, F_DUPFD, PIPE_FD + 1, 0, 0);
 
 	sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, sizeof all, 0);
 	/* Out of dlock's process group and session: a kill -9 of dlock's
@@ -240,14 +238,21 @@ static NO_SANITIZE int watch_first(void *arg)
 	sys(SYS_setsid, 0, 0, 0, 0, 0);
 	sys(SYS_prctl, PR_SET_NAME, (long)"dlock-watchdog", 0, 0, 0);
 	/* None of dlock's descriptors: not the pipe's write end, which would
-	 * hide dlock's death, nor its stdout, whose reader waits for EOF. */
-	if (page_fd < 0 || pipe_fd < 0 ||
-	    sys(SYS_dup3, page_fd, PAGE_FD, 0, 0, 0) < 0 ||
-	    sys(SYS_dup3, pipe_fd, PIPE_FD, 0, 0, 0) < 0)
-		sys(SYS_exit, EX_OSERR, 0, 0, 0, 0);
+	 * hide dlock's death, nor its stdout, whose reader waits for EOF.
+	 * The two we keep go to 3 and 4 through 0 and 1, which stdin and
+	 * stdout held (open_std_fds()): no number above 4 is needed, so that
+	 * a low ulimit -n that let dlock start the job lets us start too. */
 	for (long fd = 0; fd < 3; fd++)
 		sys(SYS_close, fd, 0, 0, 0, 0);
-	sys(SYS_close_range, PIPE_FD + 1, ~0U, 0, 0, 0);
+	if (sys(SYS_dup3, sp->page_fd, 0, 0, 0, 0) < 0 ||
+	    sys(SYS_dup3, sp->pipe_fd, 1, 0, 0, 0) < 0)
+		sys(SYS_exit, EX_OSERR, 0, 0, 0, 0);
+	sys(SYS_close_range, 2, ~0U, 0, 0, 0);
+	if (sys(SYS_dup3, 0, PAGE_FD, 0, 0, 0) < 0 ||
+	    sys(SYS_dup3, 1, PIPE_FD, 0, 0, 0) < 0)
+		sys(SYS_exit, EX_OSERR, 0, 0, 0, 0);
+	sys(SYS_close, 0, 0, 0, 0, 0);
+	sys(SYS_close, 1, 0, 0, 0, 0);
 	if (sys(SYS_ppoll, (long)&pfd, 1, (long)&handover, 0, 0) > 0 &&
 	    atomic_load(&sp->page->done))
 		sys(SYS_exit, 0, 0, 0, 0, 0);

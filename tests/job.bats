@@ -317,6 +317,48 @@ running() { [[ $(state_of "$1") != T ]]; }
 
 # ---- odd starts -----------------------------------------------------------
 
+# The command of the ulimit test: waits (3 s at most) for its watchdog to
+# be a process of its own, says so, and lives through a renewal (-t 1).
+watched_job() {
+	cat >"$T/watched.py" <<'PY'
+import os, time
+pp, end = os.getppid(), time.time() + 3
+def watchdog():
+	for kid in open(f"/proc/{pp}/task/{pp}/children").read().split():
+		try:
+			if open(f"/proc/{kid}/cmdline").read().startswith("dlock watchdog"):
+				return True
+		except OSError:
+			pass
+while not watchdog() and time.time() < end:
+	time.sleep(0.01)
+print("watched" if watchdog() else "unwatched", flush=True)
+time.sleep(0.5)
+PY
+}
+
+@test "a low ulimit -n: the job runs with its watchdog and renewals, or not at all (71)" {
+	watched_job
+	local n ran=0
+	for n in 5 6 7 8 9 10 11 12; do
+		# no descriptor but 0, 1 and 2 (bats keeps others open)
+		run --separate-stderr "$PYTHON" -c 'import os, resource, sys
+os.closerange(3, 4096)
+n = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+os.execv(sys.argv[2], sys.argv[2:])' "$n" "$DLOCK" -S "$U" -t 1 K "$PYTHON" "$T/watched.py"
+		if ((status == 71)); then
+			[[ -z $output ]] || fail "ulimit -n $n: 71, but the command ran: $output"
+			[[ $stderr == "dlock: K: "* ]] || fail "ulimit -n $n: 71 without its line: $stderr"
+		else
+			assert_equal "$status/$output/$stderr" "0/watched/"
+			ran=$((ran + 1))
+		fi
+		key_gone r dlock:K || fail "ulimit -n $n: the lock was left behind"
+	done
+	((ran > 0)) || fail "no limit up to 12 let the job run"
+}
+
 @test "re-entry only from inside the job: a process that left its session waits" {
 	run -0 dlock -S "$U" K sh -c '
 		setsid "$0" -S "$1" -n K true; echo "setsid:$?"
