@@ -63,19 +63,22 @@ static void lose_lease(struct supervisor *sv, const char *why, int exit,
 {
 	const struct watch *w = sv->w;
 	int64_t kill_at_ms = clock_now_ms() + w->kill_after_ms;
+	bool send;
 
 	if (sv->lost)
 		return;
 	sv->lost = true;
 	sv->exit = exit;
-	log_line(w->key, "lease lost: %s%s", why,
-		 w->on_lost_signal ? "; stopping the job" : "");
+	/* Once: the watchdog may have sent it already, while we were stopped;
+	 * the line says who stops the job, once. */
+	send = w->on_lost_signal && (!w->wd || watchdog_claim(w->wd));
+	log_line(w->key, "lease lost: %s%s", why, send ? "; stopping the job" :
+		 w->on_lost_signal ? "; its watchdog stopped the job" : "");
 	if (w->lease)
 		lease_halt(w->lease);
 	if (!w->on_lost_signal)
 		return;
-	/* Once: the watchdog may have sent it already, while we were stopped. */
-	if (!w->wd || watchdog_claim(w->wd)) {
+	if (send) {
 		signal_job(sv, w->on_lost_signal);
 		signal_job(sv, SIGCONT);	/* a stopped job must act on it */
 	}
@@ -257,8 +260,7 @@ static bool job_over(struct supervisor *sv)
 		return false;
 	/* The watchdog stopped the job while we were stalled. */
 	if (sv->w->wd && watchdog_fired(sv->w->wd) && !sv->lost)
-		lose_lease(sv, "dlock was stalled past the lease; its watchdog stopped the job",
-			   EX_TEMPFAIL, -1);
+		lose_lease(sv, "dlock was stalled past the lease", EX_TEMPFAIL, -1);
 	return true;
 }
 

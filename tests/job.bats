@@ -155,6 +155,10 @@ bg_job() {
 	assert_equal "$bg_status" 75
 	lost_line h
 	assert_equal "$(<"$T/h.sig")" TERM	# once, not again from dlock
+	# one line, saying once who stopped the job
+	run grep '^dlock: ' "$T/h.err"
+	assert_equal "${#lines[@]}" 1
+	assert_regex "${lines[0]}" '^dlock: K: lease lost: [^;]*; its watchdog stopped the job$'
 }
 
 @test "SIGCHLD ignored by the parent: the command's status, no hang" {
