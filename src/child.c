@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "child.h"
+#include "jobtree.h"
 #include "watchdog.h"
 
 extern char **environ;
@@ -268,6 +269,18 @@ static void find_terminal(struct job *job)
 	job->tty_handed = job->tty_fd >= 0 && tcgetpgrp(job->tty_fd) == getpgrp();
 }
 
+void child_find_inherited(struct job *job)
+{
+	struct jobtree_proc kids[64];
+	size_t n = jobtree_children(getpid(), NULL, 0, kids, 64);
+
+	free(job->inherited);
+	job->inherited = n ? calloc(n, sizeof *job->inherited) : NULL;
+	job->n_inherited = job->inherited ? n : 0;
+	for (size_t i = 0; i < job->n_inherited; i++)
+		job->inherited[i] = kids[i].pid;
+}
+
 int child_start(struct job *job, struct error *err)
 {
 	/* 64 KiB: execve() and a few syscalls, nothing deep. */
@@ -351,6 +364,7 @@ void child_free(struct job *job)
 	free(job->argv);
 	free(job->sh_argv);
 	free(job->envp);
+	free(job->inherited);
 	for (int i = 0; i < 5; i++)
 		free(job->env_vars[i]);
 }

@@ -21,6 +21,9 @@ struct job {
 				 * pidfd (the job is that process alone); -1 */
 	int tty_fd;		/* dlock's controlling terminal, or -1 */
 	bool tty_handed;	/* the job is that terminal's foreground group */
+	pid_t *inherited;	/* dlock's children from before the job (its
+				 * exec inherited them): not the job's */
+	size_t n_inherited;
 	int term_signal;	/* the signal that killed the command, or 0 */
 	bool ran;		/* the command started (child_start) */
 	bool lost;		/* the lease was lost while the job ran */
@@ -47,6 +50,9 @@ int child_check_size(const struct job *job, size_t keys_len, struct error *err);
 int child_set_env(struct job *job, const char *key, const char *keys,
 		  const char *token, const char *fence, bool reentered,
 		  struct error *err);
+/* Notes the children dlock has before the job starts (sleep 9 & exec
+ * dlock ...): they, and their exit, are not the job's. */
+void child_find_inherited(struct job *job);
 /* Starts the command in a process group of its own, which gets the
  * terminal when dlock is its foreground job, and makes dlock the subreaper
  * of what it leaves behind. Returns once the command exec'd (0), or could

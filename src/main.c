@@ -122,6 +122,7 @@ static int run_job(struct options *opts, struct lock *lk, size_t n_locks,
 		lease_free(&lease);
 		return err.exit;
 	}
+	child_find_inherited(job);	/* before the watchdog, our child */
 	if (opts->on_lost_signal != ON_LOST_IGNORE) {
 		if (watchdog_start(&wd, opts->on_lost_signal, opts->kill_after_ms,
 				   lease_deadline_ms(&lease),
@@ -131,6 +132,7 @@ static int run_job(struct options *opts, struct lock *lk, size_t n_locks,
 			lease_free(&lease);
 			return err.exit;
 		}
+		watchdog_skip(&wd, job->inherited, job->n_inherited);
 		job->wd = w.wd = &wd;
 	}
 	/* Once more, right before the command starts: a stall since the last
@@ -407,6 +409,7 @@ static int run_unlocked(const struct options *opts, const struct lock *lk,
 		return err.exit;
 	}
 	w.max_hold_ms = -1;
+	child_find_inherited(job);
 	if (child_start(job, &err) < 0) {
 		log_error(opts->key, &err);
 		return err.exit;

@@ -39,6 +39,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "clock.h"
+#include "jobtree.h"
 #include "watchdog.h"
 
 #if __has_include(<valgrind/valgrind.h>)
@@ -57,6 +58,10 @@
 #endif
 
 #define GROUP_POLL_MS 50
+#define SNAPSHOT_MS 100		/* how often dlock's children are noted */
+#define MAX_SKIP 64
+#define MAX_SNAPSHOT 256
+#define KILL_ROUNDS 100		/* SIGKILL again, GROUP_POLL_MS apart */
 #define HANDOVER_MS 20		/* a job this short never pays for an exec */
 #define PAGE_FD 3		/* in the watchdog: the shared page */
 #define PIPE_FD 4		/* dlock's pipe */
@@ -71,6 +76,9 @@ struct watch_page {
 	atomic_int no_exec;		/* /proc/self/exe failed: fork() next */
 	int on_lost_signal;
 	int64_t kill_after_ms;
+	pid_t dlock_pid, sid;		/* dlock, and the job's session */
+	atomic_int n_skip;		/* dlock's children that are not the */
+	pid_t skip[MAX_SKIP];		/* job: those it inherited */
 };
 
 static int64_t min64(int64_t a, int64_t b)
@@ -83,6 +91,43 @@ static bool group_alive(pid_t pgid)
 	return kill(-pgid, 0) == 0 || errno == EPERM;
 }
 
+/* dlock's children as last seen (exec'd watchdog only): once dlock is
+ * gone, they are no longer its children, and the job's processes that
+ * left its group are found from them (jobtree.c). */
+struct snapshot {
+	struct jobtree_proc kids[MAX_SNAPSHOT];
+	size_t n;
+};
+
+static void take_snapshot(const struct watch_page *pg, struct snapshot *snap)
+{
+	pid_t skip[MAX_SKIP + 1];
+	int n = atomic_load(&pg->n_skip);
+
+	memcpy(skip, pg->skip, (size_t)n * sizeof *skip);
+	skip[n++] = getpid();
+	snap->n = jobtree_children(pg->dlock_pid, skip, (size_t)n, snap->kids,
+				   MAX_SNAPSHOT);
+}
+
+/* The job's tree: from dlock's children while it lives (stalled), else
+ * from the last snapshot, which still names the command. */
+static struct jobtree tree_of(const struct watch_page *pg, pid_t pgid,
+			      bool dlock_alive, const struct snapshot *snap,
+			      pid_t *skip)
+{
+	int n = atomic_load(&pg->n_skip);
+
+	memcpy(skip, pg->skip, (size_t)n * sizeof *skip);
+	skip[n++] = getpid();
+	return (struct jobtree){
+		.pgid = pgid, .sid = pg->sid,
+		.parent = dlock_alive ? pg->dlock_pid : 0,
+		.skip = skip, .n_skip = (size_t)n,
+		.roots = snap->kids, .n_roots = snap->n,
+	};
+}
+
 static void pause_ms(int64_t ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
@@ -91,26 +136,44 @@ static void pause_ms(int64_t ms)
 		;
 }
 
-static void __attribute__((noreturn)) stop_job(struct watch_page *pg)
+/* dlock is gone (dlock_alive false: the pipe's EOF) or stalled past the
+ * deadline: the --on-lost signal to the whole job, SIGKILL later. */
+static void __attribute__((noreturn))
+stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
 {
-	pid_t pgid = atomic_load(&pg->pgid);
+	pid_t pgid = atomic_load(&pg->pgid), skip[MAX_SKIP + 1];
 	int64_t kill_at_ms = min64(clock_now_ms() + pg->kill_after_ms,
 				   atomic_load(&pg->end_ms));
+	struct jobtree jt;
+	int kills = 0;
 
 	if (pgid <= 0 || atomic_load(&pg->done))
 		_exit(0);
-	if (atomic_exchange(&pg->fired, 1) == 0) {
-		kill(-pgid, pg->on_lost_signal);
-		kill(-pgid, SIGCONT);	/* a stopped job must be able to act on it */
+	/* dlock died before the first snapshot: the command, if it is */
+	if (!dlock_alive && snap->n == 0 &&
+	    (snap->kids[0].start = jobtree_start(pgid)) != 0) {
+		snap->kids[0].pid = pgid;
+		snap->n = 1;
 	}
-	/* Polled: the group's members are not our children. Leaving as soon
-	 * as the group is gone keeps a later group of the same number safe. */
-	while (group_alive(pgid) && !atomic_load(&pg->done)) {
+	jt = tree_of(pg, pgid, dlock_alive, snap, skip);
+	if (atomic_exchange(&pg->fired, 1) == 0) {
+		jobtree_signal(&jt, pg->on_lost_signal);
+		jobtree_signal(&jt, SIGCONT);	/* a stopped job must act on it */
+	}
+	/* Polled: the job's processes are not our children. Leaving as soon
+	 * as they are gone keeps a later group of the same number safe. */
+	while (!atomic_load(&pg->done) && kills < KILL_ROUNDS) {
 		int64_t left_ms = kill_at_ms - clock_now_ms();
+		pid_t one;
+		bool alive = group_alive(pgid) || jobtree_outside(&jt, &one, 1) > 0;
 
-		if (left_ms <= 0) {
-			kill(-pgid, SIGKILL);
+		if (!alive)
 			break;
+		if (left_ms <= 0) {
+			/* again while anything remains: a fork racing the first */
+			jobtree_signal(&jt, SIGKILL);
+			kills++;
+			left_ms = GROUP_POLL_MS;
 		}
 		pause_ms(min64(left_ms, GROUP_POLL_MS));	/* on time */
 	}
@@ -120,6 +183,8 @@ static void __attribute__((noreturn)) stop_job(struct watch_page *pg)
 static void __attribute__((noreturn)) watch(struct watch_page *pg, int fd)
 {
 	struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { -1, POLLIN, 0 } };
+	struct snapshot snap = { .n = 0 };
+	int64_t snap_at_ms = 0;
 	sigset_t all;
 
 	sigfillset(&all);
@@ -127,20 +192,25 @@ static void __attribute__((noreturn)) watch(struct watch_page *pg, int fd)
 	pfd[1].fd = clock_timer();
 	for (;;) {
 		int64_t deadline_ms = atomic_load(&pg->deadline_ms);
-		int64_t now_ms = clock_now_ms();
+		int64_t now_ms = clock_now_ms(), wait_ms;
 
 		if (now_ms >= deadline_ms)
-			stop_job(pg);
+			stop_job(pg, true, &snap);
+		if (atomic_load(&pg->pgid) > 0 && now_ms >= snap_at_ms) {
+			take_snapshot(pg, &snap);
+			snap_at_ms = now_ms + SNAPSHOT_MS;
+		}
 		if (pfd[1].fd >= 0 && clock_arm(pfd[1].fd, deadline_ms) < 0) {
 			close(pfd[1].fd);
 			pfd[1].fd = -1;
 		}
 		/* Without a timer, poll()'s own timeout (which misses suspend). */
-		if (poll(pfd, 2, pfd[1].fd >= 0 ? -1 :
-			 clock_poll_ms(deadline_ms - now_ms)) < 0)
+		wait_ms = pfd[1].fd >= 0 ? SNAPSHOT_MS :
+			  min64(deadline_ms - now_ms, SNAPSHOT_MS);
+		if (poll(pfd, 2, clock_poll_ms(wait_ms)) < 0)
 			pause_ms(GROUP_POLL_MS);
 		else if (pfd[0].revents)
-			stop_job(pg);	/* EOF: dlock is gone, or done */
+			stop_job(pg, false, &snap);	/* EOF: dlock is gone, or done */
 	}
 }
 
@@ -331,6 +401,8 @@ int watchdog_start(struct watchdog *wd, int on_lost_signal,
 	}
 	pg->deadline_ms = deadline_ms;
 	pg->end_ms = end_ms;
+	pg->dlock_pid = getpid();
+	pg->sid = getsid(0);
 	pg->on_lost_signal = on_lost_signal;
 	pg->kill_after_ms = kill_after_ms;
 	wd->page = pg;
@@ -344,6 +416,13 @@ int watchdog_start(struct watchdog *wd, int on_lost_signal,
 void watchdog_job(struct watchdog *wd, pid_t pgid)
 {
 	atomic_store(&wd->page->pgid, pgid);
+}
+
+void watchdog_skip(struct watchdog *wd, const pid_t *pids, size_t n)
+{
+	n = n < MAX_SKIP ? n : MAX_SKIP;
+	memcpy(wd->page->skip, pids, n * sizeof *pids);
+	atomic_store(&wd->page->n_skip, (int)n);
 }
 
 void watchdog_deadline(struct watchdog *wd, int64_t deadline_ms, int64_t end_ms)

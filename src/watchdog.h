@@ -1,6 +1,7 @@
 /* watchdog.h - a process that stops the job when dlock no longer can */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "log.h"
@@ -30,6 +31,8 @@ int watchdog_main(void);
 /* The job's process group, published by the command's own process before
  * it execs (async-signal-safe: a plain atomic store). */
 void watchdog_job(struct watchdog *wd, pid_t pgid);
+/* dlock's children that are not the job's: those it inherited. */
+void watchdog_skip(struct watchdog *wd, const pid_t *pids, size_t n);
 /* The lease was renewed: the new deadline and end. */
 void watchdog_deadline(struct watchdog *wd, int64_t deadline_ms, int64_t end_ms);
 /* Whoever claims first sends the --on-lost signal: true for the first

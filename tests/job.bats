@@ -78,6 +78,127 @@ bg_job() {
 	key_gone r dlock:K
 }
 
+# $T/mover P [deaf [here]]: a process that moves to a process group of its
+# own (setpgid; here: stays where it is), as one that means to outlive its
+# job would; writes P.pid, then P.ready, appends a SIGTERM to P.sig and
+# exits 11 (deaf: ignores it), ends 0 once P.release exists (60 s at most).
+write_mover() {
+	cat >"$T/mover" <<PY
+#!$PYTHON
+import os, signal, sys, time
+p = sys.argv[1]
+def term(*_):
+	open(p + ".sig", "a").write("TERM\n")
+	sys.exit(11)
+signal.signal(signal.SIGTERM, signal.SIG_IGN if "deaf" in sys.argv[2:] else term)
+if "here" not in sys.argv[2:]:
+	os.setpgid(0, 0)
+open(p + ".pid", "w").write(str(os.getpid()))
+open(p + ".ready", "w").close()
+end = time.time() + 60
+while not os.path.exists(p + ".release") and time.time() < end:
+	time.sleep(0.05)
+PY
+	chmod +x "$T/mover"
+}
+
+# the mover's process group is its own, not the job's
+moved() { [[ $(pgid_of "$(<"$T/$1.pid")") == "$(<"$T/$1.pid")" ]]; }
+
+@test "a process that moved to a group of its own keeps the lock until it exits" {
+	write_mover
+	start_bg h -S "$U" K sh -c '"$0" "$1" & exit 3' "$T/mover" "$T/m"
+	wait_ready m
+	moved m || fail "the mover is still in the job's group"
+	wait_until 5 test -z "$(command_of "$(<"$T/h.dlock")" | grep -vx "$(<"$T/m.pid")")" ||
+		fail "the command (sh) did not exit"
+	held || fail "released while a process of the job runs in another group"
+	touch "$T/m.release"
+	reap h
+	assert_equal "$bg_status" 3
+	key_gone r dlock:K
+}
+
+@test "-o: a process that moved to a group of its own does not keep the lock" {
+	write_mover
+	start_bg h -S "$U" -o K sh -c '"$0" "$1" & exit 0' "$T/mover" "$T/m"
+	wait_ready m
+	reap h
+	assert_equal "$bg_status" 0
+	alive "$(<"$T/m.pid")" || fail "the mover did not run on"
+	key_gone r dlock:K
+}
+
+@test "lease lost: a process that moved to a group of its own is stopped too" {
+	write_mover
+	start_bg h -S "$U" -t 1 K sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
+	wait_ready m
+	moved m || fail "the mover is still in the job's group"
+	rcli r del dlock:K >/dev/null
+	reap h 10
+	assert_equal "$bg_status" 75
+	wait_until 5 dead "$(<"$T/m.pid")" || fail "the mover runs on beside the next holder"
+	assert_equal "$(cat "$T/m.sig")" TERM
+	lost_line h
+}
+
+@test "lease lost: the command that moved itself out of its group is stopped, and killed" {
+	# deaf to SIGTERM, in dlock's own group: only SIGKILL to it by PID ends it
+	write_mover
+	start_bg h -S "$U" -t 1 --kill-after 0.3 K "$PYTHON" -c 'import os, sys
+os.setpgid(0, os.getpgid(os.getppid()))
+os.execv(sys.argv[1], sys.argv[1:])' "$T/mover" "$T/m" deaf here
+	wait_until 5 test -e "$T/m.ready" || fail "no mover: $(cat "$T/h.err")"
+	track "$(<"$T/m.pid")"
+	[[ $(pgid_of "$(<"$T/m.pid")") == $(pgid_of "$(<"$T/h.dlock")") ]] ||
+		fail "the command did not move to dlock's group"
+	rcli r del dlock:K >/dev/null
+	reap h 10
+	assert_equal "$bg_status" 75
+	dead "$(<"$T/m.pid")" || fail "the command runs on beside the next holder"
+	alive $$ || fail "dlock's own group was signalled"
+}
+
+# voluntary context switches of PID: the watchdog's go up once a wake-up
+vcsw() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$1/status"; }
+vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
+watchdog_of() { ps -o pid=,args= --ppid "$1" | awk '$2 == "dlock" && $3 == "watchdog" { print $1 }'; }
+
+@test "dlock killed: a process of the job that moved to a group of its own is stopped" {
+	write_mover
+	# the mover's parent exits: it is an orphan that came back to dlock
+	start_bg h -S "$U" K sh -c '"$0" "$1" & exit 0' "$T/mover" "$T/m"
+	wait_ready m
+	local dl wd n0
+	dl=$(<"$T/h.dlock")
+	wait_until 5 test "$(ps -o ppid= -p "$(<"$T/m.pid")" | tr -d ' ')" = "$dl" ||
+		fail "the mover did not come back to dlock"
+	moved m || fail "the mover is still in the job's group"
+	wait_until 5 test -n "$(watchdog_of "$dl")" || fail "no watchdog process of its own"
+	wd=$(watchdog_of "$dl")
+	n0=$(vcsw "$wd")
+	# it notes dlock's children at each wake-up: let it have seen the mover
+	wait_until 5 vcsw_past "$wd" $((n0 + 3)) || fail "the watchdog sleeps"
+	kill -KILL "$dl"
+	wait_until 5 test -e "$T/m.sig" || fail "the mover got no signal"
+	assert_equal "$(cat "$T/m.sig")" TERM
+	wait_until 5 dead "$(<"$T/m.pid")" || fail "the mover runs on"
+}
+
+@test "dlock stopped past its lease: a process that moved to a group of its own is stopped" {
+	write_mover
+	start_bg h -S "$U" -t 1 K sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
+	wait_ready m
+	moved m || fail "the mover is still in the job's group"
+	kill -STOP "$(<"$T/h.dlock")"
+	wait_until 5 test -e "$T/m.sig" || fail "the mover got no signal while dlock was stopped"
+	assert_equal "$(cat "$T/m.sig")" TERM
+	wait_until 5 dead "$(<"$T/m.pid")" || fail "the mover runs on"
+	kill -CONT "$(<"$T/h.dlock")"
+	reap h
+	assert_equal "$bg_status" 75
+}
+
 @test "SIGTERM to dlock ends sh -c 'sleep 60; :' whole: no second copy runs" {
 	start_bg h -S "$U" K -c 'sleep 60; :'
 	local sh sleep
