@@ -107,8 +107,9 @@ static struct watch watch_of(const struct options *opts,
 /* The job under the lease of lk[0..n_locks-1] (several with -k): the
  * watchdog first (unless --on-lost ignore), so that no instant of the job
  * goes unwatched, then the command. */
-static int run_job(struct options *opts, struct lock *lk, size_t n_locks,
-		   struct job *job, const struct signals *sig)
+static int run_job(struct options *opts, const struct settings *st,
+		   struct lock *lk, size_t n_locks, struct job *job,
+		   const struct signals *sig)
 {
 	struct lease lease;
 	struct watchdog wd = { .fd = -1 };
@@ -133,6 +134,8 @@ static int run_job(struct options *opts, struct lock *lk, size_t n_locks,
 			return err.exit;
 		}
 		watchdog_skip(&wd, job->inherited, job->n_inherited);
+		watchdog_record(&wd, opts->key, lk, n_locks,
+				st->tls ? &st->tls_opts : NULL);
 		job->wd = w.wd = &wd;
 	}
 	/* Once more, right before the command starts: a stall since the last
@@ -350,7 +353,7 @@ static int run_multi(struct options *opts, struct settings *st,
 		child_free(&job);
 		return err.exit;
 	}
-	status = run_job(opts, m.locks, m.n, &job, sig);
+	status = run_job(opts, st, m.locks, m.n, &job, sig);
 	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))
 		*die_by = job.term_signal;
 release:
@@ -520,7 +523,7 @@ static int run(struct options *opts, struct settings *st,
 		child_free(&job);
 		return status;	/* exec failed; the helper releases */
 	}
-	status = run_job(opts, &lk, 1, &job, sig);
+	status = run_job(opts, st, &lk, 1, &job, sig);
 	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))
 		*die_by = job.term_signal;
 release:

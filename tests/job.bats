@@ -248,6 +248,23 @@ watchdog_of() { ps -o pid=,args= --ppid "$1" | awk '$2 == "dlock" && $3 == "watc
 	wait_until 5 dead "$(<"$T/h.gc.pid")" || fail "the command's child runs on"
 }
 
+killed_event() { dlock history -S "$U" K | grep -q '^[^ ]* *ago *killed '; }
+
+@test "dlock killed: the watchdog says so in one line, and history records it" {
+	hold h -S "$U" -t 3 K
+	wait_ready h
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 5 test -e "$T/h.sig" || fail "the command got no signal"
+	wait_until 5 grep -q '^dlock: ' "$T/h.err" || fail "no line"
+	run grep '^dlock: ' "$T/h.err"	# not the job's shell's "Terminated"
+	assert_equal "${#lines[@]}" 1
+	assert_regex "${lines[0]}" '^dlock: K: dlock was killed; stopping the job; the lock lapses within [0-9.]+ s$'
+	wait_until 5 killed_event || fail "no 'killed' event: $(dlock history -S "$U" K)"
+	run -0 dlock history -S "$U" --json K
+	assert_regex "$output" '"event": ?"killed"'
+	assert_regex "$output" "\"fence\": ?\"?$(job_var h DLOCK_FENCE)"
+}
+
 @test "dlock killed: sh -c 'sleep 30; :' leaves no sleep 30 after --kill-after" {
 	start_bg h -S "$U" --kill-after 1 K -c 'trap "" TERM; sleep 30; :'
 	local sh sleep
