@@ -516,8 +516,6 @@ static void check_keys(int n_keys, struct options *opts)
 			if (strcmp(opts->keys[i], opts->keys[k]) == 0)
 				errx(EX_USAGE, "-k '%s' given twice", opts->keys[i]);
 	}
-	if (opts->no_fork)
-		errx(EX_USAGE, "-F does not apply to several keys (-k)");
 }
 
 /* The checks once every option is in: combinations and positionals. */

@@ -154,15 +154,23 @@ static int run_job(struct options *opts, const struct settings *st,
 }
 
 /* -F's helper keeps no descriptor but those it uses: the servers'
- * sockets, the pidfd, the signalfd and stderr. Another would hold a pipe
- * open that a reader of the command waits on (stdout, bats' fd 3). */
-static void keep_only(const struct lock *lk, int pidfd, int sigfd)
+ * sockets (of every lock, with -k), the pidfd, the signalfd and stderr.
+ * Another would hold a pipe open that a reader of the command waits on
+ * (stdout, bats' fd 3). */
+static void keep_only(const struct lock *lk, size_t n_locks, int pidfd, int sigfd)
 {
-	int keep[MAX_SERVERS + 3], n = 0, devnull;
+	int room[MAX_SERVERS + 3], *keep = room, n = 0, devnull;
+	size_t n_fds = 3;
 
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		if (node_fd(&lk->nodes[i]) >= 0)
-			keep[n++] = node_fd(&lk->nodes[i]);
+	for (size_t k = 0; k < n_locks; k++)
+		n_fds += lk[k].n_nodes;
+	/* -k: a socket of each lock's servers (we are alone here: no thread) */
+	if (n_fds > sizeof room / sizeof *room && !(keep = calloc(n_fds, sizeof *keep)))
+		_exit(EX_OSERR);
+	for (size_t k = 0; k < n_locks; k++)
+		for (size_t i = 0; i < lk[k].n_nodes; i++)
+			if (node_fd(&lk[k].nodes[i]) >= 0)
+				keep[n++] = node_fd(&lk[k].nodes[i]);
 	keep[n++] = pidfd;
 	keep[n++] = sigfd;
 	keep[n++] = STDERR_FILENO;
@@ -182,19 +190,21 @@ static void keep_only(const struct lock *lk, int pidfd, int sigfd)
 			close_range(from, to - 1, 0);
 		from = to + 1;
 	}
+	if (keep != room)
+		free(keep);
 	devnull = open("/dev/null", O_RDWR);	/* on 0 and 1 */
 	if (devnull == STDIN_FILENO)
 		dup2(devnull, STDOUT_FILENO);
 }
 
 /* -F: the command takes dlock's place and PID (as flock -F); a helper
- * process, forked first, keeps the lease: it watches that PID through a
- * pidfd opened before the fork (so that the number cannot be another
- * process's by then), signals it if the lease is lost, and releases once
- * it has exited. The job is that process alone, not its process group,
- * which is the caller's. */
-static int run_no_fork(struct options *opts, struct lock *lk, struct job *job,
-		       const struct signals *sig)
+ * process, forked first, keeps the lease of lk[0..n_locks-1] (several
+ * with -k): it watches that PID through a pidfd opened before the fork
+ * (so that the number cannot be another process's by then), signals it if
+ * the lease is lost, and releases once it has exited. The job is that
+ * process alone, not its process group, which is the caller's. */
+static int run_no_fork(struct options *opts, struct lock *lk, size_t n_locks,
+		       struct job *job, const struct signals *sig)
 {
 	struct error err = { 0 };
 	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
@@ -214,16 +224,18 @@ static int run_no_fork(struct options *opts, struct lock *lk, struct job *job,
 
 		setsid();	/* not in the caller's job: its signals are its own */
 		prctl(PR_SET_NAME, "dlock-lease");
-		keep_only(lk, pidfd, sig->fd);
+		keep_only(lk, n_locks, pidfd, sig->fd);
 		job->pid = getppid();
 		job->pidfd = pidfd;
-		lease_init(&lease, lk);
+		lease_init_locks(&lease, lk, n_locks);
 		status = supervise(job, &w);
 		lease_free(&lease);
 		/* the command is not our child: its status is not ours to know */
-		r = lock_release_job(lk, status == EX_TEMPFAIL ? status :
-				     LOCK_EXIT_UNKNOWN, !job->lost, &err);
-		report_release(opts, lk, r, &err);
+		for (size_t i = 0; i < n_locks; i++) {
+			r = lock_release_job(&lk[i], status == EX_TEMPFAIL ? status :
+					     LOCK_EXIT_UNKNOWN, !job->lost, &err);
+			report_release(opts, &lk[i], r, &err);
+		}
 		_exit(status);
 	}
 	close(pidfd);
@@ -352,6 +364,12 @@ static int run_multi(struct options *opts, struct settings *st,
 		log_error(opts->key, &err);
 		child_free(&job);
 		return err.exit;
+	}
+	if (opts->no_fork) {
+		status = run_no_fork(opts, m.locks, m.n, &job, sig);
+		multi_free(&m);
+		child_free(&job);
+		return status;	/* exec failed; the helper releases */
 	}
 	status = run_job(opts, st, m.locks, m.n, &job, sig);
 	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))
@@ -518,7 +536,7 @@ static int run(struct options *opts, struct settings *st,
 		return err.exit;
 	}
 	if (opts->no_fork) {
-		status = run_no_fork(opts, &lk, &job, sig);
+		status = run_no_fork(opts, &lk, 1, &job, sig);
 		lock_free(&lk);
 		child_free(&job);
 		return status;	/* exec failed; the helper releases */
