@@ -391,11 +391,11 @@ out:
 
 /* --unavailable run applies to an outage only: not when a server said
  * the lock is held, nor when a TLS handshake failed (a certificate to fix
- * is no outage, and every host would run at once), nor with --fair, whose
- * ticket round fails before any server is asked for the lock. */
+ * is no outage, and every host would run at once); --fair is refused
+ * (unavailable_fits()). */
 static bool only_unreachable(const struct lock *lk)
 {
-	if (lk->refused || lk->p->fair)
+	if (lk->refused)
 		return false;
 	for (size_t i = 0; i < lk->n_nodes; i++)
 		if (lk->nodes[i].tls_refused)
@@ -453,6 +453,24 @@ static int min_hold_fits(const struct settings *st)
 	return -1;
 }
 
+/* --unavailable run runs the command only once every server asked could
+ * not be reached and none said the lock is held. With -k, the keys after
+ * the one that failed were never asked (on a Cluster they live on other
+ * masters, which may hold them); with --fair, the ticket round fails
+ * before any server is asked for the lock. Neither can tell, so neither
+ * runs unlocked: refused, rather than fail where run was asked. */
+static int unavailable_fits(const struct options *opts, const struct settings *st)
+{
+	if (!st->unavailable_run || (!opts->multi && !opts->fair))
+		return 0;
+	fprintf(stderr, "dlock: --unavailable run%s does not apply to %s: %s; give --unavailable fail\n",
+		opts->cfg.unavailable == UNAVAILABLE_RUN ? "" : " (config file)",
+		opts->multi ? "-k" : "--fair",
+		opts->multi ? "keys after an unreachable one are never asked whether they are held" :
+		"the queue's ticket fails before any server is asked whether the lock is held");
+	return -1;
+}
+
 static int run(struct options *opts, struct settings *st,
 	       const struct signals *sig, int *die_by)
 {
@@ -464,7 +482,7 @@ static int run(struct options *opts, struct settings *st,
 	char command[256];
 	int status, signo = 0, r;
 
-	if (min_hold_fits(st) < 0)
+	if (min_hold_fits(st) < 0 || unavailable_fits(opts, st) < 0)
 		return EX_USAGE;
 	if (opts->multi)
 		return run_multi(opts, st, sig, die_by);
