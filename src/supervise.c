@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include <time.h>
@@ -369,9 +370,16 @@ int supervise(struct job *job, const struct watch *w)
 		.group_poll_at_ms = -1,
 	};
 	bool poll_failed = false;
+	/* the notice connections: a server of each lock (-k) */
+	size_t max_watch = w->lease ? lease_watch_max(w->lease) : 0;
+	struct pollfd fixed[4 + MAX_SERVERS], *pfd = fixed;
 
+	if (max_watch > MAX_SERVERS &&
+	    !(pfd = calloc(4 + max_watch, sizeof *pfd))) {
+		pfd = fixed;		/* the renewals find out, later */
+		max_watch = MAX_SERVERS;
+	}
 	for (;;) {
-		struct pollfd pfd[4 + MAX_SERVERS];
 		size_t n_watch;
 		int timeout;
 
@@ -386,7 +394,8 @@ int supervise(struct job *job, const struct watch *w)
 		pfd[2] = (struct pollfd){ sv.timer_fd, POLLIN, 0 };
 		pfd[3] = (struct pollfd){ job->pidfd, POLLIN, 0 };
 		/* another process released our lock: see lease.c */
-		n_watch = w->lease ? lease_watch_fds(w->lease, pfd + 4) : 0;
+		n_watch = w->lease && max_watch >= lease_watch_max(w->lease) ?
+			  lease_watch_fds(w->lease, pfd + 4) : 0;
 		if (poll(pfd, 4 + n_watch, timeout) < 0) {
 			/* Never a reason to release a running job: try again,
 			 * keeping the deadlines (on_deadlines() runs first). */
@@ -407,6 +416,8 @@ int supervise(struct job *job, const struct watch *w)
 		if (n_watch)
 			lease_watch_events(w->lease, pfd + 4, n_watch);
 	}
+	if (pfd != fixed)
+		free(pfd);
 	if (job->tty_fd >= 0 && tcgetpgrp(job->tty_fd) == job->pid)
 		tcsetpgrp(job->tty_fd, getpgrp());
 	if (sv.timer_fd >= 0)
