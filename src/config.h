@@ -11,7 +11,10 @@
 #define DEFAULT_TTL_MS 30000
 #define DEFAULT_NODE_TIMEOUT_MS 1000
 #define MAX_SERVERS 32
-#define MIN_TTL_MS 10
+/* The shortest lease that held on a loaded 2-core machine: 240 runs of
+ * -t 0.2 with 4 busy loops beside, one server and three, all renewed in
+ * time; -t 0.15 lost 2-14% of its runs, -t 0.1 8%, -t 0.02 most. */
+#define MIN_TTL_MS 200
 #define DEFAULT_HISTORY 100	/* events kept per lock */
 #define MAX_HISTORY 1000000
 

@@ -146,36 +146,77 @@ int64_t lease_next_ms(const struct lease *ls)
  * out: asking the sentinels blocks, and the supervisor must not. */
 static void watch_again(struct lease *ls)
 {
-	for (size_t i = 0; ls->watch && i < ls->lk->n_nodes; i++)
+	for (size_t i = 0; ls->watch && i < ls->n_watch; i++)
 		if (node_events(&ls->watch[i]) == 0 &&
 		    ls->watch[i].url->kind != URL_SENTINEL) {
 			node_end(&ls->watch[i]);
-			node_begin(&ls->watch[i], &ls->watch_cmd, 1, INT64_MAX);
+			node_begin(&ls->watch[i], &ls->watch_cmds[ls->watch_lock[i]].cmd,
+				   1, INT64_MAX);
 		}
 }
 
+static void watch_free(struct lease *ls)
+{
+	for (size_t i = 0; ls->watch && i < ls->n_watch; i++) {
+		node_end(&ls->watch[i]);
+		node_close(&ls->watch[i]);
+	}
+	for (size_t k = 0; ls->watch_cmds && k < ls->n_locks; k++)
+		free(ls->watch_cmds[k].list);
+	free(ls->watch);
+	free(ls->watch_lock);
+	free(ls->watch_idx);
+	free(ls->watch_cmds);
+	ls->watch = NULL;
+	ls->watch_lock = ls->watch_idx = NULL;
+	ls->watch_cmds = NULL;
+	ls->n_watch = 0;
+}
+
+size_t lease_watch_max(const struct lease *ls)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < ls->n_locks; k++)
+		n += ls->lk[k].n_nodes;
+	return n;
+}
+
+/* One connection a server and lock: a lock's notice list is in its hash
+ * slot, which on a Cluster may be another master's than the next key's. */
 static void watch_start(struct lease *ls)
 {
-	struct lock *lk = ls->lk;
+	size_t n = lease_watch_max(ls), w = 0;
 
 	ls->watch_at_ms = -1;
-	ls->watch = calloc(lk->n_nodes, sizeof *ls->watch);
-	ls->watch_idx = calloc(lk->n_nodes, sizeof *ls->watch_idx);
-	if (!ls->watch || !ls->watch_idx ||
-	    asprintf(&ls->notice_list, "%s:%s", lk->notice_key, lk->token) < 0) {
-		ls->notice_list = NULL;
-		free(ls->watch);
-		ls->watch = NULL;
+	ls->watch = calloc(n, sizeof *ls->watch);
+	ls->watch_lock = calloc(n, sizeof *ls->watch_lock);
+	ls->watch_idx = calloc(n, sizeof *ls->watch_idx);
+	ls->watch_cmds = calloc(ls->n_locks, sizeof *ls->watch_cmds);
+	if (!ls->watch || !ls->watch_lock || !ls->watch_idx || !ls->watch_cmds) {
+		watch_free(ls);
 		return;		/* the renewals find out, later */
 	}
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		node_init(&ls->watch[i], lk->nodes[i].url, lk->nodes[i].password);
-		ls->watch[i].no_resolve = true;	/* nothing that blocks */
+	for (size_t k = 0; k < ls->n_locks; k++) {
+		struct lock *lk = &ls->lk[k];
+		struct watch_cmd *wc = &ls->watch_cmds[k];
+
+		if (asprintf(&wc->list, "%s:%s", lk->notice_key, lk->token) < 0) {
+			wc->list = NULL;
+			watch_free(ls);
+			return;
+		}
+		wc->argv[0] = "BRPOP";
+		wc->argv[1] = wc->list;
+		wc->argv[2] = "0";
+		wc->cmd = (struct cmd){ NULL, 3, wc->argv, NULL };
+		for (size_t i = 0; i < lk->n_nodes; i++, w++) {
+			node_init(&ls->watch[w], lk->nodes[i].url, lk->nodes[i].password);
+			ls->watch[w].no_resolve = true;	/* nothing that blocks */
+			ls->watch_lock[w] = k;
+		}
 	}
-	ls->watch_argv[0] = "BRPOP";
-	ls->watch_argv[1] = ls->notice_list;
-	ls->watch_argv[2] = "0";
-	ls->watch_cmd = (struct cmd){ NULL, 3, ls->watch_argv, NULL };
+	ls->n_watch = w;
 	watch_again(ls);
 }
 
@@ -183,7 +224,7 @@ size_t lease_watch_fds(struct lease *ls, struct pollfd *pfd)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; !ls->halted && ls->watch && i < ls->lk->n_nodes; i++) {
+	for (size_t i = 0; !ls->halted && ls->watch && i < ls->n_watch; i++) {
 		short events = node_events(&ls->watch[i]);
 
 		if (events) {
@@ -197,7 +238,8 @@ size_t lease_watch_fds(struct lease *ls, struct pollfd *pfd)
 void lease_watch_events(struct lease *ls, const struct pollfd *pfd, size_t n)
 {
 	for (size_t k = 0; k < n; k++) {
-		struct node *w = &ls->watch[ls->watch_idx[k]];
+		size_t i = ls->watch_idx[k];
+		struct node *w = &ls->watch[i];
 		const redisReply *r;
 
 		if (!pfd[k].revents)
@@ -209,12 +251,19 @@ void lease_watch_events(struct lease *ls, const struct pollfd *pfd, size_t n)
 			continue;
 		r = w->replies[0];
 		if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-		    r->element[1]->type == REDIS_REPLY_STRING)
-			snprintf(ls->notice, sizeof ls->notice, "%.*s",
-				 (int)r->element[1]->len, r->element[1]->str);
+		    r->element[1]->type == REDIS_REPLY_STRING) {
+			/* -k: which key, as a lost lease names it */
+			if (ls->n_locks > 1)
+				snprintf(ls->notice, sizeof ls->notice, "%s: %.*s",
+					 ls->lk[ls->watch_lock[i]].p->name,
+					 (int)r->element[1]->len, r->element[1]->str);
+			else
+				snprintf(ls->notice, sizeof ls->notice, "%.*s",
+					 (int)r->element[1]->len, r->element[1]->str);
+		}
 		/* and wait for the next: the round may find it not about us */
 		node_end(w);
-		node_begin(w, &ls->watch_cmd, 1, INT64_MAX);
+		node_begin(w, &ls->watch_cmds[ls->watch_lock[i]].cmd, 1, INT64_MAX);
 		/* a round now; one that runs may have started before */
 		if (ls->busy)
 			ls->recheck = true;
@@ -223,12 +272,24 @@ void lease_watch_events(struct lease *ls, const struct pollfd *pfd, size_t n)
 	}
 }
 
+int lease_reserve(struct lease *ls, struct error *err)
+{
+	if (ls->notify_fd < 0)
+		ls->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ls->notify_fd >= 0)
+		return 0;
+	error_set(err, EX_OSERR, "cannot set up the renewals: eventfd: %s",
+		  strerror(errno));
+	return -1;
+}
+
 static int start(struct lease *ls)
 {
 	pthread_attr_t attr;
 	int e;
 
-	ls->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ls->notify_fd < 0)
+		ls->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (ls->notify_fd < 0)
 		return -1;
 	/* A round must end within its deadline: no name lookups from here. */
@@ -340,14 +401,7 @@ void lease_stop(struct lease *ls)
 
 void lease_free(struct lease *ls)
 {
-	for (size_t i = 0; ls->watch && i < ls->lk->n_nodes; i++) {
-		node_end(&ls->watch[i]);
-		node_close(&ls->watch[i]);
-	}
-	free(ls->watch);
-	free(ls->watch_idx);
-	free(ls->notice_list);
-	ls->watch = NULL;
+	watch_free(ls);
 	lease_stop(ls);
 	pthread_cond_destroy(&ls->kick);
 	pthread_mutex_destroy(&ls->mutex);

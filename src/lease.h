@@ -30,15 +30,20 @@ struct lease {
 	int64_t result_valid_ms;
 	struct error result_err;
 	/* Told at once when another process releases or breaks the lock
-	 * (dlock release): from watch_at_ms on, one connection a server
-	 * BRPOPs our notice list, driven by the supervisor's poll(); a
-	 * notice asks for a renewal round at once, which decides. */
+	 * (dlock release): from watch_at_ms on, one connection a server and
+	 * lock (-k: every key) BRPOPs that lock's notice list, driven by the
+	 * supervisor's poll(); a notice asks for a renewal round at once,
+	 * which decides. */
 	int64_t watch_at_ms;	/* -1: none (started, or no need) */
-	struct node *watch;	/* one a server once started, else NULL */
-	size_t *watch_idx;	/* which node each pollfd given out is */
-	char *notice_list;
-	const char *watch_argv[3];
-	struct cmd watch_cmd;
+	struct node *watch;	/* n_watch once started, else NULL */
+	size_t n_watch;
+	size_t *watch_lock;	/* which lock each of them watches */
+	size_t *watch_idx;	/* which of them each pollfd given out is */
+	struct watch_cmd {	/* each lock's BRPOP */
+		char *list;
+		const char *argv[3];
+		struct cmd cmd;
+	} *watch_cmds;
 	bool recheck;		/* a notice came while a round ran */
 	char notice[256];	/* what the last notice said */
 };
@@ -47,8 +52,11 @@ struct lease {
 void lease_init(struct lease *ls, struct lock *lk);
 /* The same for n locks held together (-k): a round extends every one, the
  * lease lasts as long as the first to run out, and is lost when any is.
- * Notices (dlock release) are watched on the first lock's key. */
+ * Notices (dlock release) are watched on every lock's key. */
 void lease_init_locks(struct lease *ls, struct lock *lks, size_t n);
+/* Takes the descriptor the renewals need before the command starts, so
+ * that a low ulimit -n fails the run (71), not the first renewal. */
+int lease_reserve(struct lease *ls, struct error *err);
 /* The command must have stopped by then: the validity bound less a tenth
  * of the TTL, so that it is told while the lock is still ours. */
 int64_t lease_deadline_ms(const struct lease *ls);
@@ -64,7 +72,9 @@ int lease_tick(struct lease *ls, int64_t now_ms, struct error *err);
 /* When notify_fd is readable: takes the round's result. Returns -1 with
  * err (75) when the servers said the lock is no longer ours. */
 int lease_collect(struct lease *ls, int64_t now_ms, struct error *err);
-/* The notice connections' pollfds (at most lk->n_nodes), for the
+/* How many pollfds lease_watch_fds() may give out: a server of a lock. */
+size_t lease_watch_max(const struct lease *ls);
+/* The notice connections' pollfds (at most lease_watch_max()), for the
  * supervisor's poll(); returns how many. */
 size_t lease_watch_fds(struct lease *ls, struct pollfd *pfd);
 /* Their poll() results: a notice asks for a renewal round at once. */
