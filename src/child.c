@@ -13,9 +13,11 @@
 #include <sysexits.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "child.h"
+#include "jobtree.h"
 #include "watchdog.h"
 
 extern char **environ;
@@ -124,13 +126,70 @@ static bool is_var(const char *entry, const char *name)
 	return strncmp(entry, name, len) == 0 && entry[len] == '=';
 }
 
+static const char *const dlock_vars[] = {
+	"DLOCK_KEY", "DLOCK_TOKEN", "DLOCK_FENCE", "DLOCK_KEYS", "DLOCK_JOB",
+};
+
+static bool is_dlock_var(const char *entry)
+{
+	for (size_t v = 0; v < sizeof dlock_vars / sizeof *dlock_vars; v++)
+		if (is_var(entry, dlock_vars[v]))
+			return true;
+	return false;
+}
+
+/* Counts what execve() copies onto the new stack as the kernel does
+ * (fs/exec.c: bprm_stack_limits, copy_strings): the file name and every
+ * string with its NUL, and a pointer for each argument and variable,
+ * against a quarter of the stack limit, at most 6 MiB (3/4 of _STK_LIM),
+ * at least 32 pages. A script run through #! or /bin/sh counts a little
+ * more: its interpreter's name. */
+int child_check_size(const struct job *job, size_t keys_len, struct error *err)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t limit = 6 << 20, used = strlen(job->path) + 1, n = 0, longest = 0;
+	/* DLOCK_KEY=, DLOCK_KEYS=, and the other three at their longest:
+	 * a token's 32 characters, a fence's 20 digits, a pid's 10. */
+	size_t ours[] = { 10 + keys_len, 11 + keys_len, 12 + 32, 12 + 20, 10 + 10 };
+	struct rlimit stack;
+
+	if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY &&
+	    stack.rlim_cur / 4 < limit)
+		limit = (size_t)stack.rlim_cur / 4;
+	if (limit < 32 * page)
+		limit = 32 * page;
+	for (char **a = job->argv; *a; a++, n++) {
+		size_t len = strlen(*a) + 1;
+
+		used += len;
+		longest = len > longest ? len : longest;
+	}
+	for (char **e = environ; *e; e++) {
+		size_t len = strlen(*e) + 1;
+
+		if (is_dlock_var(*e))
+			continue;
+		used += len;
+		n++;
+		longest = len > longest ? len : longest;
+	}
+	for (size_t v = 0; v < sizeof ours / sizeof *ours; v++) {
+		used += ours[v] + 1;
+		n++;
+		longest = ours[v] + 1 > longest ? ours[v] + 1 : longest;
+	}
+	used += n * sizeof(char *);
+	if (used <= limit && longest <= 32 * page)
+		return 0;
+	exec_error(err, job->argv[0], E2BIG);
+	return -1;
+}
+
 int child_set_env(struct job *job, const char *key, const char *keys,
 		  const char *token, const char *fence, bool reentered,
 		  struct error *err)
 {
-	static const char *const ours[] = {
-		"DLOCK_KEY", "DLOCK_TOKEN", "DLOCK_FENCE", "DLOCK_KEYS", "DLOCK_JOB",
-	};
+	const char *const *ours = dlock_vars;
 	size_t n_ours = reentered ? 4 : 5, n = 0, k = 0;
 
 	while (environ[n])
@@ -208,6 +267,18 @@ static void find_terminal(struct job *job)
 {
 	job->tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	job->tty_handed = job->tty_fd >= 0 && tcgetpgrp(job->tty_fd) == getpgrp();
+}
+
+void child_find_inherited(struct job *job)
+{
+	struct jobtree_proc kids[64];
+	size_t n = jobtree_children(getpid(), NULL, 0, kids, 64);
+
+	free(job->inherited);
+	job->inherited = n ? calloc(n, sizeof *job->inherited) : NULL;
+	job->n_inherited = job->inherited ? n : 0;
+	for (size_t i = 0; i < job->n_inherited; i++)
+		job->inherited[i] = kids[i].pid;
 }
 
 int child_start(struct job *job, struct error *err)
@@ -293,6 +364,7 @@ void child_free(struct job *job)
 	free(job->argv);
 	free(job->sh_argv);
 	free(job->envp);
+	free(job->inherited);
 	for (int i = 0; i < 5; i++)
 		free(job->env_vars[i]);
 }

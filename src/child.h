@@ -21,6 +21,9 @@ struct job {
 				 * pidfd (the job is that process alone); -1 */
 	int tty_fd;		/* dlock's controlling terminal, or -1 */
 	bool tty_handed;	/* the job is that terminal's foreground group */
+	pid_t *inherited;	/* dlock's children from before the job (its
+				 * exec inherited them): not the job's */
+	size_t n_inherited;
 	int term_signal;	/* the signal that killed the command, or 0 */
 	bool ran;		/* the command started (child_start) */
 	bool lost;		/* the lease was lost while the job ran */
@@ -32,6 +35,13 @@ struct job {
  * (err filled). */
 int child_prepare(struct job *job, char *const *argv, const char *shell_cmd,
 		  const struct signals *sig, struct error *err);
+/* Whether the command's arguments and environment will fit the kernel's
+ * limit for execve() (ARG_MAX: a quarter of the stack limit, at most
+ * 6 MiB; MAX_ARG_STRLEN for one string) once dlock adds its DLOCK_*
+ * variables, keys_len being the length of DLOCK_KEYS' value. Checked
+ * before any lock is taken: -1 with err (126, "argument list too long")
+ * when not. */
+int child_check_size(const struct job *job, size_t keys_len, struct error *err);
 /* The command's environment: ours plus DLOCK_KEY, DLOCK_TOKEN, DLOCK_FENCE,
  * DLOCK_KEYS (keys: every Redis key, space-separated; NULL: key) and
  * DLOCK_JOB, the job's process group (the command's pid, known once it
@@ -40,6 +50,9 @@ int child_prepare(struct job *job, char *const *argv, const char *shell_cmd,
 int child_set_env(struct job *job, const char *key, const char *keys,
 		  const char *token, const char *fence, bool reentered,
 		  struct error *err);
+/* Notes the children dlock has before the job starts (sleep 9 & exec
+ * dlock ...): they, and their exit, are not the job's. */
+void child_find_inherited(struct job *job);
 /* Starts the command in a process group of its own, which gets the
  * terminal when dlock is its foreground job, and makes dlock the subreaper
  * of what it leaves behind. Returns once the command exec'd (0), or could

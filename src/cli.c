@@ -410,7 +410,8 @@ static void parse_option(int c, const char *arg, struct options *opts,
 	case 't':
 		opts->cfg.ttl_ms = seconds_arg("--ttl", arg, false);
 		if (opts->cfg.ttl_ms < MIN_TTL_MS)
-			errx(EX_USAGE, "--ttl must be at least 0.01 seconds");
+			errx(EX_USAGE, "--ttl %s is too short: at least %.3g seconds (a shorter lease runs out before a busy host renews it)",
+			     arg, (double)MIN_TTL_MS / 1000);
 		break;
 	case OPT_ON_LOST:
 		opts->on_lost_signal = parse_signal(arg);
@@ -639,8 +640,6 @@ static void check_keys(int n_keys, struct options *opts)
 			if (strcmp(opts->keys[i], opts->keys[k]) == 0)
 				errx(EX_USAGE, "-k '%s' given twice", opts->keys[i]);
 	}
-	if (opts->no_fork)
-		errx(EX_USAGE, "-F does not apply to several keys (-k)");
 }
 
 /* flock's byte-range options: a key is one lock, with no bytes to lock

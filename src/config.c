@@ -98,7 +98,8 @@ static int check_value(const char *name, const char *value, char *err,
 
 	if (strcmp(name, "ttl") == 0 &&
 	    (parse_seconds(value, MAX_SECONDS_MS, &ms) < 0 || ms < MIN_TTL_MS))
-		snprintf(err, errlen, "bad ttl '%.64s' (seconds, at least 0.01)", value);
+		snprintf(err, errlen, "bad ttl '%.64s' (seconds, at least %.3g)", value,
+			 (double)MIN_TTL_MS / 1000);
 	else if (strcmp(name, "node-timeout") == 0 &&
 		 (parse_seconds(value, MAX_SECONDS_MS, &ms) < 0 || ms == 0))
 		snprintf(err, errlen, "bad node-timeout '%.64s' (seconds, more than 0)", value);
@@ -609,11 +610,16 @@ static int resolve_servers(const struct config_flags *fl,
 		snprintf(err, errlen, "%s: %s", st->servers_from, why);
 		r = -1;
 	}
-	if (r == 0)
+	if (r == 0 && (st->server_texts = calloc(n + 1, sizeof *urls))) {
+		memcpy(st->server_texts, urls, n * sizeof *urls);
 		st->n_servers = n;
+		return 0;
+	}
+	if (r == 0)
+		snprintf(err, errlen, "out of memory");
 	while (n > 0)
 		free(urls[--n]);
-	return r;
+	return -1;
 }
 
 static int copy(const char *s, char **out, char *err, size_t errlen)
@@ -775,6 +781,9 @@ void config_free(struct settings *st)
 {
 	if (st->engine && st->servers)
 		st->engine->free_servers(st->servers, st->n_servers);
+	for (size_t i = 0; st->server_texts && i < st->n_servers; i++)
+		free(st->server_texts[i]);
+	free(st->server_texts);
 	free(st->prefix);
 	free(st->tls_opts.ca);
 	free(st->tls_opts.cert);

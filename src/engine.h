@@ -29,6 +29,7 @@
 #define LOCK_EXIT_UNKNOWN (-1)	/* a job's exit status nobody knows */
 #define LOCK_TOKEN_MAX 64	/* the longest token, without its NUL */
 #define LOCK_INFO_MAX 512	/* the longest holder info, with its NUL */
+#define LOCK_FDS_MAX 64		/* the most descriptors one lock uses */
 /* The longest a waiter sleeps between two tries (wait.c): Redis counts a
  * waiter gone after this, 2 s and two --node-timeouts without a try. */
 #define LOCK_RETRY_MAX_MS 4000
@@ -84,6 +85,7 @@ struct lock_params {
 	const struct engine *engine;
 	const void *servers;	/* the engine's parsed URLs (engine.parse) */
 	size_t n_servers;
+	char *const *server_texts;	/* the same as given */
 	const char *password;	/* for URLs that carry none */
 	const struct tls_options *tls;
 	int64_t ttl_ms, node_timeout_ms;
@@ -198,7 +200,9 @@ struct status_lock {
 	size_t n_servers;
 };
 
-enum history_kind { EV_ACQUIRED, EV_BROKEN, EV_RELEASED, EV_LOST };
+/* killed: dlock was killed (kill -9); its watchdog stopped the job and
+ * wrote this, and the lock lapses with its lease. */
+enum history_kind { EV_ACQUIRED, EV_BROKEN, EV_RELEASED, EV_LOST, EV_KILLED };
 
 struct history_event {
 	enum history_kind kind;
@@ -290,6 +294,11 @@ struct engine {
 	size_t (*watch_fds)(struct lock *lk, struct pollfd *pfd, size_t max);
 	bool (*watch_events)(struct lock *lk, const struct pollfd *pfd,
 			     size_t n, char *note, size_t notelen);
+	/* dlock was killed (kill -9) while the job ran; its watchdog, in a
+	 * process of its own, opened lk (p->token the holder's, fence and
+	 * info set) to write the lock's history a "killed" event, bounded by
+	 * --node-timeout. NULL: no history to write. */
+	void (*note_killed)(struct lock *lk, int64_t held_ms);
 	/* Every descriptor the lock uses, for -F's helper, which closes all
 	 * others. */
 	size_t (*fds)(const struct lock *lk, int *fds, size_t max);

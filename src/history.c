@@ -12,7 +12,9 @@
 #include "show.h"
 
 /* In the order of enum history_kind. */
-static const char *const kinds[] = { "acquired", "broken", "released", "lost" };
+static const char *const kinds[] = {
+	"acquired", "broken", "released", "lost", "killed",
+};
 
 /* "root@web1 pid 77", from a holder info. */
 static void by_text(const char *by, size_t by_len, char *out, size_t len)

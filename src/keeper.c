@@ -45,12 +45,19 @@
 #define ANSWER_MS 10000		/* a keeper answers -u once it released:
 				 * a round on every server, bounded */
 
-void keeper_keep_only(const struct lock *lk, const int *extra, size_t n_extra)
+void keeper_keep_only(const struct lock *lk, size_t n_locks, const int *extra,
+		      size_t n_extra)
 {
-	int keep[64 + 8], n, devnull;
+	/* at most LOCK_FDS_MAX descriptors a lock (engine.h) */
+	int room[LOCK_FDS_MAX + 8], *keep = room, n = 0, devnull;
+	size_t n_fds = n_locks * LOCK_FDS_MAX + n_extra + 1;
 
-	n = (int)lk->eng->fds(lk, keep, 64);
-	for (size_t i = 0; i < n_extra && n < 64 + 7; i++)
+	/* -k: a socket of each lock's servers (we are alone here: no thread) */
+	if (n_fds > sizeof room / sizeof *room && !(keep = calloc(n_fds, sizeof *keep)))
+		_exit(EX_OSERR);
+	for (size_t l = 0; l < n_locks; l++)
+		n += (int)lk[l].eng->fds(&lk[l], keep + n, LOCK_FDS_MAX);
+	for (size_t i = 0; i < n_extra; i++)
 		keep[n++] = extra[i];
 	keep[n++] = STDERR_FILENO;
 	for (int i = 1; i < n; i++)		/* insertion sort: a handful */
@@ -69,6 +76,8 @@ void keeper_keep_only(const struct lock *lk, const int *extra, size_t n_extra)
 			close_range(from, to - 1, 0);
 		from = to + 1;
 	}
+	if (keep != room)
+		free(keep);
 	devnull = open("/dev/null", O_RDWR);	/* on 0 and 1 */
 	if (devnull == STDIN_FILENO)
 		dup2(devnull, STDOUT_FILENO);
@@ -369,7 +378,7 @@ static void __attribute__((noreturn)) keeper(struct keeper *k, int ready)
 	setsid();	/* the caller's signals are its own */
 	prctl(PR_SET_NAME, "dlock-keeper");
 	(void)!chdir("/");	/* hold no mount busy */
-	keeper_keep_only(k->lk, keep_fds, sizeof keep_fds / sizeof keep_fds[0]);
+	keeper_keep_only(k->lk, 1, keep_fds, sizeof keep_fds / sizeof keep_fds[0]);
 	lease_init(&k->lease, k->lk);
 	if (watchdog_start(&k->wd, opts->on_lost_signal, opts->kill_after_ms,
 			   lease_deadline_ms(&k->lease), lease_last_ms(&k->lease),

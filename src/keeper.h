@@ -20,4 +20,5 @@ int keeper_unlock(const struct options *opts, const struct settings *st);
  * closes every descriptor but the servers' sockets, the n given in keep
  * and stderr, and puts /dev/null on stdin and stdout, so that no pipe a
  * reader waits on (stdout, bats' fd 3) is held open. */
-void keeper_keep_only(const struct lock *lk, const int *keep, size_t n);
+void keeper_keep_only(const struct lock *lk, size_t n_locks, const int *keep,
+		      size_t n);

@@ -185,12 +185,24 @@ void lease_watch_events(struct lease *ls, const struct pollfd *pfd, size_t n)
 		ls->renew_at_ms = clock_now_ms();
 }
 
+int lease_reserve(struct lease *ls, struct error *err)
+{
+	if (ls->notify_fd < 0)
+		ls->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ls->notify_fd >= 0)
+		return 0;
+	error_set(err, EX_OSERR, "cannot set up the renewals: eventfd: %s",
+		  strerror(errno));
+	return -1;
+}
+
 static int start(struct lease *ls)
 {
 	pthread_attr_t attr;
 	int e;
 
-	ls->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ls->notify_fd < 0)
+		ls->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (ls->notify_fd < 0)
 		return -1;
 	/* A small stack: the thread runs fanout rounds and nothing deep. */

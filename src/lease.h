@@ -53,6 +53,9 @@ void lease_init(struct lease *ls, struct lock *lk);
  * lease lasts as long as the first to run out, and is lost when any is.
  * Each lock's engine watches its own (a release notice of any key). */
 void lease_init_locks(struct lease *ls, struct lock *lks, size_t n);
+/* Takes the descriptor the renewals need before the command starts, so
+ * that a low ulimit -n fails the run (71), not the first renewal. */
+int lease_reserve(struct lease *ls, struct error *err);
 /* The command must have stopped by then: the validity bound less a tenth
  * of the TTL, so that it is told while the lock is still ours. */
 int64_t lease_deadline_ms(const struct lease *ls);

@@ -77,6 +77,7 @@ static void lock_params_of(const struct options *opts, const struct settings *st
 		.engine = st->engine,
 		.servers = st->servers,
 		.n_servers = st->n_servers,
+		.server_texts = st->server_texts,
 		.password = st->password,
 		.tls = &st->tls_opts,
 		.ttl_ms = st->ttl_ms,
@@ -110,8 +111,9 @@ static struct watch watch_of(const struct options *opts,
 /* The job under the lease of lk[0..n_locks-1] (several with -k): the
  * watchdog first (unless --on-lost ignore), so that no instant of the job
  * goes unwatched, then the command. */
-static int run_job(struct options *opts, struct lock *lk, size_t n_locks,
-		   struct job *job, const struct signals *sig)
+static int run_job(struct options *opts, const struct settings *st,
+		   struct lock *lk, size_t n_locks, struct job *job,
+		   const struct signals *sig)
 {
 	struct lease lease;
 	struct watchdog wd = { .fd = -1 };
@@ -120,6 +122,12 @@ static int run_job(struct options *opts, struct lock *lk, size_t n_locks,
 	int status, left = 0;
 
 	lease_init_locks(&lease, lk, n_locks);
+	if (lease_reserve(&lease, &err) < 0) {
+		log_error(opts->key, &err);
+		lease_free(&lease);
+		return err.exit;
+	}
+	child_find_inherited(job);	/* before the watchdog, our child */
 	if (opts->on_lost_signal != ON_LOST_IGNORE) {
 		if (watchdog_start(&wd, opts->on_lost_signal, opts->kill_after_ms,
 				   lease_deadline_ms(&lease),
@@ -129,6 +137,9 @@ static int run_job(struct options *opts, struct lock *lk, size_t n_locks,
 			lease_free(&lease);
 			return err.exit;
 		}
+		watchdog_skip(&wd, job->inherited, job->n_inherited);
+		watchdog_record(&wd, opts->key, lk, n_locks,
+				st->tls ? &st->tls_opts : NULL);
 		job->wd = w.wd = &wd;
 	}
 	/* Once more, right before the command starts: a stall since the last
@@ -147,13 +158,13 @@ static int run_job(struct options *opts, struct lock *lk, size_t n_locks,
 }
 
 /* -F: the command takes dlock's place and PID (as flock -F); a helper
- * process, forked first, keeps the lease: it watches that PID through a
- * pidfd opened before the fork (so that the number cannot be another
- * process's by then), signals it if the lease is lost, and releases once
- * it has exited. The job is that process alone, not its process group,
- * which is the caller's. */
-static int run_no_fork(struct options *opts, struct lock *lk, struct job *job,
-		       const struct signals *sig)
+ * process, forked first, keeps the lease of lk[0..n_locks-1] (several
+ * with -k): it watches that PID through a pidfd opened before the fork
+ * (so that the number cannot be another process's by then), signals it if
+ * the lease is lost, and releases once it has exited. The job is that
+ * process alone, not its process group, which is the caller's. */
+static int run_no_fork(struct options *opts, struct lock *lk, size_t n_locks,
+		       struct job *job, const struct signals *sig)
 {
 	struct error err = { 0 };
 	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
@@ -173,16 +184,18 @@ static int run_no_fork(struct options *opts, struct lock *lk, struct job *job,
 
 		setsid();	/* not in the caller's job: its signals are its own */
 		prctl(PR_SET_NAME, "dlock-lease");
-		keeper_keep_only(lk, keep, 2);
+		keeper_keep_only(lk, n_locks, keep, 2);
 		job->pid = getppid();
 		job->pidfd = pidfd;
-		lease_init(&lease, lk);
+		lease_init_locks(&lease, lk, n_locks);
 		status = supervise(job, &w);
 		lease_free(&lease);
 		/* the command is not our child: its status is not ours to know */
-		r = lock_release_job(lk, status == EX_TEMPFAIL ? status :
-				     LOCK_EXIT_UNKNOWN, !job->lost, &err);
-		report_release(opts, lk, r, &err);
+		for (size_t i = 0; i < n_locks; i++) {
+			r = lock_release_job(&lk[i], status == EX_TEMPFAIL ? status :
+					     LOCK_EXIT_UNKNOWN, !job->lost, &err);
+			report_release(opts, &lk[i], r, &err);
+		}
 		_exit(status);
 	}
 	close(pidfd);
@@ -236,6 +249,17 @@ static void misplaced_option(const struct options *opts, struct error *err)
 			  opts->argv[0]);
 }
 
+/* DLOCK_TOKEN. With -o the lock is the command's alone, as flock -o
+ * closes the descriptor before the command runs: it gets an empty token,
+ * so that a nested dlock (one the command leaves in the background, above
+ * all) takes the lock for itself instead of re-entering a lock released
+ * when the command exits. */
+static const char *job_token(const struct options *opts, enum lock_result got,
+			     const char *token)
+{
+	return opts->close && got != LOCK_REENTERED ? "" : token;
+}
+
 /* -k: run() for several locks, taken all or none. */
 static int run_multi(struct options *opts, struct settings *st,
 		     const struct signals *sig, int *die_by)
@@ -250,9 +274,12 @@ static int run_multi(struct options *opts, struct settings *st,
 	int64_t start_us;
 	size_t n = 0;
 
+	size_t keys_len = 0;
+
 	while (opts->keys[n])
-		n++;
-	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0) {
+		keys_len += strlen(st->prefix) + strlen(opts->keys[n++]) + 1;
+	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0 ||
+	    child_check_size(&job, keys_len, &err) < 0) {
 		/* dlock -k A -k B C cmd: C was meant as a KEY */
 		if (err.exit == 127 && opts->argv && !cli_is_option(opts->argv[0]))
 			error_set(&err, 127, "%s: command not found (with -k, every lock is a -k: what follows the options is the command)",
@@ -306,7 +333,8 @@ static int run_multi(struct options *opts, struct settings *st,
 			  outer_var("DLOCK_KEY", m.first_key) : m.first_key,
 			  got == LOCK_REENTERED ?
 			  outer_var("DLOCK_KEYS", m.keys) : m.keys,
-			  m.token, m.fence[0] ? m.fence : NULL, got == LOCK_REENTERED, &err) < 0) {
+			  job_token(opts, got, m.token), m.fence[0] ? m.fence : NULL,
+			  got == LOCK_REENTERED, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto release;
@@ -321,7 +349,13 @@ static int run_multi(struct options *opts, struct settings *st,
 		child_free(&job);
 		return err.exit;
 	}
-	status = run_job(opts, m.locks, m.n, &job, sig);
+	if (opts->no_fork) {
+		status = run_no_fork(opts, m.locks, m.n, &job, sig);
+		multi_free(&m);
+		child_free(&job);
+		return status;	/* exec failed; the helper releases */
+	}
+	status = run_job(opts, st, m.locks, m.n, &job, sig);
 	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))
 		*die_by = job.term_signal;
 release:
@@ -341,11 +375,11 @@ out:
 
 /* --unavailable run applies to an outage only: not when a server said
  * the lock is held, nor when a TLS handshake failed (a certificate to fix
- * is no outage, and every host would run at once), nor with --fair, whose
- * ticket round fails before any server is asked for the lock. */
+ * is no outage, and every host would run at once); --fair is refused
+ * (unavailable_fits()). */
 static bool only_unreachable(const struct lock *lk)
 {
-	return !lk->refused && !lk->p->fair && !lk->misconfigured;
+	return !lk->refused && !lk->misconfigured;
 }
 
 /* --unavailable run: no server, or no majority, could be reached in the
@@ -375,6 +409,7 @@ static int run_unlocked(const struct options *opts, const struct lock *lk,
 		return err.exit;
 	}
 	w.max_hold_ms = -1;
+	child_find_inherited(job);
 	if (child_start(job, &err) < 0) {
 		log_error(opts->key, &err);
 		return err.exit;
@@ -397,6 +432,24 @@ static int min_hold_fits(const struct settings *st)
 	return -1;
 }
 
+/* --unavailable run runs the command only once every server asked could
+ * not be reached and none said the lock is held. With -k, the keys after
+ * the one that failed were never asked (on a Cluster they live on other
+ * masters, which may hold them); with --fair, the ticket round fails
+ * before any server is asked for the lock. Neither can tell, so neither
+ * runs unlocked: refused, rather than fail where run was asked. */
+static int unavailable_fits(const struct options *opts, const struct settings *st)
+{
+	if (!st->unavailable_run || (!opts->multi && !opts->fair))
+		return 0;
+	fprintf(stderr, "dlock: --unavailable run%s does not apply to %s: %s; give --unavailable fail\n",
+		opts->cfg.unavailable == UNAVAILABLE_RUN ? "" : " (config file)",
+		opts->multi ? "-k" : "--fair",
+		opts->multi ? "keys after an unreachable one are never asked whether they are held" :
+		"the queue's ticket fails before any server is asked whether the lock is held");
+	return -1;
+}
+
 static int run(struct options *opts, struct settings *st,
 	       const struct signals *sig, int *die_by)
 {
@@ -409,11 +462,13 @@ static int run(struct options *opts, struct settings *st,
 	int status, signo = 0, r;
 	int64_t start_us;
 
-	if (min_hold_fits(st) < 0)
+	if (min_hold_fits(st) < 0 || unavailable_fits(opts, st) < 0)
 		return EX_USAGE;
 	if (opts->multi)
 		return run_multi(opts, st, sig, die_by);
-	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0) {
+	/* Nothing touched yet: a command that cannot be run never takes it. */
+	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0 ||
+	    child_check_size(&job, strlen(st->prefix) + strlen(opts->key), &err) < 0) {
 		misplaced_option(opts, &err);
 		log_error(opts->key, &err);
 		child_free(&job);
@@ -469,7 +524,8 @@ static int run(struct options *opts, struct settings *st,
 	if (child_set_env(&job, got == LOCK_REENTERED ? outer_var("DLOCK_KEY", lk.key) :
 			  lk.key, got == LOCK_REENTERED ?
 			  outer_var("DLOCK_KEYS", lk.key) : lk.key,
-			  lk.token, lk.fence[0] ? lk.fence : NULL, got == LOCK_REENTERED, &err) < 0) {
+			  job_token(opts, got, lk.token), lk.fence[0] ? lk.fence : NULL,
+			  got == LOCK_REENTERED, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto release;
@@ -487,12 +543,12 @@ static int run(struct options *opts, struct settings *st,
 		return err.exit;
 	}
 	if (opts->no_fork) {
-		status = run_no_fork(opts, &lk, &job, sig);
+		status = run_no_fork(opts, &lk, 1, &job, sig);
 		lock_free(&lk);
 		child_free(&job);
 		return status;	/* exec failed; the helper releases */
 	}
-	status = run_job(opts, &lk, 1, &job, sig);
+	status = run_job(opts, st, &lk, 1, &job, sig);
 	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))
 		*die_by = job.term_signal;
 release:
@@ -605,12 +661,15 @@ static void die(int sig)
 }
 
 /* Closed standard descriptors would be taken by the first socket, and a
- * line meant for stderr would go to a server. */
+ * line meant for stderr would go to a server. /dev/null takes their place,
+ * opened the other way round, so that a read or write still fails as on
+ * the closed descriptor: a token printed to a closed stdout (dlock acquire
+ * K >&-) must not pass for printed, and the lock be kept for nobody. */
 static void open_std_fds(void)
 {
 	for (int fd = 0; fd < 3; fd++)
 		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
-		    open("/dev/null", O_RDWR) != fd)
+		    open("/dev/null", fd == STDIN_FILENO ? O_WRONLY : O_RDONLY) != fd)
 			_exit(EX_OSERR);
 }
 

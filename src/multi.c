@@ -97,38 +97,34 @@ static int renew_taken(struct multi *m, struct error *err)
 	return 0;
 }
 
+static int renew_hook(void *arg, struct error *err)
+{
+	return renew_taken(arg, err);
+}
+
 /* One pass over every key. *again: a held key was lost or not renewed
  * while a later one was waited for; all was given back, and the caller
- * may start over. */
+ * may start over. The keys held are renewed every TTL/3 from within the
+ * wait for the next (a hook between its tries): one wait per key, so a
+ * --fair waiter keeps its ticket, its place in the queue, all along. */
 static enum lock_result take_all(struct multi *m, int64_t deadline_ms,
 				 const struct signals *sig, int *signo,
 				 bool *again, struct error *err)
 {
 	for (size_t i = 0; i < m->n; i++) {
 		struct lock *lk = &m->locks[i];
-		int64_t period_ms = lk->ttl_ms / 3;
+		struct wait_hook hook = { lk->ttl_ms / 3, renew_hook, m, false };
+		int64_t wait_ms = deadline_ms < 0 ? -1 : deadline_ms - clock_now_ms();
 		enum lock_result r;
 
-		for (;;) {
-			int64_t wait_ms = deadline_ms < 0 ? -1 :
-				deadline_ms - clock_now_ms();
-			bool cut = false;
-
-			if (wait_ms < -1 || (deadline_ms >= 0 && wait_ms < 0))
-				wait_ms = 0;
-			/* Holding keys: back every TTL/3 to renew them. */
-			if (m->n_taken > 0 && (wait_ms < 0 || wait_ms > period_ms)) {
-				wait_ms = period_ms;
-				cut = true;
-			}
-			r = wait_acquire(lk, wait_ms, sig, signo, err);
-			if (r != LOCK_HELD || !cut)
-				break;
-			if (renew_taken(m, err) < 0) {
-				give_back(m);
-				*again = true;
-				return LOCK_FAILED;
-			}
+		if (wait_ms < -1 || (deadline_ms >= 0 && wait_ms < 0))
+			wait_ms = 0;
+		r = wait_acquire_hooked(lk, wait_ms, sig, signo,
+					m->n_taken > 0 ? &hook : NULL, err);
+		if (r == LOCK_FAILED && hook.failed) {
+			give_back(m);
+			*again = true;
+			return LOCK_FAILED;
 		}
 		if (r != LOCK_ACQUIRED && r != LOCK_REENTERED) {
 			m->failed = i;

@@ -98,7 +98,7 @@ int acquire_main(const struct lock_params *base, const struct command_args *a)
 	struct lock lk;
 	struct error err = { 0 };
 	enum lock_result got = LOCK_FAILED;
-	char who[320];
+	char who[320], why[128];
 	int status, signo = 0;
 
 	/* dlock acquire exits at once: the holder info names its parent, the
@@ -144,8 +144,9 @@ int acquire_main(const struct lock_params *base, const struct command_args *a)
 		goto release;
 	}
 	if (print_lock(&lk, a, got == LOCK_REENTERED) < 0) {
-		log_line(p.name, "cannot write the token: %s; lock given back",
-			 strerror(errno ? errno : EIO));
+		snprintf(why, sizeof why, "%s", strerror(errno ? errno : EIO));
+		log_lower_first(why);
+		log_line(p.name, "cannot write the token: %s; lock given back", why);
 		status = EX_IOERR;
 		goto release;
 	}

@@ -1,16 +1,21 @@
 /* supervise.c - watches over the job until it is over.
  *
  * The job is the command's process group, as flock's lock lasts while any
- * process holding the inherited descriptor lives: the lock is released only
- * once the group is empty (kill(-pgid, 0) says ESRCH). dlock is the group's
- * subreaper, so an orphan of the job comes back to be reaped and its exit
- * wakes us; a member that is not our child (its parent left the group) is
- * looked for every GROUP_POLL_MS. Every deadline (renewal, lease, --max-hold,
- * --kill-after) is on one timer on CLOCK_BOOTTIME, which counts suspend. */
+ * process holding the inherited descriptor lives, and whatever of it moved
+ * to another group of its session (jobtree.c): the lock is released only
+ * once all of them are gone (kill(-pgid, 0) says ESRCH, and the walk finds
+ * nobody outside). dlock is the job's subreaper, so an orphan of the job
+ * comes back to be reaped and its exit wakes us; a member that is not our
+ * child (its parent left the group) is looked for every GROUP_POLL_MS.
+ * Signals sent to dlock go to the group, as a terminal's would; what dlock
+ * sends on its own (lease lost, --max-hold, --kill-after) to every process
+ * of the job. Every deadline (renewal, lease, --max-hold, --kill-after) is
+ * on one timer on CLOCK_BOOTTIME, which counts suspend. */
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include <time.h>
@@ -19,6 +24,7 @@
 #include <sys/wait.h>
 #include "clock.h"
 #include "config.h"
+#include "jobtree.h"
 #include "supervise.h"
 
 #define GROUP_POLL_MS 250
@@ -39,10 +45,46 @@ struct supervisor {
 	int64_t group_poll_at_ms;	/* look at the group then; -1: no need */
 };
 
+/* The job's tree, as jobtree.c walks it: from our children but the
+ * watchdog and those we inherited. skip holds them. */
+static struct jobtree tree_of(const struct supervisor *sv, pid_t *skip,
+			      size_t n_skip)
+{
+	const struct job *job = sv->job;
+	size_t n = 0;
+
+	for (size_t i = 0; i < job->n_inherited && n + 1 < n_skip; i++)
+		skip[n++] = job->inherited[i];
+	if (sv->w->wd && sv->w->wd->pid > 0)
+		skip[n++] = sv->w->wd->pid;
+	return (struct jobtree){
+		.pgid = job->pid, .sid = getsid(0), .parent = getpid(),
+		.skip = skip, .n_skip = n,
+	};
+}
+
+/* What dlock sends on its own: to every process of the job. */
 static void signal_job(const struct supervisor *sv, int sig)
 {
+	pid_t skip[66];
+	struct jobtree jt;
+
 	/* -F: a process that is not our child; its pidfd names it even
 	 * once its number is free again. */
+	if (sv->job->pidfd >= 0) {
+		syscall(SYS_pidfd_send_signal, sv->job->pidfd, sig, NULL, 0);
+		return;
+	}
+	jt = tree_of(sv, skip, sizeof skip / sizeof *skip);
+	jobtree_signal(&jt, sig);
+}
+
+/* A signal sent to dlock: to the job's process group, as a terminal's
+ * goes to its foreground group; a process that left the group for one of
+ * its own (a nested dlock's command, a shell's job) is its parent's to
+ * tell, and would get it twice. */
+static void signal_group(const struct supervisor *sv, int sig)
+{
 	if (sv->job->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, sv->job->pidfd, sig, NULL, 0);
 	else
@@ -51,8 +93,15 @@ static void signal_job(const struct supervisor *sv, int sig)
 
 static bool group_gone(const struct supervisor *sv)
 {
-	return sv->job->pidfd >= 0 ||
-	       (kill(-sv->job->pid, 0) < 0 && errno == ESRCH);
+	pid_t skip[66], one;
+	struct jobtree jt;
+
+	if (sv->job->pidfd >= 0)
+		return true;
+	if (kill(-sv->job->pid, 0) == 0 || errno != ESRCH)
+		return false;
+	jt = tree_of(sv, skip, sizeof skip / sizeof *skip);
+	return jobtree_outside(&jt, &one, 1) == 0;
 }
 
 /* The lease is gone, or about to be. end_ms: when it runs out, for a
@@ -63,19 +112,22 @@ static void lose_lease(struct supervisor *sv, const char *why, int exit,
 {
 	const struct watch *w = sv->w;
 	int64_t kill_at_ms = clock_now_ms() + w->kill_after_ms;
+	bool send;
 
 	if (sv->lost)
 		return;
 	sv->lost = true;
 	sv->exit = exit;
-	log_line(w->key, "lease lost: %s%s", why,
-		 w->on_lost_signal ? "; stopping the job" : "");
+	/* Once: the watchdog may have sent it already, while we were stopped;
+	 * the line says who stops the job, once. */
+	send = w->on_lost_signal && (!w->wd || watchdog_claim(w->wd));
+	log_line(w->key, "lease lost: %s%s", why, send ? "; stopping the job" :
+		 w->on_lost_signal ? "; its watchdog stopped the job" : "");
 	if (w->lease)
 		lease_halt(w->lease);
 	if (!w->on_lost_signal)
 		return;
-	/* Once: the watchdog may have sent it already, while we were stopped. */
-	if (!w->wd || watchdog_claim(w->wd)) {
+	if (send) {
 		signal_job(sv, w->on_lost_signal);
 		signal_job(sv, SIGCONT);	/* a stopped job must act on it */
 	}
@@ -162,6 +214,13 @@ static int exit_status(int status)
 	return WEXITSTATUS(status);
 }
 
+static void forget_inherited(struct job *job, pid_t pid)
+{
+	for (size_t i = 0; i < job->n_inherited; i++)
+		if (job->inherited[i] == pid)
+			job->inherited[i] = job->inherited[--job->n_inherited];
+}
+
 /* SIGCHLDs coalesce: reap whatever there is. Besides the command, that is
  * an orphan of the job, a child dlock inherited across exec, or the
  * watchdog, which is started again while the job runs. */
@@ -187,6 +246,8 @@ static void reap(struct supervisor *sv)
 			sv->command_done = true;
 			sv->status = exit_status(st);
 			sv->signaled = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+		} else if (!WIFSTOPPED(st)) {
+			forget_inherited(job, pid);	/* its number is free now */
 		}
 	}
 	sv->look_at_group = true;
@@ -200,7 +261,7 @@ static void on_signals(struct supervisor *sv)
 		if (sig == SIGCHLD)
 			reap(sv);
 		else
-			signal_job(sv, sig);
+			signal_group(sv, sig);
 	}
 }
 
@@ -229,8 +290,10 @@ static void on_deadlines(struct supervisor *sv)
 			   EX_TEMPFAIL, lease_end(sv));
 	}
 	if (sv->kill_at_ms >= 0 && now_ms >= sv->kill_at_ms) {
-		sv->kill_at_ms = -1;
-		signal_job(sv, SIGKILL);	/* what remains, command or not */
+		/* What remains, command or not; again while anything does
+		 * (a process forked as the first SIGKILL went out). */
+		sv->kill_at_ms = now_ms + GROUP_POLL_MS;
+		signal_job(sv, SIGKILL);
 	}
 	if (sv->group_poll_at_ms >= 0 && now_ms >= sv->group_poll_at_ms) {
 		sv->group_poll_at_ms = -1;
@@ -257,8 +320,7 @@ static bool job_over(struct supervisor *sv)
 		return false;
 	/* The watchdog stopped the job while we were stalled. */
 	if (sv->w->wd && watchdog_fired(sv->w->wd) && !sv->lost)
-		lose_lease(sv, "dlock was stalled past the lease; its watchdog stopped the job",
-			   EX_TEMPFAIL, -1);
+		lose_lease(sv, "dlock was stalled past the lease", EX_TEMPFAIL, -1);
 	return true;
 }
 
@@ -310,6 +372,7 @@ int supervise(struct job *job, const struct watch *w)
 	bool poll_failed = false;
 
 	for (;;) {
+		/* what the engines watch: see lease.c */
 		struct pollfd pfd[4 + MAX_LEASE_FDS];
 		size_t n_watch;
 		int timeout;
@@ -324,7 +387,6 @@ int supervise(struct job *job, const struct watch *w)
 					  w->lease->notify_fd : -1, POLLIN, 0 };
 		pfd[2] = (struct pollfd){ sv.timer_fd, POLLIN, 0 };
 		pfd[3] = (struct pollfd){ job->pidfd, POLLIN, 0 };
-		/* another process released our lock: see lease.c */
 		n_watch = w->lease ? lease_watch_fds(w->lease, pfd + 4) : 0;
 		if (poll(pfd, 4 + n_watch, timeout) < 0) {
 			/* Never a reason to release a running job: try again,

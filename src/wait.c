@@ -20,6 +20,8 @@
 
 struct waiter {
 	struct lock *lk;
+	struct wait_hook *hook;	/* or NULL */
+	int64_t hook_at_ms;
 	struct waitline wl;
 	int64_t start_ms, deadline_ms;	/* deadline -1: for ever */
 	int n_pauses;			/* timed pauses so far: they grow */
@@ -167,6 +169,18 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 			if (sleep_ms > w->deadline_ms - now_ms)
 				sleep_ms = w->deadline_ms - now_ms;
 		}
+		if (w->hook) {
+			if (now_ms >= w->hook_at_ms) {
+				if (w->hook->fn(w->hook->arg, err) < 0) {
+					w->hook->failed = true;
+					return LOCK_FAILED;
+				}
+				now_ms = clock_now_ms();
+				w->hook_at_ms = now_ms + w->hook->every_ms;
+			}
+			if (sleep_ms > w->hook_at_ms - now_ms)
+				sleep_ms = w->hook_at_ms - now_ms;
+		}
 		if (sleep_until_try(w, sig, sleep_ms, signo))
 			return LOCK_INTERRUPTED;
 	}
@@ -176,9 +190,19 @@ enum lock_result wait_acquire(struct lock *lk, int64_t wait_ms,
 			      const struct signals *sig, int *signo,
 			      struct error *err)
 {
+	return wait_acquire_hooked(lk, wait_ms, sig, signo, NULL, err);
+}
+
+enum lock_result wait_acquire_hooked(struct lock *lk, int64_t wait_ms,
+				     const struct signals *sig, int *signo,
+				     struct wait_hook *hook, struct error *err)
+{
 	const struct lock_params *p = lk->p;
-	struct waiter w = { .lk = lk, .start_ms = clock_now_ms() };
+	struct waiter w = { .lk = lk, .start_ms = clock_now_ms(), .hook = hook };
 	enum lock_result r;
+
+	if (hook)
+		w.hook_at_ms = w.start_ms + hook->every_ms;
 
 	w.deadline_ms = wait_ms >= 0 ? w.start_ms + wait_ms : -1;
 	lk->wait_deadline_ms = w.deadline_ms;

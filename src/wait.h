@@ -1,5 +1,7 @@
 /* wait.h - waiting for a lock: retries, push wake-ups, the wait line */
 #pragma once
+#include <stdbool.h>
+#include <stdint.h>
 #include "lock.h"
 #include "log.h"
 #include "signals.h"
@@ -13,3 +15,19 @@
 enum lock_result wait_acquire(struct lock *lk, int64_t wait_ms,
 			      const struct signals *sig, int *signo,
 			      struct error *err);
+
+/* Work to do every every_ms while waiting (-k: renew the keys held while
+ * a later one is waited for), between tries, so that the waiter keeps its
+ * place (its --fair ticket) meanwhile. fn returns 0, or -1 with err: the
+ * wait then ends (LOCK_FAILED) with failed set. */
+struct wait_hook {
+	int64_t every_ms;
+	int (*fn)(void *arg, struct error *err);
+	void *arg;
+	bool failed;
+};
+
+/* wait_acquire(), running hook (NULL: none) as it says. */
+enum lock_result wait_acquire_hooked(struct lock *lk, int64_t wait_ms,
+				     const struct signals *sig, int *signo,
+				     struct wait_hook *hook, struct error *err);

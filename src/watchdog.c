@@ -25,6 +25,9 @@
  * call here for the architecture, or where /proc/self/exe cannot be
  * exec'd, a plain fork() runs the watchdog instead. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -39,6 +42,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "clock.h"
+#include "config.h"
+#include "lock.h"
+#include "jobtree.h"
 #include "watchdog.h"
 
 #if __has_include(<valgrind/valgrind.h>)
@@ -57,10 +63,33 @@
 #endif
 
 #define GROUP_POLL_MS 50
+#define SNAPSHOT_MS 100		/* how often dlock's children are noted */
+#define MAX_SKIP 64
+#define MAX_SNAPSHOT 256
+#define KILL_ROUNDS 100		/* SIGKILL again, GROUP_POLL_MS apart */
+#define MAX_RECORDED 16		/* -k locks recorded in history */
 #define HANDOVER_MS 20		/* a job this short never pays for an exec */
 #define PAGE_FD 3		/* in the watchdog: the shared page */
 #define PIPE_FD 4		/* dlock's pipe */
 #define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+
+/* What dlock leaves for the history, should it be killed. */
+struct watch_lock {
+	char name[512], token[33], fence[24], info[512];
+	int64_t acquired_ms;	/* monotonic: when its acquisition began */
+};
+
+struct watch_record {
+	char name[512];		/* the lock for the line; "" when none */
+	int64_t ttl_ms, node_timeout_ms;
+	long history;
+	char prefix[512], password[512];
+	bool has_password, tls, tls_insecure;
+	char tls_ca[1024], tls_cert[1024], tls_key[1024];
+	size_t n_urls, n_locks;
+	char urls[MAX_SERVERS][1024];	/* as given: parsed again there */
+	struct watch_lock locks[MAX_RECORDED];
+};
 
 struct watch_page {
 	_Atomic int64_t deadline_ms;	/* act then, unless moved on */
@@ -71,6 +100,11 @@ struct watch_page {
 	atomic_int no_exec;		/* /proc/self/exe failed: fork() next */
 	int on_lost_signal;
 	int64_t kill_after_ms;
+	pid_t dlock_pid, sid;		/* dlock, and the job's session */
+	atomic_int n_skip;		/* dlock's children that are not the */
+	pid_t skip[MAX_SKIP];		/* job: those it inherited */
+	struct watch_record rec;	/* last: its pages are touched only
+					 * when written */
 };
 
 static int64_t min64(int64_t a, int64_t b)
@@ -83,6 +117,43 @@ static bool group_alive(pid_t pgid)
 	return kill(-pgid, 0) == 0 || errno == EPERM;
 }
 
+/* dlock's children as last seen (exec'd watchdog only): once dlock is
+ * gone, they are no longer its children, and the job's processes that
+ * left its group are found from them (jobtree.c). */
+struct snapshot {
+	struct jobtree_proc kids[MAX_SNAPSHOT];
+	size_t n;
+};
+
+static void take_snapshot(const struct watch_page *pg, struct snapshot *snap)
+{
+	pid_t skip[MAX_SKIP + 1];
+	int n = atomic_load(&pg->n_skip);
+
+	memcpy(skip, pg->skip, (size_t)n * sizeof *skip);
+	skip[n++] = getpid();
+	snap->n = jobtree_children(pg->dlock_pid, skip, (size_t)n, snap->kids,
+				   MAX_SNAPSHOT);
+}
+
+/* The job's tree: from dlock's children while it lives (stalled), else
+ * from the last snapshot, which still names the command. */
+static struct jobtree tree_of(const struct watch_page *pg, pid_t pgid,
+			      bool dlock_alive, const struct snapshot *snap,
+			      pid_t *skip)
+{
+	int n = atomic_load(&pg->n_skip);
+
+	memcpy(skip, pg->skip, (size_t)n * sizeof *skip);
+	skip[n++] = getpid();
+	return (struct jobtree){
+		.pgid = pgid, .sid = pg->sid,
+		.parent = dlock_alive ? pg->dlock_pid : 0,
+		.skip = skip, .n_skip = (size_t)n,
+		.roots = snap->kids, .n_roots = snap->n,
+	};
+}
+
 static void pause_ms(int64_t ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
@@ -91,26 +162,131 @@ static void pause_ms(int64_t ms)
 		;
 }
 
-static void __attribute__((noreturn)) stop_job(struct watch_page *pg)
+/* dlock died: one line on its stderr, which we kept, naming the lock. The
+ * key lapses once the lease's last renewal runs out: by its end, which
+ * dlock moved on after each, plus the notice and the drift it left. */
+static void say_killed(const struct watch_page *pg)
 {
-	pid_t pgid = atomic_load(&pg->pgid);
+	const struct watch_record *rec = &pg->rec;
+	int64_t lapse_ms = atomic_load(&pg->end_ms) + rec->ttl_ms * 6 / 100 + 2 -
+			   clock_now_ms();
+	char line[800];
+	int n;
+
+	if (!rec->name[0])
+		return;
+	lapse_ms = lapse_ms < 0 ? 0 : lapse_ms > rec->ttl_ms ? rec->ttl_ms : lapse_ms;
+	n = snprintf(line, sizeof line,
+		     "dlock: %s: dlock was killed; stopping the job; the lock lapses within %.3g s\n",
+		     rec->name, (double)((lapse_ms + 99) / 100) / 10);
+	if (n > 0)
+		(void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* The 'killed' event in one lock's history, as its engine writes it. */
+static void record_lock(const struct watch_record *rec,
+			const struct engine *engine, const void *servers,
+			const struct watch_lock *wl)
+{
+	struct lock_params p = {
+		.name = wl->name, .prefix = rec->prefix, .engine = engine,
+		.servers = servers, .n_servers = rec->n_urls,
+		.password = rec->has_password ? rec->password : NULL,
+		.ttl_ms = rec->ttl_ms, .node_timeout_ms = rec->node_timeout_ms,
+		.history = rec->history, .token = wl->token,
+	};
+	struct lock lk;
+	struct error err;
+
+	if (lock_init(&lk, &p, &err) == 0) {
+		snprintf(lk.token, sizeof lk.token, "%s", wl->token);
+		snprintf(lk.fence, sizeof lk.fence, "%s", wl->fence);
+		snprintf(lk.info, sizeof lk.info, "%s", wl->info);
+		engine->note_killed(&lk, clock_now_ms() - wl->acquired_ms);
+	}
+	lock_free(&lk);
+}
+
+/* In a process of its own, so that a server slow to answer (or a name
+ * slow to resolve) costs the job's signalling nothing; alarm() bounds it.
+ * The servers' URLs are parsed again here, by their engine. */
+static void record_killed(const struct watch_page *pg)
+{
+	const struct watch_record *rec = &pg->rec;
+	struct settings st = {
+		.tls = rec->tls,
+		.tls_opts = {
+			.ca = rec->tls_ca[0] ? (char *)rec->tls_ca : NULL,
+			.cert = rec->tls_cert[0] ? (char *)rec->tls_cert : NULL,
+			.key = rec->tls_key[0] ? (char *)rec->tls_key : NULL,
+			.insecure = rec->tls_insecure,
+		},
+	};
+	char *urls[MAX_SERVERS], why[512];
+	struct error err;
+	sigset_t none;
+
+	if (rec->n_locks == 0 || rec->history == 0 || fork() != 0)
+		return;
+	close(STDERR_FILENO);	/* a reader of dlock's stderr waits on us */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	alarm((unsigned)((2 * rec->node_timeout_ms + 1999) / 1000));
+	for (size_t i = 0; i < rec->n_urls; i++)
+		urls[i] = (char *)rec->urls[i];
+	if (config_parse_servers(urls, rec->n_urls, &st.engine, &st.servers, why,
+				 sizeof why) < 0 || !st.engine->note_killed)
+		_exit(0);
+	st.n_servers = rec->n_urls;
+	if (!st.engine->init || st.engine->init(&st, &err) == 0)
+		for (size_t i = 0; i < rec->n_locks; i++)
+			record_lock(rec, st.engine, st.servers, &rec->locks[i]);
+	_exit(0);
+}
+
+/* dlock is gone (dlock_alive false: the pipe's EOF) or stalled past the
+ * deadline: the --on-lost signal to the whole job, SIGKILL later. */
+static void __attribute__((noreturn))
+stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
+{
+	pid_t pgid = atomic_load(&pg->pgid), skip[MAX_SKIP + 1];
 	int64_t kill_at_ms = min64(clock_now_ms() + pg->kill_after_ms,
 				   atomic_load(&pg->end_ms));
+	struct jobtree jt;
+	int kills = 0;
 
 	if (pgid <= 0 || atomic_load(&pg->done))
 		_exit(0);
-	if (atomic_exchange(&pg->fired, 1) == 0) {
-		kill(-pgid, pg->on_lost_signal);
-		kill(-pgid, SIGCONT);	/* a stopped job must be able to act on it */
+	/* dlock died before the first snapshot: the command, if it is */
+	if (!dlock_alive && snap->n == 0 &&
+	    (snap->kids[0].start = jobtree_start(pgid)) != 0) {
+		snap->kids[0].pid = pgid;
+		snap->n = 1;
 	}
-	/* Polled: the group's members are not our children. Leaving as soon
-	 * as the group is gone keeps a later group of the same number safe. */
-	while (group_alive(pgid) && !atomic_load(&pg->done)) {
+	jt = tree_of(pg, pgid, dlock_alive, snap, skip);
+	if (atomic_exchange(&pg->fired, 1) == 0) {
+		jobtree_signal(&jt, pg->on_lost_signal);
+		jobtree_signal(&jt, SIGCONT);	/* a stopped job must act on it */
+		/* Only then: nothing may delay the signal. */
+		if (!dlock_alive) {
+			say_killed(pg);
+			record_killed(pg);
+		}
+	}
+	/* Polled: the job's processes are not our children. Leaving as soon
+	 * as they are gone keeps a later group of the same number safe. */
+	while (!atomic_load(&pg->done) && kills < KILL_ROUNDS) {
 		int64_t left_ms = kill_at_ms - clock_now_ms();
+		pid_t one;
+		bool alive = group_alive(pgid) || jobtree_outside(&jt, &one, 1) > 0;
 
-		if (left_ms <= 0) {
-			kill(-pgid, SIGKILL);
+		if (!alive)
 			break;
+		if (left_ms <= 0) {
+			/* again while anything remains: a fork racing the first */
+			jobtree_signal(&jt, SIGKILL);
+			kills++;
+			left_ms = GROUP_POLL_MS;
 		}
 		pause_ms(min64(left_ms, GROUP_POLL_MS));	/* on time */
 	}
@@ -120,6 +296,8 @@ static void __attribute__((noreturn)) stop_job(struct watch_page *pg)
 static void __attribute__((noreturn)) watch(struct watch_page *pg, int fd)
 {
 	struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { -1, POLLIN, 0 } };
+	struct snapshot snap = { .n = 0 };
+	int64_t snap_at_ms = 0;
 	sigset_t all;
 
 	sigfillset(&all);
@@ -127,20 +305,25 @@ static void __attribute__((noreturn)) watch(struct watch_page *pg, int fd)
 	pfd[1].fd = clock_timer();
 	for (;;) {
 		int64_t deadline_ms = atomic_load(&pg->deadline_ms);
-		int64_t now_ms = clock_now_ms();
+		int64_t now_ms = clock_now_ms(), wait_ms;
 
 		if (now_ms >= deadline_ms)
-			stop_job(pg);
+			stop_job(pg, true, &snap);
+		if (atomic_load(&pg->pgid) > 0 && now_ms >= snap_at_ms) {
+			take_snapshot(pg, &snap);
+			snap_at_ms = now_ms + SNAPSHOT_MS;
+		}
 		if (pfd[1].fd >= 0 && clock_arm(pfd[1].fd, deadline_ms) < 0) {
 			close(pfd[1].fd);
 			pfd[1].fd = -1;
 		}
 		/* Without a timer, poll()'s own timeout (which misses suspend). */
-		if (poll(pfd, 2, pfd[1].fd >= 0 ? -1 :
-			 clock_poll_ms(deadline_ms - now_ms)) < 0)
+		wait_ms = pfd[1].fd >= 0 ? SNAPSHOT_MS :
+			  min64(deadline_ms - now_ms, SNAPSHOT_MS);
+		if (poll(pfd, 2, clock_poll_ms(wait_ms)) < 0)
 			pause_ms(GROUP_POLL_MS);
 		else if (pfd[0].revents)
-			stop_job(pg);	/* EOF: dlock is gone, or done */
+			stop_job(pg, false, &snap);	/* EOF: dlock is gone, or done */
 	}
 }
 
@@ -231,8 +414,6 @@ static NO_SANITIZE int watch_first(void *arg)
 	uint64_t all = ~(uint64_t)0;
 	struct timespec handover = { 0, HANDOVER_MS * 1000000L };
 	struct pollfd pfd = { PIPE_FD, POLLIN, 0 };
-	long page_fd = sys(SYS_fcntl, sp->page_fd, F_DUPFD, PIPE_FD + 1, 0, 0);
-	long pipe_fd = sys(SYS_fcntl, sp->pipe_fd, F_DUPFD, PIPE_FD + 1, 0, 0);
 
 	sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, sizeof all, 0);
 	/* Out of dlock's process group and session: a kill -9 of dlock's
@@ -240,14 +421,23 @@ static NO_SANITIZE int watch_first(void *arg)
 	sys(SYS_setsid, 0, 0, 0, 0, 0);
 	sys(SYS_prctl, PR_SET_NAME, (long)"dlock-watchdog", 0, 0, 0);
 	/* None of dlock's descriptors: not the pipe's write end, which would
-	 * hide dlock's death, nor its stdout, whose reader waits for EOF. */
-	if (page_fd < 0 || pipe_fd < 0 ||
-	    sys(SYS_dup3, page_fd, PAGE_FD, 0, 0, 0) < 0 ||
-	    sys(SYS_dup3, pipe_fd, PIPE_FD, 0, 0, 0) < 0)
-		sys(SYS_exit, EX_OSERR, 0, 0, 0, 0);
-	for (long fd = 0; fd < 3; fd++)
+	 * hide dlock's death, nor its stdout, whose reader waits for EOF.
+	 * Its stderr stays, for the line should dlock be killed: the job has
+	 * it too, and we leave when the job is over. The two we keep go to 3
+	 * and 4 through 0 and 1, which stdin and stdout held (open_std_fds()):
+	 * no number above 4 is needed, so that a low ulimit -n that let dlock
+	 * start the job lets us start too. */
+	for (long fd = 0; fd < 2; fd++)
 		sys(SYS_close, fd, 0, 0, 0, 0);
-	sys(SYS_close_range, PIPE_FD + 1, ~0U, 0, 0, 0);
+	if (sys(SYS_dup3, sp->page_fd, 0, 0, 0, 0) < 0 ||
+	    sys(SYS_dup3, sp->pipe_fd, 1, 0, 0, 0) < 0)
+		sys(SYS_exit, EX_OSERR, 0, 0, 0, 0);
+	sys(SYS_close_range, 3, ~0U, 0, 0, 0);
+	if (sys(SYS_dup3, 0, PAGE_FD, 0, 0, 0) < 0 ||
+	    sys(SYS_dup3, 1, PIPE_FD, 0, 0, 0) < 0)
+		sys(SYS_exit, EX_OSERR, 0, 0, 0, 0);
+	sys(SYS_close, 0, 0, 0, 0, 0);
+	sys(SYS_close, 1, 0, 0, 0, 0);
 	if (sys(SYS_ppoll, (long)&pfd, 1, (long)&handover, 0, 0) > 0 &&
 	    atomic_load(&sp->page->done))
 		sys(SYS_exit, 0, 0, 0, 0, 0);
@@ -280,7 +470,7 @@ static int start_process(struct watchdog *wd, int page_fd, int pipe_fd,
 		setsid();
 		prctl(PR_SET_NAME, "dlock-watchdog");
 		close(write_fd);
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 2; i++)	/* stderr stays: say_killed() */
 			if (i != pipe_fd)
 				close(i);
 		watch(wd->page, pipe_fd);
@@ -326,6 +516,8 @@ int watchdog_start(struct watchdog *wd, int on_lost_signal,
 	}
 	pg->deadline_ms = deadline_ms;
 	pg->end_ms = end_ms;
+	pg->dlock_pid = getpid();
+	pg->sid = getsid(0);
 	pg->on_lost_signal = on_lost_signal;
 	pg->kill_after_ms = kill_after_ms;
 	wd->page = pg;
@@ -339,6 +531,57 @@ int watchdog_start(struct watchdog *wd, int on_lost_signal,
 void watchdog_job(struct watchdog *wd, pid_t pgid)
 {
 	atomic_store(&wd->page->pgid, pgid);
+}
+
+static bool copy(char *to, size_t len, const char *from)
+{
+	return (size_t)snprintf(to, len, "%s", from ? from : "") < len;
+}
+
+void watchdog_record(struct watchdog *wd, const char *name,
+		     const struct lock *lks, size_t n,
+		     const struct tls_options *tls)
+{
+	struct watch_record *rec = &wd->page->rec;
+	const struct lock_params *p = lks[0].p;
+	bool fits;
+
+	fits = copy(rec->name, sizeof rec->name, name) &&
+	       copy(rec->prefix, sizeof rec->prefix, p->prefix) &&
+	       copy(rec->password, sizeof rec->password, p->password) &&
+	       copy(rec->tls_ca, sizeof rec->tls_ca, tls ? tls->ca : NULL) &&
+	       copy(rec->tls_cert, sizeof rec->tls_cert, tls ? tls->cert : NULL) &&
+	       copy(rec->tls_key, sizeof rec->tls_key, tls ? tls->key : NULL) &&
+	       p->n_servers <= MAX_SERVERS;
+	rec->has_password = p->password != NULL;
+	rec->tls = tls != NULL;
+	rec->tls_insecure = tls && tls->insecure;
+	rec->ttl_ms = lks[0].ttl_ms;
+	rec->node_timeout_ms = lks[0].node_timeout_ms;
+	rec->history = p->history;
+	rec->n_urls = fits ? p->n_servers : 0;
+	for (size_t i = 0; i < rec->n_urls; i++)
+		if (!copy(rec->urls[i], sizeof rec->urls[i], p->server_texts[i]))
+			rec->n_urls = 0;
+	rec->n_locks = 0;
+	for (size_t i = 0; fits && i < n && i < MAX_RECORDED; i++) {
+		struct watch_lock *wl = &rec->locks[rec->n_locks];
+
+		if (copy(wl->name, sizeof wl->name, lks[i].p->name) &&
+		    copy(wl->token, sizeof wl->token, lks[i].token) &&
+		    copy(wl->fence, sizeof wl->fence, lks[i].fence) &&
+		    copy(wl->info, sizeof wl->info, lks[i].info)) {
+			wl->acquired_ms = lks[i].acquired_ms;
+			rec->n_locks++;
+		}
+	}
+}
+
+void watchdog_skip(struct watchdog *wd, const pid_t *pids, size_t n)
+{
+	n = n < MAX_SKIP ? n : MAX_SKIP;
+	memcpy(wd->page->skip, pids, n * sizeof *pids);
+	atomic_store(&wd->page->n_skip, (int)n);
 }
 
 void watchdog_deadline(struct watchdog *wd, int64_t deadline_ms, int64_t end_ms)

@@ -1,9 +1,12 @@
 /* watchdog.h - a process that stops the job when dlock no longer can */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "lock.h"
 #include "log.h"
+#include "engine.h"
 
 struct watch_page;
 
@@ -30,6 +33,16 @@ int watchdog_main(void);
 /* The job's process group, published by the command's own process before
  * it execs (async-signal-safe: a plain atomic store). */
 void watchdog_job(struct watchdog *wd, pid_t pgid);
+/* What the watchdog needs, should dlock be killed, to say so on dlock's
+ * stderr (naming the lock as name) and to record it in the history of
+ * each of lks[0..n-1], as dlock would have: their servers, keys, token,
+ * fence and holder info, and the TLS settings. A lock that does not fit
+ * the watchdog's page is not recorded. */
+void watchdog_record(struct watchdog *wd, const char *name,
+		     const struct lock *lks, size_t n,
+		     const struct tls_options *tls);
+/* dlock's children that are not the job's: those it inherited. */
+void watchdog_skip(struct watchdog *wd, const pid_t *pids, size_t n);
 /* The lease was renewed: the new deadline and end. */
 void watchdog_deadline(struct watchdog *wd, int64_t deadline_ms, int64_t end_ms);
 /* Whoever claims first sends the --on-lost signal: true for the first

@@ -131,3 +131,39 @@ PY
 	assert_equal "$bg_status" 11
 	assert_equal "$(cat "$T/h.sig")" TERM
 }
+
+# e2big ROOM: runs dlock -S $U KEY /bin/true PAD... from Python, KEY being
+# 1000 k's, under a 512 KiB stack limit (so the kernel's limit for
+# execve() is its floor, 32 pages), PAD sized so that dlock's own exec
+# leaves ROOM bytes of that limit. The command's exec takes about 1 KiB
+# more (DLOCK_KEY and DLOCK_KEYS hold KEY twice), whatever the paths.
+e2big() {
+	cat >"$T/e2big.py" <<'PY'
+import os, resource, sys
+dlock, url, room = sys.argv[1], sys.argv[2], int(sys.argv[3])
+resource.setrlimit(resource.RLIMIT_STACK, (512 << 10, 512 << 10))
+limit = max((512 << 10) // 4, 32 * os.sysconf("SC_PAGE_SIZE"))
+env = {"PATH": os.environ["PATH"]}
+argv = [dlock, "-S", url, "k" * 1000, "/bin/true", "", ""]
+def used(a):
+	strings = len(dlock) + 1 + sum(len(s) + 1 for s in a)
+	strings += sum(len(k) + len(v) + 2 for k, v in env.items())
+	return strings + 8 * (len(a) + len(env))
+pad = limit - room - used(argv)
+argv[-2] = "x" * (pad // 2)	# no string over 32 pages
+argv[-1] = "y" * (pad - pad // 2)
+assert used(argv) == limit - room
+os.execve(dlock, argv, env)
+PY
+	"$PYTHON" "$T/e2big.py" "$DLOCK" "$U" "$1"
+}
+
+@test "arguments too long for the command's execve(): 126 before anything is taken" {
+	local k; k=$(printf 'k%.0s' {1..1000})
+	run -126 --separate-stderr e2big 16
+	assert_equal "$stderr" "dlock: $k: /bin/true: argument list too long"
+	assert_equal "$(all_keys r)" ""	# no lock, fence or history: untouched
+	# with room for the DLOCK_* variables, the command runs
+	run -0 e2big 4000
+	[[ -n $(all_keys r) ]] || fail "the lock was never taken"
+}

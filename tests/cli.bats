@@ -37,7 +37,11 @@ usage_error() {
 @test "-t 1e3 is refused" { usage_error -S "$U" -t 1e3 K touch "$M"; }
 @test "-t 0x10 is refused" { usage_error -S "$U" -t 0x10 K touch "$M"; }
 @test "-t '' is refused" { usage_error -S "$U" -t '' K touch "$M"; }
-@test "-t below the 0.01 s minimum is refused" { usage_error -S "$U" -t 0.005 K touch "$M"; }
+@test "-t below the 0.2 s minimum is refused, saying so" {
+	usage_error -S "$U" -t 0.19 K touch "$M"
+	assert_equal "$stderr" "dlock: --ttl 0.19 is too short: at least 0.2 seconds (a shorter lease runs out before a busy host renews it)"
+	usage_error -S "$U" -t 0.01 K touch "$M"
+}
 @test "--ttl=0 is refused" { usage_error -S "$U" --ttl=0 K touch "$M"; }
 @test "-w -1 is refused" { usage_error -S "$U" -w -1 K touch "$M"; }
 @test "-w inf is refused" { usage_error -S "$U" -w inf K touch "$M"; }
@@ -192,7 +196,7 @@ usage_error() {
 	assert_equal "$stderr" "dlock: $T/conf:2: bad tls-insecure 'maybe' (yes or no)"
 	printf '# x\nservers = %s\n\nttl = soon\n' "$U" >"$T/conf"
 	usage_error --config "$T/conf" K touch "$M"
-	assert_equal "$stderr" "dlock: $T/conf:4: bad ttl 'soon' (seconds, at least 0.01)"
+	assert_equal "$stderr" "dlock: $T/conf:4: bad ttl 'soon' (seconds, at least 0.2)"
 	printf 'ttl = 5\nservers = http://x\n' >"$T/conf"
 	usage_error --config "$T/conf" K touch "$M"
 	[[ $stderr == "dlock: $T/conf:2: bad server URL 'http://x': "* ]] || fail "stderr: $stderr"

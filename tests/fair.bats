@@ -179,3 +179,29 @@ check_give_up() {
 	[[ -e $T/ran ]]
 	nothing_left
 }
+
+# renewed P T: dlock:A's lease was renewed since its PTTL was P at time T
+# (ms): it has more left than P less the time since
+renewed() { (($(rcli r1 pttl dlock:A) > $1 - ($(now_ms) - $2) + 100)); }
+renewal() {
+	local p t; t=$(now_ms); p=$(rcli r1 pttl dlock:A)
+	wait_until 5 renewed "$p" "$t" || fail "A is not renewed"
+}
+
+@test "--fair with -k: a job that holds a key keeps its place while it waits for the next" {
+	servers 1
+	hold h "${SRV[@]}" K
+	wait_ready h
+	# w1 takes A, then queues for K first; it renews A every 0.2 s meanwhile
+	start_bg w1 "${SRV[@]}" --fair -t 0.6 -k A -k K sh -c 'echo 1 >>"$0"' "$T/order"
+	wait_until 5 queued_all 1 || fail "w1 is not queued: $(cat "$T/w1.err")"
+	fair_waiter 2
+	# two renewals of A since w2 queued: rounds that once queued w1 anew
+	renewal
+	renewal
+	finish h
+	reap w1 20
+	reap w2 20
+	assert_equal "$(tr '\n' ' ' <"$T/order")" "1 2 "
+	no_queue_left
+}

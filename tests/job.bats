@@ -54,6 +54,21 @@ bg_job() {
 	run -0 dlock -S "$U" -n K true
 }
 
+@test "-o: a nested dlock the command leaves behind takes the lock for itself" {
+	# flock -o closes the descriptor: the lock is the command's alone. The
+	# nested dlock waits for the outer release, then holds K on its own.
+	start_bg h -S "$U" -o K sh -c '"$0" -S "$1" K "$2" "$3" & exit 0' \
+		"$DLOCK" "$U" "$T/job" "$T/in"
+	wait_ready in
+	reap h
+	assert_equal "$bg_status" 0
+	[[ $(job_var in DLOCK_TOKEN) == "$(rcli r get dlock:K)" ]] ||
+		fail "the nested command runs without holding K itself"
+	run -1 dlock -S "$U" -n K true	# no second holder beside it
+	touch "$T/in.release"
+	wait_until 5 key_gone r dlock:K || fail "the nested dlock did not release"
+}
+
 @test "a daemon that leaves the group with setsid does not keep the lock" {
 	bg_job h -S "$U" K -- 'setsid "$1" "$2" "$3" & exit 0'
 	wait_ready b
@@ -61,6 +76,127 @@ bg_job() {
 	assert_equal "$bg_status" 0
 	alive "$(<"$T/b.pid")" || fail "the daemon did not run on"
 	key_gone r dlock:K
+}
+
+# $T/mover P [deaf [here]]: a process that moves to a process group of its
+# own (setpgid; here: stays where it is), as one that means to outlive its
+# job would; writes P.pid, then P.ready, appends a SIGTERM to P.sig and
+# exits 11 (deaf: ignores it), ends 0 once P.release exists (60 s at most).
+write_mover() {
+	cat >"$T/mover" <<PY
+#!$PYTHON
+import os, signal, sys, time
+p = sys.argv[1]
+def term(*_):
+	open(p + ".sig", "a").write("TERM\n")
+	sys.exit(11)
+signal.signal(signal.SIGTERM, signal.SIG_IGN if "deaf" in sys.argv[2:] else term)
+if "here" not in sys.argv[2:]:
+	os.setpgid(0, 0)
+open(p + ".pid", "w").write(str(os.getpid()))
+open(p + ".ready", "w").close()
+end = time.time() + 60
+while not os.path.exists(p + ".release") and time.time() < end:
+	time.sleep(0.05)
+PY
+	chmod +x "$T/mover"
+}
+
+# the mover's process group is its own, not the job's
+moved() { [[ $(pgid_of "$(<"$T/$1.pid")") == "$(<"$T/$1.pid")" ]]; }
+
+@test "a process that moved to a group of its own keeps the lock until it exits" {
+	write_mover
+	start_bg h -S "$U" K sh -c '"$0" "$1" & exit 3' "$T/mover" "$T/m"
+	wait_ready m
+	moved m || fail "the mover is still in the job's group"
+	wait_until 5 test -z "$(command_of "$(<"$T/h.dlock")" | grep -vx "$(<"$T/m.pid")")" ||
+		fail "the command (sh) did not exit"
+	held || fail "released while a process of the job runs in another group"
+	touch "$T/m.release"
+	reap h
+	assert_equal "$bg_status" 3
+	key_gone r dlock:K
+}
+
+@test "-o: a process that moved to a group of its own does not keep the lock" {
+	write_mover
+	start_bg h -S "$U" -o K sh -c '"$0" "$1" & exit 0' "$T/mover" "$T/m"
+	wait_ready m
+	reap h
+	assert_equal "$bg_status" 0
+	alive "$(<"$T/m.pid")" || fail "the mover did not run on"
+	key_gone r dlock:K
+}
+
+@test "lease lost: a process that moved to a group of its own is stopped too" {
+	write_mover
+	start_bg h -S "$U" -t 1 K sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
+	wait_ready m
+	moved m || fail "the mover is still in the job's group"
+	rcli r del dlock:K >/dev/null
+	reap h 10
+	assert_equal "$bg_status" 75
+	wait_until 5 dead "$(<"$T/m.pid")" || fail "the mover runs on beside the next holder"
+	assert_equal "$(cat "$T/m.sig")" TERM
+	lost_line h
+}
+
+@test "lease lost: the command that moved itself out of its group is stopped, and killed" {
+	# deaf to SIGTERM, in dlock's own group: only SIGKILL to it by PID ends it
+	write_mover
+	start_bg h -S "$U" -t 1 --kill-after 0.3 K "$PYTHON" -c 'import os, sys
+os.setpgid(0, os.getpgid(os.getppid()))
+os.execv(sys.argv[1], sys.argv[1:])' "$T/mover" "$T/m" deaf here
+	wait_until 5 test -e "$T/m.ready" || fail "no mover: $(cat "$T/h.err")"
+	track "$(<"$T/m.pid")"
+	[[ $(pgid_of "$(<"$T/m.pid")") == $(pgid_of "$(<"$T/h.dlock")") ]] ||
+		fail "the command did not move to dlock's group"
+	rcli r del dlock:K >/dev/null
+	reap h 10
+	assert_equal "$bg_status" 75
+	dead "$(<"$T/m.pid")" || fail "the command runs on beside the next holder"
+	alive $$ || fail "dlock's own group was signalled"
+}
+
+# voluntary context switches of PID: the watchdog's go up once a wake-up
+vcsw() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$1/status"; }
+vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
+watchdog_of() { ps -o pid=,args= --ppid "$1" | awk '$2 == "dlock" && $3 == "watchdog" { print $1 }'; }
+
+@test "dlock killed: a process of the job that moved to a group of its own is stopped" {
+	write_mover
+	# the mover's parent exits: it is an orphan that came back to dlock
+	start_bg h -S "$U" K sh -c '"$0" "$1" & exit 0' "$T/mover" "$T/m"
+	wait_ready m
+	local dl wd n0
+	dl=$(<"$T/h.dlock")
+	wait_until 5 test "$(ps -o ppid= -p "$(<"$T/m.pid")" | tr -d ' ')" = "$dl" ||
+		fail "the mover did not come back to dlock"
+	moved m || fail "the mover is still in the job's group"
+	wait_until 5 test -n "$(watchdog_of "$dl")" || fail "no watchdog process of its own"
+	wd=$(watchdog_of "$dl")
+	n0=$(vcsw "$wd")
+	# it notes dlock's children at each wake-up: let it have seen the mover
+	wait_until 5 vcsw_past "$wd" $((n0 + 3)) || fail "the watchdog sleeps"
+	kill -KILL "$dl"
+	wait_until 5 test -e "$T/m.sig" || fail "the mover got no signal"
+	assert_equal "$(cat "$T/m.sig")" TERM
+	wait_until 5 dead "$(<"$T/m.pid")" || fail "the mover runs on"
+}
+
+@test "dlock stopped past its lease: a process that moved to a group of its own is stopped" {
+	write_mover
+	start_bg h -S "$U" -t 1 K sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
+	wait_ready m
+	moved m || fail "the mover is still in the job's group"
+	kill -STOP "$(<"$T/h.dlock")"
+	wait_until 5 test -e "$T/m.sig" || fail "the mover got no signal while dlock was stopped"
+	assert_equal "$(cat "$T/m.sig")" TERM
+	wait_until 5 dead "$(<"$T/m.pid")" || fail "the mover runs on"
+	kill -CONT "$(<"$T/h.dlock")"
+	reap h
+	assert_equal "$bg_status" 75
 }
 
 @test "SIGTERM to dlock ends sh -c 'sleep 60; :' whole: no second copy runs" {
@@ -112,6 +248,23 @@ bg_job() {
 	wait_until 5 dead "$(<"$T/h.gc.pid")" || fail "the command's child runs on"
 }
 
+killed_event() { dlock history -S "$U" K | grep -q '^[^ ]* *ago *killed '; }
+
+@test "dlock killed: the watchdog says so in one line, and history records it" {
+	hold h -S "$U" -t 3 K
+	wait_ready h
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 5 test -e "$T/h.sig" || fail "the command got no signal"
+	wait_until 5 grep -q '^dlock: ' "$T/h.err" || fail "no line"
+	run grep '^dlock: ' "$T/h.err"	# not the job's shell's "Terminated"
+	assert_equal "${#lines[@]}" 1
+	assert_regex "${lines[0]}" '^dlock: K: dlock was killed; stopping the job; the lock lapses within [0-9.]+ s$'
+	wait_until 5 killed_event || fail "no 'killed' event: $(dlock history -S "$U" K)"
+	run -0 dlock history -S "$U" --json K
+	assert_regex "$output" '"event": ?"killed"'
+	assert_regex "$output" "\"fence\": ?\"?$(job_var h DLOCK_FENCE)"
+}
+
 @test "dlock killed: sh -c 'sleep 30; :' leaves no sleep 30 after --kill-after" {
 	start_bg h -S "$U" --kill-after 1 K -c 'trap "" TERM; sleep 30; :'
 	local sh sleep
@@ -140,6 +293,10 @@ bg_job() {
 	assert_equal "$bg_status" 75
 	lost_line h
 	assert_equal "$(<"$T/h.sig")" TERM	# once, not again from dlock
+	# one line, saying once who stopped the job
+	run grep '^dlock: ' "$T/h.err"
+	assert_equal "${#lines[@]}" 1
+	assert_regex "${lines[0]}" '^dlock: K: lease lost: [^;]*; its watchdog stopped the job$'
 }
 
 @test "SIGCHLD ignored by the parent: the command's status, no hang" {
@@ -301,6 +458,48 @@ running() { [[ $(state_of "$1") != T ]]; }
 }
 
 # ---- odd starts -----------------------------------------------------------
+
+# The command of the ulimit test: waits (3 s at most) for its watchdog to
+# be a process of its own, says so, and lives through a renewal (-t 1).
+watched_job() {
+	cat >"$T/watched.py" <<'PY'
+import os, time
+pp, end = os.getppid(), time.time() + 3
+def watchdog():
+	for kid in open(f"/proc/{pp}/task/{pp}/children").read().split():
+		try:
+			if open(f"/proc/{kid}/cmdline").read().startswith("dlock watchdog"):
+				return True
+		except OSError:
+			pass
+while not watchdog() and time.time() < end:
+	time.sleep(0.01)
+print("watched" if watchdog() else "unwatched", flush=True)
+time.sleep(0.5)
+PY
+}
+
+@test "a low ulimit -n: the job runs with its watchdog and renewals, or not at all (71)" {
+	watched_job
+	local n ran=0
+	for n in 5 6 7 8 9 10 11 12; do
+		# no descriptor but 0, 1 and 2 (bats keeps others open)
+		run --separate-stderr "$PYTHON" -c 'import os, resource, sys
+os.closerange(3, 4096)
+n = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+os.execv(sys.argv[2], sys.argv[2:])' "$n" "$DLOCK" -S "$U" -t 1 K "$PYTHON" "$T/watched.py"
+		if ((status == 71)); then
+			[[ -z $output ]] || fail "ulimit -n $n: 71, but the command ran: $output"
+			[[ $stderr == "dlock: K: "* ]] || fail "ulimit -n $n: 71 without its line: $stderr"
+		else
+			assert_equal "$status/$output/$stderr" "0/watched/"
+			ran=$((ran + 1))
+		fi
+		key_gone r dlock:K || fail "ulimit -n $n: the lock was left behind"
+	done
+	((ran > 0)) || fail "no limit up to 12 let the job run"
+}
 
 @test "re-entry only from inside the job: a process that left its session waits" {
 	run -0 dlock -S "$U" K sh -c '

@@ -356,14 +356,21 @@ NOWHERE_URL() { echo "unix:$T/nowhere/sock"; }
 	assert_equal "$(<"$T/f.pid")" "$(<"$T/f.dlock")"
 }
 
-@test "--unavailable run never with --fair or -k: 69, the command not run" {
+@test "--unavailable run with --fair or -k is refused: 64, the reason, nothing run" {
 	local N; N=$(NOWHERE_URL)
-	rcli r set dlock:K someone px 30000 >/dev/null
-	# the fair ticket round fails before any server is asked for the lock,
-	# which r would have refused
-	run -69 --separate-stderr dlock -S "$U" -S "$N" -S "unix:$T/nowhere2/sock" \
+	# the fair ticket round fails before any server is asked for the lock;
+	# with -k the keys after an unreachable one are never asked
+	run -64 --separate-stderr dlock -S "$U" -S "$N" -S "unix:$T/nowhere2/sock" \
 		--fair --unavailable run K touch "$M"
-	[[ ! -e $M ]] || fail "the command ran while r held the lock"
-	run -69 --separate-stderr dlock -S "$N" --unavailable run -k A -k B touch "$M"
-	[[ ! -e $M ]] || fail "the command ran with -k"
+	assert_equal "$stderr" "dlock: --unavailable run does not apply to --fair: the queue's ticket fails before any server is asked whether the lock is held; give --unavailable fail"
+	run -64 --separate-stderr dlock -S "$N" --unavailable run -k A -k B touch "$M"
+	assert_equal "$stderr" "dlock: --unavailable run does not apply to -k: keys after an unreachable one are never asked whether they are held; give --unavailable fail"
+	# from the config file too, said so
+	mkdir -p "$XDG_CONFIG_HOME/dlock"
+	echo 'unavailable = run' >"$XDG_CONFIG_HOME/dlock/config"
+	run -64 --separate-stderr dlock -S "$N" --fair K touch "$M"
+	assert_regex "$stderr" '^dlock: --unavailable run \(config file\) does not apply to --fair'
+	run -69 dlock -S "$N" --unavailable fail --fair K touch "$M"
+	[[ ! -e $M ]] || fail "the command ran"
+	key_gone r dlock:K
 }

@@ -180,11 +180,10 @@ worker() {
 	done
 }
 
-@test "usage: a key twice, white space, -F, subcommands: 64, nothing run" {
+@test "usage: a key twice, white space, subcommands: 64, nothing run" {
 	run -64 --separate-stderr dlock -S "$U" -k A -k A touch "$T/ran"
 	assert_equal "$stderr" "dlock: -k 'A' given twice"
 	run -64 dlock -S "$U" -k A -k 'B C' touch "$T/ran"
-	run -64 dlock -S "$U" -F -k A -k B touch "$T/ran"
 	run -64 --separate-stderr dlock status -S "$U" -k A
 	assert_equal "$stderr" "dlock: -k does not apply to 'dlock status'"
 	run -64 dlock acquire -S "$U" -k A -k B
@@ -235,4 +234,27 @@ worker() {
 	[[ $stderr == "dlock: A: -c: command not found"* ]] || fail "stderr: $stderr"
 	run -0 dlock -S "$U" -k A -k B -- sh -c 'echo "$DLOCK_KEYS"'
 	assert_output 'dlock:A dlock:B'
+}
+
+@test "-F with -k: the command keeps dlock's PID and holds every key; a deleted one is lost" {
+	hold h -F -S "$U" -t 1 -k A -k B
+	wait_ready h
+	assert_equal "$(<"$T/h.pid")" "$(<"$T/h.dlock")"
+	local token; token=$(job_var h DLOCK_TOKEN)
+	assert_equal "$(rcli r get dlock:A)/$(rcli r get dlock:B)" "$token/$token"
+	run -1 dlock -S "$U" -n B true
+	rcli r del dlock:B >/dev/null
+	reap h
+	assert_equal "$bg_status" 11	# the command's own: its TERM trap
+	assert_equal "$(cat "$T/h.sig")" TERM
+	wait_until 5 key_gone r dlock:A || fail "A not released after the command exited"
+}
+
+@test "-F with -k: released when the command exits" {
+	hold h -F -S "$U" -k A -k B
+	wait_ready h
+	finish h
+	assert_equal "$bg_status" 0
+	wait_until 5 key_gone r dlock:A || fail "A not released"
+	key_gone r dlock:B
 }

@@ -103,6 +103,16 @@ majority_while_held() {
 	no_lock_keys r1 r2
 }
 
+@test "no majority: the one line names every server that failed, and why" {
+	start_servers 3
+	kill_server r2
+	kill_server r3
+	run -69 --separate-stderr dlk "${SRV[@]}" -n K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	assert_equal "$stderr" "dlock: K: 1 of 3 servers answered, 2 needed ($(sock_url r2): connection refused; $(sock_url r3): connection refused)"
+	no_lock_keys r1
+}
+
 @test "--verbose: one line per failing server" {
 	start_servers 5
 	kill_server r3

@@ -178,3 +178,17 @@ assert r.lock("dlock:K", timeout=20).acquire(blocking=False)' "$(sock r)"
 	assert_equal "$stderr" "dlock: K: not held by token $token: it was on 1 of 3 servers only (released there)"
 	key_gone r3 dlock:K
 }
+
+n_brpop() { (($(rcli r client list | grep -c 'cmd=brpop') >= $1)); }
+
+@test "-k: --force of any key reaches the holder at once, naming that key" {
+	# B sorts after A: not the first key, once the only one watched
+	hold h -S "$U" -t 30 -k A -k B
+	wait_ready h
+	wait_until 5 n_brpop 2 || fail "the holder does not watch both keys: $(rcli r client list)"
+	run -0 dlock release -S "$U" --force B
+	told h 2
+	grep -q "dlock: A: lease lost: B: broken by .*@$(hostname) pid [0-9]* (dlock release --force); stopping the job" "$T/h.err" ||
+		fail "stderr: $(cat "$T/h.err")"
+	wait_until 5 key_gone r dlock:A || fail "A not released"
+}

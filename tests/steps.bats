@@ -284,3 +284,16 @@ pttl() { rcli r pttl "$1"; }
 	grep -q '^dlock: K: cannot write the token: ' "$T/err" || fail "stderr: $(cat "$T/err")"
 	key_gone r dlock:K
 }
+
+@test "a token printed to a closed stdout is not kept: 74, lock given back" {
+	local rc=0
+	dlock acquire -S "$U" K >&- 2>"$T/err" || rc=$?
+	assert_equal "$rc" 74
+	grep -q '^dlock: K: cannot write the token: bad file descriptor; lock given back$' "$T/err" ||
+		fail "stderr: $(cat "$T/err")"
+	key_gone r dlock:K
+	rc=0
+	dlock acquire -S "$U" --export K >&- 2>/dev/null || rc=$?
+	assert_equal "$rc" 74
+	key_gone r dlock:K
+}

@@ -292,3 +292,70 @@ libssl_mapped='grep -q libssl /proc/$PPID/maps && echo mapped || echo not'
 	assert_equal "${#stderr_lines[@]}" 1
 	[[ ! -e $T/ran ]] || fail "the command ran"
 }
+
+# tls_cluster: a 3-master Redis Cluster over TLS, node I on 127.0.0.I,
+# each with a certificate that names its own address only (nodeI.pem);
+# ports in $T/cluster/ports, PIDs tracked.
+cluster_node_port() {	# a free port on 127.0.0.$1 whose bus port is free too
+	"$PYTHON" -c 'import socket, random, sys
+for _ in range(100):
+    p = random.randint(20000, 55535)
+    try:
+        for q in (p, p + 10000):
+            s = socket.socket(); s.bind((sys.argv[1], q)); s.close()
+    except OSError:
+        continue
+    print(p); break' "127.0.0.$1"
+}
+tls_cluster_up() {
+	local i p
+	for i in 1 2 3; do
+		p=$(sed -n "${i}p" "$T/cluster/ports")
+		redis-cli --tls --cacert "$TLS/ca.pem" -h "127.0.0.$i" -p "$p" cluster info 2>/dev/null |
+			tr -d '\r' | grep -qx 'cluster_state:ok' || return 1
+	done
+}
+tls_cluster() {
+	local i p nodes=()
+	mkdir -p "$T/cluster"
+	for i in 1 2 3; do
+		cert "node$i" ca "/CN=node $i" "IP:127.0.0.$i" || fail "openssl: node$i"
+		p=$(cluster_node_port "$i")
+		mkdir -p "$T/cluster/$i"
+		redis-server --port 0 --tls-port "$p" --bind "127.0.0.$i" --dir "$T/cluster/$i" \
+			--tls-cert-file "$TLS/node$i.pem" --tls-key-file "$TLS/node$i.key" \
+			--tls-ca-cert-file "$TLS/ca.pem" --tls-auth-clients no --tls-cluster yes \
+			--cluster-enabled yes --cluster-announce-ip "127.0.0.$i" \
+			--save '' --appendonly no >"$T/cluster/$i/log" 2>&1 </dev/null 3>&- &
+		track $!
+		echo "$p" >>"$T/cluster/ports"
+		nodes+=("127.0.0.$i:$p")
+	done
+	for i in 1 2 3; do
+		p=$(sed -n "${i}p" "$T/cluster/ports")
+		wait_until 5 redis-cli --tls --cacert "$TLS/ca.pem" -h "127.0.0.$i" -p "$p" ping >/dev/null ||
+			fail "cluster node $i did not start: $(cat "$T/cluster/$i/log")"
+	done
+	redis-cli --tls --cacert "$TLS/ca.pem" --cluster create "${nodes[@]}" --cluster-yes \
+		>"$T/cluster/create.log" 2>&1 || fail "cluster create: $(cat "$T/cluster/create.log")"
+	wait_until 20 tls_cluster_up || fail "the TLS cluster is not up"
+}
+
+@test "Cluster over TLS: a node a MOVED names is checked against its own address" {
+	tls_cluster
+	local p1 k
+	p1=$(head -n 1 "$T/cluster/ports")
+	# a lock whose slot another node (127.0.0.2 or .3) serves
+	for k in a b c d e f g h ''; do
+		[[ -n $k ]] || fail "no lock of a..h is served by another node"
+		redis-cli --tls --cacert "$TLS/ca.pem" -h 127.0.0.1 -p "$p1" exists "dlock:$k" |
+			grep -q MOVED && break
+	done
+	run -0 --separate-stderr dlk -S "rediss://127.0.0.1:$p1" --tls-ca "$TLS/ca.pem" \
+		"$k" sh -c 'echo "$DLOCK_KEY"'
+	assert_output "dlock:$k"
+	# and a seed whose certificate does not name it still fails the check
+	run -69 --separate-stderr dlk -S "rediss://localhost:$p1" --tls-ca "$TLS/ca.pem" \
+		-n "$k" touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+}

@@ -29,6 +29,7 @@ struct owner {
 	const struct url *url;
 	struct url_addr addr;
 	char text[80];
+	char host[256];		/* for TLS: the name the MOVED gave */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -212,8 +213,14 @@ enum cluster_reply cluster_redirect(struct node *n, const char *s,
 		error_set(err, EX_UNAVAILABLE, "%s: %s", s, why);
 		return CLUSTER_ERROR;
 	}
+	/* The node's certificate names that node (its address, or the
+	 * cluster's announced host name), not the seed: checked against what
+	 * the redirection named; no host there is this connection's host. */
+	if (!*host || strcmp(host, "?") == 0)
+		snprintf(host, sizeof host, "%s", n->tls_host);
 	if (ask) {
 		n->ask = a;
+		snprintf(n->ask_host, sizeof n->ask_host, "%s", host);
 		n->asking = true;
 		return CLUSTER_FOLLOW;
 	}
@@ -237,6 +244,7 @@ enum cluster_reply cluster_redirect(struct node *n, const char *s,
 		if (o) {
 			o->addr = a;
 			addr_text(&a, port, o->text, sizeof o->text);
+			snprintf(o->host, sizeof o->host, "%s", host);
 		}
 	}
 	pthread_mutex_unlock(&lock);
@@ -246,13 +254,14 @@ enum cluster_reply cluster_redirect(struct node *n, const char *s,
 }
 
 bool cluster_target(const struct node *n, struct url_addr *a, char *text,
-		    size_t textlen)
+		    size_t textlen, char *host, size_t hostlen)
 {
 	const struct owner *o;
 	bool found = false;
 
 	if (n->asking) {
 		*a = n->ask;
+		snprintf(host, hostlen, "%s", n->ask_host);
 		addr_text(a, ntohs(a->sa.ss_family == AF_INET ?
 				   ((const struct sockaddr_in *)&a->sa)->sin_port :
 				   ((const struct sockaddr_in6 *)&a->sa)->sin6_port),
@@ -266,6 +275,7 @@ bool cluster_target(const struct node *n, struct url_addr *a, char *text,
 	if (o && o->addr.len) {
 		*a = o->addr;
 		snprintf(text, textlen, "%s", o->text);
+		snprintf(host, hostlen, "%s", o->host);
 		found = true;
 	}
 	pthread_mutex_unlock(&lock);

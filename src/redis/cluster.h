@@ -32,10 +32,12 @@ enum cluster_reply cluster_redirect(struct node *n, const char *s,
 				    struct error *err);
 
 /* Where a connection of n goes instead of its URL's address: this round's
- * ASK target, or the owner a MOVED named. Fills a and the text "HOST:PORT"
- * (for messages) and returns true; false: the URL's own address. */
+ * ASK target, or the owner a MOVED named. Fills a, the text "HOST:PORT"
+ * (for messages) and the name TLS checks that node's certificate against
+ * (the host the redirection named; the redirecting connection's when it
+ * named none) and returns true; false: the URL's own address. */
 bool cluster_target(const struct node *n, struct url_addr *a, char *text,
-		    size_t textlen);
+		    size_t textlen, char *host, size_t hostlen);
 
 /* The owner cached for url was not reachable: ask the URL's node again,
  * which names the current owner (after a failover, say). */

@@ -3,12 +3,14 @@
  * here are what wakes a waiter (BLPOP on the lock's wake list), what tells
  * a holder that another process released its lock (BRPOP on its notice
  * list), and the copies between the core's struct lock and ours. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include "config.h"
 #include "engine.h"
+#include "fanout.h"
 #include "rcommands.h"
 #include "rlock.h"
 #include "tls.h"
@@ -348,6 +350,29 @@ static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 	return again;
 }
 
+/* The 'killed' event, as the release script writes its 'released'; the
+ * stream kept a week, as there. */
+static void note_killed(struct lock *lk, int64_t held_ms)
+{
+	struct rlock *rl = &R(lk)->rl;
+	char maxlen[24], held[24];
+	const char *xadd[] = {
+		"XADD", rl->history_key, "MAXLEN", maxlen, "*", "event", "killed",
+		"token", lk->token, "holder", lk->info, "fence", lk->fence,
+		"exit", "", "held_ms", held,
+	};
+	const char *pexpire[] = { "PEXPIRE", rl->history_key, "604800000" };
+	struct cmd cmds[2] = {
+		{ NULL, sizeof xadd / sizeof *xadd, xadd, NULL },
+		{ NULL, 3, pexpire, NULL },
+	};
+
+	snprintf(maxlen, sizeof maxlen, "%ld", lk->p->history);
+	snprintf(held, sizeof held, "%" PRId64, held_ms);
+	fanout_round(rl->nodes, rl->n_nodes, cmds, 2, lk->node_timeout_ms);
+	fanout_end(rl->nodes, rl->n_nodes);
+}
+
 static size_t fds(const struct lock *lk, int *out, size_t max)
 {
 	const struct rlock *rl = &R(lk)->rl;
@@ -397,6 +422,7 @@ const struct engine redis_engine = {
 	.extend = extend,
 	.watch_fds = watch_fds,
 	.watch_events = watch_events,
+	.note_killed = note_killed,
 	.fds = fds,
 	.release = release,
 	.log_servers = log_servers,

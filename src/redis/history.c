@@ -10,7 +10,9 @@
 #include "rlock.h"
 
 /* Oldest first when two events share a millisecond. */
-static const char *const kinds[] = { "acquired", "broken", "released", "lost" };
+static const char *const kinds[] = {
+	"acquired", "broken", "released", "lost", "killed",
+};
 
 struct event {
 	int kind;		/* index in kinds */
@@ -89,7 +91,7 @@ static int parse_event(const redisReply *e, struct event *ev)
 		.n_servers = 1,
 	};
 	kind = field(fields, "event");
-	for (int k = 0; kind && k < 4; k++)
+	for (int k = 0; kind && k < (int)(sizeof kinds / sizeof *kinds); k++)
 		if (kind->len == strlen(kinds[k]) && memcmp(kind->str, kinds[k], kind->len) == 0)
 			ev->kind = k;
 	return ev->kind < 0 || !ev->token ? -1 : 0;

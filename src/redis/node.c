@@ -503,6 +503,7 @@ static int tcp_start(struct node *n, const struct url_addr *a, const char *host)
 	if (n->url->tls) {
 		char why[384];
 
+		snprintf(n->tls_host, sizeof n->tls_host, "%s", host);
 		n->tls = tls_new(fd, host, why, sizeof why);
 		if (!n->tls) {
 			fail(n, EX_OSERR, "%s", why);
@@ -517,7 +518,7 @@ static int connect_start(struct node *n)
 {
 	struct url *u = n->url;
 	struct url_addr master;
-	char why[384];
+	char why[384], named[256];
 
 	switch (u->kind) {
 	case URL_SENTINEL:
@@ -525,9 +526,12 @@ static int connect_start(struct node *n)
 			return -1;
 		return tcp_start(n, &master, n->master_host);
 	case URL_TCP:
-		/* a cluster node that a MOVED or ASK named */
-		if (cluster_target(n, &master, n->via, sizeof n->via))
-			return tcp_start(n, &master, u->seeds[n->seed].host[0] ?
+		/* a cluster node that a MOVED or ASK named, checked against
+		 * its own name (a seed's, when the redirection named none) */
+		if (cluster_target(n, &master, n->via, sizeof n->via, named,
+				   sizeof named))
+			return tcp_start(n, &master, named[0] ? named :
+					 u->seeds[n->seed].host[0] ?
 					 u->seeds[n->seed].host : u->host);
 		if (n->seed > 0) {	/* redis+cluster://: a seed after the first */
 			if (address(n, u->seeds[n->seed].host, u->seeds[n->seed].port,

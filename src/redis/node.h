@@ -87,6 +87,10 @@ struct node {
 	bool asking;
 	int n_redirects;
 	char via[80];
+	/* rediss://: the name the connection's certificate is checked
+	 * against (the URL's host, or the one a MOVED or ASK named), and
+	 * this round's ASK target's */
+	char tls_host[256], ask_host[256];
 	/* redis+cluster://: the seed node connections go to (an index of
 	 * url->seeds), how many others this round tried, whether this
 	 * round had any reply (then a failure is not the seed's to pass on),

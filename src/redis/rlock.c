@@ -231,9 +231,23 @@ static void no_quorum(struct rlock *lk, size_t n_ok, struct error *err,
 		lk->why[i] = lk->nodes[i].state == NODE_FAILED ? lk->nodes[i].err :
 			     (struct error){ 0 };
 	error_set(err, worst ? worst->exit : EX_UNAVAILABLE,
-		  "%zu of %zu servers %s, %zu needed%s%s%s", n_ok, lk->n_nodes,
-		  what, need, worst ? " (" : "", worst ? worst->msg : "",
-		  worst ? ")" : "");
+		  "%zu of %zu servers %s, %zu needed", n_ok, lk->n_nodes, what,
+		  need);
+	/* Every server that failed, on the one line: the one to fix may be
+	 * any of them. A line cut short still ends its parenthesis. */
+	for (size_t i = 0, n = 0; worst && i < lk->n_nodes; i++) {
+		size_t len = strlen(err->msg), room = sizeof err->msg - len;
+
+		if (lk->nodes[i].state != NODE_FAILED)
+			continue;
+		if ((size_t)snprintf(err->msg + len, room, "%s%s", n++ ? "; " : " (",
+				     lk->nodes[i].err.msg) >= room - 1) {
+			strcpy(err->msg + sizeof err->msg - 5, "...)");
+			return;
+		}
+	}
+	if (worst)
+		strcat(err->msg, ")");
 }
 
 /* Leaves out of the next rounds the servers that did not grant the lock

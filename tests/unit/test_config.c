@@ -120,7 +120,7 @@ int main(void)
 	ok(parse("password-file = /etc/dlock#1.pw\nservers = redis://:p#w@h\n") == 0 &&
 	   is(cf.password_file, "/etc/dlock#1.pw") && is(cf.servers, "redis://:p#w@h"),
 	   "a '#' within a value is the value's (%s)", err);
-	ok(parse("ttl = 0.01\nnode-timeout = 0.005\nhistory = 0\nmin-hold = 0\n"
+	ok(parse("ttl = 0.2\nnode-timeout = 0.005\nhistory = 0\nmin-hold = 0\n"
 		 "unavailable = run\ntls-insecure = yes\n") == 0,
 	   "the smallest and the word values parse (%s)", err);
 

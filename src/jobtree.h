@@ -1,0 +1,40 @@
+/* jobtree.h - the job's processes that left its process group */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* A process, and when it started (clock ticks after boot, as
+ * /proc/PID/stat has it): the pair names it even once its number is
+ * another process's. */
+struct jobtree_proc {
+	pid_t pid;
+	unsigned long long start;
+};
+
+struct jobtree {
+	pid_t pgid;		/* the job's process group */
+	pid_t sid;		/* its session: who left it left the job */
+	pid_t parent;		/* dlock, whose children are the job's roots
+				 * (it is their subreaper); 0: none */
+	const pid_t *skip;	/* parent's children that are not the job: */
+	size_t n_skip;		/* the watchdog, children it inherited */
+	const struct jobtree_proc *roots;	/* more roots: processes */
+	size_t n_roots;		/* that were parent's children */
+};
+
+/* The live processes of the job outside its process group: those in the
+ * job's session that descend from a root (parent's children but those
+ * skipped, and roots that are still the same process), at most max of
+ * them, in out. A process that left the session (setsid: a daemon) is not
+ * looked into. Returns how many. */
+size_t jobtree_outside(const struct jobtree *jt, pid_t *out, size_t max);
+/* Sends sig to the job's process group and to every process of the job
+ * outside it. Returns how many such processes there were. */
+size_t jobtree_signal(const struct jobtree *jt, int sig);
+/* parent's children but those skipped, at most max, with their start
+ * times; returns how many. */
+size_t jobtree_children(pid_t parent, const pid_t *skip, size_t n_skip,
+			struct jobtree_proc *out, size_t max);
+/* A process's start time, or 0 when it is gone. */
+unsigned long long jobtree_start(pid_t pid);
