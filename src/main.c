@@ -315,7 +315,7 @@ static int run_multi(struct options *opts, struct settings *st,
 			  outer_var("DLOCK_KEY", m.first_key) : m.first_key,
 			  got == LOCK_REENTERED ?
 			  outer_var("DLOCK_KEYS", m.keys) : m.keys,
-			  m.token, m.fence, got == LOCK_REENTERED, &err) < 0) {
+			  m.token, m.fence, got == LOCK_REENTERED, NULL, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto release;
@@ -371,7 +371,7 @@ static int run_unlocked(const struct options *opts, const struct lock *lk,
 		 why->msg);
 	if ((signo = signals_interrupt(sig)) != 0)
 		return 128 + signo;
-	if (child_set_env(job, lk->key, NULL, "", NULL, false, &err) < 0) {
+	if (child_set_env(job, lk->key, NULL, "", NULL, false, NULL, &err) < 0) {
 		log_error(opts->key, &err);
 		return err.exit;
 	}
@@ -468,7 +468,7 @@ static int run(struct options *opts, struct settings *st,
 	if (child_set_env(&job, got == LOCK_REENTERED ? outer_var("DLOCK_KEY", lk.key) :
 			  lk.key, got == LOCK_REENTERED ?
 			  outer_var("DLOCK_KEYS", lk.key) : lk.key,
-			  lk.token, lk.fence, got == LOCK_REENTERED, &err) < 0) {
+			  lk.token, lk.fence, got == LOCK_REENTERED, lk.env, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto release;
