@@ -121,7 +121,8 @@ EOS
 	wait_until 5 test -e "$T/h.ready"
 	for w in 1 2 3; do
 		start_bg "w$w" -S "$S" "$K" sh -c "echo w$w >>'$T/order'"
-		wait_until 5 test "$(lock_keys "$K" | wc -l)" -eq $((w + 1))
+		wait_until 5 n_keys "$K" $((w + 1)) ||
+			{ lock_keys "$K"; cat "$T"/w*.err; false; }
 	done
 	touch "$T/h.release"
 	for w in 1 2 3; do reap "w$w"; ((bg_status == 0)); done
@@ -135,7 +136,7 @@ EOS
 	start_bg h -S "$S" -t 2 "$K" "$T/envjob" "$T/h"
 	wait_until 5 test -e "$T/h.ready"
 	start_bg w -S "$S" -t 2 "$K" touch "$T/w.ran"
-	wait_until 5 test "$(lock_keys "$K" | wc -l)" -eq 2
+	wait_until 5 n_keys "$K" 2
 	sleep 3.5	# past the waiter's TTL: its key must still be there
 	(($(lock_keys "$K" | wc -l) == 2))
 	touch "$T/h.release"
@@ -166,7 +167,7 @@ EOS
 	wait_until 10 test -e "$T/e.ready"
 	run -1 dlock -S "$S" -n "$K" true
 	start_bg w -S "$S" "$K" touch "$T/w.ran"
-	wait_until 5 test "$(lock_keys "$K" | wc -l)" -eq 2
+	wait_until 5 n_keys "$K" 2
 	run -0 dlock status -S "$S" "$K"
 	[[ $output == *"held, foreign"* ]]
 	[[ ! -e $T/w.ran ]]
@@ -185,7 +186,7 @@ EOS
 	chmod +x "$T/e.sh"
 	etcdctl --endpoints="$EP" lock "dlock:$K" "$T/e.sh" >"$T/e.out" 2>&1 &
 	track $!
-	wait_until 5 test "$(lock_keys "$K" | wc -l)" -eq 2
+	wait_until 5 n_keys "$K" 2
 	sleep 0.3
 	[[ ! -e $T/e.ran ]]
 	touch "$T/h.release"
@@ -259,7 +260,7 @@ EOS
 	run -0 dlock status -S "$S" "$K"
 	[[ $output == *"held, shared, 2 holders"* ]]
 	start_bg x -S "$S" "$K" touch "$T/x.ran"
-	wait_until 5 test "$(lock_keys "$K" | wc -l)" -eq 3
+	wait_until 5 n_keys "$K" 3
 	# a shared one after an exclusive waiter waits too (FIFO)
 	run -1 dlock -S "$S" -s -n "$K" true
 	touch "$T/a.release"
@@ -279,7 +280,7 @@ EOS
 	wait_until 5 test -e "$T/a.ready" -a -e "$T/b.ready"
 	run -1 dlock -S "$S" --limit 2 -n "$K" true
 	start_bg c -S "$S" --limit 2 "$K" touch "$T/c.ran"
-	wait_until 5 test "$(lock_keys "$K" | wc -l)" -eq 3
+	wait_until 5 n_keys "$K" 3
 	touch "$T/b.release"
 	reap c
 	((bg_status == 0))
@@ -308,7 +309,7 @@ EOS
 	start_bg h -S "$S" -t 20 "$K" "$T/envjob" "$T/h"
 	wait_until 5 test -e "$T/h.ready"
 	start_bg w -S "$S" "$K" true
-	wait_until 5 test "$(lock_keys "$K" | wc -l)" -eq 2
+	wait_until 5 n_keys "$K" 2
 	run -0 dlock status -S "$S" "$K"
 	[[ $output == *"held, exclusive"* ]]
 	[[ $output == *"envjob"* ]]

@@ -60,6 +60,7 @@ ectl() { etcdctl --endpoints="$EP" --command-timeout=3s "$@"; }
 # The lock's contenders' keys, one a line: dlock:NAME/HEX
 lock_keys() { ectl get --prefix "dlock:$1/" --keys-only | sed '/^$/d'; }
 no_lock_key() { [[ -z $(lock_keys "$1") ]]; }
+n_keys() { (($(lock_keys "$1" | wc -l) == $2)); }	# n_keys NAME N: N contenders
 
 # dlock's lock leases, one ID a line: not the history's (granted for 8
 # days), nor etcdctl lock's sessions (10 s; it does not revoke them).

@@ -478,6 +478,8 @@ int http_parse(struct http_resp *r, const char *in, size_t len, size_t *used,
 {
 	size_t at = 0;
 
+	if (!in)	/* nothing received yet */
+		in = "", len = 0;
 	while (r->state != S_DONE) {
 		const char *nl;
 		size_t n;
@@ -588,7 +590,9 @@ int http_parse_conn(struct http_resp *r, struct http_conn *c, char *why,
 
 	if (done < 0)
 		return -1;
-	memmove(c->in, c->in + used, c->in_len - used);
-	c->in_len -= used;
+	if (used) {
+		memmove(c->in, c->in + used, c->in_len - used);
+		c->in_len -= used;
+	}
 	return done;
 }
