@@ -292,10 +292,11 @@ int etcd_call(struct etcd_client *c, const char *path, json_object *body,
 			return -1;
 		http_close(&c->conn);
 next_member:
-		/* this member cannot serve: the next, while time is left */
+		/* this member cannot serve (down, cut off from the majority):
+		 * the next, now while time is left, else in the next call */
+		cl->cur = (c->ep + 1) % n_ep;
 		if (++moved >= n_ep || clock_now_ms() >= deadline_ms)
 			return -1;
-		cl->cur = (c->ep + 1) % n_ep;
 	}
 }
 
