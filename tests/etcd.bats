@@ -76,6 +76,33 @@ EOS
 	[[ ! -e $T/ran ]]
 }
 
+@test "a server that is not etcd's gateway: 70, naming what it said" {
+	local port
+	port=$(free_port)
+	python3 -m http.server --bind 127.0.0.1 "$port" >/dev/null 2>&1 3>&- &
+	track $!
+	wait_until 10 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$port"
+	run -70 --separate-stderr dlock -S "etcd://127.0.0.1:$port" "$K" touch "$T/ran"
+	[[ $stderr == *"etcd://127.0.0.1:$port: HTTP status 501"* ]]
+	[[ ! -e $T/ran ]]
+}
+
+@test "a waiter interrupted gives its place back: no key, no lease left" {
+	envjob
+	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	start_bg w -S "$S" "$K" touch "$T/w.ran"
+	wait_until 5 n_keys "$K" 2
+	kill -TERM "$(<"$T/w.dlock")"
+	reap w
+	((bg_status == 143))
+	n_keys "$K" 1
+	touch "$T/h.release"
+	reap h
+	no_lock_key "$K"
+	no_lease_left
+}
+
 # ---- the lock ----------------------------------------------------------------
 
 @test "runs the command with DLOCK_FENCE the key's create revision, ETCD_LOCK_KEY and ETCD_LOCK_REV as etcdctl lock sets them; nothing left after" {

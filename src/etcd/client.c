@@ -106,7 +106,8 @@ static int connect_any(struct etcd_client *c, int64_t deadline_ms,
 }
 
 /* One request on the connection, its whole answer in r. -1: the
- * connection failed (why), and is closed. */
+ * connection failed (why), -2: what came is not HTTP as etcd speaks it;
+ * closed either way. */
 static int request(struct etcd_client *c, const char *path, const char *body,
 		   bool auth, int64_t deadline_ms, struct http_resp *r, char *why,
 		   size_t whylen)
@@ -143,7 +144,7 @@ static int request(struct etcd_client *c, const char *path, const char *body,
 		}
 	}
 	if (n == 0 && done < 0)
-		n = -1;
+		n = -2;
 	if (n < 0 || r->close) {
 		http_close(&c->conn);
 		if (n < 0)
@@ -188,7 +189,11 @@ static int call_once(struct etcd_client *c, const char *path, const char *body,
 	int n;
 
 	*retry = false;
-	if (request(c, path, body, auth, deadline_ms, &r, why, sizeof why) < 0) {
+	if ((n = request(c, path, body, auth, deadline_ms, &r, why, sizeof why)) == -2) {
+		fail(c, c->ep, err, EX_SOFTWARE, why);
+		return -1;
+	}
+	if (n < 0) {
 		fail(c, c->ep, err, EX_UNAVAILABLE, why);
 		/* a kept-alive connection the server had closed */
 		*retry = !was_fresh && clock_now_ms() < deadline_ms;
