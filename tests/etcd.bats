@@ -406,20 +406,21 @@ assert ev[1]["event"] == "acquired" and ev[1]["fence"] == ev[0]["fence"], ev[1]'
 	CLUSTER="m1 m2 m3"
 	local url="etcd://$(<"$T/m1/ep"),$(<"$T/m2/ep"),$(<"$T/m3/ep")"
 	envjob
-	start_bg h -S "$url" -t 2 "$K" "$T/envjob" "$T/h"
+	# a TTL that an election (0.5 s here) and a loaded machine fit in
+	start_bg h -S "$url" -t 4 "$K" "$T/envjob" "$T/h"
 	wait_until 5 test -e "$T/h.ready"
 	kill -KILL "$(<"$T/m1/pid")"	# the member dlock talks to
-	sleep 2.5	# more than a TTL: renewals go to the others
-	alive "$(<"$T/h.dlock")"
+	sleep 4.5	# more than a TTL: renewals go to the others
+	alive "$(<"$T/h.dlock")" || fail "$(cat "$T/h.err")"
 	run -0 dlock status -S "$url" "$K"
 	touch "$T/h.release"
 	reap h
 	((bg_status == 0))
 
-	start_bg h2 -S "$url" -t 2 "$K" "$T/envjob" "$T/h2"
+	start_bg h2 -S "$url" -t 4 "$K" "$T/envjob" "$T/h2"
 	wait_until 5 test -e "$T/h2.ready"
 	kill -KILL "$(<"$T/m2/pid")" "$(<"$T/m3/pid")"
-	reap h2 5
+	reap h2 8
 	((bg_status == 75))
 	run -69 dlock -S "$url" -w 1 "$K" true
 }
