@@ -187,14 +187,20 @@ int child_check_size(const struct job *job, size_t keys_len, struct error *err)
 
 int child_set_env(struct job *job, const char *key, const char *keys,
 		  const char *token, const char *fence, bool reentered,
-		  struct error *err)
+		  const char *const *extra, struct error *err)
 {
 	const char *const *ours = dlock_vars;
-	size_t n_ours = reentered ? 4 : 5, n = 0, k = 0;
+	size_t n_ours = reentered ? 4 : 5, n = 0, k = 0, n_extra = 0;
 
 	while (environ[n])
 		n++;
-	job->envp = calloc(n + 6, sizeof *job->envp);
+	for (; extra && extra[n_extra] && n_extra < CHILD_EXTRA_MAX; n_extra++)
+		if (!strchr(extra[n_extra], '=') ||
+		    !(job->extra_vars[n_extra] = strdup(extra[n_extra]))) {
+			error_set(err, EX_OSERR, "out of memory");
+			return -1;
+		}
+	job->envp = calloc(n + 6 + n_extra, sizeof *job->envp);
 	if (!job->envp ||
 	    asprintf(&job->env_vars[0], "DLOCK_KEY=%s", key) < 0 ||
 	    asprintf(&job->env_vars[1], "DLOCK_TOKEN=%s", token) < 0 ||
@@ -211,12 +217,17 @@ int child_set_env(struct job *job, const char *key, const char *keys,
 
 		for (size_t v = 0; v < n_ours; v++)
 			keep &= !is_var(environ[i], ours[v]);
+		for (size_t v = 0; v < n_extra; v++)
+			keep &= strncmp(environ[i], job->extra_vars[v],
+					strcspn(job->extra_vars[v], "=") + 1) != 0;
 		if (keep)
 			job->envp[k++] = environ[i];
 	}
 	for (size_t v = 0; v < n_ours; v++)
 		if (job->env_vars[v])
 			job->envp[k++] = job->env_vars[v];
+	for (size_t v = 0; v < n_extra; v++)
+		job->envp[k++] = job->extra_vars[v];
 	return 0;
 }
 
@@ -367,4 +378,6 @@ void child_free(struct job *job)
 	free(job->inherited);
 	for (int i = 0; i < 5; i++)
 		free(job->env_vars[i]);
+	for (int i = 0; i < CHILD_EXTRA_MAX; i++)
+		free(job->extra_vars[i]);
 }

@@ -6,6 +6,8 @@
 #include "signals.h"
 #include "watchdog.h"
 
+#define CHILD_EXTRA_MAX 4	/* an engine's own variables (LOCK_ENV_MAX) */
+
 struct job {
 	char *path;		/* what execve() runs */
 	char **argv;
@@ -14,6 +16,7 @@ struct job {
 	char *env_vars[5];	/* DLOCK_KEY=, DLOCK_TOKEN=, DLOCK_FENCE=,
 				 * DLOCK_KEYS=, DLOCK_JOB= (digits written
 				 * by the child) */
+	char *extra_vars[CHILD_EXTRA_MAX];	/* the engine's, copied */
 	const struct signals *sig;	/* what the command gets back */
 	struct watchdog *wd;	/* told the job's group before exec; or NULL */
 	pid_t pid;		/* the command; also the job's process group */
@@ -46,10 +49,12 @@ int child_check_size(const struct job *job, size_t keys_len, struct error *err);
  * DLOCK_KEYS (keys: every Redis key, space-separated; NULL: key) and
  * DLOCK_JOB, the job's process group (the command's pid, known once it
  * starts); with reentered, DLOCK_JOB is left as the outer dlock set it.
- * A NULL fence leaves DLOCK_FENCE out (and drops an inherited one). */
+ * A NULL fence leaves DLOCK_FENCE out (and drops an inherited one).
+ * extra: "NAME=value" strings the engine adds (NULL-terminated, at most
+ * CHILD_EXTRA_MAX; NULL: none), copied; each replaces an inherited NAME. */
 int child_set_env(struct job *job, const char *key, const char *keys,
 		  const char *token, const char *fence, bool reentered,
-		  struct error *err);
+		  const char *const *extra, struct error *err);
 /* Notes the children dlock has before the job starts (sleep 9 & exec
  * dlock ...): they, and their exit, are not the job's. */
 void child_find_inherited(struct job *job);

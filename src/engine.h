@@ -30,6 +30,7 @@
 #define LOCK_TOKEN_MAX 64	/* the longest token, without its NUL */
 #define LOCK_INFO_MAX 512	/* the longest holder info, with its NUL */
 #define LOCK_FDS_MAX 64		/* the most descriptors one lock uses */
+#define LOCK_ENV_MAX 4		/* variables an engine adds to the job's */
 /* The longest a waiter sleeps between two tries (wait.c): Redis counts a
  * waiter gone after this, 2 s and two --node-timeouts without a try. */
 #define LOCK_RETRY_MAX_MS 4000
@@ -134,6 +135,11 @@ struct lock {
 				 * --unavailable run */
 	bool lost_at_release;	/* the last release found the lock no longer
 				 * ours: the lease was lost (75) */
+	/* "NAME=value" strings the engine adds to the command's environment
+	 * besides DLOCK_*, where its own tools set some (etcd: ETCD_LOCK_KEY
+	 * and ETCD_LOCK_REV, as `etcdctl lock` does); NULL-terminated, set
+	 * when try() acquires or re-enters, the engine's memory. */
+	const char *env[LOCK_ENV_MAX + 1];
 };
 
 /* A release: how, and what the history records. */

@@ -334,7 +334,7 @@ static int run_multi(struct options *opts, struct settings *st,
 			  got == LOCK_REENTERED ?
 			  outer_var("DLOCK_KEYS", m.keys) : m.keys,
 			  job_token(opts, got, m.token), m.fence[0] ? m.fence : NULL,
-			  got == LOCK_REENTERED, &err) < 0) {
+			  got == LOCK_REENTERED, NULL, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto release;
@@ -399,7 +399,7 @@ static int run_unlocked(const struct options *opts, const struct lock *lk,
 		 why->msg);
 	if ((signo = signals_interrupt(sig)) != 0)
 		return 128 + signo;
-	if (child_set_env(job, lk->key, NULL, "", NULL, false, &err) < 0) {
+	if (child_set_env(job, lk->key, NULL, "", NULL, false, NULL, &err) < 0) {
 		log_error(opts->key, &err);
 		return err.exit;
 	}
@@ -525,7 +525,7 @@ static int run(struct options *opts, struct settings *st,
 			  lk.key, got == LOCK_REENTERED ?
 			  outer_var("DLOCK_KEYS", lk.key) : lk.key,
 			  job_token(opts, got, lk.token), lk.fence[0] ? lk.fence : NULL,
-			  got == LOCK_REENTERED, &err) < 0) {
+			  got == LOCK_REENTERED, lk.env, &err) < 0) {
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto release;

@@ -1,15 +1,921 @@
-/* engine.c - etcd: not written yet (a placeholder the build can link). */
+/* engine.c - etcd v3 behind the engine interface (src/engine.h), with
+ * the recipe of etcd's concurrency.Mutex, so that `etcdctl lock` and Go
+ * services on the same name exclude dlock and the other way round:
+ *
+ * - a lease (--ttl, whole seconds) whose ID comes from the acquisition's
+ *   token (etcd_lease_of), kept alive every TTL/3, also while waiting;
+ * - the key PREFIX NAME "/" LEASE-IN-HEX, created in a txn if absent,
+ *   on that lease, its value "dlock1 TOKEN MODE\nHOLDER-INFO";
+ * - the holder is the key of lowest create revision under PREFIX NAME
+ *   "/" (-s: every key with no lower exclusive one; --limit N: the first
+ *   N, all --limit N); a waiter watches the key in its way for its
+ *   deletion, from the revision it read: FIFO by nature;
+ * - the fence is the create revision of our key;
+ * - holding, a watch on our own key tells at once that it was deleted
+ *   (release --force, etcdctl del, the lease revoked); each renewal
+ *   checks the lease (a keepalive answering TTL 0 is lost) and the key.
+ *
+ * One connection per lock carries every round (HTTP/1.1 keep-alive), a
+ * second the watch. */
+#include <inttypes.h>
 #include <stdio.h>
-#include "engine.h"
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <bsd/stdlib.h>
+#include "clock.h"
+#include "config.h"
+#include "etcd.h"
+#include "url.h"
+
+/* ---- settings ------------------------------------------------------------ */
 
 static int parse(const char *const *urls, size_t n, void **servers, char *err,
 		 size_t errlen)
 {
-	snprintf(err, errlen, "the etcd engine is not written yet");
-	return -1;
+	struct etcd_url *u;
+	char why[256];
+
+	if (n != 1) {
+		snprintf(err, errlen, "etcd: one cluster per lock: give its members in one URL, etcd://host:port,host:port,...");
+		return -1;
+	}
+	if (!(u = malloc(sizeof *u))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (etcd_url_parse(urls[0], u, why, sizeof why) < 0) {
+		engine_bad_url(urls[0], why, err, errlen);
+		free(u);
+		return -1;
+	}
+	*servers = u;
+	return 0;
+}
+
+static void free_servers(void *servers, size_t n)
+{
+	free(servers);
+}
+
+static const char *server_text(const void *servers, size_t i)
+{
+	return ((const struct etcd_url *)servers)->text;
+}
+
+static bool uses_tls(const void *servers, size_t n)
+{
+	return ((const struct etcd_url *)servers)->tls;
+}
+
+static int init(const struct settings *st, struct error *err)
+{
+	return st->tls ? http_tls_init(err) : 0;
+}
+
+static const char *cannot(unsigned cap)
+{
+	switch (cap) {
+	case CAP_SEVERAL:
+		return "several -S: one etcd cluster keeps the lock, its members in one URL";
+	case CAP_WAIT_REPLICAS:
+		return "etcd's writes are on a majority of members already";
+	case CAP_UNAVAILABLE_RUN:
+		return "a lock service that is down is no lock to skip (not written for etcd)";
+	}
+	return NULL;
+}
+
+/* ---- the lock ------------------------------------------------------------- */
+
+static int open_lock(struct lock *lk, struct error *err)
+{
+	const struct lock_params *p = lk->p;
+	const struct etcd_url *u = p->servers;
+	struct etcd *e = calloc(1, sizeof *e);
+	size_t plen = strlen(p->prefix), nlen = strlen(p->name);
+
+	if (!e) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	lk->e = e;
+	e->trigger_fd = -1;
+	if (p->password && !u->user[0] && !u->has_password) {
+		error_set(err, EX_USAGE, "%s: etcd's users have names: give one in the URL (etcd://USER@host:port) for the password",
+			  u->text);
+		return -1;
+	}
+	etcd_cluster_init(&e->cl, u, p->tls, p->password);
+	etcd_client_init(&e->rpc, &e->cl);
+	etcd_client_init(&e->watch, &e->cl);
+	e->name_key = malloc(plen + nlen + 1);
+	e->pfx = malloc(plen + nlen + 2);
+	e->hist = malloc(plen + nlen + HISTORY_SUFFIX_LEN);
+	if (!e->name_key || !e->pfx || !e->hist) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	memcpy(e->name_key, p->prefix, plen);
+	memcpy(e->name_key + plen, p->name, nlen + 1);
+	memcpy(e->pfx, e->name_key, plen + nlen);
+	memcpy(e->pfx + plen + nlen, "/", 2);
+	e->pfx_len = plen + nlen + 1;
+	memcpy(e->hist, e->name_key, plen + nlen);
+	memcpy(e->hist + plen + nlen, HISTORY_SUFFIX, HISTORY_SUFFIX_LEN);
+	e->hist_len = plen + nlen + HISTORY_SUFFIX_LEN;
+	if (p->limit == LOCK_SHARED)
+		strcpy(e->mode, "s");
+	else if (p->limit > 0)
+		snprintf(e->mode, sizeof e->mode, "%ld", p->limit);
+	else
+		strcpy(e->mode, "x");
+	e->lease_ttl_s = (lk->ttl_ms + 999) / 1000;
+	lk->key = e->name_key;
+	return 0;
+}
+
+static void stop_watch(struct etcd *e)
+{
+	etcd_client_close(&e->watch);
+	free(e->watch_key);
+	free(e->watch_end);
+	e->watch_key = e->watch_end = NULL;
+}
+
+static void close_lock(struct lock *lk)
+{
+	struct etcd *e = etcd_of(lk);
+
+	stop_watch(e);
+	etcd_client_close(&e->rpc);
+	etcd_cluster_free(&e->cl);
+	if (e->trigger_fd >= 0)
+		close(e->trigger_fd);
+	free(e->my_key);
+	free(e->name_key);
+	free(e->pfx);
+	free(e->hist);
+	free(e);
+	lk->e = NULL;
+	lk->key = NULL;
+}
+
+static void copy_out(struct lock *lk)
+{
+	lk->misconfigured |= etcd_of(lk)->cl.tls_refused;
+}
+
+/* Our key's value: who we are, for status and the waiters' line. */
+static char *our_value(const struct lock *lk, size_t *len)
+{
+	const struct etcd *e = etcd_of(lk);
+	char *v;
+	int n = asprintf(&v, VALUE_TAG "%s %s\n%s", e->token, e->mode, lk->info);
+
+	*len = n > 0 ? (size_t)n : 0;
+	return n < 0 ? NULL : v;
+}
+
+static int set_token(struct lock *lk, const char *token, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+
+	snprintf(e->token, sizeof e->token, "%s", token);
+	e->lease = etcd_lease_of(e->token, e->name_key);
+	free(e->my_key);
+	if (!(e->my_key = etcd_key_of(e, e->lease))) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int begin(struct lock *lk, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	char token[33];
+
+	if (lk->p->token) {
+		snprintf(token, sizeof token, "%s", lk->p->token);
+	} else {
+		unsigned char raw[16];
+
+		arc4random_buf(raw, sizeof raw);
+		for (size_t i = 0; i < sizeof raw; i++)
+			snprintf(token + 2 * i, 3, "%02x", raw[i]);
+	}
+	e->have_lease = false;
+	e->my_rev = 0;
+	e->acquired_logged = false;
+	return set_token(lk, token, err);
+}
+
+/* Gives back what this acquisition holds: revoking the lease deletes our
+ * key with it, in one request. */
+static void give_back(struct lock *lk)
+{
+	struct etcd *e = etcd_of(lk);
+	struct error ignored;
+
+	if (e->have_lease)
+		etcd_revoke(e, e->lease, etcd_deadline(lk), &ignored);
+	e->have_lease = false;
+	e->my_rev = 0;
+}
+
+/* A lease, or the one we have kept alive when due (waiting: every TTL/3).
+ * -1 with err; *lost when etcd had let ours go. */
+static int lease_ready(struct lock *lk, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	int64_t start_ms = clock_now_ms(), ttl_s;
+
+	if (e->have_lease && start_ms - e->alive_ms < lk->ttl_ms / 3)
+		return 0;
+	if (e->have_lease) {
+		if (etcd_keepalive(e, e->lease, etcd_deadline(lk), &ttl_s, err) < 0)
+			return -1;
+		if (ttl_s > 0) {
+			e->alive_ms = start_ms;
+			return 0;
+		}
+		/* expired while we waited (stopped, or cut off): start over,
+		 * at the back */
+		e->have_lease = false;
+		e->my_rev = 0;
+	}
+	if (etcd_grant(e, e->lease, e->lease_ttl_s, etcd_deadline(lk),
+		       &e->granted_ttl_s, err) < 0)
+		return -1;
+	e->have_lease = true;
+	e->alive_ms = start_ms;
+	return 0;
+}
+
+static void set_valid(struct lock *lk)
+{
+	struct etcd *e = etcd_of(lk);
+	int64_t ttl_ms = e->granted_ttl_s * 1000 < lk->ttl_ms ?
+			 e->granted_ttl_s * 1000 : lk->ttl_ms;
+
+	/* as RedLock allows for clocks that run at different rates */
+	lk->valid_until_ms = e->alive_ms + ttl_ms - (lk->ttl_ms / 100 + 2);
+}
+
+/* The watch: deletions of [key, end) from rev on (end NULL: key alone).
+ * Kept when it watches that already. */
+static int start_watch(struct lock *lk, const char *key, size_t len,
+		       const char *end, size_t end_len, int64_t rev,
+		       int64_t deadline_ms, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	json_object *body, *req, *filters;
+	int r;
+
+	if (e->watch.streaming && e->watch.conn.fd >= 0 && e->watch_key &&
+	    e->watch_key_len == len && memcmp(e->watch_key, key, len) == 0 &&
+	    (!end) == (!e->watch_end) &&
+	    (!end || (e->watch_end_len == end_len &&
+		      memcmp(e->watch_end, end, end_len) == 0)))
+		return 0;
+	stop_watch(e);
+	body = json_object_new_object();
+	req = json_object_new_object();
+	filters = json_object_new_array();
+	json_object_object_add(req, "key", etcd_bytes(key, len));
+	if (end)
+		json_object_object_add(req, "range_end", etcd_bytes(end, end_len));
+	json_object_object_add(req, "start_revision", etcd_int(rev));
+	json_object_array_add(filters, json_object_new_string("NOPUT"));
+	json_object_object_add(req, "filters", filters);
+	json_object_object_add(body, "create_request", req);
+	r = etcd_stream_start(&e->watch, "/v3/watch", body, deadline_ms, err);
+	json_object_put(body);
+	if (r < 0)
+		return -1;
+	e->watch_key = malloc(len + 1);
+	e->watch_end = end ? malloc(end_len + 1) : NULL;
+	if (!e->watch_key || (end && !e->watch_end)) {
+		stop_watch(e);
+		return -1;
+	}
+	memcpy(e->watch_key, key, len);
+	e->watch_key_len = len;
+	if (end) {
+		memcpy(e->watch_end, end, end_len);
+		e->watch_end_len = end_len;
+	}
+	return 0;
+}
+
+/* What the watch said since: 1 something to look at (a deletion, a
+ * compaction, the stream gone: it is closed then), 0 nothing. */
+static int watch_news(struct etcd *e)
+{
+	for (;;) {
+		json_object *msg = NULL, *res, *events;
+		struct error err;
+		bool canceled = false;
+		int r = etcd_stream_next(&e->watch, &msg, &err);
+
+		if (r == 0)
+			return 0;
+		if (r < 0 || !json_object_object_get_ex(msg, "result", &res) ||
+		    etcd_bool(res, "canceled", &canceled) < 0 || canceled ||
+		    (json_object_object_get_ex(res, "events", &events) &&
+		     json_object_is_type(events, json_type_array) &&
+		     json_object_array_length(events) > 0)) {
+			json_object_put(msg);
+			stop_watch(e);
+			return 1;
+		}
+		json_object_put(msg);	/* created, or a progress notice */
+	}
+}
+
+/* ---- acquiring ------------------------------------------------------------ */
+
+static void describe(struct lock *lk, const struct etcd_kv *kv)
+{
+	struct etcd_value v;
+
+	if (etcd_value_parse(kv->value, kv->value_len, &v))
+		snprintf(lk->held_by, sizeof lk->held_by, "%.*s", (int)v.info_len, v.info);
+	else
+		lk->held_by[0] = '\0';
+}
+
+/* Ours: the fence, the job's variables, the history's 'acquired'. */
+static enum lock_result acquired(struct lock *lk, int64_t rev, int64_t start_ms,
+				 struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+
+	snprintf(lk->token, sizeof lk->token, "%s", e->token);
+	lk->fence[0] = '\0';
+	if (!lk->p->no_fence)
+		snprintf(lk->fence, sizeof lk->fence, "%" PRId64, e->my_rev);
+	lk->acquired_ms = start_ms;
+	set_valid(lk);
+	snprintf(e->env_key, sizeof e->env_key, "ETCD_LOCK_KEY=%s", e->my_key);
+	snprintf(e->env_rev, sizeof e->env_rev, "ETCD_LOCK_REV=%" PRId64, rev);
+	lk->env[0] = e->env_key;
+	lk->env[1] = e->env_rev;
+	lk->env[2] = NULL;
+	if (!e->acquired_logged && lk->p->history > 0) {
+		json_object *ops = json_object_new_array(), *reply = NULL;
+		bool ok;
+		int r;
+
+		json_object_array_add(ops, etcd_history_put(lk, "acquired", e->token,
+							    lk->info, e->my_rev, -1, -1,
+							    NULL));
+		json_object_get(ops);
+		r = etcd_txn(e, NULL, ops, NULL, etcd_deadline(lk), &reply, &ok, err);
+		if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0)
+			r = etcd_txn(e, NULL, json_object_get(ops), NULL,
+				     etcd_deadline(lk), &reply, &ok, err);
+		json_object_put(ops);
+		json_object_put(reply);
+		/* a history that could not be written is no lock lost */
+		e->acquired_logged = true;
+	}
+	(void)err;
+	return LOCK_ACQUIRED;
+}
+
+/* The first try of an exclusive lock: ours at once if nobody is there
+ * (one txn, the history's 'acquired' in it), else in the queue (-n: not).
+ * Returns 1 when it decided (*res), 0 when the general round must. */
+static int first_exclusive(struct lock *lk, int64_t start_ms,
+			   enum lock_result *res, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	json_object *cmp = json_object_new_array(), *ok = json_object_new_array();
+	json_object *fail = json_object_new_array(), *reply = NULL, *hist;
+	size_t vlen, end_len, klen = strlen(e->my_key);
+	char *value = our_value(lk, &vlen);
+	char *end = etcd_range_end(e->pfx, e->pfx_len, &end_len);
+	struct etcd_range lowest;
+	bool succeeded;
+	int r;
+
+	if (!value || !end) {
+		free(value);
+		free(end);
+		json_object_put(cmp);
+		json_object_put(ok);
+		json_object_put(fail);
+		error_set(err, EX_OSERR, "out of memory");
+		*res = LOCK_FAILED;
+		return 1;
+	}
+	json_object_array_add(cmp, etcd_cmp_create(e->pfx, e->pfx_len, end, end_len,
+						   "EQUAL", 0));
+	json_object_array_add(ok, etcd_op_put(e->my_key, klen, value, vlen, e->lease));
+	if ((hist = etcd_history_put(lk, "acquired", e->token, lk->info, -1, -1, -1,
+				     NULL)))
+		json_object_array_add(ok, hist);
+	json_object_array_add(fail, etcd_op_range(e->pfx, e->pfx_len, end, end_len, 1,
+						  false, 0, false, false));
+	free(value);
+	free(end);
+	json_object_get(cmp);
+	json_object_get(ok);
+	json_object_get(fail);
+	r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err);
+	if (r == -2 && hist && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
+		json_object_get(cmp);
+		json_object_get(ok);
+		json_object_get(fail);
+		r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err);
+	}
+	json_object_put(cmp);
+	json_object_put(ok);
+	json_object_put(fail);
+	if (r < 0) {
+		*res = LOCK_FAILED;
+		return 1;
+	}
+	if (succeeded) {
+		int64_t rev;
+
+		etcd_revision(reply, &rev);
+		json_object_put(reply);
+		e->my_rev = rev;
+		e->acquired_logged = hist != NULL;
+		*res = acquired(lk, rev, start_ms, err);
+		return 1;
+	}
+	if (etcd_txn_range(reply, 0, &lowest, err) < 0) {
+		json_object_put(reply);
+		*res = LOCK_FAILED;
+		return 1;
+	}
+	json_object_put(reply);
+	if (lowest.n > 0)
+		describe(lk, &lowest.kvs[0]);
+	etcd_range_free(&lowest);
+	lk->refused = true;
+	if (lk->p->waits)
+		return 0;	/* into the queue */
+	give_back(lk);
+	*res = LOCK_HELD;
+	return 1;
+}
+
+/* The general round: our key created if absent (the queue's end), then
+ * every key in the way. */
+static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
+				   int64_t *retry_ms, bool *again, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	const struct lock_params *p = lk->p;
+	json_object *cmp = json_object_new_array(), *ok = json_object_new_array();
+	json_object *fail = json_object_new_array(), *reply = NULL;
+	size_t vlen = 0, end_len, klen = strlen(e->my_key);
+	char *value = e->my_rev ? NULL : our_value(lk, &vlen);
+	char *end = etcd_range_end(e->pfx, e->pfx_len, &end_len);
+	int64_t limit = p->limit > 0 ? p->limit : p->limit == LOCK_SHARED ? 0 : 1;
+	int64_t rev = 0;
+	int watched = 0;
+	struct etcd_range mine = { 0 }, all = { 0 }, ahead = { 0 };
+	enum lock_result res = LOCK_FAILED;
+	bool succeeded, exclusive = p->limit == 0, had_rev = e->my_rev != 0;
+	size_t at = 0, i;
+	long blocker;
+
+	*again = false;
+	if ((!e->my_rev && !value) || !end) {
+		error_set(err, EX_OSERR, "out of memory");
+		goto out;
+	}
+	json_object_array_add(cmp, etcd_cmp_create(e->my_key, klen, NULL, 0, "EQUAL",
+						   e->my_rev));
+	if (!e->my_rev)
+		json_object_array_add(ok, etcd_op_put(e->my_key, klen, value, vlen,
+						      e->lease));
+	json_object_array_add(ok, etcd_op_range(e->my_key, klen, NULL, 0, 0, false, 0,
+						false, false));
+	json_object_array_add(ok, etcd_op_range(e->pfx, e->pfx_len, end, end_len,
+						limit, false, 0, false, false));
+	if (exclusive && e->my_rev)
+		json_object_array_add(ok, etcd_op_range(e->pfx, e->pfx_len, end, end_len,
+							1, true, e->my_rev - 1, false,
+							false));
+	if (!e->my_rev) {
+		/* our key is there: a round whose answer was lost made it */
+		json_object_array_add(fail, etcd_op_range(e->my_key, klen, NULL, 0, 0,
+							  false, 0, false, false));
+		json_object_array_add(fail, etcd_op_range(e->pfx, e->pfx_len, end,
+							  end_len, limit, false, 0,
+							  false, false));
+	}
+	if (etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err) < 0) {
+		cmp = ok = fail = NULL;
+		goto out;
+	}
+	cmp = ok = fail = NULL;
+	if (e->my_rev && !succeeded) {
+		/* our key went while we waited: the lease lapsed (we were
+		 * stopped), or someone deleted it; again, at the back */
+		e->my_rev = 0;
+		e->alive_ms = 0;	/* a keepalive first */
+		*again = true;
+		goto out;
+	}
+	at = succeeded && !e->my_rev ? 1 : 0;
+	etcd_revision(reply, &rev);
+	if (etcd_txn_range(reply, at, &mine, err) < 0 ||
+	    etcd_txn_range(reply, at + 1, &all, err) < 0 ||
+	    (exclusive && e->my_rev && etcd_txn_range(reply, at + 2, &ahead, err) < 0))
+		goto out;
+	if (mine.n != 1) {
+		error_set(err, EX_SOFTWARE, "%s: our key is not there after its txn",
+			  e->cl.url->text);
+		goto out;
+	}
+	e->my_rev = mine.kvs[0].create_rev;
+	lk->refused = false;
+	for (i = 0; i < all.n && all.kvs[i].create_rev != e->my_rev; i++)
+		;
+	if (i < all.n && etcd_holds(all.kvs, all.n, i, &blocker)) {
+		res = acquired(lk, rev, start_ms, err);
+		goto out;
+	}
+	lk->refused = true;
+	if (all.n > 0)
+		describe(lk, &all.kvs[0]);
+	lk->queue_pos = i < all.n ? (long)i : 0;
+	res = LOCK_HELD;
+	if (!p->waits) {
+		give_back(lk);
+		goto out;
+	}
+	/* the watch: the key in our way; --limit: any of them */
+	*retry_ms = e->alive_ms + lk->ttl_ms / 3 - clock_now_ms();
+	if (*retry_ms < 0)
+		*retry_ms = 0;
+	if (exclusive && !had_rev) {
+		/* the first round of a waiter: who is just ahead */
+		etcd_range_free(&ahead);
+		if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, end, end_len,
+						      1, true, e->my_rev - 1, false,
+						      true),
+				    etcd_deadline(lk), &ahead, &rev, err) < 0) {
+			res = LOCK_FAILED;
+			goto out;
+		}
+	}
+	if (exclusive && !ahead.n) {
+		*retry_ms = 0;	/* it went meanwhile: look again */
+	} else if (exclusive) {
+		watched = start_watch(lk, ahead.kvs[0].key, ahead.kvs[0].key_len,
+				      NULL, 0, rev + 1, etcd_deadline(lk), err);
+	} else if (i < all.n && blocker >= 0) {
+		watched = start_watch(lk, all.kvs[blocker].key, all.kvs[blocker].key_len,
+				      NULL, 0, rev + 1, etcd_deadline(lk), err);
+	} else {
+		watched = start_watch(lk, e->pfx, e->pfx_len, end, end_len, rev + 1,
+				      etcd_deadline(lk), err);
+	}
+	/* no watch: timed tries until one works */
+	if (watched < 0 && *retry_ms > 500)
+		*retry_ms = 500;
+	err->exit = 0;
+out:
+	json_object_put(cmp);
+	json_object_put(ok);
+	json_object_put(fail);
+	json_object_put(reply);
+	etcd_range_free(&mine);
+	etcd_range_free(&all);
+	etcd_range_free(&ahead);
+	free(value);
+	free(end);
+	return res;
+}
+
+/* Re-entry: DLOCK_TOKEN names a key of ours that holds the lock. */
+static enum lock_result reenter(struct lock *lk, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	int64_t lease = etcd_lease_of(lk->reentry_token, e->name_key);
+	char *key = etcd_key_of(e, lease), *end;
+	size_t end_len;
+	struct etcd_range all;
+	enum lock_result res = LOCK_HELD;
+	int64_t rev;
+	long blocker;
+
+	end = etcd_range_end(e->pfx, e->pfx_len, &end_len);
+	if (!key || !end) {
+		free(key);
+		free(end);
+		return LOCK_HELD;
+	}
+	if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, end, end_len, 0,
+					      false, 0, false, false),
+			    etcd_deadline(lk), &all, &rev, err) < 0) {
+		free(key);
+		free(end);
+		return LOCK_FAILED;
+	}
+	for (size_t i = 0; i < all.n; i++) {
+		struct etcd_value v;
+
+		if (all.kvs[i].key_len != strlen(key) ||
+		    memcmp(all.kvs[i].key, key, all.kvs[i].key_len) != 0)
+			continue;
+		if (etcd_value_parse(all.kvs[i].value, all.kvs[i].value_len, &v) &&
+		    v.token_len == strlen(lk->reentry_token) &&
+		    memcmp(v.token, lk->reentry_token, v.token_len) == 0 &&
+		    etcd_holds(all.kvs, all.n, i, &blocker)) {
+			snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
+			if (!lk->p->no_fence)
+				snprintf(lk->fence, sizeof lk->fence, "%" PRId64,
+					 all.kvs[i].create_rev);
+			res = LOCK_REENTERED;
+		}
+		break;
+	}
+	etcd_range_free(&all);
+	free(key);
+	free(end);
+	return res;
+}
+
+static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	int64_t start_ms = clock_now_ms();
+	enum lock_result res;
+
+	err->exit = 0;
+	if (lk->reentry_token && !e->reentry_checked) {
+		e->reentry_checked = true;
+		res = reenter(lk, err);
+		if (res != LOCK_HELD) {
+			copy_out(lk);
+			return res;
+		}
+	}
+	for (int round = 0; round < 3; round++) {
+		bool again = false;
+
+		if (lease_ready(lk, err) < 0) {
+			copy_out(lk);
+			return LOCK_FAILED;
+		}
+		if (!e->my_rev && lk->p->limit == 0 &&
+		    first_exclusive(lk, start_ms, &res, err)) {
+			copy_out(lk);
+			return res;
+		}
+		res = round_trip(lk, start_ms, retry_ms, &again, err);
+		if (!again) {
+			copy_out(lk);
+			return res;
+		}
+	}
+	error_set(err, EX_UNAVAILABLE, "%s: our key kept vanishing while we waited",
+		  e->cl.url->text);
+	return LOCK_FAILED;
+}
+
+static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+{
+	struct etcd *e = etcd_of(lk);
+
+	if (max == 0 || !e->watch.streaming || e->watch.conn.fd < 0)
+		return 0;
+	pfd[0] = (struct pollfd){ e->watch.conn.fd, POLLIN, 0 };
+	return 1;
+}
+
+static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
+{
+	return n > 0 && pfd[0].revents && watch_news(etcd_of(lk)) > 0;
+}
+
+static void end_wait(struct lock *lk, enum lock_result r)
+{
+	struct etcd *e = etcd_of(lk);
+
+	stop_watch(e);
+	if (r != LOCK_ACQUIRED && r != LOCK_REENTERED)
+		give_back(lk);
+}
+
+/* ---- holding ------------------------------------------------------------- */
+
+static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
+				 struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	int64_t start_ms = clock_now_ms(), deadline_ms = start_ms + timeout_ms;
+	int64_t ttl_s, rev;
+	struct etcd_range mine;
+
+	if (etcd_keepalive(e, e->lease, deadline_ms, &ttl_s, err) < 0)
+		return EXTEND_FAILED;
+	if (ttl_s <= 0) {
+		error_set(err, EX_TEMPFAIL, "%s: our lease %" PRIx64 " expired or was revoked",
+			  e->cl.url->text, (uint64_t)e->lease);
+		return EXTEND_LOST;
+	}
+	if (etcd_range_call(e, etcd_range_req(e->my_key, strlen(e->my_key), NULL, 0,
+					      0, false, 0, false, true),
+			    deadline_ms, &mine, &rev, err) < 0)
+		return EXTEND_FAILED;
+	if (mine.n != 1 || mine.kvs[0].create_rev != e->my_rev) {
+		etcd_range_free(&mine);
+		error_set(err, EX_TEMPFAIL, "%s: our key %s was deleted (the lock broken, or its lease revoked)",
+			  e->cl.url->text, e->my_key);
+		return EXTEND_LOST;
+	}
+	etcd_range_free(&mine);
+	e->alive_ms = start_ms;
+	e->granted_ttl_s = ttl_s;
+	set_valid(lk);
+	/* the watch the supervisor asked for, or again after it broke */
+	if (e->watch_wanted && !e->watch.streaming) {
+		struct error ignored;
+
+		start_watch(lk, e->my_key, strlen(e->my_key), NULL, 0, rev + 1,
+			    deadline_ms, &ignored);
+	}
+	return EXTEND_OK;
+}
+
+/* Our key's watch; until a round has set it up, an eventfd that asks for
+ * that round (the supervisor must not block on a connection). */
+static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+{
+	struct etcd *e = etcd_of(lk);
+	uint64_t one = 1;
+
+	if (max == 0)
+		return 0;
+	if (e->watch.streaming && e->watch.conn.fd >= 0) {
+		pfd[0] = (struct pollfd){ e->watch.conn.fd, POLLIN, 0 };
+		return 1;
+	}
+	if (e->watch_wanted || e->triggered)
+		return 0;
+	if (e->trigger_fd < 0 &&
+	    (e->trigger_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+		return 0;
+	(void)!write(e->trigger_fd, &one, sizeof one);
+	e->triggered = true;
+	pfd[0] = (struct pollfd){ e->trigger_fd, POLLIN, 0 };
+	return 1;
+}
+
+static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+			 char *note, size_t notelen)
+{
+	struct etcd *e = etcd_of(lk);
+	uint64_t v;
+
+	if (n == 0 || !pfd[0].revents)
+		return false;
+	if (pfd[0].fd == e->trigger_fd) {
+		(void)!read(e->trigger_fd, &v, sizeof v);
+		e->watch_wanted = true;
+		return true;
+	}
+	if (watch_news(e) == 0)
+		return false;
+	snprintf(note, notelen, "%s: our key %s was deleted, or its watch ended",
+		 e->cl.url->text, e->my_key);
+	return true;
+}
+
+static size_t fds(const struct lock *lk, int *out, size_t max)
+{
+	const struct etcd *e = etcd_of(lk);
+	size_t n = 0;
+
+	if (n < max && e->rpc.conn.fd >= 0)
+		out[n++] = e->rpc.conn.fd;
+	if (n < max && e->watch.conn.fd >= 0)
+		out[n++] = e->watch.conn.fd;
+	if (n < max && e->trigger_fd >= 0)
+		out[n++] = e->trigger_fd;
+	return n;
+}
+
+static int release(struct lock *lk, const struct release_how *how,
+		   struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	json_object *cmp = json_object_new_array(), *ok = json_object_new_array();
+	json_object *fail = json_object_new_array(), *reply = NULL, *op;
+	size_t klen = strlen(e->my_key);
+	int64_t held_ms = clock_now_ms() - lk->acquired_ms, count = 0;
+	bool succeeded = false;
+	int r;
+
+	stop_watch(e);
+	if (!e->have_lease)
+		return 0;
+	json_object_array_add(cmp, etcd_cmp_create(e->my_key, klen, NULL, 0, "EQUAL",
+						   e->my_rev));
+	json_object_array_add(ok, etcd_op_delete(e->my_key, klen));
+	if (how->job && (op = etcd_history_put(lk, "released", e->token, lk->info,
+					      e->my_rev, how->exit_status, held_ms,
+					      NULL))) {
+		size_t end_len;
+		char *end = etcd_range_end(e->hist, e->hist_len, &end_len);
+
+		json_object_array_add(ok, op);
+		if (end)
+			json_object_array_add(ok, etcd_op_range(e->hist, e->hist_len, end,
+								end_len, 0, false, 0,
+								true, false));
+		free(end);
+		if ((op = etcd_history_put(lk, "lost", e->token, lk->info, e->my_rev,
+					   how->exit_status, held_ms, NULL)))
+			json_object_array_add(fail, op);
+	} else if (!how->job && lk->p->history > 0) {
+		/* given back unused: the history forgets it */
+		char *k = malloc(e->hist_len + strlen(e->token) + sizeof "/acquired");
+
+		if (k) {
+			memcpy(k, e->hist, e->hist_len);
+			sprintf(k + e->hist_len, "%s/acquired", e->token);
+			json_object_array_add(ok, etcd_op_delete(k, e->hist_len +
+								 strlen(e->token) + 9));
+			free(k);
+		}
+	}
+	json_object_get(cmp);
+	json_object_get(ok);
+	json_object_get(fail);
+	r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err);
+	if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
+		json_object_get(cmp);
+		json_object_get(ok);
+		json_object_get(fail);
+		r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err);
+	}
+	json_object_put(cmp);
+	json_object_put(ok);
+	json_object_put(fail);
+	if (r == 0) {
+		struct etcd_range c;
+
+		lk->lost_at_release = !succeeded;
+		if (succeeded && how->job && lk->p->history > 0 &&
+		    etcd_txn_range(reply, 2, &c, err) == 0) {
+			count = c.count;
+			etcd_range_free(&c);
+		}
+		json_object_put(reply);
+	}
+	/* the lease, with whatever else it holds: where the txn failed, this
+	 * deletes our key all the same */
+	if (etcd_revoke(e, e->lease, etcd_deadline(lk), &(struct error){ 0 }) == 0)
+		r = 0;
+	e->have_lease = false;
+	if (r == 0 && count > 0)
+		etcd_history_trim(lk, count, etcd_deadline(lk));
+	e->my_rev = 0;
+	return r < 0 ? -1 : 0;
 }
 
 const struct engine etcd_engine = {
 	.name = "etcd",
+	.caps = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_STEPS | CAP_HISTORY |
+		CAP_FORCE | CAP_NO_FORK | CAP_LIST,
+	.min_ttl_ms = 1000,
+	.cannot = cannot,
 	.parse = parse,
+	.free_servers = free_servers,
+	.server_text = server_text,
+	.uses_tls = uses_tls,
+	.init = init,
+	.end = http_tls_end,
+	.open = open_lock,
+	.close = close_lock,
+	.begin = begin,
+	.try = try,
+	.wait_fds = wait_fds,
+	.wait_events = wait_events,
+	.end_wait = end_wait,
+	.extend = extend,
+	.watch_fds = watch_fds,
+	.watch_events = watch_events,
+	.fds = fds,
+	.release = release,
+	.status = etcd_status,
+	.list = etcd_list,
+	.history = etcd_history,
+	.release_token = etcd_release_token,
+	.force = etcd_force,
+	.extend_token = etcd_extend_token,
 };

@@ -1,0 +1,416 @@
+/* client.c - calls to an etcd cluster's JSON gateway (/v3/...): a member
+ * that does not answer is left for the next, a kept-alive connection the
+ * server closed is opened again, an expired auth token is renewed, and
+ * what etcd says goes up as dlock's exit statuses. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include "clock.h"
+#include "client.h"
+#include "reply.h"
+
+void etcd_cluster_init(struct etcd_cluster *cl, const struct etcd_url *url,
+		       const struct tls_options *tls, const char *password)
+{
+	*cl = (struct etcd_cluster){ .url = url, .tls = tls };
+	if (url->user[0]) {
+		cl->user = url->user;
+		cl->password = url->has_password ? url->password :
+			       password ? password : "";
+	}
+}
+
+void etcd_cluster_free(struct etcd_cluster *cl)
+{
+	free(cl->token);
+	cl->token = NULL;
+}
+
+void etcd_cluster_resolve(struct etcd_cluster *cl)
+{
+	if (cl->resolved_all || cl->url->tls)	/* libcurl looks names up */
+		return;
+	for (size_t i = 0; i < cl->url->n_ep; i++)
+		cl->resolved[i] = http_resolve(&cl->url->ep[i], &cl->addr[i],
+					       cl->resolve_err[i],
+					       sizeof cl->resolve_err[i]) == 0;
+	cl->resolved_all = true;
+}
+
+const char *etcd_member_text(const struct etcd_cluster *cl, size_t i, char *buf,
+			     size_t len)
+{
+	const struct etcd_endpoint *ep = &cl->url->ep[i];
+
+	snprintf(buf, len, ep->v6 ? "%s://[%s]:%d" : "%s://%s:%d",
+		 cl->url->tls ? "etcds" : "etcd", ep->host, ep->port);
+	return buf;
+}
+
+void etcd_client_init(struct etcd_client *c, struct etcd_cluster *cl)
+{
+	*c = (struct etcd_client){ .cl = cl, .conn = { .fd = -1 } };
+	http_resp_init(&c->stream);
+}
+
+void etcd_client_close(struct etcd_client *c)
+{
+	http_close(&c->conn);
+	free(c->conn.in);
+	c->conn.in = NULL;
+	c->conn.in_cap = 0;
+	http_resp_free(&c->stream);
+	c->streaming = false;
+}
+
+static void fail(struct etcd_client *c, size_t ep, struct error *err, int exit,
+		 const char *why)
+{
+	char url[300];
+
+	error_set(err, exit, "%s: %s", etcd_member_text(c->cl, ep, url, sizeof url),
+		  why);
+}
+
+/* Connects to the member that answered last, else the next ones in turn. */
+static int connect_any(struct etcd_client *c, int64_t deadline_ms,
+		       struct error *err)
+{
+	struct etcd_cluster *cl = c->cl;
+	size_t n = cl->url->n_ep;
+
+	etcd_cluster_resolve(cl);
+	for (size_t k = 0; k < n; k++) {
+		size_t i = (cl->cur + k) % n;
+		char why[512];
+		bool refused = false;
+
+		if (clock_now_ms() >= deadline_ms && k > 0)
+			break;
+		if (!cl->url->tls && !cl->resolved[i]) {
+			fail(c, i, err, EX_UNAVAILABLE, cl->resolve_err[i]);
+			continue;
+		}
+		if (http_connect(&c->conn, &cl->url->ep[i], &cl->addr[i], cl->url->tls,
+				 cl->tls, deadline_ms, why, sizeof why, &refused) == 0) {
+			c->ep = i;
+			c->fresh = true;
+			cl->cur = i;
+			return 0;
+		}
+		cl->tls_refused |= refused;
+		fail(c, i, err, EX_UNAVAILABLE, why);
+	}
+	return -1;
+}
+
+/* One request on the connection, its whole answer in r. -1: the
+ * connection failed (why), -2: what came is not HTTP as etcd speaks it;
+ * closed either way. */
+static int request(struct etcd_client *c, const char *path, const char *body,
+		   bool auth, int64_t deadline_ms, struct http_resp *r, char *why,
+		   size_t whylen)
+{
+	const struct etcd_endpoint *ep = &c->cl->url->ep[c->ep];
+	size_t len = strlen(body);
+	char *req;
+	int n, done;
+
+	n = asprintf(&req, ep->v6 ?
+		     "POST %s HTTP/1.1\r\nHost: [%s]:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n%s" :
+		     "POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n%s",
+		     path, ep->host, ep->port, len,
+		     auth && c->cl->token && c->cl->token[0] ? "Authorization: " : "",
+		     auth && c->cl->token && c->cl->token[0] ? c->cl->token : "",
+		     auth && c->cl->token && c->cl->token[0] ? "\r\n" : "", body);
+	if (n < 0) {
+		snprintf(why, whylen, "out of memory");
+		return -1;
+	}
+	http_resp_init(r);
+	c->conn.in_len = 0;
+	n = http_send(&c->conn, req, (size_t)n, deadline_ms, why, whylen);
+	free(req);
+	c->fresh = false;
+	while (n == 0 && (done = http_parse_conn(r, &c->conn, why, whylen)) == 0) {
+		int got = http_read(&c->conn, why, whylen);
+
+		if (got < 0)
+			n = -1;
+		else if (got == 0 && !http_wait(&c->conn, deadline_ms)) {
+			snprintf(why, whylen, "no answer in time");
+			n = -1;
+		}
+	}
+	if (n == 0 && done < 0)
+		n = -2;
+	if (n < 0 || r->close) {
+		http_close(&c->conn);
+		if (n < 0)
+			http_resp_free(r);
+	}
+	return n;
+}
+
+/* etcd's words for a failure, as an exit status. */
+static int exit_of(int code, const char *msg)
+{
+	switch (code) {
+	case GRPC_UNAUTHENTICATED:
+	case GRPC_PERMISSION_DENIED:
+		return EX_NOPERM;
+	case GRPC_INVALID_ARGUMENT:
+		return strstr(msg, "authentication failed") ||
+		       strstr(msg, "user name is empty") ? EX_NOPERM : EX_SOFTWARE;
+	case GRPC_UNAVAILABLE:
+	case GRPC_DEADLINE_EXCEEDED:
+	case 10:	/* Aborted */
+	case 8:		/* ResourceExhausted: too many requests */
+		return EX_UNAVAILABLE;
+	default:
+		return EX_SOFTWARE;
+	}
+}
+
+static int authenticate(struct etcd_client *c, int64_t deadline_ms,
+			struct error *err);
+
+/* A request and its answer: 0 and *reply for 200; -1 with err and *code. */
+static int call_once(struct etcd_client *c, const char *path, const char *body,
+		     bool auth, int64_t deadline_ms, json_object **reply, int *code,
+		     bool *retry, struct error *err)
+{
+	struct http_resp r;
+	char why[512];
+	const char *msg;
+	bool was_fresh = c->fresh;
+	json_object *o;
+	int n;
+
+	*retry = false;
+	if ((n = request(c, path, body, auth, deadline_ms, &r, why, sizeof why)) == -2) {
+		fail(c, c->ep, err, EX_SOFTWARE, why);
+		return -1;
+	}
+	if (n < 0) {
+		fail(c, c->ep, err, EX_UNAVAILABLE, why);
+		/* a kept-alive connection the server had closed */
+		*retry = !was_fresh && clock_now_ms() < deadline_ms;
+		return -1;
+	}
+	o = etcd_json_parse(r.body ? r.body : "", r.body_len);
+	if (r.status == 200 && o) {
+		http_resp_free(&r);
+		*reply = o;
+		return 0;
+	}
+	if (!o || etcd_error_parse(o, &msg, code) < 0) {
+		snprintf(why, sizeof why, r.status == 200 ? "an answer that is not etcd's JSON" :
+			 "HTTP status %d%s", r.status,
+			 r.status == 404 ? " (not etcd v3.4 or later?)" : "");
+		fail(c, c->ep, err, EX_SOFTWARE, why);
+		http_resp_free(&r);
+		json_object_put(o);
+		return -1;
+	}
+	n = exit_of(*code, msg);
+	fail(c, c->ep, err, n, msg);
+	http_resp_free(&r);
+	json_object_put(o);
+	return -1;
+}
+
+static int authenticate(struct etcd_client *c, int64_t deadline_ms,
+			struct error *err)
+{
+	struct etcd_cluster *cl = c->cl;
+	json_object *body = json_object_new_object(), *reply = NULL, *t;
+	int code = -1, r;
+	bool retry;
+
+	json_object_object_add(body, "name", json_object_new_string(cl->user));
+	json_object_object_add(body, "password", json_object_new_string(cl->password));
+	r = call_once(c, "/v3/auth/authenticate",
+		      json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN),
+		      false, deadline_ms, &reply, &code, &retry, err);
+	json_object_put(body);
+	if (r < 0) {
+		/* a cluster without authentication takes anyone */
+		if (code == GRPC_FAILED_PRECONDITION && strstr(err->msg, "not enabled")) {
+			free(cl->token);
+			cl->token = strdup("");
+			return cl->token ? 0 : -1;
+		}
+		return -1;
+	}
+	if (!json_object_object_get_ex(reply, "token", &t) ||
+	    !json_object_is_type(t, json_type_string) ||
+	    strpbrk(json_object_get_string(t), "\r\n")) {
+		fail(c, c->ep, err, EX_SOFTWARE, "authenticate: no token in the answer");
+		json_object_put(reply);
+		return -1;
+	}
+	free(cl->token);
+	cl->token = strdup(json_object_get_string(t));
+	json_object_put(reply);
+	return cl->token ? 0 : -1;
+}
+
+int etcd_call(struct etcd_client *c, const char *path, json_object *body,
+	      int64_t deadline_ms, json_object **reply, int *code,
+	      struct error *err)
+{
+	const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+	struct etcd_cluster *cl = c->cl;
+	size_t n_ep = cl->url->n_ep, moved = 0;
+	bool reauthed = false, stale_retried = false;
+
+	*reply = NULL;
+	for (;;) {
+		bool retry;
+		int r;
+
+		*code = -1;
+		if (c->conn.fd < 0 && connect_any(c, deadline_ms, err) < 0)
+			return -1;
+		if (cl->user && !cl->token && authenticate(c, deadline_ms, err) < 0) {
+			if (err->exit != EX_UNAVAILABLE)
+				return -1;
+			http_close(&c->conn);
+			goto next_member;
+		}
+		r = call_once(c, path, text, true, deadline_ms, reply, code, &retry, err);
+		if (r == 0)
+			return 0;
+		if (retry && !stale_retried) {
+			stale_retried = true;
+			continue;
+		}
+		if (*code == GRPC_UNAUTHENTICATED && cl->user && !reauthed) {
+			reauthed = true;
+			free(cl->token);
+			cl->token = NULL;
+			continue;
+		}
+		if (err->exit != EX_UNAVAILABLE)
+			return -1;
+		http_close(&c->conn);
+next_member:
+		/* this member cannot serve (down, cut off from the majority):
+		 * the next, now while time is left, else in the next call */
+		cl->cur = (c->ep + 1) % n_ep;
+		if (++moved >= n_ep || clock_now_ms() >= deadline_ms)
+			return -1;
+	}
+}
+
+int etcd_stream_start(struct etcd_client *c, const char *path, json_object *body,
+		      int64_t deadline_ms, struct error *err)
+{
+	const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+	const struct etcd_endpoint *ep;
+	char why[512], *req;
+	int n;
+
+	etcd_client_close(c);
+	if (connect_any(c, deadline_ms, err) < 0)
+		return -1;
+	if (c->cl->user && !c->cl->token && authenticate(c, deadline_ms, err) < 0) {
+		http_close(&c->conn);
+		return -1;
+	}
+	ep = &c->cl->url->ep[c->ep];
+	n = asprintf(&req, ep->v6 ?
+		     "POST %s HTTP/1.1\r\nHost: [%s]:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n%s" :
+		     "POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n%s",
+		     path, ep->host, ep->port, strlen(text),
+		     c->cl->token && c->cl->token[0] ? "Authorization: " : "",
+		     c->cl->token && c->cl->token[0] ? c->cl->token : "",
+		     c->cl->token && c->cl->token[0] ? "\r\n" : "", text);
+	if (n < 0) {
+		error_set(err, EX_OSERR, "out of memory");
+		http_close(&c->conn);
+		return -1;
+	}
+	c->conn.in_len = 0;
+	if (http_send(&c->conn, req, (size_t)n, deadline_ms, why, sizeof why) < 0) {
+		free(req);
+		fail(c, c->ep, err, EX_UNAVAILABLE, why);
+		http_close(&c->conn);
+		return -1;
+	}
+	free(req);
+	http_resp_init(&c->stream);
+	c->stream_at = 0;
+	c->streaming = true;
+	return 0;
+}
+
+int etcd_stream_next(struct etcd_client *c, json_object **msg, struct error *err)
+{
+	struct http_resp *r = &c->stream;
+	char why[512];
+
+	*msg = NULL;
+	if (!c->streaming || c->conn.fd < 0) {
+		error_set(err, EX_UNAVAILABLE, "no stream");
+		return -1;
+	}
+	for (;;) {
+		int done = http_parse_conn(r, &c->conn, why, sizeof why), got;
+		char *nl;
+
+		if (done < 0) {
+			fail(c, c->ep, err, EX_SOFTWARE, why);
+			return -1;
+		}
+		if (r->status && r->status != 200) {
+			const char *m;
+			int code;
+			json_object *o;
+
+			if (!done)
+				goto read_more;
+			o = etcd_json_parse(r->body ? r->body : "", r->body_len);
+			if (etcd_error_parse(o, &m, &code) == 0)
+				fail(c, c->ep, err, exit_of(code, m), m);
+			else
+				fail(c, c->ep, err, EX_SOFTWARE, "a stream refused");
+			json_object_put(o);
+			return -1;
+		}
+		nl = r->body ? memchr(r->body + c->stream_at, '\n',
+				      r->body_len - c->stream_at) : NULL;
+		if (nl) {
+			size_t start = c->stream_at;
+
+			c->stream_at = (size_t)(nl + 1 - r->body);
+			*msg = etcd_json_parse(r->body + start, (size_t)(nl - r->body) - start);
+			/* what was read goes, now and then */
+			if (c->stream_at > 65536) {
+				memmove(r->body, r->body + c->stream_at,
+					r->body_len - c->stream_at + 1);
+				r->body_len -= c->stream_at;
+				c->stream_at = 0;
+			}
+			if (!*msg) {
+				fail(c, c->ep, err, EX_SOFTWARE, "a stream message that is not etcd's JSON");
+				return -1;
+			}
+			return 1;
+		}
+		if (done) {
+			fail(c, c->ep, err, EX_UNAVAILABLE, "the stream ended");
+			return -1;
+		}
+read_more:
+		got = http_read(&c->conn, why, sizeof why);
+		if (got < 0) {
+			fail(c, c->ep, err, EX_UNAVAILABLE, why);
+			return -1;
+		}
+		if (got == 0)
+			return 0;
+	}
+}

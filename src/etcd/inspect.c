@@ -1,0 +1,473 @@
+/* inspect.c - etcd: dlock status (holders, their leases' time left, the
+ * waiters in order), the listing of every lock under the prefix, the
+ * history, and the repairs: release --token, release --force (deletes
+ * the holders' keys: a dlock holder's watch sees it, and it exits 75),
+ * extend --token. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include "clock.h"
+#include "etcd.h"
+
+static char *dup_n(const char *s, size_t len)
+{
+	char *d = malloc(len + 1);
+
+	if (d) {
+		memcpy(d, s, len);
+		d[len] = '\0';
+	}
+	return d;
+}
+
+/* Every key under PREFIX NAME "/", oldest first. */
+static int contenders(struct lock *lk, const char *name, struct etcd_range *all,
+		      char **pfx_out, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	size_t plen = strlen(lk->p->prefix), nlen = strlen(name), end_len;
+	char *pfx = malloc(plen + nlen + 2), *end;
+	int r;
+
+	if (!pfx) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	sprintf(pfx, "%s%s/", lk->p->prefix, name);
+	if (!(end = etcd_range_end(pfx, plen + nlen + 1, &end_len))) {
+		free(pfx);
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	r = etcd_range_call(e, etcd_range_req(pfx, plen + nlen + 1, end, end_len, 0,
+					      false, 0, false, false),
+			    etcd_deadline(lk), all, NULL, err);
+	free(end);
+	if (pfx_out && r == 0)
+		*pfx_out = pfx;
+	else
+		free(pfx);
+	return r;
+}
+
+static void who(const struct etcd_kv *kv, char **token, size_t *token_len,
+		char **info, size_t *info_len)
+{
+	struct etcd_value v;
+
+	if (etcd_value_parse(kv->value, kv->value_len, &v)) {
+		*token = dup_n(v.token, v.token_len);
+		*token_len = v.token_len;
+		*info = dup_n(v.info, v.info_len);
+		*info_len = v.info_len;
+	} else {
+		/* etcdctl lock, concurrency.Mutex: the key says who */
+		*token = dup_n(kv->key, kv->key_len);
+		*token_len = kv->key_len;
+		*info = NULL;
+		*info_len = 0;
+	}
+}
+
+static int one_status(struct lock *lk, struct status_lock *m, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	struct etcd_range all;
+	long blocker;
+
+	if (contenders(lk, m->name, &all, NULL, err) < 0)
+		return -1;
+	if (asprintf(&m->key, "%s%s", lk->p->prefix, m->name) < 0)
+		m->key = NULL;
+	m->state = all.n ? ST_HELD : ST_FREE;
+	m->ttl_ms = -2;
+	m->fence = -1;
+	m->n_agree = 1;
+	m->holders = calloc(all.n ? all.n : 1, sizeof *m->holders);
+	m->waiters = calloc(all.n ? all.n : 1, sizeof *m->waiters);
+	if (!m->holders || !m->waiters) {
+		etcd_range_free(&all);
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < all.n; i++) {
+		const struct etcd_kv *kv = &all.kvs[i];
+
+		if (etcd_holds(all.kvs, all.n, i, &blocker)) {
+			struct status_holder *h = &m->holders[m->n_holders++];
+			int64_t ttl_s = -1;
+			struct error ignored;
+
+			who(kv, &h->token, &h->token_len, &h->info, &h->info_len);
+			h->left_ms = -2;
+			if (!kv->lease)
+				h->left_ms = -1;
+			else if (etcd_timetolive(e, kv->lease, etcd_deadline(lk), &ttl_s,
+						 &ignored) == 0)
+				h->left_ms = ttl_s > 0 ? ttl_s * 1000 : 0;
+			h->fence = kv->create_rev;
+			h->slot = -1;
+			h->n_servers = 1;
+			if (asprintf(&h->note, "lease %" PRIx64, (uint64_t)kv->lease) < 0)
+				h->note = NULL;
+			if (h->left_ms > m->ttl_ms)
+				m->ttl_ms = h->left_ms;
+			if (kv->create_rev > m->fence)
+				m->fence = kv->create_rev;
+			if (m->n_holders == 1) {
+				struct etcd_value v;
+
+				m->foreign = !h->info;
+				if (etcd_value_parse(kv->value, kv->value_len, &v) &&
+				    v.mode[0] != 'x')
+					snprintf(m->mode, sizeof m->mode, "%.*s",
+						 (int)v.mode_len, v.mode);
+			}
+		} else {
+			struct status_waiter *w = &m->waiters[m->n_waiters++];
+
+			who(kv, &w->token, &w->token_len, &w->info, &w->info_len);
+			w->ticket = -1;
+		}
+	}
+	m->n_waiting = (long long)m->n_waiters;
+	etcd_range_free(&all);
+	return 0;
+}
+
+int etcd_status(struct lock *lk, struct status_lock *locks, size_t n,
+		struct error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct error e = { 0 };
+
+		if (one_status(lk, &locks[i], &e) < 0) {
+			locks[i].state = ST_UNKNOWN;
+			locks[i].err = e;
+			if (i == 0 && n == 1) {
+				*err = e;
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	const char *prefix = lk->p->prefix;
+	size_t plen = strlen(prefix), end_len, k = 0;
+	char *end = etcd_range_end(prefix, plen, &end_len);
+	struct etcd_range all;
+	char **out;
+
+	*names = NULL;
+	*n = 0;
+	if (!end) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	/* "" with the end "\0": every key */
+	if (etcd_range_call(e, etcd_range_req(plen ? prefix : "", plen ? plen : 1,
+					      end, end_len, 0, false, 0, false, true),
+			    etcd_deadline(lk), &all, NULL, err) < 0) {
+		free(end);
+		return -1;
+	}
+	free(end);
+	if (!(out = calloc(all.n + 1, sizeof *out))) {
+		etcd_range_free(&all);
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < all.n; i++) {
+		const char *key = all.kvs[i].key, *slash;
+		size_t len = all.kvs[i].key_len, hex;
+
+		/* PREFIX NAME "/" HEX, no NUL (the history's keys) */
+		if (len <= plen || memchr(key, '\0', len) ||
+		    !(slash = memrchr(key, '/', len)) || slash < key + plen + 1)
+			continue;
+		hex = len - (size_t)(slash + 1 - key);
+		if (hex == 0 || hex > 16 || strspn(slash + 1, "0123456789abcdef") != hex)
+			continue;
+		if (!(out[k] = dup_n(key + plen, (size_t)(slash - key) - plen)))
+			break;
+		k++;
+	}
+	etcd_range_free(&all);
+	qsort(out, k, sizeof *out, by_name);
+	for (size_t i = 0, w = 0; i < k; i++) {
+		if (w > 0 && strcmp(out[w - 1], out[i]) == 0) {
+			free(out[i]);
+			continue;
+		}
+		out[w++] = out[i];
+		*n = w;
+	}
+	*names = out;
+	return 0;
+}
+
+static const char *const kinds[] = { "acquired", "broken", "released", "lost" };
+
+static char *json_text(json_object *o, const char *key, size_t *len)
+{
+	json_object *v;
+
+	*len = 0;
+	if (!json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	*len = (size_t)json_object_get_string_len(v);
+	return dup_n(json_object_get_string(v), *len);
+}
+
+static long long json_num(json_object *o, const char *key)
+{
+	json_object *v;
+	int64_t n;
+
+	if (!json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_int))
+		return -1;
+	n = json_object_get_int64(v);
+	return n >= 0 ? n : -1;
+}
+
+int etcd_history(struct lock *lk, long count, struct history_report *out,
+		 struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	struct etcd_range all;
+	size_t end_len;
+	char *end = etcd_range_end(e->hist, e->hist_len, &end_len);
+
+	*out = (struct history_report){ .n_servers = 1 };
+	if (!end) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	if (etcd_range_call(e, etcd_range_req(e->hist, e->hist_len, end, end_len,
+					      count > 0 ? count : 0, true, 0, false,
+					      false),
+			    etcd_deadline(lk), &all, NULL, err) < 0) {
+		free(end);
+		return -1;
+	}
+	free(end);
+	out->n_ok = 1;
+	out->events = calloc(all.n ? all.n : 1, sizeof *out->events);
+	for (size_t i = 0; out->events && i < all.n; i++) {
+		json_object *o = etcd_json_parse(all.kvs[i].value, all.kvs[i].value_len);
+		struct history_event *ev = &out->events[out->n_events];
+		char *kind;
+		size_t len;
+		int k = -1;
+
+		if (!o)
+			continue;
+		if ((kind = json_text(o, "event", &len)))
+			for (int j = 0; j < 4; j++)
+				if (strcmp(kind, kinds[j]) == 0)
+					k = j;
+		free(kind);
+		if (k < 0 || json_num(o, "time_ms") < 0) {
+			json_object_put(o);
+			continue;
+		}
+		*ev = (struct history_event){
+			.kind = (enum history_kind)k,
+			.time_ms = json_num(o, "time_ms"),
+			.fence = json_num(o, "fence"),
+			.exit = json_num(o, "exit"),
+			.held_ms = json_num(o, "held_ms"),
+			.n_servers = 1,
+		};
+		/* written in the txn that took the lock: its revision */
+		if (ev->fence < 0 && k == EV_ACQUIRED)
+			ev->fence = all.kvs[i].create_rev;
+		ev->id = dup_n(all.kvs[i].key + e->hist_len, all.kvs[i].key_len - e->hist_len);
+		ev->token = json_text(o, "token", &ev->token_len);
+		if (!ev->token)
+			ev->token = strdup("");
+		ev->holder = json_text(o, "holder", &ev->holder_len);
+		ev->by = json_text(o, "by", &ev->by_len);
+		out->n_events++;
+		json_object_put(o);
+	}
+	etcd_range_free(&all);
+	if (!out->events) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* The key of token, if it is there and carries it: 0 with *kv (free it),
+ * 1 not there, -1 err. */
+static int find_token(struct lock *lk, const char *token, struct etcd_range *r,
+		      char **key, int64_t *lease, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	struct etcd_value v;
+
+	*lease = etcd_lease_of(token, e->name_key);
+	if (!(*key = etcd_key_of(e, *lease))) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	if (etcd_range_call(e, etcd_range_req(*key, strlen(*key), NULL, 0, 0, false, 0,
+					      false, false),
+			    etcd_deadline(lk), r, NULL, err) < 0)
+		return -1;
+	if (r->n != 1 || !etcd_value_parse(r->kvs[0].value, r->kvs[0].value_len, &v) ||
+	    v.token_len != strlen(token) || memcmp(v.token, token, v.token_len) != 0)
+		return 1;
+	return 0;
+}
+
+int etcd_release_token(struct lock *lk, const char *token, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	struct etcd_range r = { 0 };
+	json_object *cmp, *ok, *reply = NULL, *hist;
+	struct etcd_value v;
+	char *key = NULL, *info = NULL;
+	int64_t lease;
+	bool succeeded;
+	int found = find_token(lk, token, &r, &key, &lease, err);
+
+	if (found != 0) {
+		etcd_range_free(&r);
+		free(key);
+		return found < 0 ? err->exit : 1;
+	}
+	etcd_value_parse(r.kvs[0].value, r.kvs[0].value_len, &v);
+	info = dup_n(v.info, v.info_len);
+	cmp = json_object_new_array();
+	ok = json_object_new_array();
+	json_object_array_add(cmp, etcd_cmp_create(key, strlen(key), NULL, 0, "EQUAL",
+						   r.kvs[0].create_rev));
+	json_object_array_add(ok, etcd_op_delete(key, strlen(key)));
+	if ((hist = etcd_history_put(lk, "released", token, info, r.kvs[0].create_rev,
+				     -1, -1, NULL)))
+		json_object_array_add(ok, hist);
+	etcd_range_free(&r);
+	free(info);
+	json_object_get(cmp);
+	json_object_get(ok);
+	found = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &succeeded, err);
+	if (found == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
+		json_object_get(cmp);
+		json_object_get(ok);
+		found = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &succeeded,
+				 err);
+	}
+	json_object_put(cmp);
+	json_object_put(ok);
+	json_object_put(reply);
+	free(key);
+	if (found < 0)
+		return err->exit;
+	etcd_revoke(e, lease, etcd_deadline(lk), &(struct error){ 0 });
+	return succeeded ? 0 : 1;
+}
+
+int etcd_force(struct lock *lk, struct broken_holder **out, size_t *n,
+	       struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	struct etcd_range all;
+	long blocker;
+
+	*out = NULL;
+	*n = 0;
+	if (contenders(lk, lk->p->name, &all, NULL, err) < 0)
+		return err->exit;
+	if (!(*out = calloc(all.n ? all.n : 1, sizeof **out))) {
+		etcd_range_free(&all);
+		error_set(err, EX_OSERR, "out of memory");
+		return EX_OSERR;
+	}
+	for (size_t i = 0; i < all.n; i++) {
+		const struct etcd_kv *kv = &all.kvs[i];
+		struct broken_holder *b = &(*out)[*n];
+		json_object *cmp, *ok, *reply = NULL, *hist;
+		bool succeeded;
+		int64_t ttl_s = -1;
+		int r;
+
+		if (!etcd_holds(all.kvs, all.n, i, &blocker))
+			continue;
+		who(kv, &b->token, &b->token_len, &b->info, &b->info_len);
+		b->n_servers = 1;
+		b->left_ms = -2;
+		if (kv->lease && etcd_timetolive(e, kv->lease, etcd_deadline(lk), &ttl_s,
+						 &(struct error){ 0 }) == 0)
+			b->left_ms = ttl_s > 0 ? ttl_s * 1000 : 0;
+		cmp = json_object_new_array();
+		ok = json_object_new_array();
+		json_object_array_add(cmp, etcd_cmp_create(kv->key, kv->key_len, NULL, 0,
+							   "EQUAL", kv->create_rev));
+		json_object_array_add(ok, etcd_op_delete(kv->key, kv->key_len));
+		if ((hist = etcd_history_put(lk, "broken", b->token, b->info,
+					     kv->create_rev, -1, -1, lk->info)))
+			json_object_array_add(ok, hist);
+		json_object_get(cmp);
+		json_object_get(ok);
+		r = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &succeeded, err);
+		if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
+			json_object_get(cmp);
+			json_object_get(ok);
+			r = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply,
+				     &succeeded, err);
+		}
+		json_object_put(cmp);
+		json_object_put(ok);
+		json_object_put(reply);
+		if (r < 0) {
+			free(b->token);
+			free(b->info);
+			*b = (struct broken_holder){ 0 };
+			etcd_range_free(&all);
+			return err->exit;
+		}
+		if (succeeded)
+			(*n)++;
+		else {
+			free(b->token);
+			free(b->info);
+			*b = (struct broken_holder){ 0 };
+		}
+	}
+	etcd_range_free(&all);
+	return *n ? 0 : 1;
+}
+
+enum extend_result etcd_extend_token(struct lock *lk, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	struct etcd_range r = { 0 };
+	char *key = NULL;
+	int64_t lease, ttl_s;
+	int found = find_token(lk, lk->token, &r, &key, &lease, err);
+
+	etcd_range_free(&r);
+	free(key);
+	if (found < 0)
+		return EXTEND_FAILED;
+	if (found > 0)
+		return EXTEND_LOST;
+	if (etcd_keepalive(e, lease, etcd_deadline(lk), &ttl_s, err) < 0)
+		return EXTEND_FAILED;
+	return ttl_s > 0 ? EXTEND_OK : EXTEND_LOST;
+}

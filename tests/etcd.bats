@@ -1,0 +1,480 @@
+#!/usr/bin/env bats
+# etcd.bats - the etcd engine on real etcd 3.4 servers (Debian's
+# etcd-server): concurrency.Mutex's layout, so that `etcdctl lock` and
+# dlock exclude each other both ways; the lease kept alive and its loss
+# (revoked, key deleted, server stopped); fences; -s, --limit; status,
+# history, release --force, acquire/extend/release; a three-member
+# cluster losing members; authentication and TLS. One server for the
+# file, started in setup_file; the cluster, TLS and auth servers in their
+# own tests; every one stopped, pass or fail.
+
+load helpers
+load etcd_helpers
+
+setup_file() {
+	start_etcd "$BATS_FILE_TMPDIR" e1 || return 1
+	export EP
+	EP=$(<"$BATS_FILE_TMPDIR/e1/ep")
+	export S=etcd://$EP
+}
+
+teardown_file() {
+	stop_etcd "$BATS_FILE_TMPDIR" e1
+}
+
+setup() {
+	common_setup
+	# a name per test: no test sees another's keys
+	K=t$BATS_TEST_NUMBER
+}
+
+teardown() {
+	stop_all
+	[[ -z ${CLUSTER:-} ]] || stop_etcd "$T" $CLUSTER
+}
+
+# envjob ID: the command of background holders here: its ETCD_* and
+# DLOCK_* variables in ID.env, then ID.ready; ends when ID.release exists
+envjob() {
+	cat >"$T/envjob" <<'EOS'
+#!/bin/sh
+env | grep -E '^(DLOCK|ETCD)_' >"$1.env"
+: >"$1.ready"
+i=0
+while [ ! -e "$1.release" ]; do
+	i=$((i + 1)); [ $i -le 1200 ] || exit 99
+	sleep 0.05
+done
+EOS
+	chmod +x "$T/envjob"
+}
+
+# ---- URLs and options -------------------------------------------------------
+
+@test "bad etcd URLs and options etcd cannot honour are usage errors (64)" {
+	run -64 --separate-stderr dlock -S etcd:// k true
+	[[ $stderr == *"missing host"* ]]
+	run -64 dlock -S etcd://127.0.0.1:99999 k true
+	run -64 dlock -S etcd://127.0.0.1:2379/path k true
+	run -64 dlock -S 'etcd://127.0.0.1:2379?x=1' k true
+	run -64 dlock -S etcd://h1:1,,h2:2 k true
+	run -64 --separate-stderr dlock -S 'etcd://:secret@127.0.0.1:1' k true
+	[[ $stderr != *secret* ]]
+	run -64 --separate-stderr dlock -S etcd://127.0.0.1:1 -S etcd://127.0.0.1:2 k true
+	[[ $stderr == *"one server URL"* ]]
+	run -64 --separate-stderr dlock -S etcd://127.0.0.1:1 --wait-replicas 1 k true
+	[[ $stderr == *"etcd cannot --wait-replicas"* ]]
+	run -64 dlock -S etcd://127.0.0.1:1 --tls-ca /dev/null k true
+	run -64 dlock -S etcd://127.0.0.1:1 -S redis://127.0.0.1:1 k true
+}
+
+@test "nothing listening: 69 after the bounded tries, the command never run" {
+	local port
+	port=$(free_port)
+	run -69 --separate-stderr dlock -S "etcd://127.0.0.1:$port" -w 1 "$K" touch "$T/ran"
+	[[ $stderr == *"etcd://127.0.0.1:$port: connection refused"* ]]
+	[[ ! -e $T/ran ]]
+}
+
+@test "a server that is not etcd's gateway: 70, naming what it said" {
+	local port
+	port=$(free_port)
+	python3 -m http.server --bind 127.0.0.1 "$port" >/dev/null 2>&1 3>&- &
+	track $!
+	wait_until 10 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$port"
+	run -70 --separate-stderr dlock -S "etcd://127.0.0.1:$port" "$K" touch "$T/ran"
+	[[ $stderr == *"etcd://127.0.0.1:$port: HTTP status 501"* ]]
+	[[ ! -e $T/ran ]]
+}
+
+@test "a waiter interrupted gives its place back: no key, no lease left" {
+	envjob
+	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	start_bg w -S "$S" "$K" touch "$T/w.ran"
+	wait_until 5 n_keys "$K" 2
+	kill -TERM "$(<"$T/w.dlock")"
+	reap w
+	((bg_status == 143))
+	n_keys "$K" 1
+	touch "$T/h.release"
+	reap h
+	no_lock_key "$K"
+	no_lease_left
+}
+
+# ---- the lock ----------------------------------------------------------------
+
+@test "runs the command with DLOCK_FENCE the key's create revision, ETCD_LOCK_KEY and ETCD_LOCK_REV as etcdctl lock sets them; nothing left after" {
+	run -0 dlock -S "$S" "$K" sh -c 'echo "$DLOCK_KEY $DLOCK_TOKEN $DLOCK_FENCE $ETCD_LOCK_KEY $ETCD_LOCK_REV"'
+	read -r key token fence ekey erev <<<"$output"
+	[[ $key == "dlock:$K" ]]
+	[[ $token =~ ^[0-9a-f]{32}$ ]]
+	[[ $ekey =~ ^dlock:$K/[0-9a-f]{1,16}$ ]]
+	[[ $fence =~ ^[0-9]+$ && $fence == "$erev" ]]
+	no_lock_key "$K"
+	no_lease_left
+}
+
+@test "fences strictly increase from one holder to the next" {
+	local last=0 f
+	for n in 1 2 3 4; do
+		f=$(dlock -S "$S" "$K" sh -c 'echo $DLOCK_FENCE')
+		((f > last))
+		last=$f
+	done
+	run -0 dlock -S "$S" -s "$K" sh -c 'echo $DLOCK_FENCE'
+	((output > last))
+}
+
+@test "-n against a holder fails with 1 (or -E) and leaves no key of its own" {
+	envjob
+	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	run -1 dlock -S "$S" -n "$K" touch "$T/ran"
+	run -7 dlock -S "$S" -n -E 7 "$K" touch "$T/ran"
+	[[ ! -e $T/ran ]]
+	(($(lock_keys "$K" | wc -l) == 1))
+	touch "$T/h.release"
+	reap h
+	((bg_status == 0))
+	no_lock_key "$K"
+	no_lease_left
+}
+
+@test "waiters wake as soon as the holder releases, in arrival order (FIFO)" {
+	envjob
+	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	for w in 1 2 3; do
+		start_bg "w$w" -S "$S" "$K" sh -c "echo w$w >>'$T/order'"
+		wait_until 5 n_keys "$K" $((w + 1)) ||
+			{ lock_keys "$K"; cat "$T"/w*.err; false; }
+	done
+	touch "$T/h.release"
+	for w in 1 2 3; do reap "w$w"; ((bg_status == 0)); done
+	[[ $(cat "$T/order") == $'w1\nw2\nw3' ]]
+	no_lock_key "$K"
+	no_lease_left
+}
+
+@test "a waiter keeps its lease alive while it waits longer than the TTL" {
+	envjob
+	start_bg h -S "$S" -t 2 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	start_bg w -S "$S" -t 2 "$K" touch "$T/w.ran"
+	wait_until 5 n_keys "$K" 2
+	sleep 3.5	# past the waiter's TTL: its key must still be there
+	(($(lock_keys "$K" | wc -l) == 2))
+	touch "$T/h.release"
+	reap w
+	((bg_status == 0))
+	[[ -e $T/w.ran ]]
+}
+
+@test "-w gives up in time with 1 and leaves no key behind" {
+	envjob
+	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	run -1 dlock -S "$S" -w 0.5 "$K" touch "$T/ran"
+	[[ ! -e $T/ran ]]
+	(($(lock_keys "$K" | wc -l) == 1))
+	touch "$T/h.release"
+	reap h
+}
+
+# ---- interop with etcdctl lock ----------------------------------------------------
+
+@test "etcdctl lock holds: dlock -n is refused, dlock waits and gets it once etcdctl lets go" {
+	printf '#!/bin/sh\ntouch "%s"\nwhile [ ! -e "%s" ]; do sleep 0.05; done\n' \
+		"$T/e.ready" "$T/e.release" >"$T/e.sh"
+	chmod +x "$T/e.sh"
+	etcdctl --endpoints="$EP" lock "dlock:$K" "$T/e.sh" &
+	track $!
+	wait_until 10 test -e "$T/e.ready"
+	run -1 dlock -S "$S" -n "$K" true
+	start_bg w -S "$S" "$K" touch "$T/w.ran"
+	wait_until 5 n_keys "$K" 2
+	run -0 dlock status -S "$S" "$K"
+	[[ $output == *"held, foreign"* ]]
+	[[ ! -e $T/w.ran ]]
+	touch "$T/e.release"
+	reap w
+	((bg_status == 0))
+	[[ -e $T/w.ran ]]
+}
+
+@test "dlock holds: etcdctl lock waits until dlock releases" {
+	envjob
+	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	printf '#!/bin/sh\ntest -e "%s" && touch "%s"\ntouch "%s"\n' \
+		"$T/h.release" "$T/e.after" "$T/e.ran" >"$T/e.sh"
+	chmod +x "$T/e.sh"
+	etcdctl --endpoints="$EP" lock "dlock:$K" "$T/e.sh" >"$T/e.out" 2>&1 &
+	track $!
+	wait_until 5 n_keys "$K" 2
+	sleep 0.3
+	[[ ! -e $T/e.ran ]]
+	touch "$T/h.release"
+	reap h
+	wait_until 10 test -e "$T/e.ran" || { cat "$T/e.out"; lock_keys "$K"; false; }
+	[[ -e $T/e.after ]]
+}
+
+# ---- the lease and its loss -----------------------------------------------------
+
+@test "etcdctl lease revoke of the holder's lease: the job is stopped and dlock exits 75" {
+	envjob
+	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	key=$(sed -n 's/^ETCD_LOCK_KEY=//p' "$T/h.env")
+	sleep 0.6	# the watch is set up after 0.5 s of the job
+	ectl lease revoke "${key##*/}"
+	reap h 5
+	((bg_status == 75))
+	grep -q "lease lost" "$T/h.err"
+	no_lock_key "$K"
+	no_lease_left
+}
+
+@test "the holder's key deleted behind its back (etcdctl del): 75 at once" {
+	envjob
+	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	key=$(sed -n 's/^ETCD_LOCK_KEY=//p' "$T/h.env")
+	sleep 0.6
+	ectl del "$key"
+	reap h 5	# far sooner than the 20 s renewal
+	((bg_status == 75))
+	grep -q "was deleted" "$T/h.err"
+	no_lease_left
+}
+
+@test "the server stopped while holding: no keepalive in time is a lost lease (75)" {
+	local pid
+	start_etcd "$T" s1
+	CLUSTER=s1
+	envjob
+	start_bg h -S "etcd://$(<"$T/s1/ep")" -t 2 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	pid=$(<"$T/s1/pid")
+	kill -STOP "$pid"
+	reap h 5
+	kill -CONT "$pid"
+	((bg_status == 75))
+	grep -q "lease lost" "$T/h.err"
+}
+
+@test "dlock killed with -9: the lock lapses with its lease" {
+	envjob
+	start_bg h -S "$S" -t 2 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	kill -KILL "$(<"$T/h.dlock")"
+	touch "$T/h.release"
+	run -0 dlock -S "$S" -w 5 "$K" true
+	wait_until 5 no_lease_left
+}
+
+# ---- modes -------------------------------------------------------------------------
+
+@test "-s: shared holders together, an exclusive one waits for them all" {
+	envjob
+	start_bg a -S "$S" -s "$K" "$T/envjob" "$T/a"
+	start_bg b -S "$S" -s "$K" "$T/envjob" "$T/b"
+	wait_until 5 test -e "$T/a.ready" -a -e "$T/b.ready"
+	run -1 dlock -S "$S" -n "$K" true
+	run -0 dlock status -S "$S" "$K"
+	[[ $output == *"held, shared, 2 holders"* ]]
+	start_bg x -S "$S" "$K" touch "$T/x.ran"
+	wait_until 5 n_keys "$K" 3
+	# a shared one after an exclusive waiter waits too (FIFO)
+	run -1 dlock -S "$S" -s -n "$K" true
+	touch "$T/a.release"
+	reap a
+	sleep 0.3
+	[[ ! -e $T/x.ran ]]
+	touch "$T/b.release"
+	reap x
+	((bg_status == 0))
+	reap b
+}
+
+@test "--limit 2: two holders at once, the third waits for one of them" {
+	envjob
+	start_bg a -S "$S" --limit 2 "$K" "$T/envjob" "$T/a"
+	start_bg b -S "$S" --limit 2 "$K" "$T/envjob" "$T/b"
+	wait_until 5 test -e "$T/a.ready" -a -e "$T/b.ready"
+	run -1 dlock -S "$S" --limit 2 -n "$K" true
+	start_bg c -S "$S" --limit 2 "$K" touch "$T/c.ran"
+	wait_until 5 n_keys "$K" 3
+	touch "$T/b.release"
+	reap c
+	((bg_status == 0))
+	touch "$T/a.release"
+	reap a
+	reap b
+	no_lock_key "$K"
+}
+
+@test "re-entry: a nested dlock on the same lock runs at once with the same fence" {
+	run -0 dlock -S "$S" "$K" sh -c 'echo $DLOCK_FENCE; "$DLOCK" -S "'"$S"'" -n '"$K"' sh -c "echo \$DLOCK_FENCE"'
+	[[ ${lines[0]} == "${lines[1]}" ]]
+}
+
+@test "-k: two etcd locks all or none" {
+	run -0 dlock -S "$S" -k "${K}a" -k "${K}b" sh -c 'echo $DLOCK_KEYS'
+	[[ $output == "dlock:${K}a dlock:${K}b" ]]
+	no_lock_key "${K}a"
+	no_lock_key "${K}b"
+}
+
+# ---- inspection and repair ---------------------------------------------------------
+
+@test "status shows the holder, its lease's time left and the waiters in order; JSON too" {
+	envjob
+	start_bg h -S "$S" -t 20 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	start_bg w -S "$S" "$K" true
+	wait_until 5 n_keys "$K" 2
+	run -0 dlock status -S "$S" "$K"
+	[[ $output == *"held, exclusive"* ]]
+	[[ $output == *"envjob"* ]]
+	[[ $output == *"waiting, in queue order"* ]]
+	run -0 dlock status -S "$S" --json "$K"
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); l=d["locks"][0]
+assert d["engine"] == "etcd"
+assert l["state"] == "held" and len(l["holders"]) == 1 and l["waiting"] == 1, l
+assert 0 < l["holders"][0]["ttl_ms"] <= 20000, l' "$output"
+	run -0 dlock status -S "$S"
+	[[ $output == *"$K "*held* ]]
+	touch "$T/h.release"
+	reap h
+	reap w
+	run -1 dlock status -S "$S" "$K"
+	[[ $output == "$K: free" ]]
+}
+
+@test "history: acquired and released with exit status and fence, trimmed to --history" {
+	run -3 dlock -S "$S" --history 4 "$K" sh -c 'exit 3'
+	for n in 1 2 3 4; do dlock -S "$S" --history 4 "$K" true; done
+	run -0 dlock history -S "$S" -n 20 --json "$K"
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); ev=d["events"]
+assert 4 <= len(ev) <= 6, len(ev)
+assert ev[0]["event"] == "released" and ev[0]["exit"] == 0 and ev[0]["fence"] > 0, ev[0]
+assert ev[1]["event"] == "acquired" and ev[1]["fence"] == ev[0]["fence"], ev[1]' "$output"
+}
+
+@test "release --force deletes the holder's key: it is told at once and exits 75" {
+	envjob
+	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	sleep 0.6
+	run -0 dlock release -S "$S" --force "$K"
+	[[ $output == *"broken: root@"* || $output == *"broken: "*"@"* ]]
+	reap h 5
+	((bg_status == 75))
+	run -0 dlock history -S "$S" "$K"
+	[[ $output == *broken* ]]
+	run -1 dlock release -S "$S" --force "$K"
+	no_lease_left
+}
+
+@test "acquire, extend and release in separate processes, by the token" {
+	run -0 dlock acquire -S "$S" -t 3 "$K"
+	token=$output
+	run -1 dlock -S "$S" -n "$K" true
+	sleep 1.5
+	run -0 dlock extend -S "$S" --token "$token" "$K"
+	sleep 2	# past the first lease's end: extended
+	run -1 dlock -S "$S" -n "$K" true
+	run -1 dlock release -S "$S" --token 0123456789abcdef0123456789abcdef "$K"
+	run -0 dlock release -S "$S" --token "$token" "$K"
+	no_lock_key "$K"
+	no_lease_left
+	run -1 dlock extend -S "$S" --token "$token" "$K"
+	eval "$(dlock acquire -S "$S" --export "$K")"
+	run -0 dlock -S "$S" -n "$K" sh -c 'echo $DLOCK_FENCE'
+	[[ $output == "$DLOCK_FENCE" ]]
+	run -0 dlock release -S "$S" "$K"
+}
+
+# ---- a cluster of three -------------------------------------------------------------
+
+@test "three members: one killed, the job goes on; all killed, 75 holding and 69 acquiring" {
+	start_etcd "$T" m1 m2 m3
+	CLUSTER="m1 m2 m3"
+	local url="etcd://$(<"$T/m1/ep"),$(<"$T/m2/ep"),$(<"$T/m3/ep")"
+	envjob
+	# a TTL that an election (0.5 s here) and a loaded machine fit in
+	start_bg h -S "$url" -t 4 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	kill -KILL "$(<"$T/m1/pid")"	# the member dlock talks to
+	sleep 4.5	# more than a TTL: renewals go to the others
+	alive "$(<"$T/h.dlock")" || fail "$(cat "$T/h.err")"
+	run -0 dlock status -S "$url" "$K"
+	touch "$T/h.release"
+	reap h
+	((bg_status == 0))
+
+	start_bg h2 -S "$url" -t 4 "$K" "$T/envjob" "$T/h2"
+	wait_until 5 test -e "$T/h2.ready"
+	kill -KILL "$(<"$T/m2/pid")" "$(<"$T/m3/pid")"
+	reap h2 8
+	((bg_status == 75))
+	run -69 dlock -S "$url" -w 1 "$K" true
+}
+
+# ---- credentials and TLS ---------------------------------------------------------------
+
+@test "authentication: the user and password from the URL or --password-file; a wrong one is 77" {
+	start_etcd "$T" a1
+	CLUSTER=a1
+	local ep
+	ep=$(<"$T/a1/ep")
+	etcdctl --endpoints="$ep" user add root:rootpw >/dev/null
+	etcdctl --endpoints="$ep" user add ann:annpw >/dev/null
+	etcdctl --endpoints="$ep" role add locker >/dev/null
+	etcdctl --endpoints="$ep" role grant-permission locker --prefix=true readwrite dlock: >/dev/null
+	etcdctl --endpoints="$ep" user grant-role ann locker >/dev/null
+	etcdctl --endpoints="$ep" auth enable >/dev/null
+	run -0 dlock -S "etcd://ann:annpw@$ep" "$K" true
+	printf 'annpw\n' >"$T/pw"
+	run -0 dlock -S "etcd://ann@$ep" --password-file "$T/pw" "$K" true
+	run -77 --separate-stderr dlock -S "etcd://ann:wrong@$ep" "$K" true
+	[[ $stderr == *"authentication failed"* ]]
+	run -77 dlock -S "etcd://$ep" "$K" true
+	run -77 dlock -S "etcd://ann:annpw@$ep" --prefix other: "$K" true
+}
+
+@test "etcds://: TLS with a test CA; a server the CA did not sign is refused" {
+	command -v openssl >/dev/null || skip_unless_strict "no openssl"
+	local d=$T/pki port pport
+	mkdir -p "$d"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=testca \
+		-keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null
+	openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
+		-keyout "$d/srv.key" -out "$d/srv.csr" 2>/dev/null
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$d/ext"
+	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" \
+		-CAcreateserial -days 2 -extfile "$d/ext" -out "$d/srv.crt" 2>/dev/null
+	port=$(free_port) pport=$(free_port)
+	mkdir -p "$T/tls1"
+	etcd --name tls1 --data-dir "$T/tls1/data" \
+		--listen-client-urls "https://127.0.0.1:$port" \
+		--advertise-client-urls "https://127.0.0.1:$port" \
+		--listen-peer-urls "http://127.0.0.1:$pport" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+		--initial-cluster "tls1=http://127.0.0.1:$pport" \
+		--cert-file "$d/srv.crt" --key-file "$d/srv.key" \
+		--log-level error >"$T/tls1/log" 2>&1 3>&- &
+	echo $! >"$T/tls1/pid"
+	CLUSTER=tls1
+	wait_until 10 etcdctl --endpoints="https://127.0.0.1:$port" --cacert "$d/ca.crt" \
+		endpoint health >/dev/null 2>&1
+	run -0 dlock -S "etcds://127.0.0.1:$port" --tls-ca "$d/ca.crt" "$K" sh -c 'echo $DLOCK_FENCE'
+	[[ $output =~ ^[0-9]+$ ]]
+	run -69 --separate-stderr dlock -S "etcds://127.0.0.1:$port" -w 1 "$K" true
+	[[ $stderr == *certificate* ]]
+	run -0 dlock -S "etcds://localhost:$port" --tls-ca "$d/ca.crt" -t 3 "$K" sleep 1.2
+}
