@@ -716,7 +716,9 @@ static int publish_server(const struct node *n, const struct view *v,
 	if (!out->url || !out->says || !out->tokens)
 		return -1;
 	for (size_t i = 0; i < v->n_holders; i++, out->n_tokens++)
-		if (!(out->tokens[i] = dup_bytes(v->holders[i].token, v->holders[i].token_len)))
+		if (!(out->tokens[i] = v->holders[i].token ?
+		      dup_bytes(v->holders[i].token, v->holders[i].token_len) :
+		      strdup("")))
 			return -1;
 	return 0;
 }

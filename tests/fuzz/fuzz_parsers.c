@@ -38,9 +38,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 0:
 		url_parse(text, &urls[0], err, sizeof err);
 		break;
-	case 1:
-		config_parse_servers(text, urls, 4, &n_urls, err, sizeof err);
+	case 1: {	/* a server list, split and parsed by its engine */
+		char *list[8];
+		const struct engine *engine;
+		void *servers;
+
+		n_urls = 0;
+		if (config_split_servers(text, list, 8, &n_urls, err, sizeof err) == 0 &&
+		    config_parse_servers(list, n_urls, &engine, &servers, err,
+					 sizeof err) == 0)
+			engine->free_servers(servers, n_urls);
+		while (n_urls > 0)
+			free(list[--n_urls]);
 		break;
+	}
 	case 2:
 		config_parse(text, size - 1, &cf, err, sizeof err);	/* NULs too */
 		break;

@@ -30,7 +30,10 @@
 #include "commands.h"
 #include "lock.h"
 #include "signals.h"
+#include "url.h"
 #include "wait.h"
+
+extern const struct engine redis_engine;
 
 #define SEP "\n--\n"	/* between two connections' parts */
 #define MAX_CONNS 64
@@ -175,8 +178,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	parts_left = true;
 	n_peers = 0;
 	p = (struct lock_params){
-		.name = "K", .prefix = "dlock:", .urls = urls,
-		.n_urls = n_servers[flags & FLAG_SERVERS],
+		.name = "K", .prefix = "dlock:", .engine = &redis_engine,
+		.servers = urls, .n_servers = n_servers[flags & FLAG_SERVERS],
 		.password = flags & FLAG_HANDSHAKE ? "secret" : NULL,
 		.ttl_ms = 30000, .node_timeout_ms = 100,
 		.limit = modes[(flags & FLAG_MODE) >> 3],
@@ -184,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.wait_replicas = flags & FLAG_REPLICAS ? 1 : 0,
 		.command = "fuzz", .history = 100,
 	};
-	for (size_t i = 0; i < p.n_urls; i++) {
+	for (size_t i = 0; i < p.n_servers; i++) {
 		/* a path each: one server named twice is a usage error */
 		snprintf(text, sizeof text, "unix:/nonexistent/dlock-fuzz-%zu.sock%s",
 			 i, flags & FLAG_HANDSHAKE ? "?db=2" : "");
