@@ -46,11 +46,12 @@ my_up() { mariadb -S "$MY_DIR/sock" -uroot -e 'SELECT 1' >/dev/null 2>&1; }
 my_up_or_dead() { my_up || ! kill -0 "$(cat "$MY_DIR/pid.mine" 2>/dev/null)" 2>/dev/null; }
 
 # Starts mariadbd on the data directory made by my_start_server (again,
-# after a test stopped it). 3>&-: else bats waits for the server to exit.
+# after a test stopped it). 3>&-: else bats waits for the server to exit;
+# in a subshell: not a job of the test's shell, which would say "Killed".
 my_run_server() {
-	mariadbd --defaults-file="$MY_DIR/my.cnf" --user=mysql \
+	(mariadbd --defaults-file="$MY_DIR/my.cnf" --user=mysql \
 		>>"$MY_DIR/out.log" 2>&1 </dev/null 3>&- &
-	echo $! >"$MY_DIR/pid.mine"
+	echo $! >"$MY_DIR/pid.mine")
 	wait_until 30 my_up_or_dead || return 1
 	my_up
 }
