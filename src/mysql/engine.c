@@ -363,6 +363,11 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 		fprintf(f, "SELECT GET_LOCK(%s, %.3f);", m->lit, secs);
 		b->get = n++;
 	}
+	/* one transaction, one flush of the redo log for both rows */
+	if (!p->no_fence && p->history > 0) {
+		fprintf(f, "START TRANSACTION;");
+		n++;
+	}
 	if (!p->no_fence) {
 		fprintf(f, "INSERT INTO dlock_locks (name, fence, conn, token, holder, ttl_ms, lock_name) "
 			"SELECT %s, LAST_INSERT_ID(1), CONNECTION_ID(), %s, %s, %" PRId64 ", %s "
@@ -379,6 +384,8 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 			"FROM DUAL WHERE IS_USED_LOCK(%s) = CONNECTION_ID();",
 			m->rowkey, tok, info, m->lit);
 		b->history = n++;
+		fprintf(f, "COMMIT;");
+		n++;
 	}
 	if ((with & WITH_HOLDER) && !p->no_fence) {
 		fprintf(f, "SELECT holder, fence FROM dlock_locks WHERE name = %s "
@@ -955,12 +962,17 @@ static char *release_sql(struct lock *lk, const struct release_how *how,
 		return NULL;
 	}
 	if (history && how->job) {
-		fprintf(f, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, exit_status, held_ms) "
+		/* the event and the trim in one transaction: one flush */
+		fprintf(f, "START TRANSACTION;INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, exit_status, held_ms) "
 			"SELECT %s, " MY_NOW_MS ", IF(IS_USED_LOCK(%s) = CONNECTION_ID(), 'released', 'lost'), "
 			"%s, %s, %lld, %s, %" PRId64 " FROM DUAL;",
 			m->rowkey, m->lit, tok, info, m->fence, status,
 			clock_now_ms() - lk->acquired_ms);
-		n++;
+		fprintf(f, "DELETE FROM dlock_history WHERE name = %s AND id <= "
+			"(SELECT id FROM (SELECT id FROM dlock_history WHERE name = %s "
+			"ORDER BY id DESC LIMIT 1 OFFSET %ld) AS t);COMMIT;",
+			m->rowkey, m->rowkey, p->history);
+		n += 4;
 	} else if (history && m->event_id) {
 		/* an acquisition no command used: the history forgets it */
 		fprintf(f, "DELETE FROM dlock_history WHERE id = %llu AND IS_USED_LOCK(%s) = CONNECTION_ID();",
@@ -969,11 +981,6 @@ static char *release_sql(struct lock *lk, const struct release_how *how,
 	}
 	fprintf(f, "SELECT RELEASE_LOCK(%s)", m->lit);
 	*release_at = n++;
-	if (history)
-		fprintf(f, ";DELETE FROM dlock_history WHERE name = %s AND id <= "
-			"(SELECT id FROM (SELECT id FROM dlock_history WHERE name = %s "
-			"ORDER BY id DESC LIMIT 1 OFFSET %ld) AS t)",
-			m->rowkey, m->rowkey, p->history);
 	free(info);
 	if (fclose(f) != 0) {
 		free(s);
