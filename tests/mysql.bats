@@ -467,3 +467,23 @@ assert ev[0]["held_ms"] >= 0 and ev[0]["host"], ev
 	nothing_left dlock:A
 	nothing_left dlock:B
 }
+
+@test "the man page's tables and grants: an account without CREATE takes locks, fences and history" {
+	local ddl
+	ddl=$(man_block '*The fence.*')
+	[[ $ddl == *"CREATE TABLE dlock_locks"*"CREATE TABLE dlock_history"*GRANT* ]] || fail "no DDL in dlock(1): $ddl"
+	my "DROP DATABASE IF EXISTS app; CREATE DATABASE app;
+		DROP USER IF EXISTS 'cron'@'%'; CREATE USER 'cron'@'%' IDENTIFIED BY 'cronpass'"
+	mariadb -S "$MY_DIR/sock" -uroot app -e "$ddl" || fail "the DDL does not run"
+	local u="mysql://cron:cronpass@127.0.0.1:$MY_PORT/app"
+	run -0 dlock -S "$u" K sh -c 'echo $DLOCK_FENCE'
+	assert_output 1
+	run -0 dlock -S "$u" K sh -c 'echo $DLOCK_FENCE'
+	assert_output 2
+	run -0 dlock history -S "$u" K
+	assert_line --index 1 --regexp '^[0-9.]+s ago +released '
+	run -0 dlock -S "$u" --history 1 K true
+	[[ $(my "SELECT COUNT(*) FROM app.dlock_history") == 1 ]] || fail "not trimmed"
+	my "DROP DATABASE app; DROP USER 'cron'@'%'"
+	nothing_left
+}

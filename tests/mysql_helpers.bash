@@ -202,12 +202,23 @@ c.close()
 EOF
 }
 
-# The GET_LOCK name of prefix + key as dlock(1) says to compute it in SQL
+# man_block TEXT: the man page's first code block after the paragraph
+# that starts with TEXT, as the reader sees it
+man_block() {
+	awk -v start="$1" '
+		index($0, start) == 1 { found = 1 }
+		found && /^```$/ { if (inside) exit; inside = 1; next }
+		inside' "$BATS_TEST_DIRNAME/../man/dlock.1.scd" | sed 's/\\\\/\\/g'
+}
+
+# sql_name PREFIX KEY: the GET_LOCK name, by the SQL dlock(1) gives for it
 sql_name() {
-	my "SET @n = CAST(CONCAT('$1', X'$(printf %s "$2" | od -An -v -tx1 | tr -d ' \n')') AS BINARY);
-SELECT IF(LENGTH(@n) <= 64 AND @n NOT REGEXP '[^ -~]', @n,
-	CONCAT(REGEXP_REPLACE(CONVERT(LEFT(@n, 32) USING latin1), '[^ -~]', '_'),
-	       LEFT(SHA2(@n, 256), 32)))"
+	local sql hex
+	sql=$(man_block '*The name.*')
+	[[ $sql == *"CONCAT('dlock:', X'6e696768746c79')"* ]] || fail "no name SQL in dlock(1): $sql"
+	hex=$(printf %s "$2" | od -An -v -tx1 | tr -d ' \n')
+	sql=${sql/"CONCAT('dlock:', X'6e696768746c79')"/"CONCAT('$1', X'$hex')"}
+	my "$sql"
 }
 
 # A pooler that moves sessions, as far as dlock can tell: a TCP relay to
