@@ -186,12 +186,16 @@ assert ev[0]["event"] == "released", ev[0]
 	nothing_left
 }
 
-@test "the server stopped while holding: not renewed in time, 75" {
+@test "the server stopped (SIGSTOP) while holding: not renewed in time, 75; while acquiring: 69" {
 	hold h -S "$U" -t 2 K
 	wait_ready h
 	kill -STOP "$(cat "$MY_DIR/pid.mine")"
 	reap h 8
+	# acquiring: the handshake gets no answer within --node-timeout
+	run -69 --separate-stderr dlock -S "$U" -n --node-timeout 0.3 K touch "$T/ran"
 	kill -CONT "$(cat "$MY_DIR/pid.mine")"
+	assert_equal "$stderr" "dlock: K: mysql://127.0.0.1:$MY_PORT: no answer in time (connecting)"
+	[[ ! -e $T/ran ]] || fail "the command ran"
 	assert_equal "$bg_status" 75
 	grep -q TERM "$T/h.sig" || fail "the job was not signalled"
 	nothing_left
