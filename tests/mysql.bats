@@ -35,6 +35,14 @@ teardown() { stop_all; }
 	nothing_left
 }
 
+@test "a nested dlock in the job re-enters (the row names its token); another token waits" {
+	run -0 dlock -S "$U" K sh -c "\"\$DLOCK\" -S '$U' -n K sh -c 'echo \$DLOCK_FENCE \$DLOCK_TOKEN'; echo \$DLOCK_FENCE \$DLOCK_TOKEN"
+	assert_equal "${lines[0]}" "${lines[1]}"
+	run -1 dlock -S "$U" K sh -c "DLOCK_TOKEN=0123456789abcdef0123456789abcdef \"\$DLOCK\" -S '$U' -n K true"
+	assert_output ''
+	nothing_left
+}
+
 @test "mariadb:// is the same engine; DLOCK_TOKEN is 128 random bits" {
 	run -0 dlock -S "mariadb://dl:secret@127.0.0.1:$MY_PORT/dlock" K sh -c 'echo $DLOCK_TOKEN'
 	assert_output --regexp '^[0-9a-f]{32}$'
@@ -370,7 +378,15 @@ assert 0 < h["ttl_ms"] <= 30000, h
 ' "$output" "$fence" "$(job_var h DLOCK_TOKEN)" || fail "$output"
 	run -0 dlock status -S "$U"
 	assert_line --index 1 --regexp '^K +held +exclusive +1 '
+	# a waiter, in the server's blocking GET_LOCK
+	start_bg w -S "$U" K true
+	wait_until 5 has_waiter || fail "dlock is not waiting in GET_LOCK"
+	run -0 dlock status -S "$U" K
+	assert_line --index 0 "K: held, exclusive, 1 waiting, fencing counter $fence"
 	finish h
+	reap w
+	assert_equal "$bg_status" 0
+	fence=$((fence + 1))
 	run -1 dlock status -S "$U" K
 	assert_output --regexp "^K: free, fencing counter $fence"
 	nothing_left

@@ -415,10 +415,18 @@ bool my_denied(unsigned err_no)
 	return false;
 }
 
+/* What the next try may not meet: waited out as an outage (69). */
+static bool transient(unsigned err_no)
+{
+	return err_no == ER_LOCK_DEADLOCK || err_no == ER_LOCK_WAIT_TIMEOUT ||
+	       err_no == ER_OPTION_PREVENTS_STATEMENT;	/* read-only now */
+}
+
 void my_error(const struct my_conn *c, const char *what, struct error *err)
 {
 	int exit = my_denied(c->err_no) ? EX_NOPERM :
-		   my_gone(c->err_no) || c->broken ? EX_UNAVAILABLE : EX_SOFTWARE;
+		   my_gone(c->err_no) || c->broken || transient(c->err_no) ?
+		   EX_UNAVAILABLE : EX_SOFTWARE;
 
 	error_set(err, exit, "%s: %s%s%s", c->u->text, what ? what : "",
 		  what ? ": " : "", c->err_no ? c->err_msg : "connection lost");
