@@ -213,6 +213,9 @@ int my_url_parse(const char *s, struct my_url *u, char *err, size_t errlen)
 	if (u->socket[0])
 		snprintf(u->text, sizeof u->text, "%s://%s?socket=%s", u->scheme,
 			 u->host[0] ? u->host : "localhost", u->socket);
+	else if (strcmp(u->host, "localhost") == 0 && !u->port)
+		/* Connector/C's default unix socket, as the mysql client's */
+		snprintf(u->text, sizeof u->text, "%s://localhost", u->scheme);
 	else if (strchr(u->host, ':'))
 		snprintf(u->text, sizeof u->text, "%s://[%s]:%d", u->scheme, u->host,
 			 u->port ? u->port : 3306);

@@ -23,7 +23,8 @@ struct my_url {
 	char database[65];	/* "": none */
 	enum my_tls tls;
 	char text[400];		/* for messages: scheme://host:port, no user
-				 * or password; a socket's path after ?socket= */
+				 * or password; a socket's path after ?socket=;
+				 * scheme://localhost for the default socket */
 };
 
 /* Parses s into u. Returns 0, or -1 with the reason in err (never the
