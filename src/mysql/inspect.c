@@ -166,7 +166,10 @@ static int status_one(struct lock *lk, struct my_conn *c, struct status_lock *s,
 	snprintf(s->type, sizeof s->type, "user lock");
 	if (ask(lk, c, &m, &f, &s->err) < 0) {
 		s->state = ST_UNKNOWN;
-		return c->m ? 0 : -1;	/* the connection is gone: no more */
+		if (c->m)
+			return 0;
+		*err = s->err;	/* the connection is gone: no more */
+		return -1;
 	}
 	s->n_agree = 1;
 	s->fence = f.row ? f.fence : -1;
@@ -445,14 +448,16 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	struct my_conn c;
 	struct found f;
 	char sql[64], what[160];
-	int status = EX_UNAVAILABLE;
+	int status;
 
 	*out = NULL;
 	*n = 0;
 	if (connect_to(lk, &c, err) < 0)
 		return err->exit;
-	if (ask(lk, &c, m, &f, err) < 0)
+	if (ask(lk, &c, m, &f, err) < 0) {
+		status = err->exit;
 		goto out;
+	}
 	if (f.id < 0) {
 		status = 1;
 		goto out;
@@ -497,8 +502,6 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	record_broken(lk, &c, m, &f, b);
 	status = EX_OK;
 out:
-	if (status != EX_OK && status != 1 && *out && !err->exit)
-		error_set(err, status, "out of memory");
 	my_close(&c);
 	return status;
 }
