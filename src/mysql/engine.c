@@ -1,15 +1,1080 @@
-/* engine.c - MySQL: not written yet (a placeholder the build can link). */
+/* engine.c - MySQL and MariaDB behind the engine interface (src/engine.h):
+ * GET_LOCK() on a connection of the lock's own.
+ *
+ * The lock is the connection's: the server frees it when the connection
+ * ends (RELEASE_LOCK, a KILL, a restart, or wait_timeout, which dlock sets
+ * to the TTL so that a silent holder's lock goes after about the TTL, not
+ * the default 8 hours). So one connection per lock, never reconnected
+ * behind our back; the lease is that connection kept alive and proved so:
+ * a probe every TTL/3 (IS_USED_LOCK(name) = CONNECTION_ID()) moves the
+ * loss clock, and the idle connection's socket is watched (readable: the
+ * server closed it or is about to). The fence is a counter row written
+ * while holding (LAST_INSERT_ID(fence + 1)): no server value increases
+ * across holders and restarts by itself.
+ *
+ * Acquiring is one round trip after the handshake: the session's settings,
+ * the checks (the handshake's connection id is CONNECTION_ID(): no pooler
+ * moves the session; not read-only; not Galera), GET_LOCK(name, 0), the
+ * fence row and the history event go as one batch. A refusal starts a
+ * blocking GET_LOCK with the -w time left (never a negative timeout:
+ * MariaDB answers NULL at once; "for ever" is a minute at a time), whose
+ * socket wakes the core's wait (wait_fds). At the deadline or on a signal
+ * the call is cancelled (KILL QUERY from a second connection) and its
+ * answer read: a grant that came just before is given back. */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
-#include "engine.h"
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <sys/socket.h>
+#include <mysqld_error.h>
+#include <openssl/evp.h>
+#include "clock.h"
+#include "config.h"
+#include "mylock.h"
+
+/* The longest one blocking GET_LOCK waits when -w allows more ("for
+ * ever"): then another. A dlock killed while it waits leaves a waiter in
+ * the server until then (a grant to it is freed at once: the answer
+ * cannot be sent). */
+#define WAIT_CHUNK_S 60
+/* At the -w deadline the server gives the wait up by itself: its answer
+ * is awaited that long before a KILL QUERY. */
+#define WAIT_GRACE_MS 50
+
+/* ---- settings ---------------------------------------------------------- */
 
 static int parse(const char *const *urls, size_t n, void **servers, char *err,
 		 size_t errlen)
 {
-	snprintf(err, errlen, "the MySQL engine is not written yet");
-	return -1;
+	struct my_url *u = calloc(n, sizeof *u);
+	char why[256];
+
+	if (!u) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (my_url_parse(urls[i], &u[i], why, sizeof why) < 0) {
+			engine_bad_url(urls[i], why, err, errlen);
+			free(u);
+			return -1;
+		}
+	*servers = u;
+	return 0;
+}
+
+static void free_servers(void *servers, size_t n)
+{
+	struct my_url *u = servers;
+
+	for (size_t i = 0; i < n; i++)
+		explicit_bzero(u[i].password, sizeof u[i].password);
+	free(servers);
+}
+
+static const char *server_text(const void *servers, size_t i)
+{
+	return ((const struct my_url *)servers)[i].text;
+}
+
+static bool uses_tls(const void *servers, size_t n)
+{
+	const struct my_url *u = servers;
+
+	for (size_t i = 0; i < n; i++)
+		if (u[i].tls != MY_TLS_OFF)
+			return true;
+	return false;
+}
+
+static int init(const struct settings *st, struct error *err)
+{
+	/* before any thread: the library's own set-up is not thread-safe */
+	if (mysql_library_init(0, NULL, NULL) != 0) {
+		error_set(err, EX_SOFTWARE, "cannot initialise the MariaDB client library");
+		return -1;
+	}
+	return 0;
+}
+
+static void end(void)
+{
+	mysql_library_end();
+}
+
+static const char *cannot(unsigned cap)
+{
+	switch (cap) {
+	case CAP_SHARED:
+		return "GET_LOCK has no shared mode";
+	case CAP_LIMIT:
+		return "GET_LOCK has one holder per name";
+	case CAP_FAIR:
+		return "the server grants GET_LOCK's waiters in no defined order";
+	case CAP_STEPS:
+		return "the lock lives and dies with the connection of the dlock that took it";
+	case CAP_SEVERAL:
+		return "one server is the lock (a replica never sees GET_LOCK): name one URL";
+	case CAP_WAIT_REPLICAS:
+		return "GET_LOCK is not replicated";
+	}
+	return NULL;
+}
+
+/* ---- helpers (inspect.c uses them too) ----------------------------------- */
+
+void my_sha256(const void *a, size_t alen, const void *b, size_t blen,
+	       unsigned char *md)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned len = 32;
+
+	memset(md, 0, 32);
+	if (!ctx)
+		return;
+	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
+	    EVP_DigestUpdate(ctx, a, alen) != 1 ||
+	    EVP_DigestUpdate(ctx, b, blen) != 1 ||
+	    EVP_DigestFinal_ex(ctx, md, &len) != 1)
+		memset(md, 0, 32);
+	EVP_MD_CTX_free(ctx);
+}
+
+void my_names(struct mylock *m, const char *prefix, const char *key)
+{
+	size_t plen = strlen(prefix), klen = strlen(key);
+	char full[1024];
+
+	my_lock_name(prefix, key, my_sha256, m->name);
+	my_quote(m->name, m->lit);
+	snprintf(m->rowkey, sizeof m->rowkey,
+		 "IF(VERSION() LIKE '%%MariaDB%%', %s, LOWER(%s))", m->lit, m->lit);
+	/* for status without KEY: the name as given, cut to the column's
+	 * 1024 bytes (a longer one is listed by its first 1024) */
+	if (plen > sizeof full)
+		plen = sizeof full;
+	if (klen > sizeof full - plen)
+		klen = sizeof full - plen;
+	memcpy(full, prefix, plen);
+	memcpy(full + plen, key, klen);
+	my_hex_literal(full, plen + klen, m->full_hex);
+}
+
+int my_connect(struct my_conn *c, int64_t deadline_ms, struct error *err)
+{
+	if (my_connect_start(c, err) < 0)
+		return -1;
+	if (my_run(c, deadline_ms) == 1) {
+		my_close(c);
+		error_set(err, EX_UNAVAILABLE, "%s: no answer in time (connecting)",
+			  c->u->text);
+		return -1;
+	}
+	if (c->err_no || !c->thread_id) {
+		my_error(c, NULL, err);
+		my_close(c);
+		return -1;
+	}
+	return 0;
+}
+
+int my_query(struct my_conn *c, const char *sql, int64_t deadline_ms,
+	     struct error *err)
+{
+	if (my_send(c, sql, err) < 0)
+		return -1;
+	if (my_run(c, deadline_ms) == 1) {
+		my_close(c);
+		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", c->u->text);
+		return -1;
+	}
+	if (c->broken) {
+		my_error(c, NULL, err);
+		my_close(c);
+		return -1;
+	}
+	return 0;
+}
+
+char *my_info_sql(const char *info)
+{
+	const char *since = info, *after;
+	char *head, *tail, *out = NULL;
+	size_t hlen;
+
+	for (int tabs = 0; tabs < 3 && since; tabs++)
+		if ((since = strchr(since, '\t')))
+			since++;
+	after = since ? strchr(since, '\t') : NULL;
+	if (!after) {
+		if ((head = malloc(2 * strlen(info) + 4)))
+			my_hex_literal(info, strlen(info), head);
+		return head;
+	}
+	hlen = (size_t)(since - info);
+	head = malloc(2 * hlen + 4);
+	tail = malloc(2 * strlen(after) + 4);
+	if (head && tail) {
+		my_hex_literal(info, hlen, head);
+		my_hex_literal(after, strlen(after), tail);
+		if (asprintf(&out, "CONCAT(%s, " MY_NOW_MS ", %s)", head, tail) < 0)
+			out = NULL;
+	}
+	free(head);
+	free(tail);
+	return out;
+}
+
+/* ---- the lock ------------------------------------------------------------ */
+
+static int open_lock(struct lock *lk, struct error *err)
+{
+	struct mylock *m = calloc(1, sizeof *m);
+
+	if (!m) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	lk->e = m;
+	m->lk = lk;
+	m->u = lk->p->servers;
+	m->fence = -1;
+	my_init(&m->c, m->u, lk->p->password, lk->p->tls);
+	my_names(m, lk->p->prefix, lk->p->name);
+	lk->key = m->name;
+	return 0;
+}
+
+static void close_lock(struct lock *lk)
+{
+	struct mylock *m = M(lk);
+
+	my_close(&m->c);
+	free(m);
+	lk->key = NULL;
+}
+
+/* The lease's bound from a round that began at start_ms: the server frees
+ * the lock no sooner than wait_timeout (ceil(TTL)) after our last
+ * statement ended, which was after it began. Drift as Redis allows. */
+static int64_t valid_from(const struct lock *lk, int64_t start_ms)
+{
+	return start_ms + lk->ttl_ms - (lk->ttl_ms / 100 + 2);
+}
+
+static long wait_timeout_s(const struct lock *lk)
+{
+	return (long)((lk->ttl_ms + 999) / 1000);
+}
+
+static int begin(struct lock *lk, struct error *err)
+{
+	struct mylock *m = M(lk);
+	const struct lock_params *p = lk->p;
+
+	if (!p->no_fence && !m->u->database[0]) {
+		error_set(err, EX_NOPERM, "%s: no database for the fencing counter's table: name one in the URL (%s://HOST/DATABASE), or --no-fence",
+			  m->u->text, m->u->scheme);
+		return -1;
+	}
+	if (p->token) {
+		for (const char *t = p->token; *t; t++)
+			if (*t < 0x21 || *t > 0x7e || *t == '\'' || *t == '\\') {
+				error_set(err, EX_SOFTWARE, "bad token for MySQL");
+				return -1;
+			}
+		snprintf(lk->token, sizeof lk->token, "%s", p->token);
+	} else {
+		unsigned char r[16];
+
+		arc4random_buf(r, sizeof r);
+		for (size_t i = 0; i < sizeof r; i++)
+			sprintf(lk->token + 2 * i, "%02x", r[i]);
+	}
+	lk->fence[0] = '\0';
+	m->fence = -1;
+	m->event_id = 0;
+	return 0;
+}
+
+/* Closes the lock's connection: what it held goes with it. */
+static void drop(struct mylock *m)
+{
+	my_close(&m->c);
+	m->session_set = false;
+	m->held = false;
+	m->waiting = false;
+	m->probing = false;
+}
+
+static int connect_lock(struct lock *lk, int64_t deadline_ms, struct error *err)
+{
+	struct mylock *m = M(lk);
+
+	if (m->c.m)
+		return 0;
+	m->session_set = false;
+	return my_connect(&m->c, deadline_ms, err);
+}
+
+/* What acquire_sql() puts in a batch besides the fence row and the
+ * history event (which are written only if the lock is ours). */
+#define WITH_GET 1		/* GET_LOCK (and, first, the session's set-up) */
+#define WITH_HOLDER 2		/* who holds it, when it is not ours */
+
+/* The statements that take the lock, as one batch: the session set up and
+ * checked (first time), GET_LOCK with secs, the fence row and the history
+ * event when granted, and who holds it when not. */
+static char *acquire_sql(struct lock *lk, double secs, int with,
+			 struct my_batch *b)
+{
+	struct mylock *m = M(lk);
+	const struct lock_params *p = lk->p;
+	char *info = my_info_sql(lk->info), *sql = NULL;
+	char tok[2 * LOCK_TOKEN_MAX + 3], *s = NULL;
+	size_t len = 0;
+	FILE *f;
+	int n = 0;
+
+	*b = (struct my_batch){ -1, -1, -1, -1, -1, -1 };
+	if (!info || !(f = open_memstream(&s, &len))) {
+		free(info);
+		return NULL;
+	}
+	my_quote(lk->token, tok);
+	if (!(with & WITH_GET)) {
+		/* the lock is held: the fence row and event only */
+	} else if (!m->session_set) {
+		/* autocommit: a server whose default is off would keep the
+		 * fence row's lock in an open transaction */
+		fprintf(f, "SET SESSION wait_timeout = %ld, interactive_timeout = %ld, autocommit = 1;",
+			wait_timeout_s(lk), wait_timeout_s(lk));
+		b->set = n++;
+		fprintf(f, "SELECT CONNECTION_ID(), @@read_only, %s, VERSION();",
+			m->no_wsrep ? "0" : "@@wsrep_on");
+		b->check = n++;
+		fprintf(f, "SELECT IF(CONNECTION_ID() = %lu AND @@read_only = 0%s, GET_LOCK(%s, %.3f), -1);",
+			m->c.thread_id, m->no_wsrep ? "" : " AND @@wsrep_on = 0",
+			m->lit, secs);
+		b->get = n++;
+	} else {
+		fprintf(f, "SELECT GET_LOCK(%s, %.3f);", m->lit, secs);
+		b->get = n++;
+	}
+	/* one transaction, one flush of the redo log for both rows */
+	if (!p->no_fence && p->history > 0) {
+		fprintf(f, "START TRANSACTION;");
+		n++;
+	}
+	if (!p->no_fence) {
+		fprintf(f, "INSERT INTO dlock_locks (name, fence, conn, token, holder, ttl_ms, lock_name) "
+			"SELECT %s, LAST_INSERT_ID(1), CONNECTION_ID(), %s, %s, %" PRId64 ", %s "
+			"FROM DUAL WHERE IS_USED_LOCK(%s) = CONNECTION_ID() "
+			"ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1), "
+			"conn = VALUES(conn), token = VALUES(token), holder = VALUES(holder), "
+			"ttl_ms = VALUES(ttl_ms), lock_name = VALUES(lock_name);",
+			m->rowkey, tok, info, lk->ttl_ms, m->full_hex, m->lit);
+		b->fence = n++;
+	}
+	if (!p->no_fence && p->history > 0) {
+		fprintf(f, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence) "
+			"SELECT %s, " MY_NOW_MS ", 'acquired', %s, %s, LAST_INSERT_ID() "
+			"FROM DUAL WHERE IS_USED_LOCK(%s) = CONNECTION_ID();",
+			m->rowkey, tok, info, m->lit);
+		b->history = n++;
+		fprintf(f, "COMMIT;");
+		n++;
+	}
+	if ((with & WITH_HOLDER) && !p->no_fence) {
+		fprintf(f, "SELECT holder, fence FROM dlock_locks WHERE name = %s "
+			"AND conn = IS_USED_LOCK(%s) AND IS_USED_LOCK(%s) <> CONNECTION_ID();",
+			m->rowkey, m->lit, m->lit);
+		b->holder = n++;
+	}
+	if (fclose(f) == 0)
+		sql = s;
+	else
+		free(s);
+	free(info);
+	return sql;
+}
+
+/* A statement on the fence row failed: what to tell the user. */
+static void fence_error(struct lock *lk, struct error *err)
+{
+	struct mylock *m = M(lk);
+	char what[200];
+
+	snprintf(what, sizeof what, "writing the fencing counter in %s.dlock_locks (needs SELECT, INSERT and UPDATE on it and dlock_history; or --no-fence)",
+		 m->u->database);
+	my_error(&m->c, what, err);
+}
+
+static int create_tables(struct lock *lk, int64_t deadline_ms, struct error *err)
+{
+	struct mylock *m = M(lk);
+	char what[240];
+
+	if (my_query(&m->c, MY_DDL_LOCKS ";" MY_DDL_HISTORY, deadline_ms, err) < 0)
+		return -1;
+	if (m->c.err_no) {
+		snprintf(what, sizeof what, "creating %s.dlock_locks and dlock_history (needs CREATE, or an administrator to create them as dlock(1) shows; or --no-fence)",
+			 m->u->database);
+		my_error(&m->c, what, err);
+		return -1;
+	}
+	return 0;
+}
+
+/* The fence and event from a batch that took the lock: creates the tables
+ * on first use. Returns 0, or -1 with err (the lock then given back). */
+static int take_fence(struct lock *lk, const struct my_batch *b,
+		      int64_t deadline_ms, struct error *err)
+{
+	struct mylock *m = M(lk);
+	struct my_batch again;
+	const struct my_batch *at = b;
+	char *sql = NULL;
+
+	if (b->fence < 0)
+		return 0;
+	if (m->c.err_no && (size_t)b->fence <= m->c.err_at &&
+	    (b->holder < 0 || m->c.err_at < (size_t)b->holder)) {
+		if (m->c.err_no != ER_NO_SUCH_TABLE) {
+			fence_error(lk, err);
+			return -1;
+		}
+		if (create_tables(lk, deadline_ms, err) < 0 ||
+		    !(sql = acquire_sql(lk, 0, 0, &again))) {
+			if (!sql && !err->exit)
+				error_set(err, EX_OSERR, "out of memory");
+			return -1;
+		}
+		if (my_query(&m->c, sql, deadline_ms, err) < 0) {
+			free(sql);
+			return -1;
+		}
+		free(sql);
+		if (m->c.err_no) {
+			fence_error(lk, err);
+			return -1;
+		}
+		at = &again;
+	}
+	if ((size_t)at->fence >= m->c.n_results ||
+	    m->c.results[at->fence].affected == 0 ||
+	    m->c.results[at->fence].insert_id == 0) {
+		error_set(err, EX_SOFTWARE, "%s: the fencing counter's row was not written while the lock was held",
+			  m->u->text);
+		return -1;
+	}
+	m->fence = (long long)m->c.results[at->fence].insert_id;
+	if (at->history >= 0 && (size_t)at->history < m->c.n_results)
+		m->event_id = m->c.results[at->history].insert_id;
+	return 0;
+}
+
+/* The session's checks: the handshake's connection is the statements'
+ * (no pooler moves or shares the session: the lock is the connection's),
+ * the server takes writes (a replica never sees the primary's locks), it
+ * is no Galera node (GET_LOCK is unsupported there, MDEV-30473). */
+static int checked(struct lock *lk, const struct my_batch *b, struct error *err)
+{
+	struct my_conn *c = &M(lk)->c;
+	long long id = -1, ro = 0, wsrep = 0;
+	size_t len;
+	const char *v;
+
+	if (b->check < 0)
+		return 0;
+	if ((v = my_field(c, (size_t)b->check, 0, &len)))
+		id = strtoll(v, NULL, 10);
+	if ((v = my_field(c, (size_t)b->check, 1, &len)))
+		ro = strtoll(v, NULL, 10);
+	if ((v = my_field(c, (size_t)b->check, 2, &len)))
+		wsrep = strtoll(v, NULL, 10);
+	if (id != (long long)c->thread_id) {
+		error_set(err, EX_UNAVAILABLE, "%s: the session moved (CONNECTION_ID() %lld, the handshake's %lu): a pooler (ProxySQL, MaxScale...) between dlock and the server, where GET_LOCK, which belongs to the connection, is not safe; name the server itself",
+			  c->u->text, id, c->thread_id);
+		return -1;
+	}
+	if (ro) {
+		error_set(err, EX_UNAVAILABLE, "%s: the server is read-only (@@read_only = 1): a replica? GET_LOCK takes locks on the primary only",
+			  c->u->text);
+		return -1;
+	}
+	if (wsrep) {
+		error_set(err, EX_UNAVAILABLE, "%s: a Galera cluster node (@@wsrep_on = 1), where GET_LOCK is not supported (MDEV-30473)",
+			  c->u->text);
+		return -1;
+	}
+	M(lk)->session_set = true;
+	return 0;
+}
+
+/* One probe on the held lock: is it still this connection's? */
+static enum extend_result probe(struct lock *lk, int64_t deadline_ms,
+				struct error *err)
+{
+	struct mylock *m = M(lk);
+	struct my_conn *c = &m->c;
+	char sql[300];
+	long long ours = 0, id = -1;
+	size_t len;
+	const char *v;
+
+	if (!c->m) {
+		error_set(err, EX_TEMPFAIL, "%s: the lock's connection is gone", m->u->text);
+		return EXTEND_LOST;
+	}
+	if (!m->probing) {
+		snprintf(sql, sizeof sql, "SELECT IS_USED_LOCK(%s) = CONNECTION_ID(), CONNECTION_ID()",
+			 m->lit);
+		m->probe_ms = clock_now_ms();
+		if (my_send(c, sql, err) < 0)
+			return EXTEND_FAILED;
+		m->probing = true;
+	}
+	if (my_run(c, deadline_ms) == 1) {
+		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
+		return EXTEND_FAILED;
+	}
+	m->probing = false;
+	if (c->broken || my_gone(c->err_no)) {
+		error_set(err, EX_TEMPFAIL, "%s: the server ended the lock's connection (%s): killed, restarted, or idle past wait_timeout",
+			  m->u->text, c->err_no ? c->err_msg : "connection lost");
+		return EXTEND_LOST;
+	}
+	if (c->err_no) {
+		my_error(c, "probing the lock", err);
+		return EXTEND_FAILED;
+	}
+	if ((v = my_field(c, 0, 1, &len)))
+		id = strtoll(v, NULL, 10);
+	if (id != (long long)c->thread_id) {
+		error_set(err, EX_TEMPFAIL, "%s: the session moved (a pooler between dlock and the server?): the lock is not this connection's",
+			  m->u->text);
+		return EXTEND_LOST;
+	}
+	if (!my_int(c, 0, 0, &ours) || ours != 1) {
+		error_set(err, EX_TEMPFAIL, "%s: the lock is no longer this connection's (released with RELEASE_LOCK?)",
+			  m->u->text);
+		return EXTEND_LOST;
+	}
+	lk->valid_until_ms = valid_from(lk, m->probe_ms);
+	return EXTEND_OK;
+}
+
+static void copy_acquired(struct lock *lk, int64_t start_ms)
+{
+	struct mylock *m = M(lk);
+
+	m->held = true;
+	if (m->fence >= 0)
+		snprintf(lk->fence, sizeof lk->fence, "%lld", m->fence);
+	else
+		lk->fence[0] = '\0';
+	lk->acquired_ms = start_ms;
+}
+
+/* Starts a blocking GET_LOCK with the time -w leaves, at most a chunk.
+ * Returns 0 (started, or no time left), -1 with err. */
+static int start_wait(struct lock *lk, struct error *err)
+{
+	struct mylock *m = M(lk);
+	int64_t now_ms = clock_now_ms(), left_ms;
+	char *sql;
+
+	left_ms = lk->wait_deadline_ms < 0 ? WAIT_CHUNK_S * 1000 :
+		  lk->wait_deadline_ms - now_ms;
+	if (!lk->p->waits || left_ms <= 0)
+		return 0;
+	if (left_ms > WAIT_CHUNK_S * 1000)
+		left_ms = WAIT_CHUNK_S * 1000;
+	if (!(sql = acquire_sql(lk, (double)left_ms / 1000, WITH_GET,
+				&m->wait_batch))) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	if (my_send(&m->c, sql, err) < 0) {
+		free(sql);
+		return -1;
+	}
+	free(sql);
+	m->waiting = true;
+	m->wait_ends_ms = now_ms + left_ms;
+	return 0;
+}
+
+/* The answer to a batch that asked for the lock (b: where what is). */
+static enum lock_result answer(struct lock *lk, const struct my_batch *b,
+			       int64_t start_ms, int64_t deadline_ms,
+			       struct error *err)
+{
+	struct mylock *m = M(lk);
+	struct my_conn *c = &m->c;
+	long long got;
+	size_t len;
+	const char *v;
+
+	if (c->broken || (c->err_no && c->err_at <= (size_t)b->get)) {
+		my_error(c, NULL, err);
+		return LOCK_FAILED;
+	}
+	if (checked(lk, b, err) < 0)
+		return LOCK_FAILED;
+	if (!my_int(c, (size_t)b->get, 0, &got)) {
+		error_set(err, EX_UNAVAILABLE, "%s: GET_LOCK answered NULL: the wait was killed (KILL QUERY)?",
+			  m->u->text);
+		return LOCK_FAILED;
+	}
+	if (got != 0 && got != 1) {
+		error_set(err, EX_SOFTWARE, "%s: GET_LOCK answered %lld", m->u->text, got);
+		return LOCK_FAILED;
+	}
+	if (got == 0) {
+		lk->refused = true;
+		lk->held_by[0] = '\0';
+		if (b->holder >= 0 && (!c->err_no || c->err_at > (size_t)b->holder) &&
+		    (v = my_field(c, (size_t)b->holder, 0, &len)) && len > 0) {
+			const char *f = my_field(c, (size_t)b->holder, 1, &len);
+
+			snprintf(lk->held_by, sizeof lk->held_by, "%.*s\t%s",
+				 (int)strnlen(v, sizeof lk->held_by - 24), v, f ? f : "");
+		}
+		return LOCK_HELD;
+	}
+	m->held = true;
+	if (take_fence(lk, b, deadline_ms, err) < 0)
+		return LOCK_FAILED;
+	copy_acquired(lk, start_ms);
+	return LOCK_ACQUIRED;
+}
+
+/* A nested dlock in the job of the dlock that holds the lock: the row
+ * says which token holds it (no row with --no-fence: no re-entry). */
+static int reentered(struct lock *lk, int64_t deadline_ms, struct error *err)
+{
+	struct mylock *m = M(lk);
+	char tok[2 * LOCK_TOKEN_MAX + 3], sql[800];
+	long long yes = 0;
+	size_t len;
+	const char *f;
+
+	if (strlen(lk->reentry_token) > LOCK_TOKEN_MAX || lk->p->no_fence)
+		return 0;
+	for (const char *t = lk->reentry_token; *t; t++)
+		if (*t < 0x21 || *t > 0x7e)
+			return 0;
+	my_quote(lk->reentry_token, tok);
+	snprintf(sql, sizeof sql, "SELECT IS_USED_LOCK(%s) = conn AND token = %s, fence FROM dlock_locks WHERE name = %s",
+		 m->lit, tok, m->rowkey);
+	if (my_query(&m->c, sql, deadline_ms, err) < 0)
+		return -1;
+	if (m->c.err_no || !my_int(&m->c, 0, 0, &yes) || yes != 1)
+		return 0;
+	snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
+	f = my_field(&m->c, 0, 1, &len);
+	snprintf(lk->fence, sizeof lk->fence, "%s", f ? f : "");
+	return 1;
+}
+
+static enum lock_result take_up_wait(struct lock *lk, struct error *err);
+
+static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *err)
+{
+	struct mylock *m = M(lk);
+	int64_t start_ms = clock_now_ms(), deadline_ms = start_ms + lk->node_timeout_ms;
+	struct my_batch b;
+	enum lock_result r;
+	char *sql;
+
+	lk->refused = false;
+	if (m->waiting)
+		return take_up_wait(lk, err);
+	if (connect_lock(lk, deadline_ms, err) < 0) {
+		lk->misconfigured = m->c.tls_failed;
+		return LOCK_FAILED;
+	}
+	if (lk->reentry_token && !m->reentry_asked) {
+		int in = reentered(lk, deadline_ms, err);
+
+		m->reentry_asked = true;
+		if (in != 0) {
+			drop(m);
+			return in > 0 ? LOCK_REENTERED : LOCK_FAILED;
+		}
+	}
+	for (int round = 0;; round++) {
+		if (!(sql = acquire_sql(lk, 0, WITH_GET | WITH_HOLDER, &b))) {
+			error_set(err, EX_OSERR, "out of memory");
+			drop(m);
+			return LOCK_FAILED;
+		}
+		if (my_query(&m->c, sql, deadline_ms, err) < 0) {
+			free(sql);
+			drop(m);
+			return LOCK_FAILED;
+		}
+		free(sql);
+		/* MySQL has no @@wsrep_on (Percona XtraDB Cluster has) */
+		if (round == 0 && m->c.err_no == ER_UNKNOWN_SYSTEM_VARIABLE &&
+		    (int)m->c.err_at == b.check && !m->no_wsrep) {
+			m->no_wsrep = true;
+			continue;
+		}
+		break;
+	}
+	r = answer(lk, &b, start_ms, deadline_ms, err);
+	if (r == LOCK_ACQUIRED) {
+		lk->valid_until_ms = valid_from(lk, start_ms);
+		my_done(&m->c);
+		return r;
+	}
+	if (r == LOCK_HELD && start_wait(lk, err) == 0) {
+		*retry_ms = -1;
+		return r;
+	}
+	drop(m);
+	return r == LOCK_HELD ? LOCK_FAILED : r;
+}
+
+/* The blocking GET_LOCK under way: its answer, if it came. */
+static enum lock_result take_up_wait(struct lock *lk, struct error *err)
+{
+	struct mylock *m = M(lk);
+	int64_t start_ms = clock_now_ms();
+	enum lock_result r;
+
+	if (my_run(&m->c, start_ms) == 1) {
+		lk->refused = true;
+		return LOCK_HELD;
+	}
+	m->waiting = false;
+	r = answer(lk, &m->wait_batch, start_ms, start_ms + lk->node_timeout_ms, err);
+	if (r == LOCK_ACQUIRED) {
+		/* granted at some time since the call went: the lease is
+		 * counted from a probe's start, not the call's */
+		if (probe(lk, clock_now_ms() + lk->node_timeout_ms, err) != EXTEND_OK) {
+			drop(m);
+			if (err->exit == EX_TEMPFAIL)
+				err->exit = EX_UNAVAILABLE;
+			return LOCK_FAILED;
+		}
+		lk->acquired_ms = m->probe_ms;
+		my_done(&m->c);
+		return r;
+	}
+	if (r == LOCK_HELD) {
+		/* the server's wait is over: the next, if time is left */
+		if (start_wait(lk, err) == 0)
+			return r;
+	}
+	drop(m);
+	return r == LOCK_HELD ? LOCK_FAILED : r;
+}
+
+static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+{
+	struct mylock *m = M(lk);
+
+	if (!m->waiting || max == 0 || my_fd(&m->c) < 0)
+		return 0;
+	pfd[0] = (struct pollfd){ my_fd(&m->c), my_events(&m->c), 0 };
+	return 1;
+}
+
+static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
+{
+	return n > 0 && pfd[0].revents != 0;
+}
+
+/* KILL QUERY on the lock's connection, from a connection of its own. */
+static void kill_query(struct lock *lk, int64_t deadline_ms)
+{
+	struct mylock *m = M(lk);
+	struct my_conn k;
+	struct error ignored;
+	char sql[64];
+
+	my_init(&k, m->u, lk->p->password, lk->p->tls);
+	if (my_connect(&k, deadline_ms, &ignored) == 0) {
+		snprintf(sql, sizeof sql, "KILL QUERY %lu", m->c.thread_id);
+		my_query(&k, sql, deadline_ms, &ignored);
+	}
+	my_close(&k);
+}
+
+static void end_wait(struct lock *lk, enum lock_result r)
+{
+	struct mylock *m = M(lk);
+	long long got = 0;
+
+	if (r == LOCK_ACQUIRED)
+		return;
+	if (m->waiting) {
+		int64_t now_ms = clock_now_ms();
+
+		/* the server gives up at the -w deadline by itself */
+		if (r == LOCK_HELD && m->wait_ends_ms <= now_ms + WAIT_GRACE_MS)
+			my_run(&m->c, now_ms + lk->node_timeout_ms);
+		if (my_pending(&m->c)) {
+			kill_query(lk, clock_now_ms() + lk->node_timeout_ms);
+			my_run(&m->c, clock_now_ms() + lk->node_timeout_ms);
+		}
+		/* granted just before: closing gives it back; its history
+		 * event goes too (the fence stays used: still increasing) */
+		if (!my_pending(&m->c) && !m->c.broken &&
+		    my_int(&m->c, (size_t)m->wait_batch.get, 0, &got) && got == 1 &&
+		    m->wait_batch.history >= 0 &&
+		    (size_t)m->wait_batch.history < m->c.n_results) {
+			unsigned long long id = m->c.results[m->wait_batch.history].insert_id;
+			char sql[80];
+			struct error ignored;
+
+			snprintf(sql, sizeof sql, "DELETE FROM dlock_history WHERE id = %llu", id);
+			if (id)
+				my_query(&m->c, sql, clock_now_ms() + lk->node_timeout_ms,
+					 &ignored);
+		}
+	}
+	drop(m);
+}
+
+/* ---- holding ----------------------------------------------------------- */
+
+static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
+				 struct error *err)
+{
+	struct mylock *m = M(lk);
+	int64_t deadline_ms = clock_now_ms() + timeout_ms;
+	enum extend_result r;
+
+	if (!m->held) {
+		error_set(err, EX_TEMPFAIL, "%s: the lock is not held", m->u->text);
+		return EXTEND_LOST;
+	}
+	r = probe(lk, deadline_ms, err);
+	/* a late answer proved life at its own start: ask again, fresh */
+	if (r == EXTEND_OK && m->probe_ms < deadline_ms - timeout_ms &&
+	    clock_now_ms() < deadline_ms)
+		r = probe(lk, deadline_ms, err);
+	my_done(&m->c);
+	return r;
+}
+
+static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+{
+	struct mylock *m = M(lk);
+
+	if (!m->held || max == 0 || my_fd(&m->c) < 0)
+		return 0;
+	pfd[0] = (struct pollfd){ my_fd(&m->c), POLLIN, 0 };
+	return 1;
+}
+
+static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+			 char *note, size_t notelen)
+{
+	char b;
+
+	if (n == 0 || !pfd[0].revents)
+		return false;
+	if (recv(pfd[0].fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+		snprintf(note, notelen, "%s: the server closed the lock's connection (KILL, restart or wait_timeout)",
+			 M(lk)->u->text);
+	else
+		snprintf(note, notelen, "%s: the server spoke on the lock's idle connection (KILL?)",
+			 M(lk)->u->text);
+	return true;
+}
+
+static size_t fds(const struct lock *lk, int *out, size_t max)
+{
+	int fd = my_fd(&M(lk)->c);
+
+	if (fd < 0 || max == 0)
+		return 0;
+	out[0] = fd;
+	return 1;
+}
+
+/* The job's exit status as SQL: NULL when unknown. */
+static void exit_sql(const struct release_how *how, char *out)
+{
+	if (how->exit_status < 0)
+		strcpy(out, "NULL");
+	else
+		sprintf(out, "%d", how->exit_status & 0xffff);
+}
+
+/* The lease lost: its history event, from a connection of its own, as the
+ * lock's is gone. Best effort. */
+static void record_lost(struct lock *lk, const struct release_how *how)
+{
+	struct mylock *m = M(lk);
+	struct my_conn c;
+	struct error ignored;
+	char *info = NULL, tok[2 * LOCK_TOKEN_MAX + 3], *sql = NULL, status[16];
+	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
+
+	if (lk->p->no_fence || lk->p->history <= 0 || !how->job || m->fence < 0)
+		return;
+	my_quote(lk->token, tok);
+	info = malloc(2 * strlen(lk->info) + 4);
+	if (!info)
+		return;
+	my_hex_literal(lk->info, strlen(lk->info), info);
+	exit_sql(how, status);
+	if (asprintf(&sql, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, exit_status, held_ms) "
+		     "VALUES (%s, " MY_NOW_MS ", 'lost', %s, %s, %lld, %s, %" PRId64 ")",
+		     m->rowkey, tok, info, m->fence, status,
+		     clock_now_ms() - lk->acquired_ms) < 0)
+		sql = NULL;
+	my_init(&c, m->u, lk->p->password, lk->p->tls);
+	if (sql && my_connect(&c, deadline_ms, &ignored) == 0)
+		my_query(&c, sql, deadline_ms, &ignored);
+	my_close(&c);
+	free(sql);
+	free(info);
+}
+
+static char *release_sql(struct lock *lk, const struct release_how *how,
+			 int *release_at)
+{
+	struct mylock *m = M(lk);
+	const struct lock_params *p = lk->p;
+	char tok[2 * LOCK_TOKEN_MAX + 3], *s = NULL, *info, status[16];
+	size_t len = 0;
+	FILE *f;
+	int n = 0;
+	bool history = !p->no_fence && p->history > 0 && m->fence >= 0;
+
+	exit_sql(how, status);
+	if (!(info = malloc(2 * strlen(lk->info) + 4)))
+		return NULL;
+	my_hex_literal(lk->info, strlen(lk->info), info);
+	my_quote(lk->token, tok);
+	if (!(f = open_memstream(&s, &len))) {
+		free(info);
+		return NULL;
+	}
+	if (history && how->job) {
+		/* the event and the trim in one transaction: one flush */
+		fprintf(f, "START TRANSACTION;INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, exit_status, held_ms) "
+			"SELECT %s, " MY_NOW_MS ", IF(IS_USED_LOCK(%s) = CONNECTION_ID(), 'released', 'lost'), "
+			"%s, %s, %lld, %s, %" PRId64 " FROM DUAL;",
+			m->rowkey, m->lit, tok, info, m->fence, status,
+			clock_now_ms() - lk->acquired_ms);
+		fprintf(f, "DELETE FROM dlock_history WHERE name = %s AND id <= "
+			"(SELECT id FROM (SELECT id FROM dlock_history WHERE name = %s "
+			"ORDER BY id DESC LIMIT 1 OFFSET %ld) AS t);COMMIT;",
+			m->rowkey, m->rowkey, p->history);
+		n += 4;
+	} else if (history && m->event_id) {
+		/* an acquisition no command used: the history forgets it */
+		fprintf(f, "DELETE FROM dlock_history WHERE id = %llu AND IS_USED_LOCK(%s) = CONNECTION_ID();",
+			m->event_id, m->lit);
+		n++;
+	}
+	fprintf(f, "SELECT RELEASE_LOCK(%s)", m->lit);
+	*release_at = n++;
+	free(info);
+	if (fclose(f) != 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static int release(struct lock *lk, const struct release_how *how,
+		   struct error *err)
+{
+	struct mylock *m = M(lk);
+	struct my_conn *c = &m->c;
+	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
+	int at = 0;
+	long long released = 0;
+	char *sql;
+	bool gone;
+
+	lk->lost_at_release = false;
+	if (!m->held || !c->m) {
+		drop(m);
+		lk->lost_at_release = true;
+		record_lost(lk, how);
+		return 0;
+	}
+	/* a probe whose answer was late: take it, or give up on it */
+	if (m->probing && my_run(c, deadline_ms) == 1) {
+		drop(m);
+		error_set(err, EX_UNAVAILABLE, "%s: no answer in time; the lock goes when the server sees the connection closed",
+			  m->u->text);
+		return -1;
+	}
+	m->probing = false;
+	if (!(sql = release_sql(lk, how, &at))) {
+		drop(m);
+		error_set(err, EX_OSERR, "out of memory; the lock goes with the connection");
+		return -1;
+	}
+	if (my_send(c, sql, err) < 0 || my_run(c, deadline_ms) == 1) {
+		free(sql);
+		drop(m);
+		error_set(err, EX_UNAVAILABLE, "%s: no answer in time; the lock goes when the server sees the connection closed",
+			  m->u->text);
+		return -1;
+	}
+	free(sql);
+	gone = c->broken || my_gone(c->err_no);
+	/* a history statement failed: the release itself did not run */
+	if (!gone && c->err_no && c->err_at <= (size_t)at) {
+		char plain[200];
+
+		snprintf(plain, sizeof plain, "SELECT RELEASE_LOCK(%s)", m->lit);
+		at = 0;
+		if (my_query(c, plain, deadline_ms, err) < 0) {
+			drop(m);
+			return -1;
+		}
+		gone = c->broken || my_gone(c->err_no);
+	}
+	if (gone || !my_int(c, (size_t)at, 0, &released) || released != 1)
+		lk->lost_at_release = true;
+	drop(m);
+	if (gone)
+		record_lost(lk, how);
+	return 0;
 }
 
 const struct engine mysql_engine = {
 	.name = "MySQL",
+	.caps = CAP_HISTORY | CAP_FORCE | CAP_NO_FORK | CAP_UNAVAILABLE_RUN |
+		CAP_LIST,
+	.min_ttl_ms = 1000,
+	.cannot = cannot,
 	.parse = parse,
+	.free_servers = free_servers,
+	.server_text = server_text,
+	.uses_tls = uses_tls,
+	.init = init,
+	.end = end,
+	.open = open_lock,
+	.close = close_lock,
+	.begin = begin,
+	.try = try,
+	.wait_fds = wait_fds,
+	.wait_events = wait_events,
+	.end_wait = end_wait,
+	.extend = extend,
+	.watch_fds = watch_fds,
+	.watch_events = watch_events,
+	.fds = fds,
+	.release = release,
+	.status = my_status,
+	.list = my_list,
+	.history = my_history,
+	.force = my_force,
 };

@@ -1,0 +1,433 @@
+/* conn.c - a connection to MySQL/MariaDB over Connector/C's non-blocking
+ * API (conn.h). */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <sys/socket.h>
+#include <errmsg.h>
+#include <mysqld_error.h>
+#include "clock.h"
+#include "conn.h"
+
+/* The stack Connector/C runs a non-blocking call on: its default (60 KB)
+ * is tight for an OpenSSL 3 handshake. */
+#define NONBLOCK_STACK (256 * 1024)
+
+void my_init(struct my_conn *c, const struct my_url *u, const char *password,
+	     const struct tls_options *tls)
+{
+	*c = (struct my_conn){ .u = u, .password = password, .tls = tls };
+}
+
+bool my_pending(const struct my_conn *c)
+{
+	return c->m && c->op != OP_NONE;
+}
+
+int my_fd(const struct my_conn *c)
+{
+	return c->m ? (int)mysql_get_socket(c->m) : -1;
+}
+
+short my_events(const struct my_conn *c)
+{
+	short ev = 0;
+
+	if (c->wait & MYSQL_WAIT_READ)
+		ev |= POLLIN;
+	if (c->wait & MYSQL_WAIT_WRITE)
+		ev |= POLLOUT;
+	if (c->wait & MYSQL_WAIT_EXCEPT)
+		ev |= POLLPRI;
+	return ev;
+}
+
+void my_done(struct my_conn *c)
+{
+	for (size_t i = 0; i < c->n_results; i++)
+		if (c->results[i].res)
+			mysql_free_result(c->results[i].res);
+	c->n_results = 0;
+	c->err_no = 0;
+	c->err_at = 0;
+	c->err_msg[0] = '\0';
+	free(c->sql);
+	c->sql = NULL;
+}
+
+static void fail(struct my_conn *c, unsigned err_no, const char *msg)
+{
+	if (c->err_no)
+		return;
+	c->err_no = err_no;
+	c->err_at = c->n_results;
+	snprintf(c->err_msg, sizeof c->err_msg, "%s", msg);
+	log_lower_first(c->err_msg);
+	if (my_gone(err_no))
+		c->broken = true;
+	if (err_no == CR_SSL_CONNECTION_ERROR)
+		c->tls_failed = true;
+}
+
+static void fail_mysql(struct my_conn *c)
+{
+	fail(c, mysql_errno(c->m) ? mysql_errno(c->m) : CR_UNKNOWN_ERROR,
+	     mysql_error(c->m)[0] ? mysql_error(c->m) : "unknown error");
+}
+
+/* Every socket dlock opens is close-on-exec (-o, and the job must not
+ * keep a lock's connection alive); Connector/C's are not. The socket
+ * changes while a connect tries one address after another. */
+static void cloexec(const struct my_conn *c)
+{
+	int fd = my_fd(c), flags;
+
+	if (fd >= 0 && (flags = fcntl(fd, F_GETFD)) >= 0 && !(flags & FD_CLOEXEC))
+		fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+/* One step of the call under way, given what poll() saw (0 for a first
+ * step). Sets c->wait, or c->op to OP_NONE once the call is over. */
+static void step(struct my_conn *c, int ready)
+{
+	for (;;) {
+		int w = 0, ierr = 0;
+		MYSQL *ret = NULL;
+		MYSQL_RES *res = NULL;
+		bool first = !c->started;
+
+		c->started = true;
+		switch (c->op) {
+		case OP_NONE:
+			return;
+		case OP_CONNECT:
+			w = first ? mysql_real_connect_start(&ret, c->m,
+				c->u->host[0] ? c->u->host : "localhost",
+				c->u->user[0] ? c->u->user : NULL,
+				c->u->has_password ? c->u->password : c->password,
+				c->u->database[0] ? c->u->database : NULL,
+				(unsigned)c->u->port,
+				c->u->socket[0] ? c->u->socket : NULL,
+				CLIENT_MULTI_STATEMENTS) :
+				mysql_real_connect_cont(&ret, c->m, ready);
+			cloexec(c);
+			if (w)
+				break;
+			c->op = OP_NONE;
+			if (!ret) {
+				fail_mysql(c);
+				c->broken = true;
+			} else {
+				c->thread_id = mysql_thread_id(c->m);
+			}
+			return;
+		case OP_QUERY:
+			w = first ? mysql_real_query_start(&ierr, c->m, c->sql,
+							   strlen(c->sql)) :
+				mysql_real_query_cont(&ierr, c->m, ready);
+			if (w)
+				break;
+			if (ierr) {
+				fail_mysql(c);
+				c->op = OP_NONE;
+				return;
+			}
+			c->op = OP_STORE;
+			c->started = false;
+			continue;
+		case OP_STORE:
+			w = first ? mysql_store_result_start(&res, c->m) :
+				mysql_store_result_cont(&res, c->m, ready);
+			if (w)
+				break;
+			if (!res && mysql_field_count(c->m) > 0) {
+				fail_mysql(c);
+				c->op = OP_NONE;
+				return;
+			}
+			if (c->n_results < MY_MAX_STMTS)
+				c->results[c->n_results++] = (struct my_result){
+					.res = res,
+					.affected = mysql_affected_rows(c->m),
+					.insert_id = mysql_insert_id(c->m),
+				};
+			else if (res)
+				mysql_free_result(res);
+			c->op = mysql_more_results(c->m) ? OP_NEXT : OP_NONE;
+			c->started = false;
+			if (c->op == OP_NONE)
+				return;
+			continue;
+		case OP_NEXT:
+			w = first ? mysql_next_result_start(&ierr, c->m) :
+				mysql_next_result_cont(&ierr, c->m, ready);
+			if (w)
+				break;
+			if (ierr > 0) {
+				fail_mysql(c);
+				c->op = OP_NONE;
+				return;
+			}
+			c->op = ierr == 0 ? OP_STORE : OP_NONE;
+			c->started = false;
+			if (c->op == OP_NONE)
+				return;
+			continue;
+		}
+		c->wait = w;
+		return;
+	}
+}
+
+int my_connect_start(struct my_conn *c, struct error *err)
+{
+	const struct tls_options *t = c->tls;
+	my_bool no = 0, yes = 1;
+	size_t stack = NONBLOCK_STACK;
+	unsigned no_infile = 0;
+
+	my_done(c);
+	c->broken = false;
+	c->tls_failed = false;
+	if (!(c->m = mysql_init(NULL))) {
+		error_set(err, EX_OSERR, "%s: out of memory", c->u->text);
+		return -1;
+	}
+	mysql_options(c->m, MYSQL_OPT_NONBLOCK, &stack);
+	/* never: a new connection holds none of the old one's locks */
+	mysql_options(c->m, MYSQL_OPT_RECONNECT, &no);
+	mysql_options(c->m, MYSQL_OPT_LOCAL_INFILE, &no_infile);
+	/* [client], [client-server], [client-mariadb] and [dlock] of the
+	 * option files the mysql client reads (~/.my.cnf...): a password,
+	 * a user, a port the URL leaves out */
+	mysql_options(c->m, MYSQL_READ_DEFAULT_GROUP, "dlock");
+	if (c->u->tls != MY_TLS_OFF) {
+		bool insecure = t && t->insecure;
+
+		mysql_options(c->m, MYSQL_OPT_SSL_ENFORCE, &yes);
+		mysql_options(c->m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT,
+			      c->u->tls == MY_TLS_VERIFY_FULL && !insecure ? &yes : &no);
+		/* A CA given is checked (as libpq's sslmode=require does
+		 * with a root certificate); verify-ca without one checks
+		 * against the system's. */
+		if (t && t->ca && !insecure)
+			mysql_options(c->m, MYSQL_OPT_SSL_CA, t->ca);
+		else if (c->u->tls == MY_TLS_VERIFY_CA && !insecure)
+			mysql_options(c->m, MYSQL_OPT_SSL_CAPATH, "/etc/ssl/certs");
+		if (t && t->cert && t->key) {
+			mysql_options(c->m, MYSQL_OPT_SSL_CERT, t->cert);
+			mysql_options(c->m, MYSQL_OPT_SSL_KEY, t->key);
+		}
+	}
+	c->op = OP_CONNECT;
+	c->started = false;
+	c->wait = 0;
+	step(c, 0);
+	return 0;
+}
+
+int my_send(struct my_conn *c, const char *sql, struct error *err)
+{
+	my_done(c);
+	if (!(c->sql = strdup(sql))) {
+		error_set(err, EX_OSERR, "%s: out of memory", c->u->text);
+		return -1;
+	}
+	c->op = OP_QUERY;
+	c->started = false;
+	c->wait = 0;
+	step(c, 0);
+	return 0;
+}
+
+int my_run(struct my_conn *c, int64_t deadline_ms)
+{
+	while (my_pending(c)) {
+		struct pollfd pfd = { my_fd(c), my_events(c), 0 };
+		int64_t left_ms = deadline_ms - clock_now_ms();
+		int timeout = clock_poll_ms(left_ms), r, ready = 0;
+		bool lib_timeout = false;
+
+		if (c->wait & MYSQL_WAIT_TIMEOUT) {
+			unsigned lib_ms = mysql_get_timeout_value_ms(c->m);
+
+			if ((int64_t)lib_ms < left_ms) {
+				timeout = (int)lib_ms;
+				lib_timeout = true;
+			}
+		}
+		if (left_ms <= 0 && !lib_timeout) {
+			/* at the deadline: one look, no wait */
+			if (poll(&pfd, 1, 0) <= 0)
+				return 1;
+		} else if ((r = poll(&pfd, 1, timeout)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return 1;
+		} else if (r == 0) {
+			if (!lib_timeout)
+				continue;	/* the loop looks at the deadline */
+			ready = MYSQL_WAIT_TIMEOUT;
+		}
+		if (pfd.revents & (POLLIN | POLLERR | POLLHUP))
+			ready |= MYSQL_WAIT_READ;
+		if (pfd.revents & (POLLOUT | POLLERR | POLLHUP))
+			ready |= MYSQL_WAIT_WRITE;
+		if (pfd.revents & POLLPRI)
+			ready |= MYSQL_WAIT_EXCEPT;
+		step(c, ready & (c->wait | MYSQL_WAIT_TIMEOUT));
+	}
+	return 0;
+}
+
+void my_abandon(struct my_conn *c)
+{
+	int fd = my_fd(c);
+
+	if (!my_pending(c))
+		return;
+	if (fd >= 0)
+		shutdown(fd, SHUT_RDWR);
+	/* Reads see the end and writes fail at once now: the call ends,
+	 * freeing what it holds. A bound, in case it would not. */
+	for (int i = 0; i < 1000 && my_pending(c); i++)
+		step(c, c->wait);
+	c->broken = true;
+}
+
+void my_close(struct my_conn *c)
+{
+	if (!c->m)
+		return;
+	my_abandon(c);
+	my_done(c);
+	if (c->broken) {
+		int fd = my_fd(c);
+
+		/* no COM_QUIT on a dead connection: nothing to wait for */
+		if (fd >= 0)
+			shutdown(fd, SHUT_RDWR);
+	}
+	mysql_close(c->m);
+	c->m = NULL;
+	c->op = OP_NONE;
+	c->thread_id = 0;
+}
+
+static MYSQL_ROW row_of(const struct my_conn *c, size_t i, size_t r,
+			unsigned long **lengths)
+{
+	MYSQL_RES *res = i < c->n_results ? c->results[i].res : NULL;
+	MYSQL_ROW row;
+
+	if (!res || r >= mysql_num_rows(res))
+		return NULL;
+	mysql_data_seek(res, r);
+	row = mysql_fetch_row(res);
+	if (row && lengths)
+		*lengths = mysql_fetch_lengths(res);
+	return row;
+}
+
+bool my_int(const struct my_conn *c, size_t i, size_t r, long long *out)
+{
+	MYSQL_ROW row = row_of(c, i, r, NULL);
+	const char *s;
+	long long v = 0;
+	bool neg;
+
+	if (!row || !row[0])
+		return false;
+	s = row[0];
+	neg = *s == '-';
+	s += neg;
+	if (!*s || strlen(s) > 18)
+		return false;
+	for (; *s; s++) {
+		if (!isdigit((unsigned char)*s))
+			return false;
+		v = v * 10 + (*s - '0');
+	}
+	*out = neg ? -v : v;
+	return true;
+}
+
+const char *my_field(const struct my_conn *c, size_t i, size_t col, size_t *len)
+{
+	unsigned long *lengths = NULL;
+	MYSQL_ROW row = row_of(c, i, 0, &lengths);
+	MYSQL_RES *res = i < c->n_results ? c->results[i].res : NULL;
+
+	if (!row || col >= mysql_num_fields(res) || !row[col])
+		return NULL;
+	*len = lengths[col];
+	return row[col];
+}
+
+bool my_gone(unsigned err_no)
+{
+	switch (err_no) {
+	case CR_CONNECTION_ERROR:
+	case CR_CONN_HOST_ERROR:
+	case CR_UNKNOWN_HOST:
+	case CR_SERVER_GONE_ERROR:
+	case CR_SERVER_LOST:
+	case CR_SERVER_LOST_EXTENDED:
+	case CR_SSL_CONNECTION_ERROR:
+	case CR_COMMANDS_OUT_OF_SYNC:
+	case ER_CON_COUNT_ERROR:
+	case ER_SERVER_SHUTDOWN:
+	case ER_NORMAL_SHUTDOWN:
+	case ER_CONNECTION_KILLED:
+	case ER_NET_READ_ERROR:
+	case ER_NET_READ_INTERRUPTED:
+	case ER_NET_ERROR_ON_WRITE:
+	case ER_NET_WRITE_INTERRUPTED:
+	case ER_NET_PACKETS_OUT_OF_ORDER:
+	case ER_HOST_IS_BLOCKED:
+	case ER_HOST_NOT_PRIVILEGED:
+		return true;
+	}
+	return false;
+}
+
+bool my_denied(unsigned err_no)
+{
+	switch (err_no) {
+	case ER_ACCESS_DENIED_ERROR:
+	case ER_DBACCESS_DENIED_ERROR:
+	case ER_ACCESS_DENIED_NO_PASSWORD_ERROR:
+	case ER_TABLEACCESS_DENIED_ERROR:
+	case ER_COLUMNACCESS_DENIED_ERROR:
+	case ER_SPECIFIC_ACCESS_DENIED_ERROR:
+	case ER_KILL_DENIED_ERROR:
+	case ER_PASSWORD_NO_MATCH:
+	case ER_BAD_DB_ERROR:
+	case ER_NO_DB_ERROR:
+	case CR_AUTH_PLUGIN_CANNOT_LOAD:
+		return true;
+	}
+	return false;
+}
+
+/* What the next try may not meet: waited out as an outage (69). */
+static bool transient(unsigned err_no)
+{
+	return err_no == ER_LOCK_DEADLOCK || err_no == ER_LOCK_WAIT_TIMEOUT ||
+	       err_no == ER_OPTION_PREVENTS_STATEMENT;	/* read-only now */
+}
+
+void my_error(const struct my_conn *c, const char *what, struct error *err)
+{
+	int exit = my_denied(c->err_no) ? EX_NOPERM :
+		   my_gone(c->err_no) || c->broken || transient(c->err_no) ?
+		   EX_UNAVAILABLE : EX_SOFTWARE;
+
+	error_set(err, exit, "%s: %s%s%s", c->u->text, what ? what : "",
+		  what ? ": " : "", c->err_no ? c->err_msg : "connection lost");
+}

@@ -1,0 +1,92 @@
+/* conn.h - one connection to a MySQL/MariaDB server over Connector/C's
+ * non-blocking API: every wait is a poll() with dlock's own deadline (the
+ * library's timeouts are whole seconds), and a call still waiting at its
+ * deadline stays pending, to be taken up again (a blocking GET_LOCK, a
+ * probe whose answer is late) or abandoned. A batch is several statements
+ * sent at once (CLIENT_MULTI_STATEMENTS): one round trip; each statement's
+ * result is kept until my_done(). One thread uses a connection at a time. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <mysql.h>
+#include "engine.h"
+#include "url.h"
+
+#define MY_MAX_STMTS 8
+
+/* One statement's outcome, in the order sent. */
+struct my_result {
+	MYSQL_RES *res;		/* its rows; NULL for a statement with none */
+	unsigned long long affected, insert_id;
+};
+
+enum my_op { OP_NONE, OP_CONNECT, OP_QUERY, OP_STORE, OP_NEXT };
+
+struct my_conn {
+	MYSQL *m;			/* NULL: closed */
+	const struct my_url *u;
+	const char *password;		/* for a URL without one; NULL */
+	const struct tls_options *tls;
+	unsigned long thread_id;	/* the handshake's connection id */
+	enum my_op op;			/* the call under way */
+	bool started;			/* its _start() was called */
+	int wait;			/* MYSQL_WAIT_* it waits for */
+	char *sql;			/* the batch, owned */
+	struct my_result results[MY_MAX_STMTS];
+	size_t n_results;
+	/* The batch's first failure: the statement it stopped at (index),
+	 * the server's or library's error number (0: none) and words. */
+	size_t err_at;
+	unsigned err_no;
+	char err_msg[256];
+	bool broken;			/* the connection is gone */
+	bool tls_failed;		/* the TLS handshake failed: a
+					 * setting to fix, not an outage */
+};
+
+/* Sets up c for u; nothing is contacted. */
+void my_init(struct my_conn *c, const struct my_url *u, const char *password,
+	     const struct tls_options *tls);
+/* Starts connecting (TLS, authentication, the database). Returns 0, or -1
+ * with err when the client library could not even begin. */
+int my_connect_start(struct my_conn *c, struct error *err);
+/* Starts a batch of statements separated by ';' (at most MY_MAX_STMTS
+ * results are kept). The connection must be idle. Returns 0 or -1 (out
+ * of memory, with err). */
+int my_send(struct my_conn *c, const char *sql, struct error *err);
+/* Drives the call under way until it is over or deadline_ms passes
+ * (poll() on the socket). Returns 0 when it is over (see err_no for a
+ * statement's failure, broken for the connection's), 1 when it is still
+ * pending at the deadline. */
+int my_run(struct my_conn *c, int64_t deadline_ms);
+/* Whether a call is under way; its descriptor and poll() events. */
+bool my_pending(const struct my_conn *c);
+int my_fd(const struct my_conn *c);
+short my_events(const struct my_conn *c);
+/* Frees the last batch's results. */
+void my_done(struct my_conn *c);
+/* Ends the connection: a call under way is cut off (the socket shut down
+ * and the call run to its failure), then the handle closed (COM_QUIT,
+ * unless the socket was shut: nothing waits for the server). */
+void my_close(struct my_conn *c);
+/* Cuts the call under way off, as my_close, but keeps nothing either. */
+void my_abandon(struct my_conn *c);
+
+/* The first column of row r of statement i as a number; false when there
+ * is no such row, or the value is NULL or not a whole number. */
+bool my_int(const struct my_conn *c, size_t i, size_t r, long long *out);
+/* Column col of the first row of statement i; NULL when NULL or absent.
+ * *len gets its length. */
+const char *my_field(const struct my_conn *c, size_t i, size_t col,
+		     size_t *len);
+
+/* Fills err from the batch's failure or the connection's, prefixed with
+ * the server's URL (its password left out), as exit status: 77 refused
+ * credentials or rights, 69 unreachable or gone, 70 anything else. what,
+ * when not NULL, says what was being done ("creating dlock_locks"). */
+void my_error(const struct my_conn *c, const char *what, struct error *err);
+/* Whether err_no says the server or the connection went away (the lock
+ * with it), rather than a statement failing. */
+bool my_gone(unsigned err_no);
+/* Whether err_no is a refusal of credentials or rights (77). */
+bool my_denied(unsigned err_no);

@@ -1,0 +1,105 @@
+/* mylock.h - the MySQL engine's part of a lock (struct lock's e), and
+ * what engine.c and inspect.c share: the lock's names in SQL, the tables. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "conn.h"
+#include "engine.h"
+#include "url.h"
+
+/* The tables, created on first use in the URL's database (dlock(1) prints
+ * the same, for an administrator to create them ahead). dlock_locks: one
+ * row per lock name, its fencing counter and its last holder; the holder
+ * is the one IS_USED_LOCK() names only while conn is that connection's
+ * id. dlock_history: events, newest last, trimmed to --history. */
+#define MY_DDL_LOCKS \
+	"CREATE TABLE IF NOT EXISTS dlock_locks (" \
+	"name VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, " \
+	"fence BIGINT UNSIGNED NOT NULL, " \
+	"conn BIGINT UNSIGNED NOT NULL, " \
+	"token VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, " \
+	"holder VARBINARY(1024) NOT NULL, " \
+	"ttl_ms BIGINT UNSIGNED NOT NULL, " \
+	"lock_name VARBINARY(1024) NOT NULL" \
+	") ENGINE=InnoDB"
+#define MY_DDL_HISTORY \
+	"CREATE TABLE IF NOT EXISTS dlock_history (" \
+	"id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, " \
+	"name VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, " \
+	"at_ms BIGINT NOT NULL, " \
+	"event ENUM('acquired', 'broken', 'released', 'lost') NOT NULL, " \
+	"token VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, " \
+	"holder VARBINARY(1024) NOT NULL, " \
+	"by_info VARBINARY(1024) NULL, " \
+	"fence BIGINT UNSIGNED NULL, " \
+	"exit_status INT NULL, " \
+	"held_ms BIGINT NULL, " \
+	"KEY name_id (name, id)" \
+	") ENGINE=InnoDB"
+
+/* The server's clock in ms, for history times and holders' since */
+#define MY_NOW_MS "CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)"
+
+/* Longest SQL literal of a lock name: X'...' of 1024 bytes and more */
+#define MY_HEX_MAX (2 * 1024 + 4)
+
+/* Where each statement's result is in a batch that acquires; -1: not
+ * in it. */
+struct my_batch {
+	int set, check, get, fence, history, holder;
+};
+
+struct mylock {
+	struct lock *lk;
+	const struct my_url *u;
+	char name[MY_NAME_MAX + 1];		/* GET_LOCK's */
+	char lit[2 * MY_NAME_MAX + 3];		/* name as an SQL literal */
+	/* dlock_locks' key for it: MySQL compares lock names without case
+	 * (MariaDB 10.11 with), so there the row is the lower-case name's,
+	 * one counter for every spelling that is one lock */
+	char rowkey[4 * MY_NAME_MAX + 80];
+	char full_hex[MY_HEX_MAX];		/* prefix + key, as hex */
+	struct my_conn c;			/* the lock's own connection */
+	bool session_set;	/* wait_timeout set, the server checked */
+	bool no_wsrep;		/* the server has no @@wsrep_on (MySQL) */
+	bool held;		/* c holds the lock */
+	bool waiting;		/* c waits in a blocking GET_LOCK */
+	struct my_batch wait_batch;	/* the batch that waits */
+	int64_t wait_ends_ms;	/* when the server gives that up */
+	bool probing;		/* a probe's answer is late: still pending */
+	int64_t probe_ms;	/* when it was sent */
+	bool reentry_asked;
+	long long fence;	/* -1: none */
+	unsigned long long event_id;	/* our 'acquired' event; 0 */
+};
+
+static inline struct mylock *M(const struct lock *lk)
+{
+	return lk->e;
+}
+
+/* Connects c, bounded by deadline_ms. Returns 0, or -1 with err (the
+ * connection closed). */
+int my_connect(struct my_conn *c, int64_t deadline_ms, struct error *err);
+/* Sends sql on c and waits for the whole batch until deadline_ms.
+ * Returns 0 (a statement's failure is in c->err_no), or -1 with err when
+ * the connection failed or did not answer in time (then it is closed). */
+int my_query(struct my_conn *c, const char *sql, int64_t deadline_ms,
+	     struct error *err);
+/* Holder info as SQL: CONCAT() of info with its since replaced by the
+ * server's clock, or its hex literal when it has no since. */
+char *my_info_sql(const char *info);
+/* The SHA-256 my_lock_name() wants (libcrypto's) */
+void my_sha256(const void *a, size_t alen, const void *b, size_t blen,
+	       unsigned char *md);
+
+/* inspect.c: status, list, history, force (engine.h) */
+int my_status(struct lock *lk, struct status_lock *locks, size_t n,
+	      struct error *err);
+int my_list(struct lock *lk, char ***names, size_t *n, struct error *err);
+int my_history(struct lock *lk, long count, struct history_report *out,
+	       struct error *err);
+int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
+	     struct error *err);
+/* Fills m's names for prefix + key. */
+void my_names(struct mylock *m, const char *prefix, const char *key);

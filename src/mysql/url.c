@@ -1,0 +1,296 @@
+/* url.c - MySQL/MariaDB server URLs and lock names. Pure: no I/O. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include "url.h"
+
+#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* [s, s+len) into out, %XX decoded; no NUL. Returns 0 or -1. */
+static int decode(const char *s, size_t len, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char ch = s[i];
+
+		if (ch == '%') {
+			int hi, lo;
+
+			if (i + 2 >= len)
+				return -1;
+			hi = hexval(s[i + 1]);
+			lo = hexval(s[i + 2]);
+			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+				return -1;
+			ch = (char)(hi * 16 + lo);
+			i += 2;
+		}
+		if (o + 1 >= outlen)
+			return -1;
+		out[o++] = ch;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* host[:port] or [v6][:port], the whole of [s, s+len). */
+static int hostport(const char *s, size_t len, struct my_url *u, char *err,
+		    size_t errlen)
+{
+	const char *end = s + len, *colon;
+	size_t hlen;
+
+	if (len > 0 && s[0] == '[') {
+		const char *rb = memchr(s, ']', len);
+
+		if (!rb)
+			FAIL("unclosed '[' in host");
+		hlen = (size_t)(rb - s - 1);
+		if (hlen == 0 || !memchr(s + 1, ':', hlen))
+			FAIL("bad IPv6 address");
+		for (const char *q = s + 1; q < rb; q++)
+			if (!isxdigit((unsigned char)*q) && *q != ':' && *q != '.')
+				FAIL("bad IPv6 address");
+		if (hlen >= sizeof u->host)
+			FAIL("host too long");
+		memcpy(u->host, s + 1, hlen);
+		u->host[hlen] = '\0';
+		colon = rb + 1 < end ? rb + 1 : NULL;
+		if (colon && *colon != ':')
+			FAIL("junk after ']'");
+	} else {
+		colon = memchr(s, ':', len);
+		hlen = colon ? (size_t)(colon - s) : len;
+		if (hlen >= sizeof u->host)
+			FAIL("host too long");
+		for (size_t i = 0; i < hlen; i++) {
+			unsigned char c = (unsigned char)s[i];
+
+			if (!isalnum(c) && c != '.' && c != '-' && c != '_')
+				FAIL("bad character in host");
+		}
+		memcpy(u->host, s, hlen);
+		u->host[hlen] = '\0';
+	}
+	if (colon) {
+		long port = 0;
+		size_t n = (size_t)(end - colon - 1);
+
+		if (n == 0 || n > 5)
+			FAIL("bad port");
+		for (size_t i = 0; i < n; i++) {
+			if (!isdigit((unsigned char)colon[1 + i]))
+				FAIL("bad port");
+			port = port * 10 + (colon[1 + i] - '0');
+		}
+		if (port < 1 || port > 65535)
+			FAIL("bad port");
+		u->port = (int)port;
+	}
+	return 0;
+}
+
+static int param(const char *s, size_t len, struct my_url *u, bool *seen_tls,
+		 char *err, size_t errlen)
+{
+	const char *eq = memchr(s, '=', len);
+	size_t klen = eq ? (size_t)(eq - s) : len;
+	const char *v = eq ? eq + 1 : s + len;
+	size_t vlen = (size_t)(s + len - v);
+	char value[128];
+
+	if (!eq)
+		FAIL("parameter without '=' (want socket=PATH or tls=MODE)");
+	if (klen == 6 && memcmp(s, "socket", 6) == 0) {
+		if (u->socket[0])
+			FAIL("socket= given twice");
+		if (decode(v, vlen, u->socket, sizeof u->socket) < 0 ||
+		    u->socket[0] != '/')
+			FAIL("socket= takes an absolute path (at most %zu bytes)",
+			     sizeof u->socket - 1);
+		return 0;
+	}
+	if (klen == 3 && memcmp(s, "tls", 3) == 0) {
+		if (*seen_tls)
+			FAIL("tls= given twice");
+		*seen_tls = true;
+		if (decode(v, vlen, value, sizeof value) < 0)
+			FAIL("bad tls= (want required, verify-ca or verify-full)");
+		if (strcmp(value, "required") == 0)
+			u->tls = MY_TLS_REQUIRED;
+		else if (strcmp(value, "verify-ca") == 0)
+			u->tls = MY_TLS_VERIFY_CA;
+		else if (strcmp(value, "verify-full") == 0)
+			u->tls = MY_TLS_VERIFY_FULL;
+		else
+			FAIL("bad tls= (want required, verify-ca or verify-full)");
+		return 0;
+	}
+	FAIL("unknown parameter (want socket=PATH or tls=MODE)");
+}
+
+int my_url_parse(const char *s, struct my_url *u, char *err, size_t errlen)
+{
+	const char *p, *end, *at, *slash, *query;
+	bool seen_tls = false;
+
+	memset(u, 0, sizeof *u);
+	if (strncmp(s, "mysql://", 8) == 0) {
+		strcpy(u->scheme, "mysql");
+		p = s + 8;
+	} else if (strncmp(s, "mariadb://", 10) == 0) {
+		strcpy(u->scheme, "mariadb");
+		p = s + 10;
+	} else {
+		FAIL("not a mysql:// or mariadb:// URL");
+	}
+	end = p + strlen(p);
+	query = strchr(p, '?');
+	if (!query)
+		query = end;
+	/* the authority ends at the first '/' after the last '@' */
+	at = NULL;
+	for (const char *q = p; q < query; q++)
+		if (*q == '@')
+			at = q;
+	slash = memchr(at ? at : p, '/', (size_t)(query - (at ? at : p)));
+	if (!slash)
+		slash = query;
+	if (at) {
+		const char *colon = memchr(p, ':', (size_t)(at - p));
+		size_t ulen = colon ? (size_t)(colon - p) : (size_t)(at - p);
+
+		if (decode(p, ulen, u->user, sizeof u->user) < 0)
+			FAIL("bad user (percent-encoding, or longer than %zu bytes)",
+			     sizeof u->user - 1);
+		if (colon) {
+			if (decode(colon + 1, (size_t)(at - colon - 1), u->password,
+				   sizeof u->password) < 0)
+				FAIL("bad password (percent-encoding, or longer than %zu bytes)",
+				     sizeof u->password - 1);
+			u->has_password = true;
+		}
+		p = at + 1;
+	}
+	if (hostport(p, (size_t)(slash - p), u, err, errlen) < 0)
+		return -1;
+	if (slash < query) {
+		if (decode(slash + 1, (size_t)(query - slash - 1), u->database,
+			   sizeof u->database) < 0)
+			FAIL("bad database name (percent-encoding, or longer than 64 bytes)");
+		for (const char *c = u->database; *c; c++)
+			if (*c == '/' || *c == '\\' || *c == '`' ||
+			    (unsigned char)*c < 0x20)
+				FAIL("bad character in the database name");
+	}
+	for (const char *q = query < end ? query + 1 : end; q < end;) {
+		const char *amp = strchr(q, '&');
+		size_t len = amp ? (size_t)(amp - q) : (size_t)(end - q);
+
+		if (param(q, len, u, &seen_tls, err, errlen) < 0)
+			return -1;
+		q += len + (amp ? 1 : 0);
+		if (amp && q == end)
+			FAIL("empty parameter");
+	}
+	if (!u->host[0] && !u->socket[0])
+		FAIL("missing host (or ?socket=PATH)");
+	if (u->socket[0] && u->port)
+		FAIL("a port and a socket: give one");
+	if (u->socket[0] && u->tls != MY_TLS_OFF)
+		FAIL("tls= over a unix socket: the socket is local already");
+	if (u->socket[0])
+		snprintf(u->text, sizeof u->text, "%s://%s?socket=%s", u->scheme,
+			 u->host[0] ? u->host : "localhost", u->socket);
+	else if (strcmp(u->host, "localhost") == 0 && !u->port)
+		/* Connector/C's default unix socket, as the mysql client's */
+		snprintf(u->text, sizeof u->text, "%s://localhost", u->scheme);
+	else if (strchr(u->host, ':'))
+		snprintf(u->text, sizeof u->text, "%s://[%s]:%d", u->scheme, u->host,
+			 u->port ? u->port : 3306);
+	else
+		snprintf(u->text, sizeof u->text, "%s://%s:%d", u->scheme, u->host,
+			 u->port ? u->port : 3306);
+	return 0;
+}
+
+static bool printable(unsigned char c)
+{
+	return c >= 0x20 && c <= 0x7e;
+}
+
+void my_lock_name(const char *prefix, const char *key,
+		  void (*sha256)(const void *a, size_t alen, const void *b,
+				 size_t blen, unsigned char *md),
+		  char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t plen = strlen(prefix), klen = strlen(key), len = plen + klen, n;
+	unsigned char md[32];
+	bool plain = len <= MY_NAME_MAX;
+
+	for (size_t i = 0; plain && i < len; i++)
+		plain = printable((unsigned char)(i < plen ? prefix[i] : key[i - plen]));
+	if (plain) {
+		memcpy(out, prefix, plen);
+		memcpy(out + plen, key, klen + 1);
+		return;
+	}
+	n = len < 32 ? len : 32;
+	for (size_t i = 0; i < n; i++) {
+		char c = i < plen ? prefix[i] : key[i - plen];
+
+		out[i] = printable((unsigned char)c) ? c : '_';
+	}
+	sha256(prefix, plen, key, klen, md);
+	for (size_t i = 0; i < 16; i++) {
+		out[n + 2 * i] = hex[md[i] >> 4];
+		out[n + 1 + 2 * i] = hex[md[i] & 15];
+	}
+	out[n + 32] = '\0';
+}
+
+void my_quote(const char *s, char *out)
+{
+	size_t o = 0;
+
+	out[o++] = '\'';
+	for (; *s; s++) {
+		if (*s == '\'' || *s == '\\')
+			out[o++] = *s;
+		out[o++] = *s;
+	}
+	out[o++] = '\'';
+	out[o] = '\0';
+}
+
+void my_hex_literal(const void *data, size_t len, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *b = data;
+	size_t o = 0;
+
+	if (len == 0) {
+		strcpy(out, "''");
+		return;
+	}
+	out[o++] = 'X';
+	out[o++] = '\'';
+	for (size_t i = 0; i < len; i++) {
+		out[o++] = hex[b[i] >> 4];
+		out[o++] = hex[b[i] & 15];
+	}
+	out[o++] = '\'';
+	out[o] = '\0';
+}

@@ -1,0 +1,511 @@
+#!/usr/bin/env bats
+# mysql.bats - the MySQL/MariaDB engine on a real MariaDB 10.11, started
+# once for the file (tests/mysql_helpers.bash): GET_LOCK taken and given
+# back, interop both ways with the mariadb client and PyMySQL, waiting
+# (woken by the release, -w, signals, the grant that comes as the wait is
+# cancelled), loss (KILL CONNECTION, the server killed or stopped, a
+# stopped dlock dropped by wait_timeout), fences across restarts, the
+# refusals (64, 69, 77), status, history, --force, TLS, passwords.
+
+load helpers
+load mysql_helpers
+
+setup_file() {
+	command -v mariadbd >/dev/null && command -v mariadb-install-db >/dev/null ||
+		skip "no mariadb-server here"
+	/usr/bin/python3 -c 'import pymysql' 2>/dev/null || skip "no python3-pymysql"
+	my_start_server || { my_stop_server; false; }
+}
+
+teardown_file() { my_stop_server; }
+
+setup() { my_setup; }
+teardown() { stop_all; }
+
+# ---- the lock -----------------------------------------------------------
+
+@test "a plain run takes GET_LOCK('dlock:K'), runs the command, gives it back" {
+	run -0 --separate-stderr dlock -S "$U" K sh -c \
+		"mariadb -S $MY_DIR/sock -uroot -N -B -e \"SELECT IS_USED_LOCK('dlock:K') IS NOT NULL\"; echo \$DLOCK_KEY"
+	assert_equal "$stderr" ''
+	assert_output $'1\ndlock:K'
+	nothing_left
+	# the command's status passes through
+	run -3 dlock -S "$U" K sh -c 'exit 3'
+	nothing_left
+}
+
+@test "a nested dlock in the job re-enters (the row names its token); another token waits" {
+	run -0 dlock -S "$U" K sh -c "\"\$DLOCK\" -S '$U' -n K sh -c 'echo \$DLOCK_FENCE \$DLOCK_TOKEN'; echo \$DLOCK_FENCE \$DLOCK_TOKEN"
+	assert_equal "${lines[0]}" "${lines[1]}"
+	run -1 dlock -S "$U" K sh -c "DLOCK_TOKEN=0123456789abcdef0123456789abcdef \"\$DLOCK\" -S '$U' -n K true"
+	assert_output ''
+	nothing_left
+}
+
+@test "mariadb:// is the same engine; DLOCK_TOKEN is 128 random bits" {
+	run -0 dlock -S "mariadb://dl:secret@127.0.0.1:$MY_PORT/dlock" K sh -c 'echo $DLOCK_TOKEN'
+	assert_output --regexp '^[0-9a-f]{32}$'
+	nothing_left
+}
+
+@test "interop: a mariadb client's GET_LOCK('dlock:K') excludes dlock, and dlock's excludes it" {
+	# the client holds: dlock -n refuses, status names the client
+	mariadb -h127.0.0.1 -P"$MY_PORT" -udl -psecret dlock \
+		-e "SELECT GET_LOCK('dlock:K', 0); SELECT SLEEP(30)" >/dev/null 3>&- &
+	local client=$!
+	track $client
+	wait_until 5 is_held dlock:K
+	run -1 --separate-stderr dlock -S "$U" -n K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	run -0 dlock status -S "$U" K
+	assert_output --partial "held, foreign"
+	assert_output --partial "another client: value 'connection $(holder_id dlock:K) (dl@"
+	kill $client
+	wait $client || true
+	my "KILL $(holder_id dlock:K)"
+	wait_until 5 is_free dlock:K
+	# dlock holds: the client's GET_LOCK answers 0, then 1 once it is over
+	hold h -S "$U" K
+	wait_ready h
+	run -0 mariadb -h127.0.0.1 -P"$MY_PORT" -udl -psecret -N -B -e "SELECT GET_LOCK('dlock:K', 0)"
+	assert_output 0
+	finish h
+	assert_equal "$bg_status" 0
+	run -0 mariadb -h127.0.0.1 -P"$MY_PORT" -udl -psecret -N -B -e "SELECT GET_LOCK('dlock:K', 0)"
+	assert_output 1
+	nothing_left
+}
+
+@test "interop: PyMySQL holds, dlock waits and is woken by its RELEASE_LOCK; and back" {
+	pyhold p dlock:K
+	wait_until 5 test -e "$T/p.held"
+	start_bg w -S "$U" K touch "$T/ran"
+	wait_until 5 has_waiter || fail "dlock is not waiting in GET_LOCK"
+	# past the core's first pauses (0.25, 0.5, 1 and 2 s, each within a
+	# third): the next timed try is at least 1.6 s away, the release
+	# wakes the server's GET_LOCK at once
+	sleep 4
+	[[ ! -e $T/ran ]] || fail "ran while PyMySQL held the lock"
+	local t0
+	t0=$(now_ms)
+	touch "$T/p.release"
+	reap w 5
+	assert_equal "$bg_status" 0
+	[[ -e $T/ran ]] || fail "the command did not run"
+	(($(now_ms) - t0 < 1000)) || fail "woken after $(($(now_ms) - t0)) ms: not by the release"
+	# dlock holds: PyMySQL gets 0 at once, 1 after
+	hold h -S "$U" K
+	wait_ready h
+	run -0 pytry dlock:K 0
+	assert_output 0
+	finish h
+	run -0 pytry dlock:K 0
+	assert_output 1
+	nothing_left
+}
+
+# ---- waiting --------------------------------------------------------------
+
+@test "-w 0.5 gives up with 1, not before 0.5 s, and leaves no waiter in the server" {
+	hold h -S "$U" K
+	wait_ready h
+	local t0
+	t0=$(now_ms)
+	run -1 --separate-stderr dlock -S "$U" -w 0.5 K touch "$T/ran"
+	(($(now_ms) - t0 >= 500)) || fail "gave up after $(($(now_ms) - t0)) ms"
+	assert_equal "$stderr" ''
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	no_waiters || fail "a GET_LOCK still waits in the server"
+	# -n: no blocking GET_LOCK at all
+	run -1 dlock -S "$U" -n K touch "$T/ran"
+	finish h
+	assert_equal "$bg_status" 0
+	nothing_left
+}
+
+@test "a signal while waiting: 143, the server's GET_LOCK cancelled, nothing left" {
+	hold h -S "$U" K
+	wait_ready h
+	start_bg w -S "$U" K touch "$T/ran"
+	wait_until 5 has_waiter || fail "dlock is not waiting in GET_LOCK"
+	kill -TERM "$(<"$T/w.dlock")"
+	reap w 5
+	assert_equal "$bg_status" 143
+	# KILL QUERY, not the end of a 60 s GET_LOCK
+	wait_until 3 no_waiters || fail "the GET_LOCK still waits in the server"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	finish h
+	nothing_left
+}
+
+@test "a grant that comes as the wait is cancelled is given back, its event forgotten" {
+	hold h -S "$U" K
+	wait_ready h
+	start_bg w -S "$U" K touch "$T/ran"
+	wait_until 5 has_waiter || fail "dlock is not waiting in GET_LOCK"
+	local w
+	w=$(<"$T/w.dlock")
+	# the server grants the stopped waiter's GET_LOCK (and writes its
+	# fence row), then the waiter wakes to a signal and the grant at once
+	kill -STOP "$w"
+	finish h
+	wait_until 5 is_held dlock:K || fail "the waiter was not granted the lock"
+	kill -TERM "$w"
+	kill -CONT "$w"
+	reap w 5
+	assert_equal "$bg_status" 143
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	nothing_left
+	run -0 dlock history -S "$U" --json K
+	/usr/bin/python3 -c '
+import json, sys
+ev = json.loads(sys.argv[1])["events"]
+assert ev[0]["event"] == "released", ev[0]
+' "$output" || fail "an acquired event left by the grant given back: $output"
+}
+
+# ---- losing the lock ------------------------------------------------------
+
+@test "KILL CONNECTION of the holder: the job is told at once, dlock exits 75" {
+	hold h -S "$U" -t 30 K
+	wait_ready h
+	sleep 0.6	# the watch starts half a second into the job
+	my "KILL CONNECTION $(holder_id dlock:K)"
+	reap h 5	# not the 30 s of the TTL
+	assert_equal "$bg_status" 75
+	grep -q TERM "$T/h.sig" || fail "the job was not signalled"
+	assert_regex "$(cat "$T/h.err")" "dlock: K: .*mysql://127\.0\.0\.1:$MY_PORT: "
+	nothing_left
+	run -0 dlock history -S "$U" K
+	assert_line --index 1 --regexp '^[0-9.]+s ago +lost '
+}
+
+@test "the server killed while holding: 75; while acquiring: 69 naming host:port" {
+	hold h -S "$U" -t 30 K
+	wait_ready h
+	sleep 0.6
+	my_kill_server KILL
+	reap h 5
+	assert_equal "$bg_status" 75
+	grep -q TERM "$T/h.sig" || fail "the job was not signalled"
+	run -69 --separate-stderr dlock -S "$U" -w 0.5 K touch "$T/ran"
+	assert_regex "$stderr" "^dlock: K: mysql://127\.0\.0\.1:$MY_PORT: .*(connect|server)"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	my_run_server || fail "mariadbd does not come back"
+	nothing_left
+}
+
+@test "the server stopped (SIGSTOP) while holding: not renewed in time, 75; while acquiring: 69" {
+	hold h -S "$U" -t 2 K
+	wait_ready h
+	kill -STOP "$(cat "$MY_DIR/pid.mine")"
+	reap h 8
+	# acquiring: the handshake gets no answer within --node-timeout
+	run -69 --separate-stderr dlock -S "$U" -n --node-timeout 0.3 K touch "$T/ran"
+	kill -CONT "$(cat "$MY_DIR/pid.mine")"
+	assert_equal "$stderr" "dlock: K: mysql://127.0.0.1:$MY_PORT: no answer in time (connecting)"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	assert_equal "$bg_status" 75
+	grep -q TERM "$T/h.sig" || fail "the job was not signalled"
+	nothing_left
+}
+
+@test "wait_timeout is the TTL: a stopped dlock's lock is freed, and the woken dlock stops its job" {
+	hold h -S "$U" -t 2 K
+	wait_ready h
+	local d
+	d=$(<"$T/h.dlock")
+	kill -STOP "$d"
+	# the server drops the silent connection about 2 s after its last
+	# probe: not the default 8 hours
+	wait_until 6 is_free dlock:K || { kill -CONT "$d"; fail "still held by the stopped dlock"; }
+	run -0 dlock -S "$U" -n K true
+	kill -CONT "$d"
+	reap h 5
+	assert_equal "$bg_status" 75
+	grep -q TERM "$T/h.sig" || fail "the job was not signalled"
+	nothing_left
+}
+
+@test "dlock killed with SIGKILL: the lock goes with its connection (the job keeps no socket)" {
+	hold h -S "$U" -t 30 K
+	wait_ready h
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 3 is_free dlock:K || fail "the lock outlived dlock: its socket leaked into the job?"
+	nothing_left
+}
+
+# ---- fences and names -----------------------------------------------------
+
+@test "fences strictly increase, also across a server restart" {
+	local f prev=0 i
+	for i in 1 2 3; do
+		f=$(dlock -S "$U" K sh -c 'echo $DLOCK_FENCE') || fail "run $i failed"
+		[[ $f =~ ^[0-9]+$ ]] && ((f > prev)) || fail "fence '$f' after $prev"
+		prev=$f
+	done
+	# a plain client's GET_LOCK in between takes no number
+	run -0 pytry dlock:K 0
+	my_kill_server KILL
+	my_run_server || fail "mariadbd does not come back"
+	f=$(dlock -S "$U" K sh -c 'echo $DLOCK_FENCE') || fail "run after the restart failed"
+	((f > prev)) || fail "fence $f after the restart, $prev before"
+	[[ $(my "SELECT fence FROM dlock_locks WHERE name = 'dlock:K'") == "$f" ]] ||
+		fail "the counter row is not the fence"
+	nothing_left
+}
+
+@test "long and non-ASCII keys: the name dlock(1)'s SQL computes; names of 64 bytes kept" {
+	local k64 long1 long2 utf name
+	k64=dlock:$(printf 'a%.0s' {1..58})	# 64 bytes with the prefix
+	long1=$(printf 'x%.0s' {1..70})-one
+	long2=$(printf 'x%.0s' {1..70})-two
+	utf='nightly-ß-backup'
+	for k in "${k64#dlock:}" "$long1" "$utf"; do
+		name=$(sql_name dlock: "$k")
+		run -0 dlock -S "$U" "$k" sh -c "echo \"\$DLOCK_KEY\"; mariadb -S $MY_DIR/sock -uroot -N -B -e \"SELECT IS_USED_LOCK('$name') IS NOT NULL\""
+		assert_output "$name"$'\n1'
+		((${#name} <= 64)) || fail "'$name' is longer than MySQL takes"
+	done
+	assert_equal "$(sql_name dlock: "${k64#dlock:}")" "$k64"
+	# two long names with the same first 32 bytes are two locks
+	hold h -S "$U" "$long1"
+	wait_ready h
+	run -0 dlock -S "$U" -n "$long2" true
+	run -1 dlock -S "$U" -n "$long1" true
+	finish h
+	nothing_left "$(sql_name dlock: "$long1")"
+}
+
+# ---- refusals -------------------------------------------------------------
+
+@test "refused before anything is taken (64): -s, --limit, --fair, two URLs, acquire, extend, release --token" {
+	local args
+	for args in "-s K" "--limit 2 K" "--fair K"; do
+		# shellcheck disable=SC2086
+		run -64 --separate-stderr dlock -S "$U" $args touch "$T/ran"
+		assert_regex "$stderr" '^dlock: MySQL cannot (-s|--limit|--fair)[^:]*: .+'
+	done
+	run -64 --separate-stderr dlock -S "$U" --fair K true
+	assert_equal "$stderr" "dlock: MySQL cannot --fair: the server grants GET_LOCK's waiters in no defined order"
+	run -64 --separate-stderr dlock -S "$U" -S "mysql://dl:secret@127.0.0.2:$MY_PORT/dlock" K touch "$T/ran"
+	assert_output ''
+	[[ $stderr == *"MySQL takes one server URL (2 given)"* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock acquire -S "$U" K
+	assert_equal "$stderr" "dlock: MySQL cannot dlock acquire: the lock lives and dies with the connection of the dlock that took it"
+	run -64 dlock extend -S "$U" K --token x
+	run -64 dlock release -S "$U" K --token x
+	[[ ! -e $T/ran ]] || fail "a command ran"
+	nothing_left
+}
+
+@test "bad URLs are usage errors (64) that never echo the password" {
+	local url
+	for url in "mysql://dl:hunter2@127.0.0.1:99999/dlock" "mysql://dl:hunter2@127.0.0.1/dlock?tls=maybe" \
+		"mysql://dl:hunter2@127.0.0.1/dlock?charset=utf8" "mysql:///dlock" \
+		"mysql://dl:hunter2@/dlock" "mysql://127.0.0.1:$MY_PORT/dlock?socket=relative" \
+		"mysql://dl:hunter2@127.0.0.1/db%zz"; do
+		run -64 --separate-stderr dlock -S "$url" K touch "$T/ran"
+		[[ $stderr == "dlock: --server: bad server URL"* ]] || fail "$url: $stderr"
+		[[ $stderr != *hunter2* ]] || fail "the password in: $stderr"
+	done
+	[[ ! -e $T/ran ]] || fail "a command ran"
+}
+
+@test "wrong password, unknown user: 77 naming lock and host:port; unreachable: 69" {
+	run -77 --separate-stderr dlock -S "mysql://dl:wrong@127.0.0.1:$MY_PORT/dlock" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: K: mysql://127.0.0.1:$MY_PORT: access denied for user 'dl'@'127.0.0.1' (using password: YES)"
+	run -77 --separate-stderr dlock -S "mysql://nobody:x@127.0.0.1:$MY_PORT/dlock" K touch "$T/ran"
+	[[ $stderr == "dlock: K: mysql://127.0.0.1:$MY_PORT: access denied for user 'nobody'"* ]] || fail "$stderr"
+	local port
+	port=$(my_free_port)
+	run -69 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$port/dlock" -n K touch "$T/ran"
+	[[ $stderr == "dlock: K: mysql://127.0.0.1:$port: "*"connect"* ]] || fail "$stderr"
+	[[ $stderr != *secret* ]] || fail "the password in: $stderr"
+	[[ ! -e $T/ran ]] || fail "a command ran"
+	nothing_left
+}
+
+@test "no database, or no right to write the fence row: 77 naming what is missing, nothing left" {
+	run -0 dlock -S "$U" K true	# the tables exist
+	run -77 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$MY_PORT" K touch "$T/ran"
+	[[ $stderr == *"no database for the fencing counter's table"*"--no-fence" ]] || fail "$stderr"
+	run -77 --separate-stderr dlock -S "mysql://ro:ropass@127.0.0.1:$MY_PORT/dlock" K touch "$T/ran"
+	[[ $stderr == "dlock: K: mysql://127.0.0.1:$MY_PORT: writing the fencing counter in dlock.dlock_locks"*"INSERT, UPDATE command denied to user 'ro'"* ]] ||
+		fail "$stderr"
+	run -77 --separate-stderr dlock -S "mysql://nodb:nodbpass@127.0.0.1:$MY_PORT/dlock" K touch "$T/ran"
+	[[ $stderr == *"access denied for user 'nodb'"*"to database 'dlock'" ]] || fail "$stderr"
+	[[ ! -e $T/ran ]] || fail "a command ran"
+	nothing_left
+	[[ $(conns_of ro) == 0 ]] || fail "ro's connection left"
+}
+
+@test "refused at connect (69): a read-only server, a pooler that moves the session" {
+	my "SET GLOBAL read_only = 1"
+	run -69 --separate-stderr dlock -S "$U" -n K touch "$T/ran"
+	my "SET GLOBAL read_only = 0"
+	[[ $stderr == "dlock: K: mysql://127.0.0.1:$MY_PORT: the server is read-only (@@read_only = 1)"* ]] || fail "$stderr"
+	start_id_relay
+	run -69 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$(<"$T/relay.port")/dlock" -n K touch "$T/ran"
+	[[ $stderr == *"the session moved"*"pooler"* ]] || fail "$stderr"
+	[[ ! -e $T/ran ]] || fail "a command ran"
+	nothing_left
+}
+
+# ---- inspection ------------------------------------------------------------
+
+@test "status: free, held by dlock (pid, fence, connection), --json, the list; exit 0 held, 1 free" {
+	run -1 dlock status -S "$U" K
+	assert_output --regexp '^K: free'
+	hold h -S "$U" K
+	wait_ready h
+	local pid fence id
+	pid=$(<"$T/h.dlock")	# the holder info's pid is dlock's
+	fence=$(job_var h DLOCK_FENCE)
+	id=$(holder_id dlock:K)
+	run -0 dlock status -S "$U" K
+	assert_line --index 0 "K: held, exclusive, fencing counter $fence"
+	assert_line --index 2 --regexp " $pid +root "
+	assert_output --partial "[connection $id]"
+	run -0 dlock status -S "$U" --json K
+	/usr/bin/python3 -c '
+import json, sys
+l = json.loads(sys.argv[1])["locks"][0]
+h = l["holders"][0]
+assert l["state"] == "held" and l["key"] == "dlock:K", l
+assert h["fence"] == int(sys.argv[2]) and not h["foreign"], h
+assert h["token"] == sys.argv[3], h
+assert 0 < h["ttl_ms"] <= 30000, h
+' "$output" "$fence" "$(job_var h DLOCK_TOKEN)" || fail "$output"
+	run -0 dlock status -S "$U"
+	assert_line --index 1 --regexp '^K +held +exclusive +1 '
+	# a waiter, in the server's blocking GET_LOCK
+	start_bg w -S "$U" K true
+	wait_until 5 has_waiter || fail "dlock is not waiting in GET_LOCK"
+	run -0 dlock status -S "$U" K
+	assert_line --index 0 "K: held, exclusive, 1 waiting, fencing counter $fence"
+	finish h
+	reap w
+	assert_equal "$bg_status" 0
+	fence=$((fence + 1))
+	run -1 dlock status -S "$U" K
+	assert_output --regexp "^K: free, fencing counter $fence"
+	nothing_left
+}
+
+@test "history: acquired, released with exit status and hold time; trimmed to --history" {
+	my "DELETE FROM dlock_history WHERE name = 'dlock:H'" 2>/dev/null || true
+	run -0 dlock -S "$U" H true
+	run -3 dlock -S "$U" H sh -c 'exit 3'
+	run -0 dlock history -S "$U" --json H
+	/usr/bin/python3 -c '
+import json, sys
+ev = json.loads(sys.argv[1])["events"]
+assert [e["event"] for e in ev] == ["released", "acquired", "released", "acquired"], ev
+assert ev[0]["exit"] == 3 and ev[2]["exit"] == 0, ev
+assert ev[0]["fence"] == ev[1]["fence"] > ev[2]["fence"], ev
+assert ev[0]["held_ms"] >= 0 and ev[0]["host"], ev
+' "$output" || fail "$output"
+	run -0 dlock -S "$U" --history 3 H true
+	[[ $(my "SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:H'") == 3 ]] ||
+		fail "not trimmed to 3: $(my "SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:H'")"
+	run -0 dlock -S "$U" --history 0 H true
+	[[ $(my "SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:H'") == 3 ]] ||
+		fail "--history 0 wrote events"
+	nothing_left dlock:H
+}
+
+@test "release --force: KILL CONNECTION of the holder, which exits 75; 77 where the account may not" {
+	hold h -S "$U" -t 30 K
+	wait_ready h
+	sleep 0.6
+	run -77 --separate-stderr dlock release -S "mysql://ro:ropass@127.0.0.1:$MY_PORT/dlock" --force K
+	[[ $stderr == *"KILL CONNECTION"*"CONNECTION ADMIN"*"not owner of thread"* ]] || fail "$stderr"
+	is_held dlock:K || fail "the lock was broken anyway"
+	run -0 dlock release -S "$U" --force K
+	assert_output --regexp "^broken: root@.* pid $(<"$T/h.dlock") .*, fence $(job_var h DLOCK_FENCE), token $(job_var h DLOCK_TOKEN)"
+	reap h 5
+	assert_equal "$bg_status" 75
+	run -1 --separate-stderr dlock release -S "$U" --force K
+	assert_equal "$stderr" "dlock: K: not held"
+	run -0 dlock history -S "$U" --json K
+	[[ $output == *'"event":"broken"'* ]] || fail "no broken event: $output"
+	nothing_left
+}
+
+# ---- connections ------------------------------------------------------------
+
+@test "TLS: verify-full with the test CA, required, a wrong CA refused (69), TLS-only account" {
+	local base="127.0.0.1:$MY_PORT/dlock"
+	run -0 --separate-stderr dlock -S "mysql://tlsonly:tlspass@$base?tls=verify-full" \
+		--tls-ca "$MY_TLS/ca.pem" K true
+	assert_equal "$stderr" ''
+	run -0 dlock -S "mysql://tlsonly:tlspass@$base?tls=required" K true
+	run -0 dlock -S "mysql://tlsonly:tlspass@$base?tls=verify-ca" --tls-ca "$MY_TLS/ca.pem" K true
+	run -69 --separate-stderr dlock -S "mysql://tlsonly:tlspass@$base?tls=verify-full" \
+		--tls-ca "$MY_TLS/other-ca.pem" -n K touch "$T/ran"
+	[[ $stderr == "dlock: K: mysql://127.0.0.1:$MY_PORT: "*"certificate"* ]] || fail "$stderr"
+	run -77 dlock -S "mysql://tlsonly:tlspass@$base" K touch "$T/ran"
+	run -64 --separate-stderr dlock -S "$U" --tls-ca "$MY_TLS/ca.pem" K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "a command ran"
+	nothing_left
+	[[ $(conns_of tlsonly) == 0 ]] || fail "a TLS connection left"
+}
+
+@test "passwords: --password-file, DLOCK_PASSWORD, MYSQL_PWD, ~/.my.cnf [client] and [dlock]; never in ps" {
+	local u="mysql://dl@127.0.0.1:$MY_PORT/dlock"
+	echo secret >"$T/pw"
+	chmod 600 "$T/pw"
+	run -0 dlock -S "$u" --password-file "$T/pw" K true
+	DLOCK_PASSWORD=secret run -0 dlock -S "$u" K true
+	MYSQL_PWD=secret run -0 dlock -S "$u" K true
+	printf '[client]\npassword=secret\n' >"$T/.my.cnf"
+	HOME=$T run -0 dlock -S "$u" K true
+	printf '[client]\npassword=wrong\n[dlock]\npassword=secret\n' >"$T/.my.cnf"
+	HOME=$T run -0 dlock -S "$u" K true
+	# the URL's password first
+	DLOCK_PASSWORD=secret run -77 dlock -S "mysql://dl:wrong@127.0.0.1:$MY_PORT/dlock" K true
+	run -77 dlock -S "$u" K true
+	# masked in ps while it runs
+	hold h -S "$U" K
+	wait_ready h
+	tr '\0' ' ' <"/proc/$(<"$T/h.dlock")/cmdline" >"$T/cmdline"
+	grep -q secret "$T/cmdline" && fail "the password in ps: $(cat "$T/cmdline")"
+	grep -q 'dl:\*\*\*\*\*\*@' "$T/cmdline" || fail "not masked: $(cat "$T/cmdline")"
+	finish h
+	nothing_left
+}
+
+@test "-k A -k B: each on its own connection, taken all or none" {
+	run -0 dlock -S "$U" -k A -k B sh -c "echo \$DLOCK_KEYS; mariadb -S $MY_DIR/sock -uroot -N -B -e \"SELECT IS_USED_LOCK('dlock:A') <> IS_USED_LOCK('dlock:B')\""
+	assert_output $'dlock:A dlock:B\n1'
+	hold h -S "$U" B
+	wait_ready h
+	run -1 dlock -S "$U" -n -k A -k B touch "$T/ran"
+	is_free dlock:A || fail "A kept while B was refused"
+	finish h
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	nothing_left dlock:A
+	nothing_left dlock:B
+}
+
+@test "the man page's tables and grants: an account without CREATE takes locks, fences and history" {
+	local ddl
+	ddl=$(man_block '*The fence.*')
+	[[ $ddl == *"CREATE TABLE dlock_locks"*"CREATE TABLE dlock_history"*GRANT* ]] || fail "no DDL in dlock(1): $ddl"
+	my "DROP DATABASE IF EXISTS app; CREATE DATABASE app;
+		DROP USER IF EXISTS 'cron'@'%'; CREATE USER 'cron'@'%' IDENTIFIED BY 'cronpass'"
+	mariadb -S "$MY_DIR/sock" -uroot app -e "$ddl" || fail "the DDL does not run"
+	local u="mysql://cron:cronpass@127.0.0.1:$MY_PORT/app"
+	run -0 dlock -S "$u" K sh -c 'echo $DLOCK_FENCE'
+	assert_output 1
+	run -0 dlock -S "$u" K sh -c 'echo $DLOCK_FENCE'
+	assert_output 2
+	run -0 dlock history -S "$u" K
+	assert_line --index 1 --regexp '^[0-9.]+s ago +released '
+	run -0 dlock -S "$u" --history 1 K true
+	[[ $(my "SELECT COUNT(*) FROM app.dlock_history") == 1 ]] || fail "not trimmed"
+	my "DROP DATABASE app; DROP USER 'cron'@'%'"
+	nothing_left
+}
