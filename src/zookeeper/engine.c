@@ -964,20 +964,50 @@ static void trim(struct zk *z, struct zc *kids)
 	free(seq);
 }
 
-/* Deletes our node, and writes the history's events in the same multi:
- * one round trip. */
+/* Our node deleted, with the history's event in the same multi (one
+ * round trip, one write), sent behind the "acquired" event without
+ * waiting for it: the server commits both at once. */
+static struct zc *send_release(struct zk *z, bool late_acq, const char *kind,
+			       long long exit, long long held_ms,
+			       const char *acq_path)
+{
+	const struct lock *lk = z->lk;
+	char data[2][2 * LOCK_INFO_MAX + 256];
+	char *ev_path = zk_join(z->hist, ZK_EVENT_PREFIX);
+	struct zc *m = zc_multi_new(z->s);
+	int len;
+
+	zc_multi_delete(m, z->own);
+	if (kind && ev_path) {
+		if (late_acq) {
+			len = zk_event_data(data[0], sizeof data[0], "acquired",
+					    base_name(z->own), z->czxid, -1, -1,
+					    lk->info, NULL);
+			zc_multi_create(m, ev_path, data[0], len,
+					ZOO_PERSISTENT_SEQUENTIAL);
+		}
+		len = zk_event_data(data[1], sizeof data[1], kind, base_name(z->own),
+				    z->czxid, exit, held_ms, lk->info, NULL);
+		zc_multi_create(m, ev_path, data[1], len, ZOO_PERSISTENT_SEQUENTIAL);
+	} else if (acq_path) {
+		zc_multi_delete(m, acq_path);	/* no command used it */
+	}
+	free(ev_path);
+	return zc_multi_send(m);
+}
+
 static int release(struct lock *lk, const struct release_how *how,
 		   struct error *err)
 {
 	struct zk *z = ZK(lk);
 	const struct lock_params *p = lk->p;
 	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
-	char data[2][2 * LOCK_INFO_MAX + 256], *ev_path, *acq_path = NULL;
-	struct zc *reqs[2] = { NULL, NULL }, *m;
-	bool expired, ev = p->history > 0 && how->job, late_acq = false;
+	struct zc *reqs[3] = { NULL, NULL, NULL };
+	bool expired, ev = p->history > 0 && how->job;
 	long long held_ms = clock_now_ms() - lk->acquired_ms;
 	long long exit = how->exit_status >= 0 ? how->exit_status : -1;
-	int rc, len;
+	char *acq_path = NULL;
+	int rc;
 
 	zc_free(z->watch_req);
 	z->watch_req = NULL;
@@ -994,52 +1024,46 @@ static int release(struct lock *lk, const struct release_how *how,
 		z->held = false;
 		return 0;
 	}
-	/* the "acquired" event: made; or to make now, the history's znode
-	 * being missing then; or to forget, no command having run */
-	if (z->acq_event) {
+	/* no command ran: the "acquired" event goes too */
+	if (!how->job && z->acq_event) {
 		zc_wait(&z->acq_event, 1, deadline_ms);
 		if (z->acq_event->rc == ZOK && z->acq_event->path)
 			acq_path = strdup(z->acq_event->path);
-		late_acq = ev && z->acq_event->rc == ZNONODE;
-		zc_free(z->acq_event);
-		z->acq_event = NULL;
 	}
-	if (late_acq && zk_ensure(z, z->hist, true, deadline_ms, err) < 0)
-		late_acq = ev = false;
-	ev_path = zk_join(z->hist, ZK_EVENT_PREFIX);
-	m = zc_multi_new(z->s);
-	zc_multi_delete(m, z->own);
-	if (ev && ev_path) {
-		if (late_acq) {
-			len = zk_event_data(data[0], sizeof data[0], "acquired",
-					    base_name(z->own), z->czxid, -1, -1,
-					    lk->info, NULL);
-			zc_multi_create(m, ev_path, data[0], len,
-					ZOO_PERSISTENT_SEQUENTIAL);
-		}
-		len = zk_event_data(data[1], sizeof data[1], "released",
-				    base_name(z->own), z->czxid, exit, held_ms,
-				    lk->info, NULL);
-		zc_multi_create(m, ev_path, data[1], len, ZOO_PERSISTENT_SEQUENTIAL);
-	} else if (acq_path && !how->job) {
-		zc_multi_delete(m, acq_path);
-	}
-	reqs[0] = zc_multi_send(m);
+	reqs[0] = send_release(z, false, ev ? "released" : NULL, exit, held_ms,
+			       acq_path);
 	if (ev)
 		reqs[1] = zc_children(z->s, z->hist, false);
-	zc_wait(reqs, 2, deadline_ms);
+	reqs[2] = z->acq_event;
+	z->acq_event = NULL;
+	zc_wait(reqs, 3, deadline_ms);
 	rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
-	/* a multi that failed on an event, not on our node (the history
-	 * went meanwhile): our node alone */
-	if (rc != ZOK && !zs_transient(rc) && reqs[0] && reqs[0]->res[0].err == ZOK) {
-		struct zc *d = zc_delete(z->s, z->own);
+	/* The multi failed on an event, not on our node: the history's
+	 * znode is missing (its first event, or someone deleted it).
+	 * Made, and the whole again, the "acquired" event too if it failed
+	 * for that. */
+	if (rc == ZNONODE && reqs[0]->res[0].err == ZOK) {
+		bool late_acq = reqs[2] && reqs[2]->rc == ZNONODE;
 
-		zc_wait(&d, 1, deadline_ms);
-		rc = d ? d->rc : ZSYSTEMERROR;
-		zc_free(d);
+		zc_free(reqs[0]);
+		reqs[0] = NULL;
+		if (zk_ensure(z, z->hist, true, deadline_ms, err) == 0)
+			reqs[0] = send_release(z, late_acq, ev ? "released" : NULL,
+					       exit, held_ms, NULL);
+		else
+			reqs[0] = send_release(z, false, NULL, exit, held_ms, NULL);
+		zc_wait(reqs, 1, deadline_ms);
+		rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+	} else if (rc != ZOK && !zs_transient(rc) && reqs[0] &&
+		   reqs[0]->res[0].err == ZOK) {
+		/* the "acquired" event to forget went meanwhile (trimmed) */
+		zc_free(reqs[0]);
+		reqs[0] = send_release(z, false, NULL, exit, held_ms, NULL);
+		zc_wait(reqs, 1, deadline_ms);
+		rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
 	}
 	zc_free(reqs[0]);
-	free(ev_path);
+	zc_free(reqs[2]);
 	free(acq_path);
 	if (rc == ZNONODE) {
 		/* not ours any more: the lease was lost */

@@ -230,6 +230,10 @@ static int start(struct zk_sess *s, struct error *err)
 		log_lower_first(err->msg + strlen(s->url_text) + 2);
 		return -1;
 	}
+	/* The library looks the hosts up again before each of its polls
+	 * unless told otherwise (getaddrinfo(), a netlink query and a read
+	 * of /dev/urandom every time): only when it connects anew. */
+	zoo_set_servers_resolution_delay(s->zh, -1);
 	zs_cloexec();
 	if (s->digest)
 		zoo_add_auth(s->zh, "digest", s->digest, (int)strlen(s->digest),
@@ -393,10 +397,18 @@ static struct zc *arrived(const void *data)
 
 static void done(struct zc *c, int rc)
 {
+	struct zk_sess *s = c->s;
+	bool notify = c->notify;
+	uint64_t one = 1;
+
 	c->done = true;
 	c->done_rc = rc;
-	pthread_cond_broadcast(&c->s->cv);
-	pthread_mutex_unlock(&c->s->mu);
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);	/* c may be gone from here */
+	/* a watch set: whoever polls learns of the answer too (a node
+	 * already gone sets none, and nothing else would say so) */
+	if (notify)
+		(void)!write(s->efd, &one, sizeof one);
 }
 
 static void on_void(int rc, const void *data)
@@ -536,6 +548,7 @@ struct zc *zc_exists(struct zk_sess *s, const char *path, bool watch)
 
 	if (!c || !s->zh)
 		return unsent(c);
+	c->notify = watch;
 	return sent(c, zoo_awexists(s->zh, path, watch ? watcher : NULL,
 				    watch ? s : NULL, on_stat, c));
 }
@@ -546,6 +559,7 @@ struct zc *zc_get(struct zk_sess *s, const char *path, bool watch)
 
 	if (!c || !s->zh)
 		return unsent(c);
+	c->notify = watch;
 	return sent(c, zoo_awget(s->zh, path, watch ? watcher : NULL,
 				 watch ? s : NULL, on_data, c));
 }
@@ -556,6 +570,7 @@ struct zc *zc_children(struct zk_sess *s, const char *path, bool watch)
 
 	if (!c || !s->zh)
 		return unsent(c);
+	c->notify = watch;
 	return sent(c, zoo_awget_children2(s->zh, path, watch ? watcher : NULL,
 					   watch ? s : NULL, on_children, c));
 }

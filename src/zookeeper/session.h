@@ -94,6 +94,7 @@ struct zc {
 	/* private */
 	int done_rc;
 	bool done, abandoned;
+	bool notify;		/* sets a watch: its answer writes the eventfd */
 };
 
 /* Each sends one request (never blocks) and returns it, already done with

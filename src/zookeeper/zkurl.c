@@ -191,7 +191,7 @@ int zk_url_parse(const char *s, struct zk_url *u, char *why, size_t whylen)
 
 	memset(u, 0, sizeof *u);
 	if (strncmp(s, "zks://", 6) == 0)
-		FAIL("zks:// needs TLS, which Debian's ZooKeeper C client is built without");
+		FAIL("zks:// cannot be used: Debian's ZooKeeper C client is built without TLS");
 	if (strncmp(s, "zk://", 5) != 0)
 		FAIL("not a zk:// URL");
 	p = s + 5;
@@ -199,7 +199,9 @@ int zk_url_parse(const char *s, struct zk_url *u, char *why, size_t whylen)
 		FAIL("no options after '%c' in a zk:// URL (TLS is not available; the session timeout is --ttl)",
 		     *q);
 	slash = strchr(p, '/');
-	at = memchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
+	/* the last '@': one in the password is the password's (as cli.c's
+	 * scrubbing takes it) */
+	at = memrchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
 	if (at) {
 		const char *colon = memchr(p, ':', (size_t)(at - p));
 		size_t ulen = colon ? (size_t)(colon - p) : (size_t)(at - p);
