@@ -300,6 +300,12 @@ ours_re='^-[0-9a-f]{32}-(x|s|l[0-9]+)-[0-9]+__r?lock__[0-9]{10}$'
 	run -0 dlock history --json -S "$Z" K18
 	assert_equal "$(jq -r '[.events[].event] | join(" ")' <<<"$output")" "released acquired"
 	assert_equal "$(jq -r '.events[0].exit' <<<"$output")" 3
+	# a job that runs a while: "acquired" is written meanwhile
+	hold h -S "$Z" K18
+	wait_ready h
+	wait_until 5 eval '[[ $(dlock history --json -S "$Z" K18 | jq -r ".events[0].event") == acquired ]]' ||
+		fail "no acquired event while the job runs"
+	finish h
 	local i
 	for i in 1 2 3 4 5 6; do dlock -S "$Z" --history 4 K18 true; done
 	run -0 dlock history --json -S "$Z" K18

@@ -36,11 +36,11 @@ _zk_conf() {
 }
 
 # _zk_run NAME MAINCLASS: starts NAME's JVM (3>&-: bats waits for no server)
-_zk_run() {
+_zk_run() {	# not a job of the test's shell, which would say "Killed"
 	local d=$ZK_DIR/$1
-	java "${ZK_JAVA_OPTS[@]}" -cp "$ZK_CP" "$2" "$d/zoo.cfg" \
+	( java "${ZK_JAVA_OPTS[@]}" -cp "$ZK_CP" "$2" "$d/zoo.cfg" \
 		>>"$d/log" 2>&1 </dev/null 3>&- &
-	echo $! >"$d/pid"
+	  echo $! >"$d/pid" )
 }
 
 # start_zk NAME: a standalone server on a free port (in $ZK_DIR/NAME/port)

@@ -269,7 +269,7 @@ int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
 		zc_free(z->watch_req);
 		zc_free(z->acq_event);
 		z->watch_req = z->acq_event = NULL;
-		zs_free(z->s);
+		zs_free(z->s, clock_now_ms() + z->lk->node_timeout_ms);
 		z->s = NULL;
 		forget_own(z);
 		if (new_session(z, NULL, err) < 0 ||
@@ -308,6 +308,8 @@ int zk_resume(struct zk *z, const char *token, int64_t deadline_ms,
 }
 
 /* ---- the lock ------------------------------------------------------------ */
+
+static void send_acquired(struct zk *z);
 
 static int open_lock(struct lock *lk, struct error *err)
 {
@@ -355,6 +357,11 @@ static void close_lock(struct lock *lk)
 	struct zk *z = ZK(lk);
 
 	zc_free(z->watch_req);
+	/* dlock acquire: its "acquired" event, before the process ends */
+	if (z->s && z->held && z->acq_pending && zs_pid(z->s) == getpid()) {
+		send_acquired(z);
+		zc_wait(&z->acq_event, 1, clock_now_ms() + lk->node_timeout_ms);
+	}
 	zc_free(z->acq_event);
 	/* Still held: dlock acquire, whose lock outlives it until the
 	 * session's timeout (dlock extend, dlock release take the session
@@ -363,7 +370,7 @@ static void close_lock(struct lock *lk)
 	if (z->s && (z->held || zs_pid(z->s) != getpid()))
 		zs_keep(z->s);
 	else
-		zs_free(z->s);
+		zs_free(z->s, clock_now_ms() + z->lk->node_timeout_ms);
 	free(z->own);
 	free(z->path);
 	free(z->hist);
@@ -536,6 +543,23 @@ static struct zc *send_event(struct zk *z, const char *kind, long long exit,
 	return c;
 }
 
+/* What acquiring leaves to write, once the job has run a while: the
+ * "acquired" event, and after a wait our node's data, the holder info,
+ * whose since is then, not when we started to wait (a waiter behind us
+ * wakes, and sleeps again). Not waited for. */
+static void send_acquired(struct zk *z)
+{
+	struct lock *lk = z->lk;
+
+	if (!z->acq_pending || !z->own)
+		return;
+	z->acq_pending = false;
+	if (z->waited)
+		zc_free(zc_set(z->s, z->own, lk->info, (int)strlen(lk->info)));
+	if (lk->p->history > 0 && !z->acq_event)
+		z->acq_event = send_event(z, "acquired", -1, -1);
+}
+
 /* Acquired in a round that started at t0: what the core reads. */
 static enum lock_result won(struct zk *z, int64_t t0, struct error *err)
 {
@@ -568,12 +592,7 @@ static enum lock_result won(struct zk *z, int64_t t0, struct error *err)
 	if (!lk->p->no_fence)
 		snprintf(lk->fence, sizeof lk->fence, "%lld", z->czxid);
 	zs_watch_own(z->s, z->own);
-	/* our node's data is the holder info: since is now, not when we
-	 * started to wait (a waiter behind us wakes, and sleeps again) */
-	if (z->waited)
-		zc_free(zc_set(z->s, z->own, lk->info, (int)strlen(lk->info)));
-	if (lk->p->history > 0)
-		z->acq_event = send_event(z, "acquired", -1, -1);
+	z->acq_pending = true;
 	/* the job starts next: nothing of the library's may leak into it */
 	zs_cloexec();
 	return LOCK_ACQUIRED;
@@ -831,6 +850,7 @@ static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
 		z->adopted = false;
 		zs_watch_own(z->s, z->own);
 	}
+	send_acquired(z);
 	t0 = clock_now_ms();
 	/* the session alive at the leader and our node there: a multi
 	 * that checks it is a write, so a follower cut off from the quorum
@@ -875,6 +895,7 @@ static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	/* -F's helper before its first round took the session over */
 	if (!z->s || zs_pid(z->s) != getpid() || max == 0 || !z->own)
 		return 0;
+	send_acquired(z);
 	if (!z->own_watched && !z->watch_req)
 		z->watch_req = zc_exists(z->s, z->own, true);
 	if (zs_event_fd(z->s) < 0)
@@ -1003,7 +1024,7 @@ static int release(struct lock *lk, const struct release_how *how,
 	const struct lock_params *p = lk->p;
 	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
 	struct zc *reqs[3] = { NULL, NULL, NULL };
-	bool expired, ev = p->history > 0 && how->job;
+	bool expired, ev = p->history > 0 && how->job, with_acq;
 	long long held_ms = clock_now_ms() - lk->acquired_ms;
 	long long exit = how->exit_status >= 0 ? how->exit_status : -1;
 	char *acq_path = NULL;
@@ -1024,13 +1045,15 @@ static int release(struct lock *lk, const struct release_how *how,
 		z->held = false;
 		return 0;
 	}
-	/* no command ran: the "acquired" event goes too */
+	/* no command ran: the "acquired" event goes too, if it went out */
 	if (!how->job && z->acq_event) {
 		zc_wait(&z->acq_event, 1, deadline_ms);
 		if (z->acq_event->rc == ZOK && z->acq_event->path)
 			acq_path = strdup(z->acq_event->path);
 	}
-	reqs[0] = send_release(z, false, ev ? "released" : NULL, exit, held_ms,
+	with_acq = ev && z->acq_pending;
+	z->acq_pending = false;
+	reqs[0] = send_release(z, with_acq, ev ? "released" : NULL, exit, held_ms,
 			       acq_path);
 	if (ev)
 		reqs[1] = zc_children(z->s, z->hist, false);
@@ -1043,7 +1066,7 @@ static int release(struct lock *lk, const struct release_how *how,
 	 * Made, and the whole again, the "acquired" event too if it failed
 	 * for that. */
 	if (rc == ZNONODE && reqs[0]->res[0].err == ZOK) {
-		bool late_acq = reqs[2] && reqs[2]->rc == ZNONODE;
+		bool late_acq = with_acq || (reqs[2] && reqs[2]->rc == ZNONODE);
 
 		zc_free(reqs[0]);
 		reqs[0] = NULL;

@@ -240,7 +240,7 @@ int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 	for (int i = 0; *names && i < kids->n_kids; i++) {
 		const char *k = kids->kids[i];
 
-		if (strncmp(k, prefix, plen) != 0 || strcmp(k, ZK_HISTORY_DIR + 1) == 0 ||
+		if (strncmp(k, prefix, plen) != 0 || strcmp(k, &ZK_HISTORY_DIR[1]) == 0 ||
 		    (!z->u->chroot[0] && strcmp(k, "zookeeper") == 0))
 			continue;
 		if (((*names)[*n] = strdup(k + plen)))

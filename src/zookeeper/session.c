@@ -27,6 +27,7 @@ struct zk_sess {
 	bool has_resume;
 	struct zk_state st;
 	char *own;
+	int pending;		/* requests sent, their completion not come */
 };
 
 /* ---- the library's log ------------------------------------------------ */
@@ -219,8 +220,11 @@ static int start(struct zk_sess *s, struct error *err)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	errno = 0;
+	/* ZOO_NO_LOG_CLIENTENV: else it asks NSS for our user's name, to log
+	 * it at a level we never show */
 	s->zh = zookeeper_init2(s->hosts, watcher, s->timeout_ms,
-				s->has_resume ? &s->resume : NULL, s, 0, log_cb);
+				s->has_resume ? &s->resume : NULL, s,
+				ZOO_NO_LOG_CLIENTENV, log_cb);
 	e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!s->zh) {
@@ -234,7 +238,8 @@ static int start(struct zk_sess *s, struct error *err)
 	 * unless told otherwise (getaddrinfo(), a netlink query and a read
 	 * of /dev/urandom every time): only when it connects anew. */
 	zoo_set_servers_resolution_delay(s->zh, -1);
-	zs_cloexec();
+	/* its pipe: CLOEXEC once connected (the watcher) and before any job
+	 * starts (engine.c), in time for every fork */
 	if (s->digest)
 		zoo_add_auth(s->zh, "digest", s->digest, (int)strlen(s->digest),
 			     NULL, NULL);
@@ -279,12 +284,22 @@ int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 	return -1;
 }
 
-void zs_free(struct zk_sess *s)
+void zs_free(struct zk_sess *s, int64_t deadline_ms)
 {
+	struct timespec ts = abs_time(deadline_ms);
+
 	if (!s)
 		return;
+	/* zookeeper_close() stops the completion thread, and the library
+	 * then drops what it had not answered (its entries and ours): let
+	 * the answers come first (requests not waited for, history trims) */
+	pthread_mutex_lock(&s->mu);
+	while (s->pending > 0 && s->zh && s->pid == getpid() &&
+	       pthread_cond_timedwait(&s->cv, &s->mu, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&s->mu);
 	if (s->zh && s->pid == getpid())
-		zookeeper_close(s->zh);	/* runs every pending completion */
+		zookeeper_close(s->zh);
 	if (s->efd >= 0)
 		close(s->efd);
 	pthread_cond_destroy(&s->cv);
@@ -387,6 +402,8 @@ static struct zc *arrived(const void *data)
 	struct zc *c = (struct zc *)data;
 
 	pthread_mutex_lock(&c->s->mu);
+	if (--c->s->pending <= 0)
+		pthread_cond_broadcast(&c->s->cv);
 	if (c->abandoned) {
 		pthread_mutex_unlock(&c->s->mu);
 		free_zc(c);
@@ -495,8 +512,12 @@ static struct zc *sent(struct zc *c, int rc)
 {
 	struct zc *answer;
 
-	if (rc == ZOK)
+	if (rc == ZOK) {
+		pthread_mutex_lock(&c->s->mu);
+		c->s->pending++;	/* its completion may have come already */
+		pthread_mutex_unlock(&c->s->mu);
 		return c;
+	}
 	if (rc == ZBADARGUMENTS || rc == ZINVALIDSTATE) {
 		c->done = true;
 		c->done_rc = rc;

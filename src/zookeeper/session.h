@@ -38,8 +38,9 @@ struct zk_sess *zs_new(const struct zk_sess_opts *o);
  * a session to resume that expired (*expired set). */
 int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 	       struct error *err);
-/* Ends the session (its ephemeral nodes go) and frees it. */
-void zs_free(struct zk_sess *s);
+/* Ends the session (its ephemeral nodes go) and frees it, once every
+ * request sent has its answer or deadline_ms has passed. */
+void zs_free(struct zk_sess *s, int64_t deadline_ms);
 /* Frees nothing and ends nothing: the session outlives this process until
  * its timeout (dlock acquire), or belongs to a process we were forked
  * from, whose threads did not come along (-F). */

@@ -44,6 +44,11 @@ struct zk {
 	bool own_watched;
 	struct zc *watch_req;	/* the exists that sets that watch */
 	struct zc *acq_event;	/* the "acquired" event on its way */
+	bool acq_pending;	/* that event (and after a wait, the holder
+				 * info's new since) not written yet: once
+				 * the job has run a while, else with the
+				 * release, in its multi (a write less for a
+				 * short job: as many as the C floor's) */
 	int last_state;
 	bool adopted;		/* -F's helper took the session over */
 };
