@@ -9,10 +9,10 @@
  * not heard from us for the session timeout (from --ttl, bounded by the
  * server's min and max). The server says a session expired only once we
  * reconnect, so the loss clock is ours: each renewal round proves the
- * session alive at the leader (a multi that checks our node: a write,
- * which only a quorum's leader commits) and moves valid_until_ms to the
- * round's start plus the timeout; a round that fails leaves it, and the
- * core stops the job before it runs out. Our node deleted (release
+ * session alive at the leader (a sync, which the leader answers only for
+ * a live session, then an exists of our node) and moves valid_until_ms to
+ * the round's start plus the timeout; a round that fails leaves it, and
+ * the core stops the job before it runs out. Our node deleted (release
  * --force, an operator) is loss at once, through a watch on it.
  * DLOCK_FENCE is our node's czxid: zxids grow across the whole ensemble
  * and its restarts, sequence numbers are 32-bit and per parent. */
@@ -543,6 +543,30 @@ static struct zc *send_event(struct zk *z, const char *kind, long long exit,
 	return c;
 }
 
+/* The session alive at the ensemble's leader, and our node there: a sync
+ * (the leader checks the session of every request it sees: a follower
+ * cut off from the quorum cannot answer it from what it knew, and it
+ * costs no write) and an exists behind it, which sees at least what the
+ * leader had then; watch: the exists sets the watch on our node.
+ * ZOK, ZNONODE (our node is gone), or the failure's code. */
+static int prove(struct zk *z, const char *own, bool watch, int64_t deadline_ms)
+{
+	struct zc *reqs[2];
+	int rc;
+
+	reqs[0] = zc_sync(z->s, own);
+	reqs[1] = zc_exists(z->s, own, watch);
+	zc_wait(reqs, 2, deadline_ms);
+	rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+	if (rc == ZOK)
+		rc = reqs[1] ? reqs[1]->rc : ZSYSTEMERROR;
+	if (watch && reqs[1])
+		z->own_watched = reqs[1]->rc == ZOK;
+	zc_free(reqs[0]);
+	zc_free(reqs[1]);
+	return rc;
+}
+
 /* What acquiring leaves to write, once the job has run a while: the
  * "acquired" event, and after a wait our node's data, the holder info,
  * whose since is then, not when we started to wait (a waiter behind us
@@ -567,16 +591,11 @@ static enum lock_result won(struct zk *z, int64_t t0, struct error *err)
 
 	if (!z->fresh) {
 		/* a read said so, maybe a follower's: the leader has the
-		 * last word on the session, in a write (see extend) */
-		struct zc *m = zc_multi_new(z->s);
+		 * last word on the session (our create, a write, had it) */
 		int rc;
 
 		t0 = clock_now_ms();
-		zc_multi_check(m, z->own);
-		m = zc_multi_send(m);
-		zc_wait(&m, 1, t0 + lk->node_timeout_ms);
-		rc = m ? m->rc : ZSYSTEMERROR;
-		zc_free(m);
+		rc = prove(z, z->own, false, t0 + lk->node_timeout_ms);
 		if (rc == ZNONODE)
 			return LOCK_HELD;	/* gone: the caller starts over */
 		if (rc != ZOK) {
@@ -831,10 +850,9 @@ static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
 {
 	struct zk *z = ZK(lk);
 	int64_t t0 = clock_now_ms(), deadline_ms = t0 + timeout_ms;
-	struct zc *reqs[2] = { NULL, NULL };
 	struct zk_state st;
 	bool expired;
-	int rc, wrc = ZOK;
+	int rc;
 
 	if (!z->own) {
 		error_set(err, EX_TEMPFAIL, "%s: our node is gone", z->u->text);
@@ -852,28 +870,13 @@ static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
 	}
 	send_acquired(z);
 	t0 = clock_now_ms();
-	/* the session alive at the leader and our node there: a multi
-	 * that checks it is a write, so a follower cut off from the quorum
-	 * cannot answer it from what it knew */
-	reqs[0] = zc_multi_new(z->s);
-	zc_multi_check(reqs[0], z->own);
-	reqs[0] = zc_multi_send(reqs[0]);
-	if (!z->own_watched)
-		reqs[1] = zc_exists(z->s, z->own, true);
-	zc_wait(reqs, 2, deadline_ms);
-	rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
-	if (reqs[1]) {
-		wrc = reqs[1]->rc;
-		z->own_watched = wrc == ZOK;
-	}
-	zc_free(reqs[0]);
-	zc_free(reqs[1]);
+	rc = prove(z, z->own, !z->own_watched, deadline_ms);
 	zs_state(z->s, &st);
 	if (rc == ZOK) {
 		lk->valid_until_ms = valid_from(z, t0);
 		return EXTEND_OK;
 	}
-	if (rc == ZNONODE || wrc == ZNONODE) {
+	if (rc == ZNONODE) {
 		error_set(err, EX_TEMPFAIL, "%s: our node %s was deleted (dlock release --force, or another client)",
 			  z->u->text, z->own);
 		return EXTEND_LOST;

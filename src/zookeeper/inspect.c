@@ -614,7 +614,6 @@ enum extend_result zk_extend_token(struct lock *lk, struct error *err)
 {
 	struct zk *z = ZK(lk);
 	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
-	struct zc *m;
 	char *own;
 	int r, rc;
 
@@ -632,13 +631,14 @@ enum extend_result zk_extend_token(struct lock *lk, struct error *err)
 		return EXTEND_LOST;
 	}
 	/* reconnecting touched the session (its timeout from this --ttl);
-	 * the leader confirms it */
-	m = zc_multi_new(z->s);
-	zc_multi_check(m, own);
-	m = zc_multi_send(m);
-	zc_wait(&m, 1, deadline_ms);
-	rc = m ? m->rc : ZSYSTEMERROR;
-	zc_free(m);
+	 * the leader confirms it (a sync) */
+	{
+		struct zc *sync = zc_sync(z->s, own);
+
+		zc_wait(&sync, 1, deadline_ms);
+		rc = sync ? sync->rc : ZSYSTEMERROR;
+		zc_free(sync);
+	}
 	free(own);
 	if (rc == ZNONODE)
 		return EXTEND_LOST;

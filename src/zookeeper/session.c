@@ -605,6 +605,23 @@ struct zc *zc_set(struct zk_sess *s, const char *path, const char *data, int len
 	return sent(c, zoo_aset(s->zh, path, data, len, -1, on_stat, c));
 }
 
+static void on_string(int rc, const char *value, const void *data)
+{
+	struct zc *c = arrived(data);
+
+	if (c)
+		done(c, rc);
+}
+
+struct zc *zc_sync(struct zk_sess *s, const char *path)
+{
+	struct zc *c = new_zc(s, ZC_SYNC);
+
+	if (!c || !s->zh)
+		return unsent(c);
+	return sent(c, zoo_async(s->zh, path, on_string, c));
+}
+
 struct zc *zc_multi_new(struct zk_sess *s)
 {
 	return new_zc(s, ZC_MULTI);
@@ -626,14 +643,6 @@ static char *keep(struct zc *c, const char *s, int len)
 		return c->strs[i];
 	}
 	return NULL;
-}
-
-void zc_multi_check(struct zc *c, const char *path)
-{
-	const char *p;
-
-	if (c && c->n_ops < ZC_MAX_OPS && (p = keep(c, path, -1)))
-		zoo_check_op_init(&c->ops[c->n_ops++], p, -1);
 }
 
 void zc_multi_delete(struct zc *c, const char *path)

@@ -70,7 +70,7 @@ zhandle_t *zs_handle(struct zk_sess *s);
 /* ---- requests ---------------------------------------------------------- */
 
 enum zc_kind { ZC_CREATE, ZC_DELETE, ZC_EXISTS, ZC_GET, ZC_CHILDREN, ZC_SET,
-	       ZC_MULTI };
+	       ZC_MULTI, ZC_SYNC };
 
 #define ZC_MAX_OPS 4
 
@@ -109,9 +109,12 @@ struct zc *zc_exists(struct zk_sess *s, const char *path, bool watch);
 struct zc *zc_get(struct zk_sess *s, const char *path, bool watch);
 struct zc *zc_children(struct zk_sess *s, const char *path, bool watch);
 struct zc *zc_set(struct zk_sess *s, const char *path, const char *data, int len);
+/* sync: the server we talk to catches up with the leader, which checks
+ * the session on its way (the proof that it is alive there, with no
+ * write); what this session asks next sees at least that much. */
+struct zc *zc_sync(struct zk_sess *s, const char *path);
 /* A multi: zc_multi_new(), then each op, then zc_multi_send(). */
 struct zc *zc_multi_new(struct zk_sess *s);
-void zc_multi_check(struct zc *c, const char *path);
 void zc_multi_delete(struct zc *c, const char *path);
 void zc_multi_create(struct zc *c, const char *path, const char *data, int len,
 		     int flags);
