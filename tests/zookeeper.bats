@@ -387,6 +387,57 @@ ours_re='^-[0-9a-f]{32}-(x|s|l[0-9]+)-[0-9]+__r?lock__[0-9]{10}$'
 	diff "$T/mine" "$T/theirs" || fail "the command has other descriptors"
 }
 
+@test "the client library's threads take no signal: every one is blocked in them" {
+	hold h -S "$Z" K25
+	wait_ready h
+	local pid t mask n=0
+	pid=$(<"$T/h.dlock")
+	for t in /proc/"$pid"/task/*; do
+		[[ ${t##*/} == "$pid" ]] && continue
+		mask=$(sed -n 's/^SigBlk:\t//p' "$t/status")
+		# HUP INT QUIT USR1 ALRM TERM CHLD
+		(((16#$mask & 0x16207) == 0x16207)) || fail "thread ${t##*/} blocks only $mask"
+		n=$((n + 1))
+	done
+	((n >= 2)) || fail "no library threads in dlock ($n)"
+	finish h
+}
+
+@test "dlock stopped past its lease: the watchdog stops the job, 75 after" {
+	hold h -S "$Z" -t 2 K26
+	wait_ready h
+	kill -STOP "$(<"$T/h.dlock")"
+	wait_until 5 test -e "$T/h.sig" || fail "the job was not told"
+	kill -CONT "$(<"$T/h.dlock")"
+	reap h
+	assert_equal "$bg_status" 75
+	assert_equal "$(cat "$T/h.sig")" TERM
+}
+
+@test "dlock killed by SIGKILL: its node goes with its session" {
+	hold h -S "$Z" -t 2 K27
+	wait_ready h
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 10 no_contender K27 || fail "the node outlived the session"
+	run -0 dlock -S "$Z" -n --fair K27 true
+}
+
+@test "-k: two locks, one token; a nested dlock re-enters either; acquire's token re-enters" {
+	run -0 timeout 10 "$DLOCK" -S "$Z" -k K28a -k K28b sh -c \
+		'echo "$DLOCK_TOKEN"; "$0" -S "$1" -n K28b sh -c "echo \$DLOCK_TOKEN"' "$DLOCK" "$Z"
+	assert_equal "${lines[0]}" "${lines[1]}"
+	no_contender K28a
+	no_contender K28b
+	local vars
+	vars=$(dlock acquire --export -S "$Z" -t 10 K28a)
+	(
+		eval "$vars"
+		dlock -S "$Z" -n K28a true
+	) || fail "acquire's token did not re-enter"
+	(eval "$vars"; dlock release -S "$Z" K28a) || fail "not released by DLOCK_TOKEN"
+	no_contender K28a
+}
+
 @test "SIGTERM while waiting: 143, its node gone" {
 	hold h -S "$Z" K24
 	wait_ready h
