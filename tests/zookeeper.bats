@@ -221,7 +221,7 @@ ours_re='^-[0-9a-f]{32}-(x|s|l[0-9]+)-[0-9]+__r?lock__[0-9]{10}$'
 }
 
 @test "one of three ensemble members killed: the job goes on" {
-	hold h -S "$ZE" -t 3 K14
+	hold h -S "$ZE" -t 5 K14	# room for an election, if it was the leader
 	wait_ready h
 	local sid i victim=
 	sid=$(job_var h DLOCK_TOKEN)
@@ -231,7 +231,7 @@ ours_re='^-[0-9a-f]{32}-(x|s|l[0-9]+)-[0-9]+__r?lock__[0-9]{10}$'
 	done
 	[[ -n $victim ]] || fail "no member serves session $sid"
 	kill -KILL "$(zk_pid "$victim")"
-	sleep 4	# longer than the session timeout
+	sleep 6	# longer than the session timeout
 	alive "$(<"$T/h.dlock")" || fail "dlock ended: $(cat "$T/h.err")"
 	finish h
 	assert_equal "$bg_status" 0
