@@ -37,10 +37,7 @@ int multi_init(struct multi *m, const struct lock_params *base,
 	m->locks = calloc(n, sizeof *m->locks);
 	m->params = calloc(n, sizeof *m->params);
 	m->got = calloc(n, sizeof *m->got);
-	for (size_t i = 0; i < n; i++)
-		len += strlen(base->prefix) + strlen(names[i]) + 1;
-	m->keys = calloc(1, len + 1);
-	if (!m->locks || !m->params || !m->got || !m->keys) {
+	if (!m->locks || !m->params || !m->got) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
@@ -55,6 +52,15 @@ int multi_init(struct multi *m, const struct lock_params *base,
 			m->failed = i;
 			return -1;
 		}
+		len += strlen(m->locks[i].key) + 1;
+	}
+	/* the engine's key, which may be more than prefix and name (a
+	 * ZooKeeper chroot and path) */
+	if (!(m->keys = calloc(1, len + 1))) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
 		strcat(m->keys, i ? " " : "");
 		strcat(m->keys, m->locks[i].key);
 	}

@@ -1,15 +1,1140 @@
-/* engine.c - ZooKeeper: not written yet (a placeholder the build can link). */
+/* engine.c - ZooKeeper behind the engine interface (src/engine.h): the
+ * ephemeral-sequential recipe over libzookeeper-mt, as kazoo and Curator
+ * take locks (names.h), so that they and dlock exclude each other.
+ *
+ * A lock is the znode /PREFIX NAME under the URL's chroot; its contenders
+ * are ephemeral sequential children, ordered by the sequence number the
+ * server appends; a waiter watches the one node whose deletion may let it
+ * in. The lease is the session: the server deletes our node once it has
+ * not heard from us for the session timeout (from --ttl, bounded by the
+ * server's min and max). The server says a session expired only once we
+ * reconnect, so the loss clock is ours: each renewal round proves the
+ * session alive at the leader (a sync, which the leader answers only for
+ * a live session, then an exists of our node) and moves valid_until_ms to
+ * the round's start plus the timeout; a round that fails leaves it, and
+ * the core stops the job before it runs out. Our node deleted (release
+ * --force, an operator) is loss at once, through a watch on it.
+ * DLOCK_FENCE is our node's czxid: zxids grow across the whole ensemble
+ * and its restarts, sequence numbers are 32-bit and per parent. */
+#include <inttypes.h>
 #include <stdio.h>
-#include "engine.h"
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+#include "clock.h"
+#include "zk.h"
+
+/* Rounds one try may take when nodes come and go under it. */
+#define MAX_ROUNDS 8
+/* A waiter with nothing to wake it asks again after this long anyway. */
+#define RECHECK_MS 30000
+
+/* ---- settings ----------------------------------------------------------- */
 
 static int parse(const char *const *urls, size_t n, void **servers, char *err,
 		 size_t errlen)
 {
-	snprintf(err, errlen, "the ZooKeeper engine is not written yet");
+	struct zk_url *u = malloc(sizeof *u);
+	char why[256];
+
+	if (!u) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (zk_url_parse(urls[0], u, why, sizeof why) < 0) {
+		engine_bad_url(urls[0], why, err, errlen);
+		free(u);
+		return -1;
+	}
+	*servers = u;
+	return 0;
+}
+
+static void free_servers(void *servers, size_t n)
+{
+	free(servers);
+}
+
+static const char *server_text(const void *servers, size_t i)
+{
+	return ((const struct zk_url *)servers)->text;
+}
+
+static bool uses_tls(const void *servers, size_t n)
+{
+	return false;
+}
+
+static const char *cannot(unsigned cap)
+{
+	switch (cap) {
+	case CAP_SEVERAL:
+		return "one zk:// URL names the whole ensemble (zk://a:2181,b:2181,c:2181)";
+	case CAP_WAIT_REPLICAS:
+		return "a quorum of the ensemble commits every write already";
+	}
+	return NULL;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+char *zk_join(const char *dir, const char *name)
+{
+	char *s;
+
+	if (asprintf(&s, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, name) < 0)
+		return NULL;
+	return s;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+static void hex(const unsigned char *b, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+int zk_token_session(const char *token, clientid_t *id)
+{
+	unsigned long long sid = 0;
+
+	if (strlen(token) != 64 || strspn(token, "0123456789abcdef") != 64)
+		return -1;
+	for (int i = 0; i < 16; i++)
+		sid = sid << 4 | (unsigned)(token[i] <= '9' ? token[i] - '0' : token[i] - 'a' + 10);
+	id->client_id = (int64_t)sid;
+	for (int i = 0; i < 16; i++) {
+		char b[3] = { token[32 + 2 * i], token[33 + 2 * i], 0 };
+
+		id->passwd[i] = (char)strtol(b, NULL, 16);
+	}
+	return 0;
+}
+
+int zk_event_data(char *out, size_t len, const char *kind, const char *token,
+		  long long fence, long long exit, long long held_ms,
+		  const char *holder, const char *by)
+{
+	char f[24] = "", e[24] = "", h[24] = "";
+	char hold[LOCK_INFO_MAX], who[LOCK_INFO_MAX];
+	int n;
+
+	if (fence >= 0)
+		snprintf(f, sizeof f, "%lld", fence);
+	if (exit >= 0)
+		snprintf(e, sizeof e, "%lld", exit);
+	if (held_ms >= 0)
+		snprintf(h, sizeof h, "%lld", held_ms);
+	/* one line each: a newline in a name (a user's) would end it */
+	snprintf(hold, sizeof hold, "%s", holder ? holder : "");
+	snprintf(who, sizeof who, "%s", by ? by : "");
+	for (char *c = hold; *c; c++)
+		*c = *c == '\n' ? ' ' : *c;
+	for (char *c = who; *c; c++)
+		*c = *c == '\n' ? ' ' : *c;
+	n = snprintf(out, len, "event=%s\ntoken=%s\nfence=%s\nexit=%s\nheld_ms=%s\nholder=%s\nby=%s\n",
+		     kind, token, f, e, h, hold, who);
+	return n < 0 ? 0 : (size_t)n < len ? n : (int)len - 1;
+}
+
+int zk_contenders(struct zk_contenders *out, struct zc *children)
+{
+	*out = (struct zk_contenders){ .req = children };
+	if (children->rc != ZOK)
+		return children->rc;
+	out->c = calloc((size_t)children->n_kids + 1, sizeof *out->c);
+	if (!out->c)
+		return ZSYSTEMERROR;
+	for (int i = 0; i < children->n_kids; i++)
+		if (zk_contender_parse(children->kids[i], &out->c[out->n]) == 0)
+			out->n++;
+	zk_contenders_sort(out->c, out->n);
+	return ZOK;
+}
+
+void zk_contenders_free(struct zk_contenders *cs)
+{
+	free(cs->c);
+	zc_free(cs->req);
+	*cs = (struct zk_contenders){ 0 };
+}
+
+int zk_ensure(struct zk *z, const char *path, bool itself, int64_t deadline_ms,
+	      struct error *err)
+{
+	struct zc *reqs[64];
+	size_t n = 0;
+	char *copy = strdup(path);
+	int r = 0;
+
+	if (!copy) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	/* one create per ancestor, pipelined: a session's requests are
+	 * served in order */
+	for (char *slash = strchr(copy + 1, '/');; slash = strchr(slash + 1, '/')) {
+		if (!slash && !itself)
+			break;
+		if (slash)
+			*slash = '\0';
+		if (n < sizeof reqs / sizeof reqs[0])
+			reqs[n++] = zc_create(z->s, copy, "", 0, ZOO_PERSISTENT);
+		if (!slash)
+			break;
+		*slash = '/';
+	}
+	zc_wait(reqs, n, deadline_ms);
+	for (size_t i = 0; i < n; i++) {
+		int rc = reqs[i] ? reqs[i]->rc : ZSYSTEMERROR;
+
+		if (r == 0 && rc != ZOK && rc != ZNODEEXISTS) {
+			char what[2048];
+
+			snprintf(what, sizeof what, "%s: creating %s", z->u->text, path);
+			zs_error(err, rc, what);
+			r = -1;
+		}
+		zc_free(reqs[i]);
+	}
+	free(copy);
+	return r;
+}
+
+/* ---- the session ------------------------------------------------------- */
+
+static int new_session(struct zk *z, const clientid_t *resume, struct error *err)
+{
+	const struct lock_params *p = z->lk->p;
+	struct zk_sess_opts o = {
+		.hosts = z->u->hosts,
+		.url_text = z->u->text,
+		.digest = z->digest[0] ? z->digest : NULL,
+		.timeout_ms = p->ttl_ms > INT32_MAX ? INT32_MAX : (int)p->ttl_ms,
+		.resume = resume,
+		.verbose = p->verbose,
+	};
+
+	if (!(z->s = zs_new(&o))) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	z->told = false;
+	z->own_watched = false;
+	return 0;
+}
+
+/* Ours no more: the session is over, so is anything it held. */
+static void forget_own(struct zk *z)
+{
+	free(z->own);
+	z->own = NULL;
+	z->create_tried = false;
+	z->eval_ms = -1;
+}
+
+int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
+	       bool *expired, struct error *err)
+{
+	struct zk_state st;
+
+	*expired = false;
+	/* -F's helper: the library's threads stayed in the parent (fork()
+	 * copies only the caller's), with the session's handle. The session
+	 * itself lives on the server: take it over with its id and password,
+	 * as a client that reconnects does. The old handle is left as it is,
+	 * never touched again (its mutexes may be held by threads that do
+	 * not exist here). */
+	if (z->s && zs_pid(z->s) != getpid()) {
+		zs_keep(z->s);
+		z->s = NULL;
+		z->watch_req = z->acq_event = NULL;	/* the parent's */
+		if (new_session(z, &z->id, err) < 0)
+			return -1;
+		z->adopted = true;
+	}
+	if (!z->s && new_session(z, NULL, err) < 0)
+		return -1;
+	if (zs_connect(z->s, deadline_ms, expired, err) < 0) {
+		if (!*expired || !renew_expired)
+			return -1;
+		/* a waiter's session: a new one, and a new place in line */
+		zc_free(z->watch_req);
+		zc_free(z->acq_event);
+		z->watch_req = z->acq_event = NULL;
+		zs_free(z->s, clock_now_ms() + z->lk->node_timeout_ms);
+		z->s = NULL;
+		forget_own(z);
+		if (new_session(z, NULL, err) < 0 ||
+		    zs_connect(z->s, deadline_ms, expired, err) < 0)
+			return -1;
+	}
+	zs_state(z->s, &st);
+	z->id = st.id;
+	z->timeout_ms = st.timeout_ms > 0 ? st.timeout_ms : z->lk->p->ttl_ms;
+	/* the lease follows the session's timeout, whatever --ttl asked */
+	z->lk->ttl_ms = z->timeout_ms;
+	if (!z->told && z->lk->p->verbose) {
+		log_line(z->lk->p->name, "%s: session 0x%" PRIx64 ", timeout %.3g s%s",
+			 z->u->text, (uint64_t)st.id.client_id,
+			 (double)z->timeout_ms / 1000,
+			 z->timeout_ms != z->lk->p->ttl_ms ?
+			 " (the server's bounds differ from --ttl)" : "");
+	}
+	z->told = true;
+	return 0;
+}
+
+int zk_resume(struct zk *z, const char *token, int64_t deadline_ms,
+	      struct error *err)
+{
+	clientid_t id;
+	bool expired;
+
+	if (zk_token_session(token, &id) < 0)
+		return 1;
+	if (new_session(z, &id, err) < 0)
+		return err->exit;
+	if (zk_session(z, deadline_ms, false, &expired, err) < 0)
+		return expired ? 1 : err->exit;
+	return 0;
+}
+
+/* ---- the lock ------------------------------------------------------------ */
+
+static void send_acquired(struct zk *z);
+
+static int open_lock(struct lock *lk, struct error *err)
+{
+	const struct lock_params *p = lk->p;
+	const struct zk_url *u = p->servers;
+	struct zk *z = calloc(1, sizeof *z);
+	const char *bad;
+	char *name = NULL;
+
+	if (!z) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	lk->e = z;
+	z->lk = lk;
+	z->u = u;
+	z->eval_ms = -1;
+	if (u->user[0]) {
+		const char *pw = u->has_password ? u->password : p->password;
+
+		snprintf(z->digest, sizeof z->digest, "%s:%s", u->user, pw ? pw : "");
+	}
+	if (asprintf(&name, "%s%s", p->prefix, p->name) < 0 ||
+	    asprintf(&z->path, "%s/%s", u->chroot, name) < 0 ||
+	    asprintf(&z->hist, "%s%s/%s", u->chroot, ZK_HISTORY_DIR, name) < 0) {
+		free(name);
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	free(name);
+	lk->key = z->path;
+	/* status without KEY opens on "": the chroot itself */
+	if (!p->name[0] && !p->prefix[0])
+		return 0;
+	if ((bad = zk_path_invalid(z->path))) {
+		error_set(err, EX_USAGE, "bad lock name for ZooKeeper ('%s'): %s",
+			  z->path, bad);
+		return -1;
+	}
+	return 0;
+}
+
+static void close_lock(struct lock *lk)
+{
+	struct zk *z = ZK(lk);
+
+	zc_free(z->watch_req);
+	/* dlock acquire: its "acquired" event, before the process ends */
+	if (z->s && z->held && z->acq_pending && zs_pid(z->s) == getpid()) {
+		send_acquired(z);
+		zc_wait(&z->acq_event, 1, clock_now_ms() + lk->node_timeout_ms);
+	}
+	zc_free(z->acq_event);
+	/* Still held: dlock acquire, whose lock outlives it until the
+	 * session's timeout (dlock extend, dlock release take the session
+	 * over), or -F's parent after its exec failed (the helper releases).
+	 * A session not ours (-F's parent's handle) is left as it is too. */
+	if (z->s && (z->held || zs_pid(z->s) != getpid()))
+		zs_keep(z->s);
+	else
+		zs_free(z->s, clock_now_ms() + z->lk->node_timeout_ms);
+	free(z->own);
+	free(z->path);
+	free(z->hist);
+	free(z);
+	lk->key = NULL;
+	lk->e = NULL;
+}
+
+static int begin(struct lock *lk, struct error *err)
+{
+	struct zk *z = ZK(lk);
+	unsigned char r[8];
+
+	arc4random_buf(r, sizeof r);
+	hex(r, sizeof r, z->rand);
+	forget_own(z);
+	z->reentry_asked = false;
+	z->held = false;
+	return 0;
+}
+
+/* The GUID of our node: the -k token, or the session's id and our random
+ * part (so a create whose reply was lost is found again: look for it). */
+static void make_guid(struct zk *z)
+{
+	const char *t = z->lk->p->token;
+
+	if (t && strlen(t) >= ZK_GUID_LEN)
+		snprintf(z->guid, sizeof z->guid, "%.*s", ZK_GUID_LEN, t);
+	else
+		snprintf(z->guid, sizeof z->guid, "%016" PRIx64 "%s",
+			 (uint64_t)z->id.client_id, z->rand);
+}
+
+/* DLOCK_TOKEN: the GUID and the session's password, so that dlock
+ * extend and dlock release (--token) can take the session over; the -k
+ * token as it is. */
+static void make_token(struct zk *z)
+{
+	const char *t = z->lk->p->token;
+	char pw[33];
+
+	if (t) {
+		snprintf(z->lk->token, sizeof z->lk->token, "%s", t);
+		return;
+	}
+	hex((const unsigned char *)z->id.passwd, 16, pw);
+	snprintf(z->lk->token, sizeof z->lk->token, "%s%s", z->guid, pw);
+}
+
+static int64_t valid_from(const struct zk *z, int64_t t0)
+{
+	/* the server expires a session no sooner than the timeout after it
+	 * last heard of it (rounded up to its tick); 1% + 2 ms for the rate
+	 * of its clock against ours */
+	return t0 + z->timeout_ms - (z->timeout_ms / 100 + 2);
+}
+
+/* Sends our contender's create. */
+static struct zc *send_create(struct zk *z)
+{
+	const struct lock *lk = z->lk;
+	char prefix[128];
+	char *path;
+	struct zc *c;
+
+	make_guid(z);
+	if (zk_name_prefix(z->guid, lk->p->limit, z->timeout_ms, prefix,
+			   sizeof prefix) < 0 || !(path = zk_join(z->path, prefix)))
+		return NULL;
+	z->create_tried = true;
+	c = zc_create(z->s, path, lk->info, (int)strlen(lk->info),
+		      ZOO_EPHEMERAL_SEQUENTIAL);
+	free(path);
+	return c;
+}
+
+/* Our index among cs, or -1. */
+static long find_own(const struct zk *z, const struct zk_contenders *cs)
+{
+	const char *own = base_name(z->own);
+
+	for (size_t i = 0; i < cs->n; i++)
+		if (strcmp(cs->c[i].name, own) == 0)
+			return (long)i;
 	return -1;
+}
+
+/* A create that may have succeeded unheard: ours is the one with our
+ * GUID (its czxid asked for). */
+static int adopt_unheard(struct zk *z, const struct zk_contenders *cs,
+			 int64_t deadline_ms, struct error *err)
+{
+	struct zc *ex;
+	int rc;
+
+	for (size_t i = 0; i < cs->n; i++) {
+		if (!zk_name_has_guid(cs->c[i].name, z->guid))
+			continue;
+		if (!(z->own = zk_join(z->path, cs->c[i].name)))
+			break;
+		ex = zc_exists(z->s, z->own, false);
+		zc_wait(&ex, 1, deadline_ms);
+		rc = ex ? ex->rc : ZSYSTEMERROR;
+		if (rc == ZOK)
+			z->czxid = ex->stat.czxid;
+		zc_free(ex);
+		if (rc == ZOK)
+			return 0;
+		forget_own(z);
+		if (rc == ZNONODE)
+			return 0;
+		zs_error(err, rc, z->u->text);
+		return -1;
+	}
+	z->create_tried = false;
+	return 0;
+}
+
+/* DLOCK_TOKEN names a node of this lock that holds it: re-enter. */
+static enum lock_result reentry(struct zk *z, const struct zk_contenders *cs,
+				int64_t deadline_ms, struct error *err)
+{
+	const char *t = z->lk->reentry_token;
+	char guid[ZK_GUID_LEN + 1];
+
+	if (strlen(t) < ZK_GUID_LEN)
+		return LOCK_HELD;
+	snprintf(guid, sizeof guid, "%.*s", ZK_GUID_LEN, t);
+	for (size_t i = 0; i < cs->n; i++) {
+		struct zc *ex;
+		char *path;
+		int rc;
+
+		if (!zk_name_has_guid(cs->c[i].name, guid) ||
+		    !zk_holds(cs->c, cs->n, i) || !(path = zk_join(z->path, cs->c[i].name)))
+			continue;
+		ex = zc_exists(z->s, path, false);
+		free(path);
+		zc_wait(&ex, 1, deadline_ms);
+		rc = ex ? ex->rc : ZSYSTEMERROR;
+		if (rc == ZOK) {
+			snprintf(z->lk->token, sizeof z->lk->token, "%s", t);
+			snprintf(z->lk->fence, sizeof z->lk->fence, "%lld",
+				 (long long)ex->stat.czxid);
+		}
+		zc_free(ex);
+		if (rc == ZOK)
+			return LOCK_REENTERED;
+		if (rc != ZNONODE) {
+			zs_error(err, rc, z->u->text);
+			return LOCK_FAILED;
+		}
+	}
+	return LOCK_HELD;
+}
+
+/* The history: events sent on their way, read back by dlock history. */
+static struct zc *send_event(struct zk *z, const char *kind, long long exit,
+			     long long held_ms)
+{
+	char data[2 * LOCK_INFO_MAX + 256];
+	char *path = zk_join(z->hist, ZK_EVENT_PREFIX);
+	int len = zk_event_data(data, sizeof data, kind, base_name(z->own),
+				z->czxid, exit, held_ms, z->lk->info, NULL);
+	struct zc *c = path ? zc_create(z->s, path, data, len,
+					ZOO_PERSISTENT_SEQUENTIAL) : NULL;
+
+	free(path);
+	return c;
+}
+
+/* The session alive at the ensemble's leader, and our node there: a sync
+ * (the leader checks the session of every request it sees: a follower
+ * cut off from the quorum cannot answer it from what it knew, and it
+ * costs no write) and an exists behind it, which sees at least what the
+ * leader had then; watch: the exists sets the watch on our node.
+ * ZOK, ZNONODE (our node is gone), or the failure's code. */
+static int prove(struct zk *z, const char *own, bool watch, int64_t deadline_ms)
+{
+	struct zc *reqs[2];
+	int rc;
+
+	reqs[0] = zc_sync(z->s, own);
+	reqs[1] = zc_exists(z->s, own, watch);
+	zc_wait(reqs, 2, deadline_ms);
+	rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+	if (rc == ZOK)
+		rc = reqs[1] ? reqs[1]->rc : ZSYSTEMERROR;
+	if (watch && reqs[1])
+		z->own_watched = reqs[1]->rc == ZOK;
+	zc_free(reqs[0]);
+	zc_free(reqs[1]);
+	return rc;
+}
+
+/* What acquiring leaves to write, once the job has run a while: the
+ * "acquired" event, and after a wait our node's data, the holder info,
+ * whose since is then, not when we started to wait (a waiter behind us
+ * wakes, and sleeps again). Not waited for. */
+static void send_acquired(struct zk *z)
+{
+	struct lock *lk = z->lk;
+
+	if (!z->acq_pending || !z->own)
+		return;
+	z->acq_pending = false;
+	if (z->waited)
+		zc_free(zc_set(z->s, z->own, lk->info, (int)strlen(lk->info)));
+	if (lk->p->history > 0 && !z->acq_event)
+		z->acq_event = send_event(z, "acquired", -1, -1);
+}
+
+/* Acquired in a round that started at t0: what the core reads. */
+static enum lock_result won(struct zk *z, int64_t t0, struct error *err)
+{
+	struct lock *lk = z->lk;
+
+	if (!z->fresh) {
+		/* a read said so, maybe a follower's: the leader has the
+		 * last word on the session (our create, a write, had it) */
+		int rc;
+
+		t0 = clock_now_ms();
+		rc = prove(z, z->own, false, t0 + lk->node_timeout_ms);
+		if (rc == ZNONODE)
+			return LOCK_HELD;	/* gone: the caller starts over */
+		if (rc != ZOK) {
+			zs_error(err, rc, z->u->text);
+			return LOCK_FAILED;
+		}
+	}
+	z->held = true;
+	lk->acquired_ms = t0;
+	lk->valid_until_ms = valid_from(z, t0);
+	make_token(z);
+	lk->fence[0] = '\0';
+	if (!lk->p->no_fence)
+		snprintf(lk->fence, sizeof lk->fence, "%lld", z->czxid);
+	zs_watch_own(z->s, z->own);
+	z->acq_pending = true;
+	/* the job starts next: nothing of the library's may leak into it */
+	zs_cloexec();
+	return LOCK_ACQUIRED;
+}
+
+/* One round: our node made or found, the children read, and either the
+ * lock ours or a watch set on what keeps it from us. LOCK_HELD with
+ * *again: something changed meanwhile, another round now. */
+static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
+{
+	struct lock *lk = z->lk;
+	const struct lock_params *p = lk->p;
+	int64_t t0 = clock_now_ms(), deadline_ms = t0 + lk->node_timeout_ms;
+	struct zk_contenders cs = { 0 };
+	struct zc *create = NULL, *kids, *reqs[2] = { NULL, NULL };
+	struct zk_state st;
+	enum lock_result r = LOCK_HELD;
+	long i, w;
+	int rc;
+
+	*again = false;
+	z->fresh = false;
+	zs_state(z->s, &st);
+	z->seen = st.changes;	/* before anything is asked: see wait_events */
+	/* re-entry first: no node of ours queued behind our caller's */
+	if (!z->own && !z->create_tried &&
+	    (!lk->reentry_token || z->reentry_asked))
+		create = send_create(z);
+	kids = zc_children(z->s, z->path, false);
+	reqs[0] = create;
+	reqs[1] = kids;
+	zc_wait(reqs, 2, deadline_ms);
+	if (create) {
+		rc = create->rc;
+		if (rc == ZOK && create->path) {
+			z->own = strdup(create->path);
+			z->czxid = create->stat.czxid;
+			z->fresh = z->own != NULL;
+			z->waited = false;
+		}
+		zc_free(create);
+		if (rc == ZNONODE) {
+			/* the lock's znode (or the chroot) is not there yet */
+			z->create_tried = false;
+			zc_free(kids);
+			if (zk_ensure(z, z->path, true, deadline_ms, err) < 0)
+				return LOCK_FAILED;
+			*again = true;
+			return LOCK_HELD;
+		}
+		if (rc != ZOK) {
+			zc_free(kids);
+			if (rc != ZNODEEXISTS) {
+				char what[2048];
+
+				snprintf(what, sizeof what, "%s: %s", z->u->text, z->path);
+				zs_error(err, rc, what);
+				return LOCK_FAILED;
+			}
+			z->create_tried = false;
+			*again = true;
+			return LOCK_HELD;
+		}
+	}
+	if ((rc = zk_contenders(&cs, kids)) != ZOK) {
+		char what[2048];
+
+		zk_contenders_free(&cs);
+		if (rc == ZNONODE) {	/* not there: nobody holds it */
+			if (z->own)
+				forget_own(z);
+			*again = true;
+			return LOCK_HELD;
+		}
+		snprintf(what, sizeof what, "%s: %s", z->u->text, z->path);
+		zs_error(err, rc, what);
+		return LOCK_FAILED;
+	}
+	if (lk->reentry_token && !z->reentry_asked) {
+		z->reentry_asked = true;
+		r = reentry(z, &cs, deadline_ms, err);
+		if (r != LOCK_HELD)
+			goto out;
+	}
+	if (!z->own && z->create_tried) {
+		if (adopt_unheard(z, &cs, deadline_ms, err) < 0) {
+			r = LOCK_FAILED;
+			goto out;
+		}
+		if (!z->own) {
+			*again = true;	/* not made: make it */
+			goto out;
+		}
+	}
+	if (!z->own) {
+		*again = true;
+		goto out;
+	}
+	if ((i = find_own(z, &cs)) < 0) {
+		/* deleted (release --force on a waiter, an operator): queue
+		 * again, at the end */
+		forget_own(z);
+		*again = true;
+		goto out;
+	}
+	if (zk_holds(cs.c, cs.n, (size_t)i)) {
+		r = won(z, t0, err);
+		if (r == LOCK_HELD) {
+			forget_own(z);
+			*again = true;
+		}
+		goto out;
+	}
+	/* Held by another. What keeps it from us: the node whose deletion
+	 * may let us in, watched (or the children, for --limit). */
+	lk->refused = true;
+	z->queue_pos = i;
+	z->held_by[0] = '\0';
+	z->waited = true;
+	{
+		struct zc *watch = NULL, *holder = NULL;
+		char *wpath = NULL, *hpath = zk_join(z->path, cs.c[0].name);
+
+		w = zk_waits_for(cs.c, cs.n, (size_t)i);
+		if (p->waits) {
+			if (w >= 0 && (wpath = zk_join(z->path, cs.c[w].name)))
+				watch = zc_get(z->s, wpath, true);
+			else if (w < 0)
+				watch = zc_children(z->s, z->path, true);
+		}
+		/* who holds it, for the wait line (-n: for --verbose) */
+		if (hpath && (w != 0 || !watch || watch->kind != ZC_GET) &&
+		    (p->waits || p->verbose))
+			holder = zc_get(z->s, hpath, false);
+		reqs[0] = watch;
+		reqs[1] = holder;
+		zc_wait(reqs, 2, deadline_ms);
+		if (watch && watch->kind == ZC_GET && watch->rc == ZOK && w == 0 &&
+		    watch->data)
+			snprintf(z->held_by, sizeof z->held_by, "%s", watch->data);
+		if (holder && holder->rc == ZOK && holder->data)
+			snprintf(z->held_by, sizeof z->held_by, "%s", holder->data);
+		if (watch && watch->rc == ZNONODE)
+			*again = true;	/* gone already: look again */
+		else if (watch && watch->rc != ZOK) {
+			zs_error(err, watch->rc, z->u->text);
+			r = LOCK_FAILED;
+		}
+		zc_free(watch);
+		zc_free(holder);
+		free(wpath);
+		free(hpath);
+	}
+	z->eval_ms = clock_now_ms();
+out:
+	zk_contenders_free(&cs);
+	return r;
+}
+
+static enum lock_result try(struct lock *lk, int64_t *retry_ms,
+			    struct error *err)
+{
+	struct zk *z = ZK(lk);
+	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
+	struct zk_state st;
+	enum lock_result r = LOCK_HELD;
+	bool expired, again = false;
+
+	if (zk_session(z, deadline_ms, true, &expired, err) < 0)
+		return LOCK_FAILED;
+	zs_state(z->s, &st);
+	/* Nothing changed since the last round (no watch fired, the session
+	 * as it was): the answer is the same, and nobody is asked. */
+	if (z->own && z->eval_ms >= 0 && st.changes == z->seen &&
+	    clock_now_ms() - z->eval_ms < RECHECK_MS) {
+		snprintf(lk->held_by, sizeof lk->held_by, "%s", z->held_by);
+		lk->queue_pos = z->queue_pos;
+		lk->refused = true;
+		return LOCK_HELD;
+	}
+	for (int n = 0; n < MAX_ROUNDS; n++) {
+		r = round_once(z, &again, err);
+		if (r != LOCK_HELD || !again)
+			break;
+	}
+	if (r == LOCK_HELD) {
+		snprintf(lk->held_by, sizeof lk->held_by, "%s", z->held_by);
+		lk->queue_pos = z->queue_pos;
+		if (again)
+			*retry_ms = 50;	/* still moving after MAX_ROUNDS: soon */
+	}
+	return r;
+}
+
+/* Woken: a watch fired, or the session changed (reconnected, expired). */
+static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+{
+	struct zk *z = ZK(lk);
+
+	if (!z->s || zs_event_fd(z->s) < 0 || max == 0)
+		return 0;
+	pfd[0] = (struct pollfd){ zs_event_fd(z->s), POLLIN, 0 };
+	return 1;
+}
+
+static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
+{
+	struct zk *z = ZK(lk);
+	struct zk_state st;
+
+	zs_event_clear(z->s);
+	zs_state(z->s, &st);
+	return st.changes != z->seen || st.expired;
+}
+
+/* Given up (-n, -w, a signal, a failure): our node goes, so that nobody
+ * waits behind it; if the ensemble cannot be reached now, it goes with
+ * the session, which close() ends. */
+static void end_wait(struct lock *lk, enum lock_result r)
+{
+	struct zk *z = ZK(lk);
+	struct zc *del;
+
+	if (r == LOCK_ACQUIRED || !z->own || !z->s)
+		return;
+	del = zc_delete(z->s, z->own);
+	zc_wait(&del, 1, clock_now_ms() + lk->node_timeout_ms);
+	zc_free(del);
+	forget_own(z);
+}
+
+/* ---- holding ------------------------------------------------------------ */
+
+static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
+				 struct error *err)
+{
+	struct zk *z = ZK(lk);
+	int64_t t0 = clock_now_ms(), deadline_ms = t0 + timeout_ms;
+	struct zk_state st;
+	bool expired;
+	int rc;
+
+	if (!z->own) {
+		error_set(err, EX_TEMPFAIL, "%s: our node is gone", z->u->text);
+		return EXTEND_LOST;
+	}
+	if (zk_session(z, deadline_ms, false, &expired, err) < 0) {
+		if (expired)
+			error_set(err, EX_TEMPFAIL, "%s: session expired (the ensemble did not hear from us for %.3g s): our node is gone",
+				  z->u->text, (double)z->timeout_ms / 1000);
+		return expired ? EXTEND_LOST : EXTEND_FAILED;
+	}
+	if (z->adopted) {
+		z->adopted = false;
+		zs_watch_own(z->s, z->own);
+	}
+	send_acquired(z);
+	t0 = clock_now_ms();
+	rc = prove(z, z->own, !z->own_watched, deadline_ms);
+	zs_state(z->s, &st);
+	if (rc == ZOK) {
+		lk->valid_until_ms = valid_from(z, t0);
+		return EXTEND_OK;
+	}
+	if (rc == ZNONODE) {
+		error_set(err, EX_TEMPFAIL, "%s: our node %s was deleted (dlock release --force, or another client)",
+			  z->u->text, z->own);
+		return EXTEND_LOST;
+	}
+	if (rc == ZSESSIONEXPIRED || st.expired) {
+		error_set(err, EX_TEMPFAIL, "%s: session expired: our node is gone",
+			  z->u->text);
+		return EXTEND_LOST;
+	}
+	zs_error(err, rc, z->u->text);
+	return EXTEND_FAILED;
+}
+
+/* The watch on our node, the session's changes. */
+static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+{
+	struct zk *z = ZK(lk);
+
+	/* -F's helper before its first round took the session over */
+	if (!z->s || zs_pid(z->s) != getpid() || max == 0 || !z->own)
+		return 0;
+	send_acquired(z);
+	if (!z->own_watched && !z->watch_req)
+		z->watch_req = zc_exists(z->s, z->own, true);
+	if (zs_event_fd(z->s) < 0)
+		return 0;
+	pfd[0] = (struct pollfd){ zs_event_fd(z->s), POLLIN, 0 };
+	return 1;
+}
+
+static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+			 char *note, size_t notelen)
+{
+	struct zk *z = ZK(lk);
+	struct zk_state st;
+	bool again = false;
+
+	zs_event_clear(z->s);
+	zs_state(z->s, &st);
+	/* a watch fires once: whatever fired (our node's data set, the
+	 * session back), set it again */
+	if (st.changes != z->seen) {
+		z->seen = st.changes;
+		z->own_watched = false;
+	}
+	if (z->watch_req) {
+		size_t answered = zc_wait(&z->watch_req, 1, 0);
+
+		if (answered) {
+			z->own_watched = z->watch_req->rc == ZOK;
+			again = z->watch_req->rc == ZNONODE;
+			zc_free(z->watch_req);
+			z->watch_req = NULL;
+		}
+	}
+	if (st.own_deleted || again) {
+		snprintf(note, notelen, "%s: our node %s was deleted (dlock release --force, or another client)",
+			 z->u->text, z->own);
+		return true;
+	}
+	if (st.expired) {
+		snprintf(note, notelen, "%s: session expired: our node is gone",
+			 z->u->text);
+		return true;
+	}
+	/* connected again after a break: is our node still there? */
+	again = st.state == ZOO_CONNECTED_STATE && z->last_state != ZOO_CONNECTED_STATE &&
+		z->last_state != 0;
+	z->last_state = st.state;
+	return again;
+}
+
+static size_t fds(const struct lock *lk, int *out, size_t max)
+{
+	/* -F's helper takes the session over with a connection of its own */
+	return 0;
+}
+
+/* ---- releasing ------------------------------------------------------------ */
+
+/* Keeps the history to about --history N events: once it holds an eighth
+ * more, the oldest go, in one go (a round trip every few releases, not
+ * every one). The deletes are not waited for: closing the session sends
+ * them first. */
+static void trim(struct zk *z, struct zc *kids)
+{
+	long keep = z->lk->p->history, n = kids->n_kids;
+	struct zk_contender *seq;
+
+	if (kids->rc != ZOK || n <= keep + keep / 8)
+		return;
+	if (!(seq = calloc((size_t)n, sizeof *seq)))
+		return;
+	for (long i = 0; i < n; i++) {
+		const char *name = kids->kids[i];
+		size_t len = strlen(name);
+
+		seq[i].name = name;
+		seq[i].seq = len > 10 ? strtoll(name + len - 10, NULL, 10) : 0;
+	}
+	zk_contenders_sort(seq, (size_t)n);
+	for (long i = 0; i < n - keep; i++) {
+		char *path = zk_join(z->hist, seq[i].name);
+
+		if (path)
+			zc_free(zc_delete(z->s, path));
+		free(path);
+	}
+	free(seq);
+}
+
+/* Our node deleted, with the history's event in the same multi (one
+ * round trip, one write), sent behind the "acquired" event without
+ * waiting for it: the server commits both at once. */
+static struct zc *send_release(struct zk *z, bool late_acq, const char *kind,
+			       long long exit, long long held_ms,
+			       const char *acq_path)
+{
+	const struct lock *lk = z->lk;
+	char data[2][2 * LOCK_INFO_MAX + 256];
+	char *ev_path = zk_join(z->hist, ZK_EVENT_PREFIX);
+	struct zc *m = zc_multi_new(z->s);
+	int len;
+
+	zc_multi_delete(m, z->own);
+	if (kind && ev_path) {
+		if (late_acq) {
+			len = zk_event_data(data[0], sizeof data[0], "acquired",
+					    base_name(z->own), z->czxid, -1, -1,
+					    lk->info, NULL);
+			zc_multi_create(m, ev_path, data[0], len,
+					ZOO_PERSISTENT_SEQUENTIAL);
+		}
+		len = zk_event_data(data[1], sizeof data[1], kind, base_name(z->own),
+				    z->czxid, exit, held_ms, lk->info, NULL);
+		zc_multi_create(m, ev_path, data[1], len, ZOO_PERSISTENT_SEQUENTIAL);
+	} else if (acq_path) {
+		zc_multi_delete(m, acq_path);	/* no command used it */
+	}
+	free(ev_path);
+	return zc_multi_send(m);
+}
+
+static int release(struct lock *lk, const struct release_how *how,
+		   struct error *err)
+{
+	struct zk *z = ZK(lk);
+	const struct lock_params *p = lk->p;
+	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
+	struct zc *reqs[3] = { NULL, NULL, NULL };
+	bool expired, ev = p->history > 0 && how->job, with_acq;
+	long long held_ms = clock_now_ms() - lk->acquired_ms;
+	long long exit = how->exit_status >= 0 ? how->exit_status : -1;
+	char *acq_path = NULL;
+	int rc;
+
+	zc_free(z->watch_req);
+	z->watch_req = NULL;
+	if (!z->own) {
+		lk->lost_at_release = true;
+		z->held = false;
+		return 0;
+	}
+	if (zk_session(z, deadline_ms, false, &expired, err) < 0) {
+		if (!expired)
+			return -1;	/* it lapses with the session */
+		lk->lost_at_release = true;
+		forget_own(z);
+		z->held = false;
+		return 0;
+	}
+	/* no command ran: the "acquired" event goes too, if it went out */
+	if (!how->job && z->acq_event) {
+		zc_wait(&z->acq_event, 1, deadline_ms);
+		if (z->acq_event->rc == ZOK && z->acq_event->path)
+			acq_path = strdup(z->acq_event->path);
+	}
+	with_acq = ev && z->acq_pending;
+	z->acq_pending = false;
+	reqs[0] = send_release(z, with_acq, ev ? "released" : NULL, exit, held_ms,
+			       acq_path);
+	if (ev)
+		reqs[1] = zc_children(z->s, z->hist, false);
+	reqs[2] = z->acq_event;
+	z->acq_event = NULL;
+	zc_wait(reqs, 3, deadline_ms);
+	rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+	/* The multi failed on an event, not on our node: the history's
+	 * znode is missing (its first event, or someone deleted it).
+	 * Made, and the whole again, the "acquired" event too if it failed
+	 * for that. */
+	if (rc == ZNONODE && reqs[0]->res[0].err == ZOK) {
+		bool late_acq = with_acq || (reqs[2] && reqs[2]->rc == ZNONODE);
+
+		zc_free(reqs[0]);
+		reqs[0] = NULL;
+		if (zk_ensure(z, z->hist, true, deadline_ms, err) == 0)
+			reqs[0] = send_release(z, late_acq, ev ? "released" : NULL,
+					       exit, held_ms, NULL);
+		else
+			reqs[0] = send_release(z, false, NULL, exit, held_ms, NULL);
+		zc_wait(reqs, 1, deadline_ms);
+		rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+	} else if (rc != ZOK && !zs_transient(rc) && reqs[0] &&
+		   reqs[0]->res[0].err == ZOK) {
+		/* the "acquired" event to forget went meanwhile (trimmed) */
+		zc_free(reqs[0]);
+		reqs[0] = send_release(z, false, NULL, exit, held_ms, NULL);
+		zc_wait(reqs, 1, deadline_ms);
+		rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+	}
+	zc_free(reqs[0]);
+	zc_free(reqs[2]);
+	free(acq_path);
+	if (rc == ZNONODE) {
+		/* not ours any more: the lease was lost */
+		lk->lost_at_release = true;
+		if (ev)
+			zc_free(send_event(z, "lost", exit, held_ms));
+	} else if (rc != ZOK) {
+		zc_free(reqs[1]);
+		zs_error(err, rc, z->u->text);
+		return -1;	/* it lapses with the session */
+	}
+	if (reqs[1])
+		trim(z, reqs[1]);
+	zc_free(reqs[1]);
+	forget_own(z);
+	z->held = false;
+	return 0;
 }
 
 const struct engine zookeeper_engine = {
 	.name = "ZooKeeper",
+	.caps = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_STEPS | CAP_HISTORY |
+		CAP_FORCE | CAP_NO_FORK | CAP_UNAVAILABLE_RUN | CAP_LIST,
+	.min_ttl_ms = 1,
+	.cannot = cannot,
 	.parse = parse,
+	.free_servers = free_servers,
+	.server_text = server_text,
+	.uses_tls = uses_tls,
+	.open = open_lock,
+	.close = close_lock,
+	.begin = begin,
+	.try = try,
+	.wait_fds = wait_fds,
+	.wait_events = wait_events,
+	.end_wait = end_wait,
+	.extend = extend,
+	.watch_fds = watch_fds,
+	.watch_events = watch_events,
+	.fds = fds,
+	.release = release,
+	.status = zk_status,
+	.list = zk_list,
+	.history = zk_history,
+	.release_token = zk_release_token,
+	.force = zk_force,
+	.extend_token = zk_extend_token,
 };

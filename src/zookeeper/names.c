@@ -1,0 +1,169 @@
+/* names.c - contender names and who holds. Pure: no I/O. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "names.h"
+
+static const struct {
+	const char *marker;
+	bool shared;
+} markers[] = {
+	{ "__rlock__", true },	/* before "__lock__": not its suffix, but say so */
+	{ "__lock__", false },
+	{ "-lock-", false },
+};
+
+/* "%010d" as the server prints a sequence number: ten digits, or a '-'
+ * and at least nine. */
+static int parse_seq(const char *s, long long *out)
+{
+	size_t len = strlen(s), digits = strspn(s + (s[0] == '-'), "0123456789");
+	long long v = 0;
+
+	if (s[0] == '-' ? digits + 1 != len || len < 10 || len > 11 :
+	    digits != len || len != 10)
+		return -1;
+	for (size_t i = s[0] == '-'; i < len; i++)
+		v = v * 10 + (s[i] - '0');
+	*out = s[0] == '-' ? -v : v;
+	return 0;
+}
+
+static bool is_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* A number of 1 to 12 digits, no sign, no leading zero, in [s, s+n). */
+static int number(const char *s, size_t n, long long *out)
+{
+	long long v = 0;
+
+	if (n == 0 || n > 12 || (s[0] == '0' && n > 1))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* "-G-MODE-TIMEOUT" of length len: ours? */
+static void parse_ours(const char *s, size_t len, bool shared,
+		       struct zk_contender *c)
+{
+	const char *mode = s + 1 + ZK_GUID_LEN + 1, *dash, *end = s + len;
+	long long limit = 0, timeout;
+
+	if (len < 1 + ZK_GUID_LEN + 4 || s[0] != '-' || !is_hex(s + 1, ZK_GUID_LEN) ||
+	    s[1 + ZK_GUID_LEN] != '-' ||
+	    !(dash = memchr(mode, '-', (size_t)(end - mode))) ||
+	    number(dash + 1, (size_t)(end - dash - 1), &timeout) < 0)
+		return;
+	if (shared ? dash - mode != 1 || mode[0] != 's' :
+	    !(dash - mode == 1 && mode[0] == 'x') &&
+	    !(mode[0] == 'l' && number(mode + 1, (size_t)(dash - mode - 1), &limit) == 0 &&
+	      limit > 0))
+		return;
+	c->ours = true;
+	c->limit = (long)limit;
+	c->timeout_ms = timeout;
+}
+
+int zk_contender_parse(const char *name, struct zk_contender *c)
+{
+	*c = (struct zk_contender){ .name = name, .timeout_ms = -1 };
+	for (size_t k = 0; k < sizeof markers / sizeof markers[0]; k++) {
+		size_t mlen = strlen(markers[k].marker);
+		/* the last occurrence: a GUID may hold anything */
+		const char *m = NULL;
+
+		for (const char *p = strstr(name, markers[k].marker); p;
+		     p = strstr(p + 1, markers[k].marker))
+			m = p;
+		if (!m || parse_seq(m + mlen, &c->seq) < 0)
+			continue;
+		c->shared = markers[k].shared;
+		if (k < 2)
+			parse_ours(name, (size_t)(m - name), c->shared, c);
+		return 0;
+	}
+	return -1;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+	const struct zk_contender *x = a, *y = b;
+
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+void zk_contenders_sort(struct zk_contender *c, size_t n)
+{
+	if (n > 1)
+		qsort(c, n, sizeof *c, by_seq);
+}
+
+bool zk_holds(const struct zk_contender *c, size_t n, size_t i)
+{
+	if (i >= n)
+		return false;
+	if (c[i].shared) {
+		for (size_t k = 0; k < i; k++)
+			if (!c[k].shared)
+				return false;
+		return true;
+	}
+	if (c[i].ours && c[i].limit > 0) {
+		if ((long long)i >= c[i].limit)
+			return false;
+		for (size_t k = 0; k < i; k++)
+			if (!c[k].ours || c[k].limit == 0)
+				return false;
+		return true;
+	}
+	return i == 0;
+}
+
+long zk_waits_for(const struct zk_contender *c, size_t n, size_t i)
+{
+	if (i == 0 || i >= n)
+		return -1;
+	if (c[i].shared) {
+		for (size_t k = i; k-- > 0;)
+			if (!c[k].shared)
+				return (long)k;
+		return -1;
+	}
+	if (c[i].ours && c[i].limit > 0)
+		return -1;
+	return (long)i - 1;
+}
+
+int zk_name_prefix(const char *guid, long limit, long long timeout_ms,
+		   char *out, size_t outlen)
+{
+	char mode[24];
+	int len;
+
+	if (limit > 0)
+		snprintf(mode, sizeof mode, "l%ld", limit);
+	else
+		snprintf(mode, sizeof mode, "%s", limit < 0 ? "s" : "x");
+	len = snprintf(out, outlen, "-%.*s-%s-%lld%s", ZK_GUID_LEN, guid, mode,
+		       timeout_ms, limit < 0 ? "__rlock__" : "__lock__");
+	return len > 0 && (size_t)len < outlen ? 0 : -1;
+}
+
+bool zk_name_has_guid(const char *name, const char *guid)
+{
+	return name[0] == '-' && strncmp(name + 1, guid, ZK_GUID_LEN) == 0 &&
+	       name[1 + ZK_GUID_LEN] == '-';
+}

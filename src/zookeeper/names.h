@@ -1,0 +1,62 @@
+/* names.h - the contenders under a lock znode, as kazoo and Curator name
+ * them, and who of them holds the lock (pure: unit-tested and fuzzed).
+ *
+ * A contender is an ephemeral sequential child whose name ends in a
+ * marker and the sequence number the server appended:
+ *
+ *   GUID__lock__0000000042     kazoo Lock / WriteLock: exclusive
+ *   GUID__rlock__0000000043    kazoo ReadLock: shared
+ *   _c_GUID-lock-0000000044    Curator InterProcessMutex (and the Go
+ *                              client): exclusive
+ *
+ * dlock's own GUID says whose, in what mode and with what session
+ * timeout, so that status can tell without asking anyone:
+ *
+ *   -G-MODE-TIMEOUT__lock__SEQ     MODE x (exclusive) or lN (--limit N)
+ *   -G-s-TIMEOUT__rlock__SEQ       shared (-s)
+ *
+ * G is 32 hex digits (the session's id and 16 random ones, or the -k
+ * token), TIMEOUT the session's in ms. The leading '-' sorts before any
+ * digit: Curator orders children by what follows their last "lock-", and
+ * a name without one by the whole name, so that it puts dlock's before
+ * its own and never takes a lock a dlock contender holds or waits for.
+ * Everyone else orders by the sequence number alone (ZOOKEEPER-3162). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+#define ZK_GUID_LEN 32
+
+struct zk_contender {
+	const char *name;
+	long long seq;		/* the server's suffix, signed as printed */
+	bool shared;		/* __rlock__ */
+	bool ours;		/* dlock's name */
+	long limit;		/* ours: --limit N; 0 exclusive or shared */
+	long long timeout_ms;	/* ours: the session timeout; -1 */
+};
+
+/* Parses a child's name: 0 a contender, -1 not one (left alone). */
+int zk_contender_parse(const char *name, struct zk_contender *c);
+
+/* Sorts by sequence number (then name, for equal ones). */
+void zk_contenders_sort(struct zk_contender *c, size_t n);
+
+/* Whether contender i of the sorted c[0..n-1] holds the lock: shared,
+ * no exclusive one before it; ours with --limit N, among the first N and
+ * only --limit ones before it; else the first. */
+bool zk_holds(const struct zk_contender *c, size_t n, size_t i);
+
+/* Whom contender i waits for: the index of the node whose deletion may
+ * let it in (the one just before it; for a shared one the nearest
+ * exclusive one before it), or -1 when any change among those before it
+ * may (--limit: watch the lock's children). */
+long zk_waits_for(const struct zk_contender *c, size_t n, size_t i);
+
+/* The name dlock creates (without the sequence number): "-G-MODE-T__lock__"
+ * into out. Returns 0, or -1 when it does not fit. */
+int zk_name_prefix(const char *guid, long limit, long long timeout_ms,
+		   char *out, size_t outlen);
+
+/* Whether name is one of ours made with guid. */
+bool zk_name_has_guid(const char *name, const char *guid);

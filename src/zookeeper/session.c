@@ -1,0 +1,757 @@
+/* session.c - a ZooKeeper session for dlock's threads: see session.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include "clock.h"
+#include "session.h"
+
+struct zk_sess {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;	/* on CLOCK_MONOTONIC */
+	zhandle_t *zh;
+	int efd;
+	pid_t pid;
+	char *hosts, *url_text, *digest;
+	int timeout_ms;
+	clientid_t resume;
+	bool has_resume;
+	struct zk_state st;
+	char *own;
+	int pending;		/* requests sent, their completion not come */
+};
+
+/* ---- the library's log ------------------------------------------------ */
+
+/* The library says why a connection failed only in its log ("errno=111
+ * (Connection refused)"), from its I/O thread: the last errno it logged,
+ * for our own message. File scope: the log callback has no context. */
+static atomic_int last_errno;
+static atomic_bool log_verbose;
+
+static void log_cb(const char *msg)
+{
+	const char *e = strstr(msg, "errno=");
+	const char *from = strstr(msg, "ZOO_");
+
+	if (e) {
+		long n = strtol(e + 6, NULL, 10);
+
+		if (n > 0 && n < 4096)
+			atomic_store(&last_errno, (int)n);
+	}
+	if (atomic_load(&log_verbose))
+		fprintf(stderr, "dlock: zookeeper: %s\n", from ? from : msg);
+}
+
+/* ---- descriptors ------------------------------------------------------- */
+
+/* The descriptors open before the first session: the caller's (a command
+ * may be meant to inherit them). File scope: once per process. */
+#define FD_BITS 4096
+static unsigned char inherited[FD_BITS / 8];
+static pthread_once_t inherited_once = PTHREAD_ONCE_INIT;
+
+static void scan_fds(void (*each)(int fd))
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || fd == dirfd(d))
+			continue;
+		each((int)fd);
+	}
+	closedir(d);
+}
+
+static void note_inherited(int fd)
+{
+	if (fd >= 0 && fd < FD_BITS)
+		inherited[fd / 8] |= (unsigned char)(1 << (fd % 8));
+}
+
+static void record_inherited(void)
+{
+	scan_fds(note_inherited);
+}
+
+static void set_cloexec(int fd)
+{
+	int flags;
+
+	if (fd < 3 || (fd < FD_BITS && (inherited[fd / 8] & (1 << (fd % 8)))))
+		return;
+	flags = fcntl(fd, F_GETFD);
+	if (flags >= 0 && !(flags & FD_CLOEXEC))
+		fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+void zs_cloexec(void)
+{
+	scan_fds(set_cloexec);
+}
+
+/* ---- the session ------------------------------------------------------- */
+
+struct zk_sess *zs_new(const struct zk_sess_opts *o)
+{
+	struct zk_sess *s = calloc(1, sizeof *s);
+	pthread_condattr_t ca;
+
+	if (!s)
+		return NULL;
+	s->efd = -1;
+	s->hosts = strdup(o->hosts);
+	s->url_text = strdup(o->url_text);
+	s->digest = o->digest ? strdup(o->digest) : NULL;
+	if (!s->hosts || !s->url_text || (o->digest && !s->digest)) {
+		free(s->hosts);
+		free(s->url_text);
+		free(s->digest);
+		free(s);
+		return NULL;
+	}
+	s->timeout_ms = o->timeout_ms;
+	if (o->resume) {
+		s->resume = *o->resume;
+		s->has_resume = true;
+	}
+	s->pid = getpid();
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	atomic_store(&log_verbose, o->verbose);
+	return s;
+}
+
+static void watcher(zhandle_t *zh, int type, int state, const char *path,
+		    void *ctx)
+{
+	struct zk_sess *s = ctx;
+	uint64_t one = 1;
+	bool connected = false;
+
+	pthread_mutex_lock(&s->mu);
+	if (type == ZOO_SESSION_EVENT) {
+		/* path watches hear of the session too: count a change once */
+		if (state != s->st.state)
+			s->st.changes++;
+		s->st.state = state;
+		if (state == ZOO_CONNECTED_STATE) {
+			s->st.id = *zoo_client_id(zh);
+			s->st.timeout_ms = zoo_recv_timeout(zh);
+			connected = true;
+		} else if (state == ZOO_EXPIRED_SESSION_STATE) {
+			s->st.expired = true;
+		} else if (state == ZOO_AUTH_FAILED_STATE) {
+			s->st.auth_failed = true;
+		}
+	} else {
+		s->st.changes++;
+		if (type == ZOO_DELETED_EVENT && s->own && path &&
+		    strcmp(path, s->own) == 0)
+			s->st.own_deleted = true;
+	}
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	(void)!write(s->efd, &one, sizeof one);
+	/* a new connection is a new socket */
+	if (connected)
+		zs_cloexec();
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* deadline_ms (clock.h's clock) as an absolute CLOCK_MONOTONIC time */
+static struct timespec abs_time(int64_t deadline_ms)
+{
+	int64_t left_ms = deadline_ms - clock_now_ms(), at_ms;
+	struct timespec ts;
+
+	if (left_ms < 0)
+		left_ms = 0;
+	if (left_ms > INT64_MAX / 4)
+		left_ms = INT64_MAX / 4;
+	at_ms = mono_ms() + left_ms;
+	ts.tv_sec = (time_t)(at_ms / 1000);
+	ts.tv_nsec = (long)(at_ms % 1000) * 1000000;
+	return ts;
+}
+
+/* zookeeper_init() starts the library's threads: every signal blocked
+ * meanwhile, so that they take none of dlock's (the core blocks its own
+ * in main() before any engine opens; this holds whatever the caller). */
+static int start(struct zk_sess *s, struct error *err)
+{
+	sigset_t all, old;
+	int e;
+
+	pthread_once(&inherited_once, record_inherited);
+	zoo_set_debug_level(atomic_load(&log_verbose) ? ZOO_LOG_LEVEL_WARN :
+			    ZOO_LOG_LEVEL_ERROR);
+	if (s->efd < 0 &&
+	    (s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		error_set(err, EX_OSERR, "eventfd: %s", strerror(errno));
+		return -1;
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	errno = 0;
+	/* ZOO_NO_LOG_CLIENTENV: else it asks NSS for our user's name, to log
+	 * it at a level we never show */
+	s->zh = zookeeper_init2(s->hosts, watcher, s->timeout_ms,
+				s->has_resume ? &s->resume : NULL, s,
+				ZOO_NO_LOG_CLIENTENV, log_cb);
+	e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!s->zh) {
+		error_set(err, EX_UNAVAILABLE, "%s: cannot start a session: %s",
+			  s->url_text, e == EINVAL ? "no host could be resolved" :
+			  e ? strerror(e) : "the client library failed");
+		log_lower_first(err->msg + strlen(s->url_text) + 2);
+		return -1;
+	}
+	/* The library looks the hosts up again before each of its polls
+	 * unless told otherwise (getaddrinfo(), a netlink query and a read
+	 * of /dev/urandom every time): only when it connects anew. */
+	zoo_set_servers_resolution_delay(s->zh, -1);
+	/* its pipe: CLOEXEC once connected (the watcher) and before any job
+	 * starts (engine.c), in time for every fork */
+	if (s->digest)
+		zoo_add_auth(s->zh, "digest", s->digest, (int)strlen(s->digest),
+			     NULL, NULL);
+	return 0;
+}
+
+int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
+	       struct error *err)
+{
+	struct timespec ts = abs_time(deadline_ms);
+	int state;
+	bool gone, auth_failed;
+
+	*expired = false;
+	if (!s->zh && start(s, err) < 0)
+		return -1;
+	pthread_mutex_lock(&s->mu);
+	while (s->st.state != ZOO_CONNECTED_STATE && !s->st.expired &&
+	       !s->st.auth_failed &&
+	       pthread_cond_timedwait(&s->cv, &s->mu, &ts) != ETIMEDOUT)
+		;
+	state = s->st.state;
+	gone = s->st.expired;
+	auth_failed = s->st.auth_failed;
+	pthread_mutex_unlock(&s->mu);
+	if (state == ZOO_CONNECTED_STATE && !gone)
+		return 0;
+	if (gone) {
+		*expired = true;
+		error_set(err, EX_TEMPFAIL, "%s: session expired", s->url_text);
+	} else if (auth_failed) {
+		error_set(err, EX_NOPERM, "%s: authentication failed", s->url_text);
+	} else {
+		int e = atomic_load(&last_errno);
+		char why[128];
+
+		snprintf(why, sizeof why, "%s", e ? strerror(e) : "");
+		log_lower_first(why);
+		error_set(err, EX_UNAVAILABLE, "%s: cannot connect%s%s", s->url_text,
+			  e ? ": " : " (no answer in time)", why);
+	}
+	return -1;
+}
+
+void zs_free(struct zk_sess *s, int64_t deadline_ms)
+{
+	struct timespec ts = abs_time(deadline_ms);
+
+	if (!s)
+		return;
+	/* zookeeper_close() stops the completion thread, and the library
+	 * then drops what it had not answered (its entries and ours): let
+	 * the answers come first (requests not waited for, history trims) */
+	pthread_mutex_lock(&s->mu);
+	while (s->pending > 0 && s->zh && s->pid == getpid() &&
+	       pthread_cond_timedwait(&s->cv, &s->mu, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&s->mu);
+	if (s->zh && s->pid == getpid())
+		zookeeper_close(s->zh);
+	if (s->efd >= 0)
+		close(s->efd);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s->hosts);
+	free(s->url_text);
+	free(s->digest);
+	free(s->own);
+	free(s);
+}
+
+/* What zs_keep() keeps: reachable, for the leak checkers, until exit. */
+static struct zk_sess *kept[8];
+static atomic_int n_kept;
+
+void zs_keep(struct zk_sess *s)
+{
+	int i = atomic_fetch_add(&n_kept, 1);
+
+	if (s && i < (int)(sizeof kept / sizeof kept[0]))
+		kept[i] = s;
+}
+
+void zs_state(struct zk_sess *s, struct zk_state *st)
+{
+	pthread_mutex_lock(&s->mu);
+	*st = s->st;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void zs_watch_own(struct zk_sess *s, const char *path)
+{
+	char *copy = path ? strdup(path) : NULL;
+
+	pthread_mutex_lock(&s->mu);
+	free(s->own);
+	s->own = copy;
+	s->st.own_deleted = false;
+	pthread_mutex_unlock(&s->mu);
+}
+
+int zs_event_fd(struct zk_sess *s)
+{
+	return s->efd;
+}
+
+void zs_event_clear(struct zk_sess *s)
+{
+	uint64_t n;
+
+	if (s->efd >= 0)
+		(void)!read(s->efd, &n, sizeof n);
+}
+
+pid_t zs_pid(const struct zk_sess *s)
+{
+	return s->pid;
+}
+
+zhandle_t *zs_handle(struct zk_sess *s)
+{
+	return s->zh;
+}
+
+struct ACL_vector *zs_acl(const struct zk_sess *s)
+{
+	return s->digest ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+static void free_zc(struct zc *c)
+{
+	free(c->path);
+	free(c->data);
+	for (int i = 0; i < c->n_kids; i++)
+		free(c->kids[i]);
+	free(c->kids);
+	for (size_t i = 0; i < sizeof c->strs / sizeof c->strs[0]; i++)
+		free(c->strs[i]);
+	free(c);
+}
+
+static struct zc *new_zc(struct zk_sess *s, enum zc_kind kind)
+{
+	struct zc *c = calloc(1, sizeof *c);
+
+	if (c) {
+		c->s = s;
+		c->kind = kind;
+		c->data_len = -1;
+	}
+	return c;
+}
+
+/* A completion: the caller's, or freed when it gave up waiting. Returns
+ * with s->mu held when the caller still waits (fill in, then done()). */
+static struct zc *arrived(const void *data)
+{
+	struct zc *c = (struct zc *)data;
+
+	pthread_mutex_lock(&c->s->mu);
+	if (--c->s->pending <= 0)
+		pthread_cond_broadcast(&c->s->cv);
+	if (c->abandoned) {
+		pthread_mutex_unlock(&c->s->mu);
+		free_zc(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void done(struct zc *c, int rc)
+{
+	struct zk_sess *s = c->s;
+	bool notify = c->notify;
+	uint64_t one = 1;
+
+	c->done = true;
+	c->done_rc = rc;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);	/* c may be gone from here */
+	/* a watch set: whoever polls learns of the answer too (a node
+	 * already gone sets none, and nothing else would say so) */
+	if (notify)
+		(void)!write(s->efd, &one, sizeof one);
+}
+
+static void on_void(int rc, const void *data)
+{
+	struct zc *c = arrived(data);
+
+	if (c)
+		done(c, rc);
+}
+
+static void on_stat(int rc, const struct Stat *stat, const void *data)
+{
+	struct zc *c = arrived(data);
+
+	if (!c)
+		return;
+	if (rc == ZOK && stat)
+		c->stat = *stat;
+	done(c, rc);
+}
+
+static void on_string_stat(int rc, const char *path, const struct Stat *stat,
+			   const void *data)
+{
+	struct zc *c = arrived(data);
+
+	if (!c)
+		return;
+	if (rc == ZOK && stat)
+		c->stat = *stat;
+	if (rc == ZOK && path && !(c->path = strdup(path)))
+		rc = ZSYSTEMERROR;
+	done(c, rc);
+}
+
+static void on_data(int rc, const char *value, int len, const struct Stat *stat,
+		    const void *data)
+{
+	struct zc *c = arrived(data);
+
+	if (!c)
+		return;
+	if (rc == ZOK && stat)
+		c->stat = *stat;
+	if (rc == ZOK && value && len >= 0) {
+		if ((c->data = malloc((size_t)len + 1))) {
+			memcpy(c->data, value, (size_t)len);
+			c->data[len] = '\0';
+			c->data_len = len;
+		} else {
+			rc = ZSYSTEMERROR;
+		}
+	}
+	done(c, rc);
+}
+
+static void on_children(int rc, const struct String_vector *v,
+			const struct Stat *stat, const void *data)
+{
+	struct zc *c = arrived(data);
+
+	if (!c)
+		return;
+	if (rc == ZOK && stat)
+		c->stat = *stat;
+	if (rc == ZOK && v && v->count > 0) {
+		if (!(c->kids = calloc((size_t)v->count, sizeof *c->kids)))
+			rc = ZSYSTEMERROR;
+		for (int i = 0; rc == ZOK && i < v->count; i++) {
+			if (!(c->kids[i] = strdup(v->data[i])))
+				rc = ZSYSTEMERROR;
+			else
+				c->n_kids = i + 1;
+		}
+	}
+	done(c, rc);
+}
+
+/* After a zoo_a*() call: rc ZOK, it is on its way and its completion
+ * will come. Otherwise it may come still, unless the call refused before
+ * registering it (bad arguments, a session over): then c is the answer,
+ * else a copy is, and c waits for its completion to free it. */
+static struct zc *sent(struct zc *c, int rc)
+{
+	struct zc *answer;
+
+	if (rc == ZOK) {
+		pthread_mutex_lock(&c->s->mu);
+		c->s->pending++;	/* its completion may have come already */
+		pthread_mutex_unlock(&c->s->mu);
+		return c;
+	}
+	if (rc == ZBADARGUMENTS || rc == ZINVALIDSTATE) {
+		c->done = true;
+		c->done_rc = rc;
+		return c;
+	}
+	answer = new_zc(c->s, c->kind);
+	pthread_mutex_lock(&c->s->mu);
+	c->abandoned = true;
+	pthread_mutex_unlock(&c->s->mu);
+	if (answer) {
+		answer->done = true;
+		answer->done_rc = rc;
+	}
+	return answer;
+}
+
+static struct zc *unsent(struct zc *c)
+{
+	if (c) {
+		c->done = true;
+		c->done_rc = ZINVALIDSTATE;
+	}
+	return c;
+}
+
+struct zc *zc_create(struct zk_sess *s, const char *path, const char *data,
+		     int len, int flags)
+{
+	struct zc *c = new_zc(s, ZC_CREATE);
+
+	if (!c || !s->zh)
+		return unsent(c);
+	return sent(c, zoo_acreate2(s->zh, path, data, len, zs_acl(s), flags,
+				    on_string_stat, c));
+}
+
+struct zc *zc_delete(struct zk_sess *s, const char *path)
+{
+	struct zc *c = new_zc(s, ZC_DELETE);
+
+	if (!c || !s->zh)
+		return unsent(c);
+	return sent(c, zoo_adelete(s->zh, path, -1, on_void, c));
+}
+
+struct zc *zc_exists(struct zk_sess *s, const char *path, bool watch)
+{
+	struct zc *c = new_zc(s, ZC_EXISTS);
+
+	if (!c || !s->zh)
+		return unsent(c);
+	c->notify = watch;
+	return sent(c, zoo_awexists(s->zh, path, watch ? watcher : NULL,
+				    watch ? s : NULL, on_stat, c));
+}
+
+struct zc *zc_get(struct zk_sess *s, const char *path, bool watch)
+{
+	struct zc *c = new_zc(s, ZC_GET);
+
+	if (!c || !s->zh)
+		return unsent(c);
+	c->notify = watch;
+	return sent(c, zoo_awget(s->zh, path, watch ? watcher : NULL,
+				 watch ? s : NULL, on_data, c));
+}
+
+struct zc *zc_children(struct zk_sess *s, const char *path, bool watch)
+{
+	struct zc *c = new_zc(s, ZC_CHILDREN);
+
+	if (!c || !s->zh)
+		return unsent(c);
+	c->notify = watch;
+	return sent(c, zoo_awget_children2(s->zh, path, watch ? watcher : NULL,
+					   watch ? s : NULL, on_children, c));
+}
+
+struct zc *zc_set(struct zk_sess *s, const char *path, const char *data, int len)
+{
+	struct zc *c = new_zc(s, ZC_SET);
+
+	if (!c || !s->zh)
+		return unsent(c);
+	return sent(c, zoo_aset(s->zh, path, data, len, -1, on_stat, c));
+}
+
+static void on_string(int rc, const char *value, const void *data)
+{
+	struct zc *c = arrived(data);
+
+	if (c)
+		done(c, rc);
+}
+
+struct zc *zc_sync(struct zk_sess *s, const char *path)
+{
+	struct zc *c = new_zc(s, ZC_SYNC);
+
+	if (!c || !s->zh)
+		return unsent(c);
+	return sent(c, zoo_async(s->zh, path, on_string, c));
+}
+
+struct zc *zc_multi_new(struct zk_sess *s)
+{
+	return new_zc(s, ZC_MULTI);
+}
+
+/* A copy kept until the reply; NULL when out of memory (the op is then
+ * left out, and the multi fails). */
+static char *keep(struct zc *c, const char *s, int len)
+{
+	for (size_t i = 0; i < sizeof c->strs / sizeof c->strs[0]; i++) {
+		if (c->strs[i])
+			continue;
+		if (len < 0)
+			c->strs[i] = strdup(s);
+		else if ((c->strs[i] = malloc((size_t)len + 1))) {
+			memcpy(c->strs[i], s, (size_t)len);
+			c->strs[i][len] = '\0';
+		}
+		return c->strs[i];
+	}
+	return NULL;
+}
+
+void zc_multi_delete(struct zc *c, const char *path)
+{
+	const char *p;
+
+	if (c && c->n_ops < ZC_MAX_OPS && (p = keep(c, path, -1)))
+		zoo_delete_op_init(&c->ops[c->n_ops++], p, -1);
+}
+
+void zc_multi_create(struct zc *c, const char *path, const char *data, int len,
+		     int flags)
+{
+	const char *p, *d;
+
+	if (c && c->n_ops < ZC_MAX_OPS && (p = keep(c, path, -1)) &&
+	    (d = keep(c, data, len))) {
+		zoo_create_op_init(&c->ops[c->n_ops], p, d, len, zs_acl(c->s), flags,
+				   c->path_buf[c->n_ops], sizeof c->path_buf[0]);
+		c->n_ops++;
+	}
+}
+
+struct zc *zc_multi_send(struct zc *c)
+{
+	if (!c || !c->s->zh || c->n_ops == 0)
+		return unsent(c);
+	return sent(c, zoo_amulti(c->s->zh, c->n_ops, c->ops, c->res, on_void, c));
+}
+
+size_t zc_wait(struct zc **c, size_t n, int64_t deadline_ms)
+{
+	struct zk_sess *s = NULL;
+	struct timespec ts = abs_time(deadline_ms);
+	size_t n_done = 0, n_calls = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (c[i]) {
+			s = c[i]->s;
+			n_calls++;
+		}
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		n_done = 0;
+		for (size_t i = 0; i < n; i++)
+			n_done += c[i] && c[i]->done;
+		if (n_done == n_calls ||
+		    pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT)
+			break;
+	}
+	n_done = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!c[i])
+			continue;
+		c[i]->rc = c[i]->done ? c[i]->done_rc : ZK_TIMEDOUT;
+		n_done += c[i]->done;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return n_done;
+}
+
+void zc_free(struct zc *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->s->mu);
+	if (!c->done) {
+		c->abandoned = true;	/* its completion frees it */
+		pthread_mutex_unlock(&c->s->mu);
+		return;
+	}
+	pthread_mutex_unlock(&c->s->mu);
+	free_zc(c);
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+bool zs_transient(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZK_TIMEDOUT ||
+	       rc == ZCLOSING || rc == ZSESSIONMOVED || rc == ZNOTHING ||
+	       rc == ZINVALIDSTATE || rc == ZSESSIONEXPIRED;
+}
+
+int zs_exit_of(int rc)
+{
+	if (zs_transient(rc))
+		return EX_UNAVAILABLE;
+	if (rc == ZNOAUTH || rc == ZAUTHFAILED)
+		return EX_NOPERM;
+	if (rc == ZBADARGUMENTS)
+		return EX_USAGE;
+	if (rc == ZSYSTEMERROR)
+		return EX_OSERR;
+	return EX_SOFTWARE;
+}
+
+void zs_error(struct error *err, int rc, const char *what)
+{
+	char why[128];
+
+	if (rc == ZK_TIMEDOUT)
+		snprintf(why, sizeof why, "no answer in time");
+	else if (rc == ZNOAUTH)
+		snprintf(why, sizeof why, "not allowed (the node's ACL: check the user and password)");
+	else
+		snprintf(why, sizeof why, "%s", zerror(rc));
+	log_lower_first(why);
+	error_set(err, zs_exit_of(rc), "%s: %s", what, why);
+}

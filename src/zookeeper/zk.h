@@ -1,0 +1,106 @@
+/* zk.h - the ZooKeeper engine's state for one lock, shared by engine.c
+ * (acquire, hold, release) and inspect.c (status, history, release
+ * --force, the separate steps). */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "engine.h"
+#include "names.h"
+#include "session.h"
+#include "zkurl.h"
+
+/* Persistent sequential event nodes under a lock's history parent. */
+#define ZK_HISTORY_DIR "/.dlock-history"
+#define ZK_EVENT_PREFIX "e-"
+
+struct zk {
+	struct lock *lk;
+	const struct zk_url *u;
+	struct zk_sess *s;
+	char digest[400];	/* "user:password" or "" */
+	char *path;		/* the lock's znode */
+	char *hist;		/* its history's parent */
+	/* the session, as its first connection said */
+	clientid_t id;
+	int64_t timeout_ms;	/* negotiated */
+	bool told;		/* --verbose said it */
+	/* an acquisition */
+	char rand[17];		/* 16 hex digits of this acquisition */
+	char guid[ZK_GUID_LEN + 1];
+	char *own;		/* our contender's path, or NULL */
+	long long czxid;	/* its creation's zxid: the fence */
+	bool fresh;		/* own was made in this round: its create,
+				 * a write, proved the session */
+	bool create_tried;	/* a create whose reply never came may have
+				 * made a node: look for it first */
+	bool reentry_asked;
+	bool held;		/* acquired and not given back */
+	bool waited;		/* own was made before the round that won */
+	uint64_t seen;		/* session changes before the last round */
+	int64_t eval_ms;	/* when that round was; -1 none */
+	char held_by[LOCK_INFO_MAX];
+	long queue_pos;
+	/* holding */
+	bool own_watched;
+	struct zc *watch_req;	/* the exists that sets that watch */
+	struct zc *acq_event;	/* the "acquired" event on its way */
+	bool acq_pending;	/* that event (and after a wait, the holder
+				 * info's new since) not written yet: once
+				 * the job has run a while, else with the
+				 * release, in its multi (a write less for a
+				 * short job: as many as the C floor's) */
+	int last_state;
+	bool adopted;		/* -F's helper took the session over */
+};
+
+static inline struct zk *ZK(const struct lock *lk)
+{
+	return lk->e;
+}
+
+/* Opens (the first time) and connects the lock's session, with deadline.
+ * After fork() (-F's helper), takes the parent's session over. Returns 0,
+ * or -1 with err; *expired: the session is over (a new one was made when
+ * allowed, and own forgotten). */
+int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
+	       bool *expired, struct error *err);
+/* A session that takes over the one of a token (the separate steps):
+ * 0, 1 when that session is over, else an exit status with err. */
+int zk_resume(struct zk *z, const char *token, int64_t deadline_ms,
+	      struct error *err);
+/* The session's id and password from a token: 0, or -1 when it carries
+ * none (a -k token, or none of ours). */
+int zk_token_session(const char *token, clientid_t *id);
+
+/* Creates path's missing ancestors and path itself (persistent, empty),
+ * all in one round trip. */
+int zk_ensure(struct zk *z, const char *path, bool itself, int64_t deadline_ms,
+	      struct error *err);
+
+/* The children of dir as contenders, sorted; *kids owns the names (give
+ * both to zk_contenders_free). rc as the library's (ZNONODE: none). */
+struct zk_contenders {
+	struct zc *req;
+	struct zk_contender *c;
+	size_t n;
+};
+int zk_contenders(struct zk_contenders *out, struct zc *children);
+void zk_contenders_free(struct zk_contenders *cs);
+
+/* An event's data (history): each field a "key=value" line. */
+int zk_event_data(char *out, size_t len, const char *kind, const char *token,
+		  long long fence, long long exit, long long held_ms,
+		  const char *holder, const char *by);
+
+/* path + "/" + name (malloc'd; NULL out of memory). */
+char *zk_join(const char *dir, const char *name);
+
+int zk_status(struct lock *lk, struct status_lock *locks, size_t n,
+	      struct error *err);
+int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err);
+int zk_history(struct lock *lk, long count, struct history_report *out,
+	       struct error *err);
+int zk_release_token(struct lock *lk, const char *token, struct error *err);
+int zk_force(struct lock *lk, struct broken_holder **out, size_t *n,
+	     struct error *err);
+enum extend_result zk_extend_token(struct lock *lk, struct error *err);

@@ -1,0 +1,451 @@
+#!/usr/bin/env bats
+# zookeeper.bats - the ZooKeeper engine (zk://) on real servers: one
+# standalone ZooKeeper 3.8 and one three-member ensemble, started once for
+# the file (setup_file) from Debian's zookeeper package and stopped in
+# teardown_file, pass or fail. kazoo (python3-kazoo) takes the same locks
+# the other way. Each test uses lock names of its own.
+
+load helpers
+load zookeeper_helpers
+
+setup_file() {
+	local ens
+	mkdir -p "$ZK_DIR"
+	start_ensemble e &
+	ens=$!
+	start_zk s || return 1
+	wait "$ens" || return 1
+}
+
+teardown_file() {
+	stop_zk_all
+}
+
+setup() {
+	common_setup
+	Z=$(zk_url s)
+	H=$(zk_hosts s)
+	ZE="zk://127.0.0.1:$(zk_port e1),127.0.0.1:$(zk_port e2),127.0.0.1:$(zk_port e3)"
+}
+
+children() { kz "${2:-$H}" children "/dlock:$1"; }	# children NAME [HOSTS]
+no_contender() { [[ -z $(children "$@") ]]; }
+n_contenders() { (($(children "$1" | wc -l) == $2)); }	# n_contenders NAME N
+ours_re='^-[0-9a-f]{32}-(x|s|l[0-9]+)-[0-9]+__r?lock__[0-9]{10}$'
+
+# ---- a lock ----------------------------------------------------------------
+
+@test "a job under the lock: its node is kazoo's kind, DLOCK_FENCE its czxid, gone after" {
+	hold h -S "$Z" K1
+	wait_ready h
+	local node; node=$(children K1)
+	[[ $node =~ $ours_re ]] || fail "contender '$node'"
+	[[ $node == -*-x-*__lock__* ]] || fail "not an exclusive contender: $node"
+	assert_equal "$(job_var h DLOCK_KEY)" /dlock:K1
+	local token; token=$(job_var h DLOCK_TOKEN)
+	[[ $token =~ ^[0-9a-f]{64}$ ]] || fail "token '$token'"
+	assert_equal "${node:1:32}" "${token:0:32}"
+	assert_equal "$(job_var h DLOCK_FENCE)" "$(kz "$H" czxid "/dlock:K1/$node")"
+	# the node's data is the holder info
+	[[ $(kz "$H" get "/dlock:K1/$node") =~ ^$(hostname)$'\t'[0-9]+$'\t' ]] ||
+		fail "data: $(kz "$H" get "/dlock:K1/$node")"
+	finish h
+	assert_equal "$bg_status" 0
+	no_contender K1
+}
+
+@test "-n and -w on a held lock: 1 (or -E), their nodes gone, the holder untouched" {
+	hold h -S "$Z" K2
+	wait_ready h
+	local node; node=$(children K2)
+	run -1 dlock -S "$Z" -n K2 true
+	run -7 dlock -S "$Z" -E 7 -w 0.5 K2 true
+	assert_equal "$(children K2)" "$node"
+	finish h
+	assert_equal "$bg_status" 0
+	no_contender K2
+}
+
+@test "waiters take the lock in arrival order once it is released" {
+	hold h -S "$Z" K3
+	wait_ready h
+	for w in w1 w2 w3; do
+		start_bg "$w" -S "$Z" K3 sh -c 'echo $0 >>"$1"' "$w" "$T/order"
+		local n=${w#w}
+		wait_until 10 n_contenders K3 $((n + 1)) || fail "$w did not queue"
+	done
+	finish h
+	for w in w1 w2 w3; do reap "$w"; assert_equal "$bg_status" 0; done
+	assert_equal "$(tr '\n' ' ' <"$T/order")" "w1 w2 w3 "
+	no_contender K3
+}
+
+@test "-s: shared holders together; an exclusive one waits, and a reader after it waits for it" {
+	hold r1 -S "$Z" -s K4
+	hold r2 -S "$Z" -s K4
+	wait_ready r1
+	wait_ready r2
+	[[ $(children K4) == *__rlock__*$'\n'*__rlock__* ]] || fail "$(children K4)"
+	hold x -S "$Z" K4
+	wait_until 10 n_contenders K4 3 || fail "the writer did not queue"
+	hold r3 -S "$Z" -s K4
+	wait_until 10 n_contenders K4 4 || fail "the third reader did not queue"
+	sleep 0.3
+	[[ ! -e $T/x.ready && ! -e $T/r3.ready ]] || fail "ran beside the readers"
+	finish r1
+	finish r2
+	wait_ready x
+	[[ ! -e $T/r3.ready ]] || fail "a reader ran beside the writer"
+	finish x
+	wait_ready r3
+	finish r3
+	no_contender K4
+}
+
+@test "--limit 2: two at once, the third when one of them ends" {
+	hold a -S "$Z" --limit 2 K5
+	hold b -S "$Z" --limit 2 K5
+	wait_ready a
+	wait_ready b
+	hold c -S "$Z" --limit 2 K5
+	wait_until 10 n_contenders K5 3 || fail "c did not queue"
+	sleep 0.3
+	[[ ! -e $T/c.ready ]] || fail "a third holder"
+	finish b
+	wait_ready c
+	finish a
+	finish c
+	no_contender K5
+}
+
+@test "fences strictly increase, also once the lock's znode is made again" {
+	local f1 f2 f3
+	f1=$(dlock -S "$Z" K6 sh -c 'echo $DLOCK_FENCE')
+	f2=$(dlock -S "$Z" K6 sh -c 'echo $DLOCK_FENCE')
+	kz "$H" delete /dlock:K6	# the sequence numbers start again
+	f3=$(dlock -S "$Z" K6 sh -c 'echo $DLOCK_FENCE')
+	((f1 < f2 && f2 < f3)) || fail "fences $f1 $f2 $f3"
+}
+
+@test "re-entry: a nested dlock on the same lock runs at once, with the same fence" {
+	run -0 timeout 10 "$DLOCK" -S "$Z" K7 sh -c \
+		'echo $DLOCK_FENCE; "$0" -S "$1" -n K7 sh -c "echo \$DLOCK_FENCE"' "$DLOCK" "$Z"
+	assert_equal "${lines[0]}" "${lines[1]}"
+	no_contender K7
+}
+
+# ---- kazoo and Curator ----------------------------------------------------
+
+@test "kazoo's Lock and dlock exclude each other, both ways" {
+	kz_lock k "$H" lock /dlock:K8
+	wait_until 10 test -e "$T/k.ready" || fail "kazoo: $(cat "$T/k.out")"
+	run -1 dlock -S "$Z" -n K8 true
+	start_bg d -S "$Z" K8 sh -c 'echo got >"$0"' "$T/d.got"
+	wait_until 10 n_contenders K8 2 || fail "dlock did not queue"
+	[[ ! -e $T/d.got ]] || fail "dlock ran beside kazoo"
+	touch "$T/k.release"
+	reap d
+	assert_equal "$bg_status" 0
+	# and the other way
+	hold h -S "$Z" K8
+	wait_ready h
+	run -0 kz_try "$H" lock /dlock:K8 0
+	assert_output timeout
+	finish h
+	run -0 kz_try "$H" lock /dlock:K8 5
+	assert_output acquired
+	no_contender K8
+}
+
+@test "kazoo's ReadLock shares with dlock -s, its WriteLock waits for it" {
+	hold h -S "$Z" -s K9
+	wait_ready h
+	run -0 kz_try "$H" read /dlock:K9 5
+	assert_output acquired
+	run -0 kz_try "$H" write /dlock:K9 0
+	assert_output timeout
+	kz_lock kr "$H" read /dlock:K9
+	wait_until 10 test -e "$T/kr.ready" || fail "kazoo: $(cat "$T/kr.out")"
+	finish h
+	run -0 dlock -S "$Z" -s -n K9 true
+	run -1 dlock -S "$Z" -n K9 true
+	touch "$T/kr.release"
+	wait_until 10 no_contender K9 || fail "kazoo's node stays"
+}
+
+@test "a Curator contender (_c_GUID-lock-SEQ) counts as an exclusive one" {
+	kz "$H" mkdir /dlock:K10
+	kz "$H" ephemeral /dlock:K10/_c_0f3e1a42-lock- curator 3 >"$T/cur" &
+	track $!
+	wait_until 10 n_contenders K10 1 || fail "no Curator node"
+	run -1 dlock -S "$Z" -n K10 true
+	run -0 dlock -S "$Z" -w 10 K10 true	# once its session ends
+}
+
+# ---- the lease -------------------------------------------------------------
+
+@test "release --force: the holder's node goes, the holder is told at once (75)" {
+	hold h -S "$Z" -t 30 K11
+	wait_ready h
+	run -0 --separate-stderr dlock release -S "$Z" K11 --force
+	assert_output --regexp "^broken: .* pid $(<"$T/h.dlock") \(.*job"
+	reap h 5	# well before the 30 s session timeout
+	assert_equal "$bg_status" 75
+	assert_equal "$(cat "$T/h.sig")" TERM
+	grep -q 'was deleted' "$T/h.err" || fail "$(cat "$T/h.err")"
+	no_contender K11
+	run -1 dlock release -S "$Z" K11 --force
+}
+
+@test "our node deleted by another client: the holder exits 75 at once" {
+	hold h -S "$Z" -t 30 K12
+	wait_ready h
+	kz "$H" delete "/dlock:K12/$(children K12)"
+	reap h 5
+	assert_equal "$bg_status" 75
+	grep -q 'lease lost' "$T/h.err" || fail "$(cat "$T/h.err")"
+}
+
+@test "the server killed while a job runs: 75 within the session timeout" {
+	hold h -S "$Z" -t 3 K13
+	wait_ready h
+	kill -KILL "$(zk_pid s)"
+	local t0=$SECONDS
+	reap h 10
+	assert_equal "$bg_status" 75
+	((SECONDS - t0 <= 4)) || fail "told after $((SECONDS - t0)) s"
+	grep -q 'lease lost' "$T/h.err" || fail "$(cat "$T/h.err")"
+	restart_zk s
+	# the server restores the session, and expires it
+	wait_until 15 no_contender K13 || fail "the node outlived its session"
+}
+
+@test "one of three ensemble members killed: the job goes on" {
+	hold h -S "$ZE" -t 5 K14	# room for an election, if it was the leader
+	wait_ready h
+	local sid i victim=
+	sid=$(job_var h DLOCK_TOKEN)
+	sid=$((16#${sid:0:16}))
+	for i in 1 2 3; do
+		zk_4lw "$(zk_port e$i)" cons | grep -qi "sid=0x$(printf %x "$sid")" && victim=e$i
+	done
+	[[ -n $victim ]] || fail "no member serves session $sid"
+	kill -KILL "$(zk_pid "$victim")"
+	sleep 6	# longer than the session timeout
+	alive "$(<"$T/h.dlock")" || fail "dlock ended: $(cat "$T/h.err")"
+	finish h
+	assert_equal "$bg_status" 0
+	local up=e1; [[ $victim == e1 ]] && up=e2
+	wait_until 10 no_contender K14 "127.0.0.1:$(zk_port $up)"
+}
+
+@test "-F: the helper takes the session over and keeps the lease" {
+	hold h -F -S "$Z" -t 2 K15
+	wait_ready h
+	assert_equal "$(<"$T/h.pid")" "$(<"$T/h.dlock")"
+	local node; node=$(children K15)
+	sleep 3	# more than the session timeout: renewed from the helper
+	assert_equal "$(children K15)" "$node"
+	finish h
+	assert_equal "$bg_status" 0
+	wait_until 5 no_contender K15 || fail "not released"
+}
+
+@test "--min-hold: the lock stays that long after a quick job" {
+	run -0 dlock -S "$Z" --min-hold 1.5 K16 true
+	no_contender K16
+	start_bg m -S "$Z" --min-hold 1.5 K16 true
+	wait_until 5 n_contenders K16 1
+	run -1 dlock -S "$Z" -n K16 true
+	reap m
+	assert_equal "$bg_status" 0
+	no_contender K16
+}
+
+# ---- inspection ------------------------------------------------------------
+
+@test "status: the holder's info and session, the waiters in queue order" {
+	hold h -S "$Z" K17
+	wait_ready h
+	start_bg w1 -S "$Z" K17 true
+	wait_until 10 n_contenders K17 2
+	start_bg w2 -S "$Z" K17 true
+	wait_until 10 n_contenders K17 3
+	run -0 dlock status -S "$Z" K17
+	assert_line --index 0 --regexp '^K17: held, exclusive, 2 waiting, fencing counter [0-9]+$'
+	assert_output --regexp "pid +$(<"$T/h.pid")|  $(<"$T/h.dlock")"
+	assert_output --partial '[session 0x'
+	assert_output --partial 'waiting, in queue order'
+	run -0 dlock status --json -S "$Z" K17
+	assert_equal "$(jq -r '.locks[0].fair_queue | length' <<<"$output")" 2
+	assert_equal "$(jq -r '.locks[0].holders[0].fence' <<<"$output")" \
+		"$(job_var h DLOCK_FENCE)"
+	finish h
+	reap w1
+	reap w2
+	run -1 dlock status -S "$Z" K17
+	assert_output 'K17: free'
+}
+
+@test "status without KEY lists the locks under the prefix" {
+	hold h -S "$Z" --prefix lst: A1
+	wait_ready h
+	run -0 dlock status -S "$Z" --prefix lst: --json
+	assert_equal "$(jq -r '[.locks[] | select(.state == "held") | .name] | join(",")' <<<"$output")" A1
+	finish h
+}
+
+@test "history: acquired and released with the exit status; --history N keeps about N" {
+	run -3 dlock -S "$Z" K18 sh -c 'exit 3'
+	run -0 dlock history --json -S "$Z" K18
+	assert_equal "$(jq -r '[.events[].event] | join(" ")' <<<"$output")" "released acquired"
+	assert_equal "$(jq -r '.events[0].exit' <<<"$output")" 3
+	# a job that runs a while: "acquired" is written meanwhile
+	hold h -S "$Z" K18
+	wait_ready h
+	wait_until 5 eval '[[ $(dlock history --json -S "$Z" K18 | jq -r ".events[0].event") == acquired ]]' ||
+		fail "no acquired event while the job runs"
+	finish h
+	local i
+	for i in 1 2 3 4 5 6; do dlock -S "$Z" --history 4 K18 true; done
+	run -0 dlock history --json -S "$Z" K18
+	assert_equal "$(jq -r '.events | length' <<<"$output")" 4
+	(($(kz "$H" children /.dlock-history/dlock:K18 | wc -l) <= 5)) || fail "not trimmed"
+}
+
+@test "acquire, extend and release in separate processes" {
+	local token node
+	token=$(dlock acquire -S "$Z" -t 3 K19)
+	[[ $token =~ ^[0-9a-f]{64}$ ]] || fail "token '$token'"
+	node=$(children K19)
+	[[ -n $node ]] || fail "no node once dlock acquire exited"
+	run -1 dlock -S "$Z" -n K19 true
+	sleep 2
+	run -0 dlock extend -S "$Z" -t 3 K19 --token "$token"
+	sleep 2	# past the first 3 s: only the extension keeps it
+	assert_equal "$(children K19)" "$node"
+	run -0 dlock release -S "$Z" K19 --token "$token"
+	no_contender K19
+	run -1 dlock release -S "$Z" K19 --token "$token"
+	run -1 dlock extend -S "$Z" K19 --token "$token"
+	# not extended: it lapses with the session
+	dlock acquire -S "$Z" -t 2 K19 >/dev/null
+	wait_until 6 no_contender K19 || fail "the session outlived its timeout"
+}
+
+# ---- settings and errors ------------------------------------------------------
+
+@test "bad URLs and what ZooKeeper cannot do: 64, nothing contacted" {
+	run -64 --separate-stderr dlock -S "zks://127.0.0.1:1" K true
+	[[ $stderr == *'without TLS'* ]] || fail "stderr: $stderr"
+	run -64 dlock -S "zk://127.0.0.1:99999" K true
+	run -64 dlock -S "zk://127.0.0.1:1?x=1" K true
+	run -64 dlock -S "zk://127.0.0.1:1//a" K true
+	run -64 --separate-stderr dlock -S "$Z" -S "$ZE" K true
+	[[ $stderr == *'one server URL'* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "$Z" -S redis://127.0.0.1:1 K true
+	[[ $stderr == *'cannot be mixed'* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "$Z" --wait-replicas 1 K true
+	[[ $stderr == *'ZooKeeper cannot --wait-replicas'* ]] || fail "stderr: $stderr"
+	run -64 dlock -S "$Z" --tls-ca /dev/null K true
+	run -64 dlock -S "$Z" 'a//b' true
+}
+
+@test "an unreachable ensemble: 69, naming the cause" {
+	local port; port=$(free_port)
+	run -69 --separate-stderr dlock -S "zk://127.0.0.1:$port" -w 1 K true
+	assert_equal "$stderr" "dlock: K: zk://127.0.0.1:$port: cannot connect: connection refused"
+}
+
+@test "digest auth from the URL: the right password works, a wrong one is refused (77)" {
+	kz "$H" setacl /auth alice:secret
+	run -0 dlock -S "zk://alice:secret@$H/auth" K20 true
+	run -77 --separate-stderr dlock -S "zk://alice:wrong@$H/auth" K20 true
+	[[ $stderr == *'not allowed'* ]] || fail "stderr: $stderr"
+	DLOCK_PASSWORD=secret run -0 dlock -S "zk://alice@$H/auth" K20 true
+}
+
+@test "a chroot in the URL: the lock under it, the chroot made if missing" {
+	hold h -S "$Z/apps/x" K21
+	wait_ready h
+	assert_equal "$(job_var h DLOCK_KEY)" /apps/x/dlock:K21
+	[[ -n $(kz "$H" children /apps/x/dlock:K21) ]] || fail "no contender under the chroot"
+	run -0 kz_try "$H/apps/x" lock /dlock:K21 0
+	assert_output timeout
+	finish h
+}
+
+@test "--ttl beyond the server's maximum: the server's, and --verbose says so" {
+	run -0 --separate-stderr dlock -S "$Z" --verbose -t 100 K22 true
+	[[ $stderr =~ session\ 0x[0-9a-f]+,\ timeout\ 60\ s\ \(the\ server ]] || fail "stderr: $stderr"
+}
+
+@test "no descriptor of the client library's reaches the command" {
+	local ls_fds='cd /proc/$$/fd && for f in *; do [ "$f" -gt 2 ] && echo "$f $(readlink "$f" | sed "s/\\[.*//")"; done'
+	sh -c "$ls_fds" >"$T/mine"
+	dlock -S "$Z" K23 sh -c "$ls_fds" >"$T/theirs"
+	diff "$T/mine" "$T/theirs" || fail "the command has other descriptors"
+}
+
+@test "the client library's threads take no signal: every one is blocked in them" {
+	hold h -S "$Z" K25
+	wait_ready h
+	local pid t mask n=0
+	pid=$(<"$T/h.dlock")
+	for t in /proc/"$pid"/task/*; do
+		[[ ${t##*/} == "$pid" ]] && continue
+		mask=$(sed -n 's/^SigBlk:\t//p' "$t/status")
+		# HUP INT QUIT USR1 ALRM TERM CHLD
+		(((16#$mask & 0x16207) == 0x16207)) || fail "thread ${t##*/} blocks only $mask"
+		n=$((n + 1))
+	done
+	((n >= 2)) || fail "no library threads in dlock ($n)"
+	finish h
+}
+
+@test "dlock stopped past its lease: the watchdog stops the job, 75 after" {
+	hold h -S "$Z" -t 2 K26
+	wait_ready h
+	kill -STOP "$(<"$T/h.dlock")"
+	wait_until 5 test -e "$T/h.sig" || fail "the job was not told"
+	kill -CONT "$(<"$T/h.dlock")"
+	reap h
+	assert_equal "$bg_status" 75
+	assert_equal "$(cat "$T/h.sig")" TERM
+}
+
+@test "dlock killed by SIGKILL: its node goes with its session" {
+	hold h -S "$Z" -t 2 K27
+	wait_ready h
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 10 no_contender K27 || fail "the node outlived the session"
+	run -0 dlock -S "$Z" -n --fair K27 true
+}
+
+@test "-k: two locks, one token; a nested dlock re-enters either; acquire's token re-enters" {
+	run -0 timeout 10 "$DLOCK" -S "$Z" -k K28a -k K28b sh -c \
+		'echo "$DLOCK_TOKEN"; "$0" -S "$1" -n K28b sh -c "echo \$DLOCK_TOKEN"' "$DLOCK" "$Z"
+	assert_equal "${lines[0]}" "${lines[1]}"
+	no_contender K28a
+	no_contender K28b
+	local vars
+	vars=$(dlock acquire --export -S "$Z" -t 10 K28a)
+	(
+		eval "$vars"
+		dlock -S "$Z" -n K28a true
+	) || fail "acquire's token did not re-enter"
+	(eval "$vars"; dlock release -S "$Z" K28a) || fail "not released by DLOCK_TOKEN"
+	no_contender K28a
+}
+
+@test "SIGTERM while waiting: 143, its node gone" {
+	hold h -S "$Z" K24
+	wait_ready h
+	start_bg w -S "$Z" K24 true
+	wait_until 10 n_contenders K24 2
+	kill -TERM "$(<"$T/w.dlock")"
+	reap w
+	assert_equal "$bg_status" 143
+	n_contenders K24 1
+	finish h
+}
