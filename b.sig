@@ -1,3 +1,0 @@
-TERM
-TERM
-TERM
