@@ -20,6 +20,12 @@
 #include "parse.h"
 #include "version.h"
 
+/* A usage error in the log's format (--log-format json: a JSON line). The
+ * fuzz target defines errx itself (tests/meson.build) to get back
+ * control: left as it is then. */
+#ifndef errx
+#define errx log_exit
+#endif
 
 enum {
 	OPT_ON_LOST = CHAR_MAX + 1,
@@ -47,6 +53,11 @@ enum {
 	OPT_TLS_KEY,
 	OPT_TLS_INSECURE,
 	OPT_FD,
+	OPT_LOG_FORMAT,
+	OPT_METRICS_DIR,
+	OPT_NOTIFY,
+	OPT_NOTIFY_PASS,
+	OPT_WATCH,
 };
 
 /* In the order of --help, the man page and the completions. */
@@ -91,6 +102,11 @@ static const struct option longopts[] = {
 	{ "token",		required_argument,	NULL, OPT_TOKEN },
 	{ "force",		no_argument,		NULL, OPT_FORCE },
 	{ "export",		no_argument,		NULL, OPT_EXPORT },
+	{ "watch",		no_argument,		NULL, OPT_WATCH },
+	{ "metrics-dir",	required_argument,	NULL, OPT_METRICS_DIR },
+	{ "notify",		no_argument,		NULL, OPT_NOTIFY },
+	{ "notify-pass",	no_argument,		NULL, OPT_NOTIFY_PASS },
+	{ "log-format",		required_argument,	NULL, OPT_LOG_FORMAT },
 	{ "verbose",		no_argument,		NULL, OPT_VERBOSE },
 	{ "help",		no_argument,		NULL, 'h' },
 	{ "version",		no_argument,		NULL, 'V' },
@@ -184,6 +200,20 @@ static void usage(void)
 "acquire:\n"
 "      --export                 print DLOCK_KEY=, DLOCK_TOKEN=, DLOCK_FENCE=\n"
 "                               lines for eval, not the token alone\n"
+"status:\n"
+"      --watch                  refresh every second until Ctrl-C: in place on\n"
+"                               a terminal, a block per change on a pipe\n"
+"\n"
+"For operators:\n"
+"      --metrics-dir DIR        after the run, DIR/dlock_NAME.prom for\n"
+"                               node_exporter's textfile collector\n"
+"      --notify                 tell systemd (NOTIFY_SOCKET): READY=1 once the\n"
+"                               lock is held and COMMAND started, STATUS=,\n"
+"                               WATCHDOG=1 on each renewal, STOPPING=1\n"
+"      --notify-pass            with --notify: COMMAND gets a NOTIFY_SOCKET of\n"
+"                               dlock's, and its READY=1 is systemd's READY\n"
+"      --log-format text|json   dlock's lines on stderr: text (default), or\n"
+"                               one JSON object each\n"
 "\n"
 "      --verbose                say what dlock waits for and why it fails;\n"
 "                               flock's lines ('getting lock took', 'executing')\n"
@@ -196,7 +226,8 @@ static void usage(void)
 "      redis+cluster://host:port[,host:port...] (seed nodes of one Redis\n"
 "      Cluster; a redis:// URL may name any node of one too; several -S\n"
 "      are RedLock); rediss://, rediss-sentinel://, rediss+cluster:// for TLS\n"
-"Environment: DLOCK_SERVERS, DLOCK_PASSWORD, DLOCK_PREFIX.\n"
+"Environment: DLOCK_SERVERS, DLOCK_PASSWORD, DLOCK_PREFIX, DLOCK_METRICS_DIR,\n"
+"DLOCK_LOG_FORMAT.\n"
 "The command gets DLOCK_KEY, DLOCK_KEYS, DLOCK_TOKEN, DLOCK_FENCE, DLOCK_JOB.\n"
 "See dlock(1).\n", stdout);
 	exit(EX_OK);
@@ -267,6 +298,7 @@ enum {
 	G_FORCE = 1 << 10,	/* --force */
 	G_EXPORT = 1 << 11,	/* --export */
 	G_KEYS = 1 << 12,	/* -k KEY */
+	G_WATCH = 1 << 13,	/* status --watch */
 };
 
 /* Every form knows every short option, to say which it does not take. */
@@ -282,7 +314,7 @@ static const struct form {
 } forms[] = {
 	{ "run", CMD_RUN, G_COMMON | G_MODE | G_WAIT | G_TTL | G_JOB |
 	  G_REPLICAS | G_HISTORY | G_KEYS, "+:" SHORT, 1, 1 },
-	{ "status", CMD_STATUS, G_COMMON | G_OUTPUT, "-:" SHORT, 0, -1 },
+	{ "status", CMD_STATUS, G_COMMON | G_OUTPUT | G_WATCH, "-:" SHORT, 0, -1 },
 	{ "history", CMD_HISTORY, G_COMMON | G_OUTPUT | G_COUNT,
 	  "-:n:" SHORT, 1, 1 },	/* -n COUNT */
 	{ "release", CMD_RELEASE, G_COMMON | G_TOKEN | G_FORCE, "-:" SHORT, 1, 1 },
@@ -320,6 +352,10 @@ static unsigned group_of(int c)
 		return G_EXPORT;
 	case 'k':
 		return G_KEYS;
+	case OPT_METRICS_DIR: case OPT_NOTIFY: case OPT_NOTIFY_PASS:
+		return G_JOB;
+	case OPT_WATCH:
+		return G_WATCH;
 	default:
 		return G_COMMON;
 	}
@@ -506,6 +542,26 @@ static void parse_option(int c, const char *arg, struct options *opts,
 		break;
 	case OPT_EXPORT:
 		opts->export_vars = true;
+		break;
+	case OPT_WATCH:
+		opts->watch = true;
+		break;
+	case OPT_METRICS_DIR:
+		if (!*arg)
+			errx(EX_USAGE, "empty --metrics-dir");
+		opts->cfg.metrics_dir = arg;
+		break;
+	case OPT_NOTIFY:
+		opts->notify = true;
+		break;
+	case OPT_NOTIFY_PASS:
+		opts->notify = opts->notify_pass = true;
+		break;
+	case OPT_LOG_FORMAT:
+		opts->cfg.log_format = log_format_of(arg);
+		if (opts->cfg.log_format < 0)
+			errx(EX_USAGE, "bad --log-format '%s': text or json", arg);
+		log_set_format((enum log_format)opts->cfg.log_format);
 		break;
 	case OPT_VERBOSE:
 		opts->verbose = opts->cfg.verbose = true;
@@ -731,6 +787,12 @@ static void check(const struct form *f, int n_keys, struct options *opts,
 		errx(EX_USAGE, "release: --token and --force exclude each other");
 	/* flock refuses them together too: -o closes a descriptor in the
 	 * child that -F's command would be */
+	if (opts->watch && opts->quiet)
+		errx(EX_USAGE, "status: --watch and -q exclude each other: there would be nothing to watch");
+	if (opts->notify && (opts->no_fork || opts->fd_form))
+		errx(EX_USAGE, "--notify%s: %s", opts->notify_pass ? "-pass" : "",
+		     opts->no_fork ? "with -F the command takes dlock's PID, and so its place as the unit's main process: let it notify" :
+		     "the descriptor form (dlock FD) runs no command to be ready");
 	if (opts->no_fork && opts->close)
 		errx(EX_USAGE, "-F and -o exclude each other (as in flock): with -F the command is dlock's process");
 	if (n_keys < f->min_keys)
@@ -742,6 +804,41 @@ static void check(const struct form *f, int n_keys, struct options *opts,
 			errx(EX_USAGE, "empty KEY");
 	check_keys(n_keys, opts);
 	opts->key = opts->cfg.key = n_keys > 0 ? opts->keys[0] : NULL;
+}
+
+/* The log's format before the options are read, for usage errors found
+ * while reading them: DLOCK_LOG_FORMAT, then a --log-format among the
+ * options (before KEY, or anywhere before "--" after a subcommand word).
+ * A bad value is left for its own usage error, in text. The config
+ * file's is known only later (main.c). */
+static void early_log_format(int argc, char **argv)
+{
+	const char *env = getenv("DLOCK_LOG_FORMAT");
+	bool subcommand = false;
+	int f;
+
+	if (env && (f = log_format_of(env)) >= 0)
+		log_set_format((enum log_format)f);
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		const struct option *o;
+		const char *value = NULL;
+
+		if (argv[i][0] != '-' || argv[i][1] == '\0') {
+			for (size_t k = 1; k < sizeof forms / sizeof forms[0]; k++)
+				subcommand |= strcmp(argv[i], forms[k].word) == 0;
+			if (!subcommand)
+				return;		/* KEY: what follows is the command's */
+			continue;
+		}
+		if (argv[i][1] == '-' && (o = long_option(argv[i])) &&
+		    o->val == OPT_LOG_FORMAT)
+			value = strchr(argv[i], '=') ? strchr(argv[i], '=') + 1 :
+				i + 1 < argc ? argv[i + 1] : NULL;
+		if (value && (f = log_format_of(value)) >= 0)
+			log_set_format((enum log_format)f);
+		if (takes_next(argv[i]))
+			i++;
+	}
 }
 
 void cli_parse(int argc, char **argv, struct options *opts)
@@ -760,8 +857,12 @@ void cli_parse(int argc, char **argv, struct options *opts)
 		.count = 10,
 		.cfg.history = -1,
 		.cfg.min_hold_ms = -1,
+		.cfg.log_format = -1,
 		.fd = -1,
 	};
+	early_log_format(argc, argv);
+	if (argc < 2 && log_json())
+		errx(EX_USAGE, "missing KEY and COMMAND: dlock [options] KEY COMMAND [ARG...]; try 'dlock --help'");
 	if (argc < 2) {
 		/* as flock(1): what to type, and where to read more */
 		fputs("Usage: dlock [options] KEY COMMAND [ARG...]\n"

@@ -46,6 +46,9 @@ struct options {
 	const char *token;	/* --token */
 	bool force;		/* release --force */
 	bool export_vars;	/* acquire --export */
+	bool watch;		/* status --watch */
+	bool notify;		/* --notify: tell systemd (notify.c) */
+	bool notify_pass;	/* --notify-pass: and the command may too */
 	/* Raw settings, resolved by config.c: flags > environment > file. */
 	struct config_flags cfg;
 };

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lock.h"
+#include "signals.h"
 
 struct command_args {
 	const char **keys;	/* the KEYs given (status: any number) */
@@ -18,6 +19,8 @@ struct command_args {
 	int64_t wait_ms;	/* acquire: 0 -n, -1 for ever, else -w */
 	int conflict_exit;	/* acquire: -E */
 	long history;		/* events kept per lock (--history, config) */
+	bool watch;		/* status --watch */
+	const struct signals *sig;	/* what ends --watch */
 };
 
 /* Each returns dlock's exit status; base describes the lock of keys[0]

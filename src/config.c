@@ -53,6 +53,10 @@ static char **config_slot(struct config_file *cf, const char *name)
 		return &cf->tls_key;
 	if (strcmp(name, "tls-insecure") == 0)
 		return &cf->tls_insecure;
+	if (strcmp(name, "metrics-dir") == 0)
+		return &cf->metrics_dir;
+	if (strcmp(name, "log-format") == 0)
+		return &cf->log_format;
 	return NULL;
 }
 
@@ -116,6 +120,8 @@ static int check_value(const char *name, const char *value, char *err,
 	else if (strcmp(name, "tls-insecure") == 0 && strcmp(value, "yes") != 0 &&
 		 strcmp(value, "no") != 0)
 		snprintf(err, errlen, "bad tls-insecure '%.64s' (yes or no)", value);
+	else if (strcmp(name, "log-format") == 0 && log_format_of(value) < 0)
+		snprintf(err, errlen, "bad log-format '%.64s' (text or json)", value);
 	else if (strcmp(name, "servers") == 0)
 		return check_servers(value, err, errlen);
 	else
@@ -497,6 +503,10 @@ static int load_config(const char *path, bool must_exist, struct config_file *cf
 		cf->tls_key = one.tls_key;
 	if (one.tls_insecure)
 		cf->tls_insecure = one.tls_insecure;
+	if (one.metrics_dir)
+		cf->metrics_dir = one.metrics_dir;
+	if (one.log_format)
+		cf->log_format = one.log_format;
 	return 0;
 }
 
@@ -669,6 +679,28 @@ static int resolve_tls(const struct config_flags *fl, const struct config_file *
 	       copy(key, &o->key, err, errlen) < 0 ? -1 : 0;
 }
 
+/* For operators: --metrics-dir and --log-format, flags before the
+ * environment (an empty DLOCK_METRICS_DIR is none) before the file. */
+static int resolve_ops(const struct config_flags *fl, const struct config_file *cf,
+		       struct settings *st, char *err, size_t errlen)
+{
+	const char *env_dir = getenv("DLOCK_METRICS_DIR");
+	const char *env_format = getenv("DLOCK_LOG_FORMAT");
+	const char *dir = fl->metrics_dir ? fl->metrics_dir :
+			  env_dir ? env_dir : cf->metrics_dir;
+	int f = fl->log_format;
+
+	if (f < 0 && env_format && (f = log_format_of(env_format)) < 0) {
+		snprintf(err, errlen, "bad DLOCK_LOG_FORMAT '%.64s' (text or json)",
+			 env_format);
+		return -1;
+	}
+	if (f < 0)
+		f = cf->log_format ? log_format_of(cf->log_format) : LOG_TEXT;
+	st->log_format = (enum log_format)f;
+	return dir && *dir ? copy(dir, &st->metrics_dir, err, errlen) : 0;
+}
+
 static int resolve(const struct config_flags *fl, const struct config_file *cf,
 		   struct settings *st, char *err, size_t errlen)
 {
@@ -722,7 +754,8 @@ static int resolve(const struct config_flags *fl, const struct config_file *cf,
 		snprintf(err, errlen, "--node-timeout must be shorter than --ttl");
 		return -1;
 	}
-	if (resolve_tls(fl, cf, st, err, errlen) < 0)
+	if (resolve_tls(fl, cf, st, err, errlen) < 0 ||
+	    resolve_ops(fl, cf, st, err, errlen) < 0)
 		return -1;
 
 	if (fl->password_file)
@@ -767,7 +800,8 @@ void config_report(const struct config_flags *fl, const struct settings *st)
 			len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
 						i ? ", " : "",
 						st->engine->server_text(st->servers, i));
-		log_line(fl->key, "servers from %s: %s", st->servers_from, list);
+		log_event(LOG_INFO, fl->key, "servers", NULL, 0, "servers from %s: %s",
+			  st->servers_from, list);
 	}
 	/* Cron mails what a job prints: a setting that works is no news
 	 * there, only to someone at a terminal. */
@@ -788,6 +822,7 @@ void config_free(struct settings *st)
 	free(st->tls_opts.ca);
 	free(st->tls_opts.cert);
 	free(st->tls_opts.key);
+	free(st->metrics_dir);
 	if (st->password) {
 		explicit_bzero(st->password, strlen(st->password));
 		free(st->password);

@@ -37,6 +37,8 @@ struct config_flags {
 	bool verbose;
 	const char *tls_ca, *tls_cert, *tls_key;	/* --tls-ca, ... */
 	bool tls_insecure;
+	const char *metrics_dir;	/* --metrics-dir */
+	int log_format;		/* --log-format (enum log_format); -1 */
 };
 
 /* What one config file says; strings point into the file's text. */
@@ -44,6 +46,7 @@ struct config_file {
 	char *servers, *prefix, *ttl, *password_file, *node_timeout, *history;
 	char *min_hold, *unavailable;
 	char *tls_ca, *tls_cert, *tls_key, *tls_insecure;
+	char *metrics_dir, *log_format;
 	char servers_from[256];	/* the file that named the servers */
 };
 
@@ -63,6 +66,8 @@ struct settings {
 	char servers_from[256];	/* --server, DLOCK_SERVERS, a file, the default */
 	bool tls;		/* a server asks for TLS (rediss://, ...) */
 	struct tls_options tls_opts;	/* strings owned */
+	char *metrics_dir;	/* owned; NULL: no metrics (metrics.c) */
+	enum log_format log_format;	/* --log-format, DLOCK_LOG_FORMAT, file */
 };
 
 /* Parses a config file's len bytes in place ("name = value" lines, '#'

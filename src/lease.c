@@ -267,6 +267,8 @@ int lease_collect(struct lease *ls, int64_t now_ms, struct error *err)
 	ls->busy = false;
 	if (ls->halted)
 		return 0;
+	if (ls->on_round)
+		ls->on_round(ls->on_round_arg, r, ls->notice[0] != '\0', &e);
 	switch (r) {
 	case EXTEND_OK:
 		ls->last.exit = 0;

@@ -45,6 +45,11 @@ struct lease {
 						 * pollfds given out */
 	bool recheck;		/* a notice came while a round ran */
 	char notice[256];	/* what the last notice said */
+	/* Told of each round's result, on the supervisor's thread (noticed:
+	 * a notice came first); NULL: nobody. */
+	void (*on_round)(void *arg, enum extend_result r, bool noticed,
+			 const struct error *err);
+	void *on_round_arg;
 };
 
 /* The lease of a freshly acquired lk; nothing runs yet. */

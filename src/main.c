@@ -23,6 +23,8 @@
 #include "lock.h"
 #include "log.h"
 #include "multi.h"
+#include "notify.h"
+#include "observe.h"
 #include "signals.h"
 #include "supervise.h"
 #include "wait.h"
@@ -36,7 +38,7 @@ static void report_conflict(const struct options *opts, const struct lock *lk)
 	if (!opts->verbose)
 		return;
 	waitline_describe(lk->held_by, who, sizeof who);
-	log_line(opts->key, "lock is %s", who);
+	log_event(LOG_INFO, opts->key, "conflict", NULL, 0, "lock is %s", who);
 }
 
 /* A release that did not reach a majority leaves the lock to lapse: say so
@@ -113,7 +115,7 @@ static struct watch watch_of(const struct options *opts,
  * goes unwatched, then the command. */
 static int run_job(struct options *opts, const struct settings *st,
 		   struct lock *lk, size_t n_locks, struct job *job,
-		   const struct signals *sig)
+		   const struct signals *sig, struct observe *ob)
 {
 	struct lease lease;
 	struct watchdog wd = { .fd = -1 };
@@ -127,6 +129,7 @@ static int run_job(struct options *opts, const struct settings *st,
 		lease_free(&lease);
 		return err.exit;
 	}
+	observe_lease(ob, &lease);
 	child_find_inherited(job);	/* before the watchdog, our child */
 	if (opts->on_lost_signal != ON_LOST_IGNORE) {
 		if (watchdog_start(&wd, opts->on_lost_signal, opts->kill_after_ms,
@@ -150,6 +153,7 @@ static int run_job(struct options *opts, const struct settings *st,
 		log_error(opts->key, &err);
 		status = err.exit;
 	} else {
+		observe_started(ob);
 		status = supervise(job, &w);
 	}
 	watchdog_end(&wd);
@@ -164,7 +168,8 @@ static int run_job(struct options *opts, const struct settings *st,
  * the lease is lost, and releases once it has exited. The job is that
  * process alone, not its process group, which is the caller's. */
 static int run_no_fork(struct options *opts, struct lock *lk, size_t n_locks,
-		       struct job *job, const struct signals *sig)
+		       struct job *job, const struct signals *sig,
+		       struct observe *ob)
 {
 	struct error err = { 0 };
 	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
@@ -188,14 +193,18 @@ static int run_no_fork(struct options *opts, struct lock *lk, size_t n_locks,
 		job->pid = getppid();
 		job->pidfd = pidfd;
 		lease_init_locks(&lease, lk, n_locks);
+		observe_lease(ob, &lease);
 		status = supervise(job, &w);
 		lease_free(&lease);
+		observe_stopping(ob, job->lost);
 		/* the command is not our child: its status is not ours to know */
 		for (size_t i = 0; i < n_locks; i++) {
 			r = lock_release_job(&lk[i], status == EX_TEMPFAIL ? status :
 					     LOCK_EXIT_UNKNOWN, !job->lost, &err);
 			report_release(opts, &lk[i], r, &err);
 		}
+		observe_end(ob, job->lost ? RUN_LOST : RUN_ACQUIRED,
+			    job->lost ? status : -1);
 		_exit(status);
 	}
 	close(pidfd);
@@ -267,8 +276,10 @@ static int run_multi(struct options *opts, struct settings *st,
 	struct multi m = { 0 };
 	struct lock_params base;
 	struct job job;
+	struct observe ob;
 	struct error err = { 0 };
-	enum lock_result got;
+	enum lock_result got = LOCK_FAILED;
+	enum run_outcome outcome = RUN_FAILED;
 	char command[256];
 	int status, signo = 0, r;
 	int64_t start_us;
@@ -278,6 +289,7 @@ static int run_multi(struct options *opts, struct settings *st,
 
 	while (opts->keys[n])
 		keys_len += strlen(st->prefix) + strlen(opts->keys[n++]) + 1;
+	observe_init(&ob, opts, st, opts->keys);
 	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0 ||
 	    child_check_size(&job, keys_len, &err) < 0) {
 		/* dlock -k A -k B C cmd: C was meant as a KEY */
@@ -287,6 +299,7 @@ static int run_multi(struct options *opts, struct settings *st,
 		misplaced_option(opts, &err);
 		log_error(opts->key, &err);
 		child_free(&job);
+		observe_end(&ob, RUN_FAILED, err.exit);
 		return err.exit;
 	}
 	command_line(opts, command, sizeof command);
@@ -309,11 +322,14 @@ static int run_multi(struct options *opts, struct settings *st,
 			char who[320];
 
 			waitline_describe(m.locks[m.failed].held_by, who, sizeof who);
-			log_line(multi_failed_name(&m), "lock is %s", who);
+			log_event(LOG_INFO, multi_failed_name(&m), "conflict", NULL, 0,
+				  "lock is %s", who);
 		}
+		outcome = RUN_CONFLICT;
 		status = opts->conflict_exit;
 		goto out;
 	case LOCK_INTERRUPTED:
+		outcome = RUN_INTERRUPTED;
 		status = 128 + signo;
 		if (from_terminal(signo, false))
 			*die_by = signo;
@@ -322,10 +338,15 @@ static int run_multi(struct options *opts, struct settings *st,
 		if (opts->verbose)
 			lock_log_servers(&m.locks[m.failed]);
 		log_error(multi_failed_name(&m), &err);
+		if (err.exit == EX_UNAVAILABLE)
+			outcome = RUN_UNAVAILABLE;
 		status = err.exit;
 		goto out;
 	}
+	if (got == LOCK_ACQUIRED)
+		observe_acquired(&ob, m.fence);
 	if ((signo = signals_interrupt(sig)) != 0) {
+		outcome = RUN_INTERRUPTED;
 		status = 128 + signo;
 		goto release;
 	}
@@ -350,15 +371,18 @@ static int run_multi(struct options *opts, struct settings *st,
 		return err.exit;
 	}
 	if (opts->no_fork) {
-		status = run_no_fork(opts, m.locks, m.n, &job, sig);
+		status = run_no_fork(opts, m.locks, m.n, &job, sig, &ob);
 		multi_free(&m);
 		child_free(&job);
 		return status;	/* exec failed; the helper releases */
 	}
-	status = run_job(opts, st, m.locks, m.n, &job, sig);
+	status = run_job(opts, st, m.locks, m.n, &job, sig, &ob);
+	outcome = job.lost ? RUN_LOST : job.ran ? RUN_ACQUIRED : RUN_FAILED;
 	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))
 		*die_by = job.term_signal;
 release:
+	if (got == LOCK_ACQUIRED)
+		observe_stopping(&ob, job.lost);
 	for (size_t i = 0; got == LOCK_ACQUIRED && i < m.n; i++) {
 		r = lock_release_job(&m.locks[i], status, job.ran && !job.lost, &err);
 		if (r < 0)
@@ -368,6 +392,7 @@ release:
 			log_error(m.locks[i].p->name, &err);
 	}
 out:
+	observe_end(&ob, outcome, status);
 	multi_free(&m);
 	child_free(&job);
 	return status;
@@ -389,7 +414,7 @@ static bool only_unreachable(const struct lock *lk)
  * on, and no lock to re-enter, extend or release. */
 static int run_unlocked(const struct options *opts, const struct lock *lk,
 			struct job *job, const struct signals *sig,
-			const struct error *why, int *die_by)
+			const struct error *why, int *die_by, struct observe *ob)
 {
 	struct watch w = watch_of(opts, sig, NULL);
 	struct error err = { 0 };
@@ -404,6 +429,7 @@ static int run_unlocked(const struct options *opts, const struct lock *lk,
 		return err.exit;
 	}
 	if (opts->no_fork) {
+		observe_end(ob, RUN_UNAVAILABLE, -1);	/* the command's to know */
 		child_exec(job, getpgrp(), &err);
 		log_error(opts->key, &err);
 		return err.exit;
@@ -426,7 +452,7 @@ static int min_hold_fits(const struct settings *st)
 {
 	if (st->min_hold_ms <= st->ttl_ms)
 		return 0;
-	fprintf(stderr, "dlock: --min-hold %.15g is longer than the lease (--ttl %.15g): give --ttl %.15g or more\n",
+	log_event(LOG_ERROR, NULL, "usage", NULL, 0, "--min-hold %.15g is longer than the lease (--ttl %.15g): give --ttl %.15g or more",
 		(double)st->min_hold_ms / 1000, (double)st->ttl_ms / 1000,
 		(double)st->min_hold_ms / 1000);
 	return -1;
@@ -456,8 +482,10 @@ static int run(struct options *opts, struct settings *st,
 	struct lock lk;
 	struct lock_params params;
 	struct job job;
+	struct observe ob;
 	struct error err = { 0 };
-	enum lock_result got;
+	enum lock_result got = LOCK_FAILED;
+	enum run_outcome outcome = RUN_FAILED;
 	char command[256];
 	int status, signo = 0, r;
 	int64_t start_us;
@@ -467,11 +495,13 @@ static int run(struct options *opts, struct settings *st,
 	if (opts->multi)
 		return run_multi(opts, st, sig, die_by);
 	/* Nothing touched yet: a command that cannot be run never takes it. */
+	observe_init(&ob, opts, st, opts->keys);
 	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0 ||
 	    child_check_size(&job, strlen(st->prefix) + strlen(opts->key), &err) < 0) {
 		misplaced_option(opts, &err);
 		log_error(opts->key, &err);
 		child_free(&job);
+		observe_end(&ob, RUN_FAILED, err.exit);
 		return err.exit;
 	}
 	/* --fd N: the descriptor is the lock's, not the command's (flock -o
@@ -496,9 +526,11 @@ static int run(struct options *opts, struct settings *st,
 		break;
 	case LOCK_HELD:
 		report_conflict(opts, &lk);
+		outcome = RUN_CONFLICT;
 		status = opts->conflict_exit;
 		goto out;
 	case LOCK_INTERRUPTED:
+		outcome = RUN_INTERRUPTED;
 		status = 128 + signo;
 		if (from_terminal(signo, false))
 			*die_by = signo;
@@ -506,17 +538,22 @@ static int run(struct options *opts, struct settings *st,
 	case LOCK_FAILED:
 		if (opts->verbose)
 			lock_log_servers(&lk);
+		if (err.exit == EX_UNAVAILABLE)
+			outcome = RUN_UNAVAILABLE;
 		if (st->unavailable_run && err.exit == EX_UNAVAILABLE &&
 		    only_unreachable(&lk)) {
-			status = run_unlocked(opts, &lk, &job, sig, &err, die_by);
+			status = run_unlocked(opts, &lk, &job, sig, &err, die_by, &ob);
 			goto out;
 		}
 		log_error(opts->key, &err);
 		status = err.exit;
 		goto out;
 	}
+	if (got == LOCK_ACQUIRED)
+		observe_acquired(&ob, lk.fence);
 	/* A signal that came while we acquired: the command must not start. */
 	if ((signo = signals_interrupt(sig)) != 0) {
+		outcome = RUN_INTERRUPTED;
 		status = 128 + signo;
 		goto release;
 	}
@@ -543,20 +580,23 @@ static int run(struct options *opts, struct settings *st,
 		return err.exit;
 	}
 	if (opts->no_fork) {
-		status = run_no_fork(opts, &lk, 1, &job, sig);
+		status = run_no_fork(opts, &lk, 1, &job, sig, &ob);
 		lock_free(&lk);
 		child_free(&job);
 		return status;	/* exec failed; the helper releases */
 	}
-	status = run_job(opts, st, &lk, 1, &job, sig);
+	status = run_job(opts, st, &lk, 1, &job, sig, &ob);
+	outcome = job.lost ? RUN_LOST : job.ran ? RUN_ACQUIRED : RUN_FAILED;
 	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))
 		*die_by = job.term_signal;
 release:
 	if (got == LOCK_ACQUIRED) {
+		observe_stopping(&ob, job.lost);
 		r = lock_release_job(&lk, status, job.ran && !job.lost, &err);
 		report_release(opts, &lk, r, &err);
 	}
 out:
+	observe_end(&ob, outcome, status);
 	lock_free(&lk);
 	child_free(&job);
 	return status;
@@ -577,7 +617,8 @@ static int run_fd_form(struct options *opts, struct settings *st,
 }
 
 /* status, history, release, acquire, extend */
-static int run_command(const struct options *opts, const struct settings *st)
+static int run_command(const struct options *opts, const struct settings *st,
+		       const struct signals *sig)
 {
 	static int (*const mains[])(const struct lock_params *,
 				    const struct command_args *) = {
@@ -598,6 +639,8 @@ static int run_command(const struct options *opts, const struct settings *st)
 		.wait_ms = opts->nonblock ? 0 : opts->wait_ms,
 		.conflict_exit = opts->conflict_exit,
 		.history = st->history,
+		.watch = opts->watch,
+		.sig = sig,
 	};
 	struct lock_params base;
 
@@ -639,8 +682,9 @@ static int refuse_unsupported(const struct options *opts,
 		if (!wants[i].asked || (e->caps & wants[i].cap))
 			continue;
 		why = e->cannot ? e->cannot(wants[i].cap) : NULL;
-		fprintf(stderr, "dlock: %s cannot %s%s%s\n", e->name, wants[i].option,
-			why ? ": " : "", why ? why : "");
+		log_event(LOG_ERROR, NULL, "usage", NULL, 0, "%s cannot %s%s%s",
+			  e->name, wants[i].option,
+			  why ? ": " : "", why ? why : "");
 		return -1;
 	}
 	return 0;
@@ -686,11 +730,22 @@ int main(int argc, char **argv)
 		return watchdog_main();
 	open_std_fds();
 	cli_parse(argc, argv, &opts);
+	/* Until the settings are known, the format the command line or
+	 * DLOCK_LOG_FORMAT named (cli.c): a broken config file's is not. */
 	if (config_resolve(&opts.cfg, &st, why, sizeof why) < 0) {
-		fprintf(stderr, "dlock: %s\n", why);
+		log_event(LOG_ERROR, NULL, "usage", NULL, 0, "%s", why);
 		config_free(&st);
 		cli_free(&opts);
 		return EX_USAGE;
+	}
+	log_set_format(st.log_format);
+	if (opts.notify && opts.cmd == CMD_RUN &&
+	    notify_init(opts.notify_pass, opts.key, st.ttl_ms, st.node_timeout_ms,
+			&err) < 0) {
+		log_error(opts.key, &err);
+		config_free(&st);
+		cli_free(&opts);
+		return err.exit;
 	}
 	/* What the engine loads (OpenSSL only for rediss://: loading it is
 	 * not a plain run's cost), on this thread, before any other. */
@@ -715,8 +770,9 @@ int main(int argc, char **argv)
 	else if (opts.cmd == CMD_RUN)
 		status = run(&opts, &st, &sig, &die_by);
 	else
-		status = run_command(&opts, &st);
+		status = run_command(&opts, &st, &sig);
 	close(sig.fd);
+	notify_end();
 	if (st.engine->end)
 		st.engine->end();
 	config_free(&st);

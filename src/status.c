@@ -3,10 +3,14 @@
  * in queue order, and with several servers what each says; as a table, or
  * as one JSON document. The engine fetches (engine.h: status, list); this
  * prints, whatever the engine. With no KEY, every lock under the prefix. */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
 #include "clock.h"
 #include "commands.h"
 #include "lock.h"
@@ -22,6 +26,7 @@ struct status {
 	size_t n_servers;	/* several: RedLock, each server's words */
 	bool listing;		/* no KEY given */
 	int64_t wall_ms;
+	FILE *out;		/* stdout; with --watch, the next screen */
 };
 
 static size_t majority(size_t n)
@@ -141,7 +146,7 @@ static void print_holders(const struct status *s, const struct status_lock *m)
 		row[n_cols] = cmd;
 		table_add(&t, row);
 	}
-	table_print(&t, stdout);
+	table_print(&t, s->out);
 	table_free(&t);
 }
 
@@ -150,7 +155,7 @@ static void print_waiters(const struct status *s, const struct status_lock *m)
 	struct table t;
 	const char *head[] = { "POS", "HOST", "PID", "USER", "SINCE", "COMMAND" };
 
-	printf("  %s:\n", s->p->engine->caps & CAP_SEVERAL ?
+	fprintf(s->out, "  %s:\n", s->p->engine->caps & CAP_SEVERAL ?
 	       "waiting in the --fair queue, in its order" : "waiting, in queue order");
 	table_init(&t, 6, "  ");
 	table_add(&t, head);
@@ -173,11 +178,11 @@ static void print_waiters(const struct status *s, const struct status_lock *m)
 		}
 		table_add(&t, row);
 	}
-	table_print(&t, stdout);
+	table_print(&t, s->out);
 	table_free(&t);
 }
 
-static void print_servers(const struct status_lock *m)
+static void print_servers(const struct status *s, const struct status_lock *m)
 {
 	struct table t;
 	const char *head[] = { "SERVER", "SAYS" };
@@ -189,7 +194,7 @@ static void print_servers(const struct status_lock *m)
 
 		table_add(&t, row);
 	}
-	table_print(&t, stdout);
+	table_print(&t, s->out);
 	table_free(&t);
 }
 
@@ -200,37 +205,37 @@ static void print_block(const struct status *s, const struct status_lock *m)
 	const char *mode = mode_of(m, buf, sizeof buf);
 
 	show_text(m->name, strlen(m->name), name, sizeof name);
-	printf("%s: %s", name, m->state == ST_OTHER ? "not a lock" :
+	fprintf(s->out, "%s: %s", name, m->state == ST_OTHER ? "not a lock" :
 	       m->state == ST_SPLIT ? "no majority" :
 	       m->state == ST_UNKNOWN ? "unknown" : state_names[m->state]);
 	if (all_finished(m))
-		printf(", command finished");
+		fprintf(s->out, ", command finished");
 	if (m->state == ST_OTHER) {
 		show_ttl(m->ttl_ms, ttl, sizeof ttl);
-		printf(" (a %s, %s): left alone", m->type, ttl);
+		fprintf(s->out, " (a %s, %s): left alone", m->type, ttl);
 	}
 	if (mode)
-		printf(", %s", mode);
+		fprintf(s->out, ", %s", mode);
 	if (m->state == ST_HELD && m->n_holders > 1 && m->mode[0])
-		printf(", %zu holders", m->n_holders);
+		fprintf(s->out, ", %zu holders", m->n_holders);
 	if (m->state == ST_HELD && m->ttl_ms == -1)
-		printf(", never expires (no TTL)");
+		fprintf(s->out, ", never expires (no TTL)");
 	if (m->n_waiting > 0)
-		printf(", %lld waiting", m->n_waiting);
+		fprintf(s->out, ", %lld waiting", m->n_waiting);
 	if (m->n_waiters > 0 && s->p->engine->caps & CAP_SEVERAL)
-		printf(" (%zu in the --fair queue)", m->n_waiters);
+		fprintf(s->out, " (%zu in the --fair queue)", m->n_waiters);
 	if (m->fence >= 0)
-		printf(", fencing counter %lld", m->fence);
+		fprintf(s->out, ", fencing counter %lld", m->fence);
 	if (s->n_servers > 1)
-		printf("; %zu of %zu servers agree%s", m->n_agree, s->n_servers,
+		fprintf(s->out, "; %zu of %zu servers agree%s", m->n_agree, s->n_servers,
 		       m->n_agree >= majority(s->n_servers) ? "" : ": no majority");
-	putchar('\n');
+	fputc('\n', s->out);
 	if (m->n_holders > 0 && m->state != ST_OTHER)
 		print_holders(s, m);
 	if (m->n_waiters > 0)
 		print_waiters(s, m);
 	if (s->n_servers > 1)
-		print_servers(m);
+		print_servers(s, m);
 }
 
 /* With no KEY: one line a lock. */
@@ -294,7 +299,7 @@ static void print_list(const struct status *s)
 		row[c++] = holder;
 		table_add(&t, row);
 	}
-	table_print(&t, stdout);
+	table_print(&t, s->out);
 	table_free(&t);
 }
 
@@ -428,7 +433,7 @@ static void print_json(const struct status *s)
 {
 	struct json j;
 
-	json_init(&j, stdout);
+	json_init(&j, s->out);
 	json_open(&j, '{');
 	json_key(&j, "prefix");
 	json_cstr(&j, s->p->prefix);
@@ -501,33 +506,40 @@ static int names_of(struct status *s, struct lock *lk, struct error *err)
 	return 0;
 }
 
-int status_main(const struct lock_params *base, const struct command_args *a)
+/* A lock's error: a line on stderr; with --watch, a line of the screen
+ * (stderr would scroll it away, or repeat it every second). */
+static void say_error(const struct status *s, const char *name,
+		      const struct error *err)
 {
-	struct lock_params p = *base;
-	struct status s = {
-		.p = &p, .a = a, .listing = a->n_keys == 0,
-		.n_servers = base->n_servers,
-	};
-	struct lock lk;
+	if (s->a->watch)
+		fprintf(s->out, "dlock: %s%s%s\n", name ? name : "", name ? ": " : "",
+			err->msg);
+	else
+		log_error(name, err);
+}
+
+/* One look at the locks: asks the servers, prints to s->out. Returns
+ * the exit status. */
+static int look(struct status *s, struct lock *lk)
+{
+	const struct command_args *a = s->a;
 	struct error err = { 0 };
 	int status = EX_OK;
 
-	p.name = a->n_keys ? a->keys[0] : "";
-	if (lock_init(&lk, &p, &err) < 0 || names_of(&s, &lk, &err) < 0 ||
-	    (s.n_locks > 0 && lk.eng->status(&lk, s.locks, s.n_locks, &err) < 0)) {
-		log_error(s.listing ? NULL : base->name, &err);
-		status = err.exit;
-		goto out;
+	if (names_of(s, lk, &err) < 0 ||
+	    (s->n_locks > 0 && lk->eng->status(lk, s->locks, s->n_locks, &err) < 0)) {
+		say_error(s, s->listing ? NULL : s->p->name, &err);
+		return err.exit;
 	}
-	s.wall_ms = clock_wall_ms();
-	for (size_t e = 0; e < s.n_locks; e++) {
-		const struct status_lock *m = &s.locks[e];
+	s->wall_ms = clock_wall_ms();
+	for (size_t e = 0; e < s->n_locks; e++) {
+		const struct status_lock *m = &s->locks[e];
 		int one = exit_of(m);
 
 		if (m->state == ST_UNKNOWN && m->err.exit)
-			log_error(m->name, &m->err);
+			say_error(s, m->name, &m->err);
 		/* listing: what is there; only unreachable servers fail it */
-		if (s.listing && one != EX_UNAVAILABLE && one != EX_NOPERM)
+		if (s->listing && one != EX_UNAVAILABLE && one != EX_NOPERM)
 			one = EX_OK;
 		if (rank(one) > rank(status))
 			status = one;
@@ -535,18 +547,177 @@ int status_main(const struct lock_params *base, const struct command_args *a)
 	if (a->quiet)
 		;
 	else if (a->json)
-		print_json(&s);
-	else if (s.listing)
-		print_list(&s);
+		print_json(s);
+	else if (s->listing)
+		print_list(s);
 	else
-		for (size_t e = 0; e < s.n_locks; e++)
-			print_block(&s, &s.locks[e]);
-	if (fflush(stdout) != 0 && status == EX_OK)
-		status = EX_IOERR;
-out:
-	for (size_t e = 0; e < s.n_locks; e++)
-		status_lock_free(&s.locks[e]);
-	free(s.locks);
+		for (size_t e = 0; e < s->n_locks; e++)
+			print_block(s, &s->locks[e]);
+	return status;
+}
+
+static void forget(struct status *s)
+{
+	for (size_t e = 0; e < s->n_locks; e++)
+		status_lock_free(&s->locks[e]);
+	free(s->locks);
+	s->locks = NULL;
+	s->n_locks = 0;
+}
+
+/* What --watch on a pipe compares: what a look found, without the times
+ * that change every second (since, TTL left). */
+static void fingerprint(const struct status *s, FILE *f)
+{
+	for (size_t e = 0; e < s->n_locks; e++) {
+		const struct status_lock *m = &s->locks[e];
+
+		fprintf(f, "%s\t%d\t%s\t%lld\t%lld\t%lld\t%zu\t%s\n", m->name,
+			(int)m->state, m->mode, m->fence, m->n_waiting,
+			m->n_writers, m->n_agree, m->err.msg);
+		for (size_t i = 0; i < m->n_holders; i++) {
+			fwrite(m->holders[i].token, 1, m->holders[i].token_len, f);
+			fputc('\n', f);
+		}
+		for (size_t i = 0; i < m->n_waiters; i++) {
+			fwrite(m->waiters[i].token, 1, m->waiters[i].token_len, f);
+			fputc('\n', f);
+		}
+	}
+}
+
+/* The screen, redrawn from the top: each line cleared to its end, at most
+ * the terminal's rows (autowrap off: a long line is cut, not wrapped), the
+ * rest of the screen cleared. */
+static void draw(const char *text, size_t len)
+{
+	struct winsize ws = { 0 };
+	size_t rows = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row ?
+		      ws.ws_row : 24;
+	char *frame = NULL;
+	size_t n = 0, row = 0;
+	FILE *f = open_memstream(&frame, &n);
+
+	if (!f)
+		return;
+	fputs("\033[?7l\033[H", f);
+	for (size_t at = 0; at < len && row < rows; row++) {
+		const char *nl = memchr(text + at, '\n', len - at);
+		size_t k = nl ? (size_t)(nl - (text + at)) : len - at;
+
+		fwrite(text + at, 1, k, f);
+		fputs(row + 1 < rows ? "\033[K\n" : "\033[K", f);
+		at += k + 1;
+	}
+	fputs("\033[J\033[?7h", f);
+	fclose(f);
+	fwrite(frame, 1, n, stdout);
+	free(frame);
+}
+
+/* --watch: a look every second until a signal (Ctrl-C) ends it, which is
+ * its normal end (0, as watch(1)). On a terminal the screen is redrawn in
+ * place, headed by what is watched and when; elsewhere a block is printed
+ * when what it shows changed (the times aside), headed by the time, and
+ * with --json one document a change, a line each. */
+static int watch(struct status *s, struct lock *lk)
+{
+	const struct command_args *a = s->a;
+	bool tty = isatty(STDOUT_FILENO);
+	char *last = NULL;
+	size_t last_len = 0;
+	int status = EX_OK;
+
+	if (tty)
+		fputs("\033[H\033[2J\033[?25l", stdout);
+	for (;;) {
+		char *text = NULL, *print = NULL, *fp = NULL, when[64];
+		size_t len = 0, print_len = 0, fp_len = 0;
+		int64_t start_ms = clock_now_ms(), left_ms;
+		time_t now = time(NULL);
+		struct pollfd pfd = { a->sig->fd, POLLIN, 0 };
+		FILE *f = open_memstream(&text, &len), *g;
+
+		if (!f) {
+			status = EX_OSERR;
+			break;
+		}
+		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %z", localtime(&now));
+		s->out = f;
+		look(s, lk);
+		fclose(f);
+		g = open_memstream(&fp, &fp_len);
+		if (g) {
+			fingerprint(s, g);
+			if (s->n_locks == 0)	/* an error alone, or nothing */
+				fputs(text, g);
+			fclose(g);
+		}
+		forget(s);
+		if (tty) {
+			g = open_memstream(&print, &print_len);
+			if (g) {
+				fprintf(g, "Every 1s: dlock status%s%s  %s\n\n",
+					a->n_keys ? " " : "", a->n_keys ? a->keys[0] : "",
+					when);
+				fwrite(text, 1, len, g);
+				fclose(g);
+				draw(print, print_len);
+				free(print);
+			}
+		} else if (!last || !fp || fp_len != last_len ||
+			   memcmp(fp, last, fp_len) != 0) {
+			if (!a->json)
+				printf("%s\n", when);
+			fwrite(text, 1, len, stdout);
+			if (!a->json)
+				putchar('\n');
+		}
+		free(text);
+		free(last);
+		last = fp;
+		last_len = fp_len;
+		if (fflush(stdout) != 0) {
+			status = EX_IOERR;
+			break;
+		}
+		left_ms = start_ms + 1000 - clock_now_ms();
+		if (left_ms > 0 && poll(&pfd, 1, (int)left_ms) > 0 &&
+		    signals_next(a->sig) > 0)
+			break;
+	}
+	free(last);
+	if (tty) {
+		/* the cursor back, and a line of its own for the terminal's ^C */
+		fputs("\033[?25h\n", stdout);
+		fflush(stdout);
+	}
+	return status;
+}
+
+int status_main(const struct lock_params *base, const struct command_args *a)
+{
+	struct lock_params p = *base;
+	struct status s = {
+		.p = &p, .a = a, .listing = a->n_keys == 0,
+		.n_servers = base->n_servers, .out = stdout,
+	};
+	struct lock lk;
+	struct error err = { 0 };
+	int status;
+
+	p.name = a->n_keys ? a->keys[0] : "";
+	if (lock_init(&lk, &p, &err) < 0) {
+		log_error(s.listing ? NULL : base->name, &err);
+		status = err.exit;
+	} else if (a->watch) {
+		status = watch(&s, &lk);
+	} else {
+		status = look(&s, &lk);
+		if (fflush(stdout) != 0 && status == EX_OK)
+			status = EX_IOERR;
+	}
+	forget(&s);
 	lock_free(&lk);
 	return status;
 }

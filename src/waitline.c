@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "clock.h"
+#include "log.h"
+#include "notify.h"
 #include "waitline.h"
 
 void waitline_init(struct waitline *wl, const char *key, bool verbose)
@@ -50,12 +52,41 @@ void waitline_describe(const char *info, char *out, size_t len)
 		snprintf(out + used, len - used, " and %ld more", n_more);
 }
 
+/* --log-format json: no line drawn in place; with --verbose, a "wait"
+ * event each time the holder changes. */
+static void wait_event(struct waitline *wl, const char *holder, long queue_pos,
+		       bool fair, int64_t waited_ms)
+{
+	char who[320];
+
+	if (!wl->verbose)
+		return;
+	waitline_describe(holder ? holder : "", who, sizeof who);
+	/* "held by ... for 12s": the same holder, a second later */
+	if (wl->shown && strncmp(who, wl->said, strcspn(who, ")")) == 0)
+		return;
+	snprintf(wl->said, sizeof wl->said, "%s", who);
+	wl->shown = true;
+	log_event(LOG_INFO, wl->key, "wait",
+		  (struct log_field[]){ { "waited_ms", NULL, waited_ms },
+					{ "queue_position", NULL, fair ? queue_pos + 1 : 0 } },
+		  fair ? 2 : 1, "%s; waited %" PRId64 "s", who, waited_ms / 1000);
+}
+
 void waitline_update(struct waitline *wl, const char *holder, long queue_pos,
 		     bool fair)
 {
 	int64_t waited_ms = clock_now_ms() - wl->start_ms;
 	char who[320], pos[48] = "";
 
+	if (notify_active()) {
+		waitline_describe(holder ? holder : "", who, sizeof who);
+		notify_waiting(wl->key, who);
+	}
+	if (log_json()) {
+		wait_event(wl, holder, queue_pos, fair, waited_ms);
+		return;
+	}
 	/* Asked here, not at start: an acquisition that never waits should
 	 * not pay for the ioctl. */
 	if (!wl->tty_known) {

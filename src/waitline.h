@@ -11,6 +11,7 @@ struct waitline {
 	bool verbose;
 	bool shown;
 	int64_t start_ms;
+	char said[320];		/* the holder last told of (JSON) */
 };
 
 void waitline_init(struct waitline *wl, const char *key, bool verbose);

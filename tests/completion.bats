@@ -72,7 +72,9 @@ takes() {
 		for opt in $(long_options); do
 			[[ $opt == --command ]] && continue
 			val=()
-			dlock "${word[@]}" "$opt" 2>&1 | grep -q 'needs an argument' && val=(1)
+			# (status --watch alone watches every lock until a signal)
+			timeout -s INT 5 "$DLOCK" "${word[@]}" "$opt" 2>&1 </dev/null |
+				grep -q 'needs an argument' && val=(1)
 			dlock "${word[@]}" "$opt" "${val[@]}" '' true 2>&1 </dev/null |
 				grep -q 'does not apply' || echo "$opt"
 		done | sort >"$cache.new" && mv "$cache.new" "$cache"

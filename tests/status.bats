@@ -294,3 +294,54 @@ scan_calls() { rcli r info commandstats | tr -d '\r' | sed -n 's/^cmdstat_scan:c
 	assert_equal "$(js 'd["locks"][0]["state"]')" free
 	assert_equal "$(js 'd["locks"][0]["servers_agreeing"]')" 2
 }
+
+# ---- --watch ----------------------------------------------------------------
+
+blocks() { grep -c '^[0-9]\{4\}-[0-9][0-9]-[0-9][0-9] ' "$T/w.out"; }
+has_blocks() { (($(blocks) >= $1)); }
+
+@test "--watch on a pipe: a block when something changes, until SIGINT (0)" {
+	start_bg w status --watch -S "$U" K
+	wait_until 5 has_blocks 1 || fail "no first block: $(cat "$T/w.out" "$T/w.err")"
+	hold h -S "$U" K
+	wait_ready h
+	wait_until 5 grep -q '^K: held' "$T/w.out" || fail "no held block: $(cat "$T/w.out")"
+	# times pass (SINCE, TTL), nothing else changes: no new block
+	sleep 2.2
+	assert_equal "$(blocks)" 2
+	finish h
+	wait_until 5 has_blocks 3 || fail "no free block: $(cat "$T/w.out")"
+	kill -INT "$(<"$T/w.dlock")"
+	reap w
+	assert_equal "$bg_status" 0
+	assert_equal "$(cat "$T/w.err")" ''
+	run -0 grep -c '^K: free' "$T/w.out"
+	assert_output 2
+	run -64 --separate-stderr dlock status --watch -q -S "$U" K
+	assert_equal "$stderr" "dlock: status: --watch and -q exclude each other: there would be nothing to watch"
+	run -64 --separate-stderr dlock --watch -S "$U" K true
+	assert_equal "$stderr" "dlock: --watch does not apply to 'dlock run'"
+}
+
+@test "--watch --json on a pipe: one document a change, a line each" {
+	start_bg w status --watch --json -S "$U" K
+	wait_until 5 test -s "$T/w.out" || fail "nothing: $(cat "$T/w.err")"
+	hold h -S "$U" K
+	wait_ready h
+	wait_until 5 grep -q '"state":"held"' "$T/w.out" || fail "no held: $(cat "$T/w.out")"
+	kill -TERM "$(<"$T/w.dlock")"
+	reap w
+	assert_equal "$bg_status" 0
+	finish h
+	while IFS= read -r line; do pj 'd["locks"][0]["state"]' <<<"$line"; done <"$T/w.out" >"$T/states"
+	assert_equal "$(tr '\n' ' ' <"$T/states")" 'free held '
+}
+
+@test "--watch: a server that does not answer is a line of the block, and the watch goes on" {
+	start_bg w status --watch -S "unix:$T/nothing" K
+	wait_until 10 grep -q 'no such file or directory' "$T/w.out" || fail "no error line: $(cat "$T/w.out" "$T/w.err")"
+	kill -INT "$(<"$T/w.dlock")"
+	reap w
+	assert_equal "$bg_status" 0
+	assert_equal "$(blocks)" 1
+}

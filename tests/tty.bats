@@ -245,3 +245,26 @@ teardown() { tmux_stop; stop_all; }
 	local s; s=$(<"/proc/$(<"$T/o.pid")/stat"); s=${s##*) }
 	[[ ${s:0:1} != T ]] || fail "dlock stopped, with no shell to continue it"
 }
+
+@test "status --watch on a terminal: redrawn in place every second, until Ctrl-C" {
+	servers 1
+	tmux_start
+	type_line "$(printf '%q ' "$DLOCK" status --watch "${SRV[@]}" K); echo status=\$?"
+	wait_until 5 shows '^K: free' || fail "no screen: $(screen)"
+	shows '^Every 1s: dlock status K ' || fail "no head line: $(screen)"
+	hold h "${SRV[@]}" K
+	wait_ready h
+	wait_until 5 shows '^K: held, exclusive' || fail "not redrawn: $(screen)"
+	# in place: the screen shows one look, not a scroll of them
+	assert_equal "$(screen | grep -c '^Every 1s')" 1
+	assert_equal "$(screen | grep -c '^K: ')" 1
+	# and again each second: SINCE counts on
+	holder_row() { screen | grep -A1 'HOST' | tail -1; }
+	local before
+	before=$(holder_row)
+	refreshed() { [[ $(holder_row) != "$before" ]]; }
+	wait_until 5 refreshed || fail "not refreshed: $(screen)"
+	"${TM[@]}" send-keys C-c
+	wait_until 5 shows '^status=0' || fail "Ctrl-C did not end it with 0: $(screen)"
+	finish h
+}

@@ -28,7 +28,7 @@ function __dlock_form_index
             case -k --key --limit -w --wait --timeout -E --conflict-exit-code -t --ttl \
                     --on-lost --kill-after --max-hold --min-hold -S --server --prefix \
                     --config --password-file --tls-ca --tls-cert --tls-key --node-timeout \
-                    --wait-replicas --history --unavailable --fd --count --token -c --command
+                    --wait-replicas --history --unavailable --fd --metrics-dir --log-format --count --token -c --command
                 set i (math $i + 1)
             case '-?*'
             case '*'
@@ -131,7 +131,7 @@ function __dlock_key_index
                     --kill-after --max-hold --min-hold --server --prefix --config \
                     --password-file --tls-ca --tls-cert --tls-key \
                     --node-timeout --wait-replicas --history \
-                    --unavailable --count --token --command
+                    --unavailable --metrics-dir --log-format --count --token --command
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -257,6 +257,11 @@ complete -c dlock -n '__dlock_takes history' -s n -l count -r -f -d 'The last N 
 complete -c dlock -n '__dlock_takes release extend' -l token -r -f -d 'The holder'"'"'s token'
 complete -c dlock -n '__dlock_takes release' -l force -d 'Break the lock, whoever holds it'
 complete -c dlock -n '__dlock_takes acquire' -l export -d 'Print DLOCK_* lines for eval'
+complete -c dlock -n '__dlock_takes status' -l watch -d 'Refresh every second until Ctrl-C'
+complete -c dlock -n '__dlock_takes run' -l metrics-dir -r -F -a '(__fish_complete_directories)' -d 'Write DIR/dlock_NAME.prom for node_exporter'
+complete -c dlock -n '__dlock_takes run' -l notify -d 'Tell systemd: READY=1 once the lock is held, STATUS=, WATCHDOG=1'
+complete -c dlock -n '__dlock_takes run' -l notify-pass -d '--notify, and the command notifies through dlock'
+complete -c dlock -n '__dlock_takes run status history release acquire extend' -l log-format -r -f -a 'text\t"One line (default)" json\t"One JSON object a line"' -d 'Dlock\'s lines on stderr'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l verbose -d 'Say what dlock waits for and why it failed'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -s h -l help -d 'Show help'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -s V -l version -d 'Show version'
