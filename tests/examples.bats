@@ -52,7 +52,7 @@ sys.exit(urllib.request.urlopen(sys.argv[1], timeout=1).read() != b"here\n")' \
 	[[ $unit == *Restart=always* && $unit == *KillMode=mixed* ]] || fail "unit: $unit"
 	# ExecStart, its continuation line joined
 	exec=$(sed -n '/^ExecStart=/,/[^\\]$/p' <<<"$unit" | sed 's/^ExecStart=//; s/\\$//' | tr -s '\n\t' '  ')
-	[[ $exec == '/usr/bin/dlock -w 3600 -t 15 web-primary '* ]] || fail "ExecStart: $exec"
+	[[ $exec == '/usr/bin/dlock --notify -w 3600 -t 15 web-primary '* ]] || fail "ExecStart: $exec"
 	# Two hosts, each with its own port and its own /var/www (this host's
 	# servers come from DLOCK_SERVERS, as the unit's Environment= sets it).
 	local a b
