@@ -276,9 +276,14 @@ EOF
 	[[ ! -e $T/ran ]] || fail "the command ran"
 	key_gone r dlock:K
 	# The script is named, not by its SHA-1, which tells a user nothing.
-	[[ $stderr == *"WRONGTYPE Operation against a key holding the wrong kind of value (acquire script, line "[0-9]*")" ]] ||
+	[[ $stderr =~ "WRONGTYPE Operation against a key holding the wrong kind of value (acquire script, "(lib/[a-z]+\.lua )?"line "([0-9]+)")"$ ]] ||
 		fail "stderr: $stderr"
+	# the line counts from the top of the file that has it, included or not
+	local file=${BASH_REMATCH[1]:-acquire.lua } line=${BASH_REMATCH[2]}
 	[[ ! $stderr =~ [0-9a-f]{40} ]] || fail "a SHA-1 in: $stderr"
+	run sed -n "${line}p" "$BATS_TEST_DIRNAME/../src/lua/${file% }"
+	local call="redis.call\\('[A-Z]+', (KEYS\\[2\\]|key)\\)"	# on the fence's key
+	[[ $output =~ $call ]] || fail "${file}line $line is '$output'"
 }
 
 @test "re-entry: the inner dlock runs at once and the outer keeps the lock" {

@@ -12,30 +12,8 @@
 
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
--- Wakes one waiter, if anyone waits (every waiter is in waiters): a
--- live exclusive waiter (writers first) when writers is given, else
--- the head of the fair queue, each on its own list; else whoever has
--- waited longest on the common one (BLPOP serves in order). An
--- element nobody takes goes after 2 s: it is for a waiter between
--- its refusal and its BLPOP.
-local function wake(queue, list, waiters, writers, now)
-  if redis.call('ZCARD', waiters) == 0 then return end
-  local head = writers and redis.call('ZRANGEBYSCORE', writers,
-    '(' .. now, '+inf', 'LIMIT', 0, 1) or {}
-  if #head == 0 then head = redis.call('ZRANGE', queue, 0, 0) end
-  if #head > 0 then list = list .. ':' .. head[1] end
-  redis.call('LPUSH', list, '1')
-  redis.call('LTRIM', list, 0, 0)
-  redis.call('PEXPIRE', list, 2000)
-end
--- A holder's info as KEYS[2] keeps it ("host\tpid\tuser\tsince\tcommand\t
--- fence[\tfinished]") -> the first five fields, and the fence ('' for an
--- older dlock's).
-local function split(info)
-  local who, f = info:match('^(' .. string.rep('[^\t]*\t', 4) ..
-    '[^\t]*)\t([^\t]*)\t?[0-9]*$')
-  return who or info, f or ''
-end
+-- include: lib/wake.lua
+-- include: lib/holder.lua
 local kind = redis.call('TYPE', KEYS[1]).ok
 local pttl = redis.call('PTTL', KEYS[1])
 if kind == 'none' then return {0, kind, pttl} end
