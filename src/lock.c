@@ -21,6 +21,10 @@
 /* How long the fencing and ticket counters outlive the lock's last use;
  * the scripts say 86400000 where they set it. */
 #define COUNTER_IDLE_MS "86400000"
+/* RedLock: the servers' clocks count in the fence in whole seconds (see
+ * src/lua/lib/fence.lua), so that they mostly hand out one value and the
+ * write-back round is seldom needed. */
+#define FENCE_GRAIN_REDLOCK "1000000"
 
 /* A key in the lock key's Redis Cluster hash slot: "{key}suffix", or
  * "key suffix" when the key already has a {hash tag} of its own. */
@@ -282,11 +286,11 @@ static size_t release_round(struct lock *lk, const char *how, int exit_status,
 	const char *argv[] = {
 		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
 		lk->queue_key, lk->wake_key, lk->alive_key, lk->writers_key,
-		lk->history_key, lk->notice_key,
+		lk->history_key, lk->notice_key, lk->fence_key,
 		lk->token, lk->history_arg, how, exit_arg, held_arg, lk->fence,
 		lk->info, "", hold_arg, finished_arg,
 	};
-	struct cmd cmd = { &script_release, 20, argv, NULL };
+	struct cmd cmd = { &script_release, 21, argv, NULL };
 	int64_t held_ms = clock_now_ms() - lk->acquired_ms;
 
 	if (exit_status != LOCK_EXIT_UNKNOWN)
@@ -346,8 +350,8 @@ static void all_servers(struct lock *lk)
 static int fence_write_back(struct lock *lk, const long long *counted,
 			    struct error *err)
 {
-	const char *argv[] = { lk->fence_key, lk->fence };
-	struct cmd cmd = { &script_fence_max, 2, argv, NULL };
+	const char *argv[] = { lk->fence_key, lk->owner_key, lk->fence, lk->token };
+	struct cmd cmd = { &script_fence_max, 4, argv, NULL };
 	long long fence = strtoll(lk->fence, NULL, 10);
 	size_t need = quorum_majority(lk->n_nodes), n_at = 0, n_ok;
 
@@ -448,9 +452,10 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		lk->token, lk->ttl_arg,
 		lk->reentry_token ? lk->reentry_token : "",
 		lk->info, lk->mode_arg, lk->ticket, lk->alive_arg, lk->slot_arg,
-		lk->p->waits ? "1" : "", lk->history_arg,
+		!lk->p->waits ? "" : lk->waited ? "2" : "1", lk->history_arg,
+		lk->n_nodes > 1 ? FENCE_GRAIN_REDLOCK : "1",
 	};
-	struct cmd cmd = { &script_acquire, 20, argv, NULL };
+	struct cmd cmd = { &script_acquire, 21, argv, NULL };
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
 	size_t n_answered;
 	long long fence = 0, value;
@@ -631,9 +636,9 @@ enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 {
 	const char *argv[] = {
 		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
-		lk->token, lk->ttl_arg,
+		lk->fence_key, lk->token, lk->ttl_arg,
 	};
-	struct cmd cmd = { &script_extend, 6, argv, NULL };
+	struct cmd cmd = { &script_extend, 7, argv, NULL };
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_no = 0;
 	int64_t start_ms = clock_now_ms();
 

@@ -41,13 +41,13 @@ setup() {
 }
 
 @test "the DLOCK_* variables: first key, every key as given, one token, the largest fence" {
-	rcli r set '{dlock:A}:fence' 500 >/dev/null
-	rcli r set '{dlock:B}:fence' 100 >/dev/null
+	rcli r set '{dlock:A}:fence' 5000000000000500 >/dev/null
+	rcli r set '{dlock:B}:fence' 5000000000000100 >/dev/null
 	hold h -S "$U" -k B -k A
 	wait_ready h
 	assert_equal "$(job_var h DLOCK_KEY)" dlock:B
 	assert_equal "$(job_var h DLOCK_KEYS)" 'dlock:B dlock:A'
-	assert_equal "$(job_var h DLOCK_FENCE)" 501
+	assert_equal "$(job_var h DLOCK_FENCE)" 5000000000000501
 	local token
 	token=$(job_var h DLOCK_TOKEN)
 	[[ $token =~ ^[0-9a-f]{32}$ ]] || fail "token: $token"

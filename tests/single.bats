@@ -162,7 +162,7 @@ EOF
 	run -0 dlock -S "$U" K sh -c '
 		echo "$DLOCK_KEY"; echo "$DLOCK_TOKEN"; echo "$DLOCK_FENCE"
 		redis-cli -s "$1" get "$DLOCK_KEY"
-		redis-cli -s "$1" get "{$DLOCK_KEY}:fence"' sh "$(sock r)"
+		redis-cli -s "$1" get "{$DLOCK_KEY}:fence" | cut -f1' sh "$(sock r)"
 	assert_equal "${lines[0]}" dlock:K
 	[[ ${lines[1]} =~ ^[0-9a-f]{32}$ ]] || fail "DLOCK_TOKEN=${lines[1]}"
 	[[ ${lines[2]} =~ ^[0-9]+$ ]] || fail "DLOCK_FENCE=${lines[2]}"
@@ -299,6 +299,30 @@ EOF
 	key_gone r dlock:K
 }
 
+# The pipeline example's habit, inside a job: DLOCK_KEY and DLOCK_TOKEN
+# name the running holder, whose dlock renews every TTL/3 (20 s here). A
+# shorter extend cut the key's TTL to 1 s: the lock lapsed under the job.
+@test "dlock extend in a job never shortens the lease a running dlock keeps" {
+	start_bg h -S "$U" -t 60 K sh -c '
+		"$DLOCK" extend -S "unix:$1" -t 1 K && touch "$2.short"
+		while [ ! -e "$2.go" ]; do sleep 0.05; done
+		"$DLOCK" extend -S "unix:$1" -t 120 K && touch "$2.long"
+		while [ ! -e "$2.release" ]; do sleep 0.05; done' sh "$(sock r)" "$T/h"
+	wait_until 10 test -e "$T/h.short" || fail "extend failed: $(cat "$T/h.err")"
+	local ms; ms=$(rcli r pttl dlock:K)
+	((ms > 50000)) || fail "PTTL $ms after extend -t 1"
+	sleep 1.2	# past the 1 s it asked for
+	run -1 dlock -S "$U" -n K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "a second holder ran beside the job"
+	# a longer one lengthens it
+	touch "$T/h.go"
+	wait_until 10 test -e "$T/h.long" || fail "extend failed: $(cat "$T/h.err")"
+	ms=$(rcli r pttl dlock:K)
+	((ms > 100000)) || fail "PTTL $ms after extend -t 120"
+	finish h
+	assert_equal "$bg_status" 0
+}
+
 @test "a stale DLOCK_TOKEN in the environment is ignored" {
 	local stale=0123456789abcdef0123456789abcdef
 	run -0 env DLOCK_KEY=dlock:K DLOCK_TOKEN=$stale "$DLOCK" -S "$U" -n K sh -c 'echo "$DLOCK_TOKEN"; redis-cli -s "$1" get dlock:K' sh "$(sock r)"
@@ -333,8 +357,8 @@ EOF
 holder_user() {
 	local port; port=$(<"$T/t/port")
 	run -0 --separate-stderr env "$@" "$DLOCK" -S "redis://127.0.0.1:$port" K \
-		sh -c 'redis-cli -p "$1" hvals "{dlock:K}:owner"' sh "$port"
-	cut -f3 <<<"$output"
+		sh -c 'redis-cli -p "$1" get "{dlock:K}:fence"' sh "$port"
+	cut -f5 <<<"$output"	# fence, token, host, pid, user: lib/holder.lua
 }
 
 @test "the holder's info names the user: USER, LOGNAME, root for uid 0, else uid N" {

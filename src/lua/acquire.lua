@@ -1,6 +1,7 @@
 -- KEYS: 1 lock (string: exclusive holder's token; zset: shared holders,
--- token -> lease end in server ms), 2 fencing counter, 3 holder info (hash:
--- token -> "host pid user since command"), 4 mode of a shared lock ("s" or
+-- token -> lease end in server ms), 2 fencing counter (and the exclusive
+-- holder's info: lib/holder.lua), 3 holder info of shared and --limit
+-- holders (hash: token -> info), 4 mode of a shared lock ("s" or
 -- the --limit N), 5 fair queue (zset: token -> ticket), 6 waiters (zset:
 -- token -> server ms after which the waiter counts as gone; every refusal
 -- of a caller that will wait refreshes its entry), 7 the
@@ -10,26 +11,30 @@
 -- waiters (zset: token -> server ms after which it counts as gone),
 -- 10 the history (stream, see release.lua).
 -- ARGV: 1 token, 2 ttl ms, 3 re-entry token or '', 4 holder info
--- ("host\tpid\tuser\tsince_ms\tcommand"; KEYS[3] keeps it with
--- "\tfence" added, and KEYS[5]..':info' keeps a --fair waiter's),
+-- ("host\tpid\tuser\tsince_ms\tcommand"; kept with "\tfence" added,
+-- and KEYS[5]..':info' keeps a --fair waiter's),
 -- 5 mode ("x" exclusive, "s" shared, or N for --limit N), 6 fair ticket or '',
 -- 7 waiter liveness ms (the caller counts as gone that long after this try
 -- unless it tries again), 8 the --limit slot to take, or '' for the lowest
--- free one, 9 '1' when the caller will wait if refused, 10 the number of
--- events the history keeps ('0': none, and no XADD).
+-- free one, 9 '1' when the caller will wait if refused, '2' when it will
+-- and was refused before (so may be among the waiters), 10 the number of
+-- events the history keeps ('0': none, and no XADD; approximately: XADD
+-- MAXLEN ~ trims whole stream nodes, dlock history shows the last N),
+-- 11 the fencing clock's grain, microseconds (lib/fence.lua): '1' on a
+-- single server, more with RedLock.
 -- A --limit holder takes one of N slots, each an exclusive lock of its own:
 -- with several servers a holder needs a majority on one slot, so no more
 -- than N can hold (counting holders per server would let majorities that
 -- overlap on no slot admit more than N).
 -- An error "DLOCKVERSION ..." on a server older than Redis 6.0.
--- Returns {1, fence[, slot taken or -1]} acquired, {2, fence} re-entered,
+-- Returns {1, fence[, slot taken or -1]} acquired, {2, fence} re-entered
+-- (the fence of the re-entered holder, as its info keeps it),
 -- or {0, retry hint ms, queue position, holder info[, free slot or -1]}
 -- when held. The retry hint (-1: none) is when the refusal may no longer
 -- hold: the holder's lease ends, or a waiter the caller waits behind (the
 -- head of the --fair queue, a writer) lapses, should it have died. The
 -- first lines are the common case, an exclusive lock that is free, kept
--- short: they call TIME only when the fencing counter is missing (XADD's
--- '*' ID reads the clock without a command).
+-- short: no waiter entry to drop unless the caller was refused before.
 -- A shared or fair holder wakes the next waiter, who may hold alongside it
 -- or is the new head of the queue.
 -- Writers first, as read-write locks do: an exclusive request refused
@@ -45,42 +50,23 @@
 if not redis.setresp then
   return redis.error_reply('DLOCKVERSION Redis 6.0 or later is needed')
 end
--- The fence. A counter that is missing (a restart without
--- persistence, an eviction) starts again from the server's clock
--- in microseconds: above every fence handed out before, as long as
--- the clock did not go back and acquisitions came less than once a
--- microsecond. Below 2^53 for centuries: exact as a Lua number.
--- So the counter may go a day after the lock was last taken, as a
--- lock named per build would otherwise leave one for ever.
-local function next_fence()
-  local f = redis.call('INCR', KEYS[2])
-  if f == 1 then
-    local t = redis.call('TIME')
-    redis.call('SET', KEYS[2], t[1] .. string.rep('0', 6 - #t[2]) .. t[2])
-    f = redis.call('INCR', KEYS[2])
-  end
-  redis.call('PEXPIRE', KEYS[2], 86400000)
-  return f
-end
+-- include: lib/holder.lua
+-- include: lib/fence.lua
+local grain = tonumber(ARGV[11])
 -- The history: an 'acquired' event, as the release script writes
--- its own; the stream goes a week after its last event.
+-- its own; the stream goes a week after its last acquisition.
 local function record(f)
   if ARGV[10] == '0' then return end
-  redis.call('XADD', KEYS[10], 'MAXLEN', ARGV[10], '*', 'event', 'acquired',
+  redis.call('XADD', KEYS[10], 'MAXLEN', '~', ARGV[10], '*', 'event', 'acquired',
     'token', ARGV[1], 'holder', ARGV[4], 'fence', f)
   redis.call('PEXPIRE', KEYS[10], 604800000)
 end
--- A fence as digits: Lua would print a 16-digit number as 1.7e+15.
-local function digits(n) return string.format('%d', n) end
 if ARGV[5] == 'x' and ARGV[6] == '' and
     redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local n = next_fence()
-  local f = digits(n)
-  redis.call('HSET', KEYS[3], ARGV[1], ARGV[4] .. '\t' .. f)
-  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  local n, f = next_fence(KEYS[2], grain, ARGV[1], ARGV[4])
   -- A caller refused before leaves the waiters (only a waiter has a
   -- writer mark: both go together, the mark lapses no later).
-  if redis.call('ZREM', KEYS[6], ARGV[1]) == 1 then
+  if ARGV[9] == '2' and redis.call('ZREM', KEYS[6], ARGV[1]) == 1 then
     redis.call('ZREM', KEYS[9], ARGV[1])
   end
   record(f)
@@ -114,20 +100,22 @@ local function drop_dead(now)
 end
 -- include: lib/wake.lua
 local token, mode, ticket = ARGV[1], ARGV[5], ARGV[6]
-local function fence() return tonumber(redis.call('GET', KEYS[2]) or '0') end
 local kind = redis.call('TYPE', KEYS[1]).ok
 -- Re-entry, unless --min-hold keeps the lock after its job (the holder
 -- info then ends in the release's time): nothing renews it any more.
+-- The nested command gets the fence the outer holder's info keeps: the
+-- one handed out to it (the counter may have gone on with other shared
+-- holders), never 0 or what the caller's environment says.
 local reenter = ARGV[3] ~= ''
-if reenter then
-  local i = redis.call('HGET', KEYS[3], ARGV[3])
-  if i and i:match('^' .. string.rep('[^\t]*\t', 6) .. '[0-9]+$') then
-    reenter = false
-  end
+local held_info = reenter and info_of(ARGV[3], kind, KEYS[2], KEYS[3])
+if finished(held_info) then reenter = false end
+local function held_fence()
+  local _, f = split(held_info or '')
+  return tonumber(f) or counter(redis.call('GET', KEYS[2]))
 end
 if reenter then
   if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[3] then
-    return {2, fence()}
+    return {2, held_fence()}
   end
   if kind == 'zset' then
     local s = redis.call('ZSCORE', KEYS[1], ARGV[3])
@@ -145,7 +133,7 @@ if reenter then
       if had ~= mode then
         return redis.error_reply('DLOCKMODE the lock is held ' .. held)
       end
-      return {2, fence()}
+      return {2, held_fence()}
     end
   end
 end
@@ -158,14 +146,12 @@ end
 local function holder()
   local who
   if kind == 'string' then
-    who = redis.call('HGET', KEYS[3], redis.call('GET', KEYS[1]))
+    who = info_of(redis.call('GET', KEYS[1]), kind, KEYS[2], KEYS[3])
   elseif kind == 'zset' then
     local first = redis.call('ZRANGE', KEYS[1], 0, 0)
     if #first > 0 then who = redis.call('HGET', KEYS[3], first[1]) end
   end
-  if who then
-    who = who:match('^(' .. string.rep('[^\t]*\t', 4) .. '[^\t]*)\t') or who
-  end
+  if who then who = split(who) end
   if kind == 'zset' then
     local n = redis.call('ZCARD', KEYS[1])
     if n > 1 then return (who or 'foreign') .. ' +' .. (n - 1) end
@@ -174,7 +160,7 @@ local function holder()
 end
 -- Waiters that stopped trying are gone: out of the waiters, the queue
 -- and the writers (a thousand at a time: unpack's limit).
-if ARGV[9] == '1' or ticket ~= '' then
+if ARGV[9] ~= '' or ticket ~= '' then
   local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now, 'LIMIT', 0, 1000)
   if #gone > 0 then
     redis.call('ZREM', KEYS[6], unpack(gone))
@@ -190,7 +176,7 @@ local function sooner(a, b)
 end
 local pos, taken = 0, -1
 local function refuse(hint, free, writer)
-  if ARGV[9] == '1' then
+  if ARGV[9] ~= '' then
     local until_ms = now + tonumber(ARGV[7])
     redis.call('ZADD', KEYS[6], until_ms, token)
     redis.call('PEXPIRE', KEYS[6], ARGV[7])
@@ -219,13 +205,11 @@ if ticket ~= '' then
     return refuse(hint)
   end
 end
-local n
+local n, f
 if mode == 'x' then
   if kind ~= 'none' then return refuse(redis.call('PTTL', KEYS[1]), nil, true) end
-  n = next_fence()
   redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
-  redis.call('HSET', KEYS[3], token, ARGV[4] .. '\t' .. digits(n))
-  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  n, f = next_fence(KEYS[2], grain, token, ARGV[4])
 else
   if kind == 'string' then return refuse(redis.call('PTTL', KEYS[1])) end
   local had = redis.call('GET', KEYS[4])
@@ -261,10 +245,10 @@ else
     redis.call('HSET', KEYS[7], token, slot)
     taken = slot
   end
-  n = next_fence()
+  n, f = next_fence(KEYS[2], grain)
   redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), token)
   redis.call('SET', KEYS[4], mode)
-  redis.call('HSET', KEYS[3], token, ARGV[4] .. '\t' .. digits(n))
+  redis.call('HSET', KEYS[3], token, ARGV[4] .. '\t' .. f)
   stretch(now)
 end
 redis.call('ZREM', KEYS[6], token)
@@ -275,5 +259,5 @@ if ticket ~= '' then
   redis.call('DEL', KEYS[8] .. ':' .. token)
 end
 if ticket ~= '' or mode ~= 'x' then wake(KEYS[5], KEYS[8], KEYS[6]) end
-record(digits(n))
+record(f)
 return {1, n, taken}

@@ -8,7 +8,7 @@
 -- Returns {1, type, pttl, token, info, token, info...} when broken (info
 -- '' for a foreign holder), {0, type, pttl} when no lease was there, or
 -- {-1, type, pttl} for a key left alone.
--- numkeys: 10
+-- numkeys: 11
 
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -34,7 +34,7 @@ else
 end
 local out = {#tokens > 0 and 1 or 0, kind, pttl}
 for _, token in ipairs(tokens) do
-  local info = redis.call('HGET', KEYS[2], token) or ''
+  local info = info_of(token, kind, KEYS[11], KEYS[2]) or ''
   local slot = redis.call('HGET', KEYS[4], token)
   if slot and redis.call('GET', KEYS[4] .. ':' .. slot) == token then
     redis.call('DEL', KEYS[4] .. ':' .. slot)

@@ -1,6 +1,8 @@
--- KEYS: 1 lock, 2 holder info, 3 mode of a shared lock, 4 --limit slots,
--- 5 fair queue, 6 wake list, 7 waiters, 8 exclusive waiters, 9 the
--- history, 10 the notices to holders (a list KEYS[10]..':'..token each).
+-- KEYS: 1 lock, 2 holder info (shared, --limit), 3 mode of a shared lock,
+-- 4 --limit slots, 5 fair queue, 6 wake list, 7 waiters, 8 exclusive
+-- waiters, 9 the history, 10 the notices to holders (a list
+-- KEYS[10]..':'..token each), 11 the fencing counter (and an exclusive
+-- holder's info: lib/holder.lua).
 -- ARGV: 1 token, 2 events the history keeps ('0': none), 3 who releases:
 -- 'job' (the holder, its job over), 'undo' (an acquisition no command
 -- used: a minority's grant, a lease too short to start), 'token' (dlock
@@ -10,64 +12,74 @@
 -- or '', 10 ('job', with 9) when the job finished, the holder's ms.
 -- Compare-and-delete, as redis-py, redsync and node-redlock release, then
 -- one waiter is woken at once (not all: one of them could win), a writer
--- first. Our holder info goes even when the lock is no longer ours.
+-- first. Our holder info goes even when the lock is no longer ours (an
+-- exclusive holder's stays beside the counter, stale once the lock is
+-- not its own).
 -- --min-hold: a lock still ours is kept instead, its lease (and slot)
 -- shortened to ARGV[9] ms, never lengthened; its holder info stays, with
 -- "\tfinished" added, and nobody is woken: a waiter would find it taken,
 -- and each refusal tells waiters when the lease ends.
--- The history (a stream of at most ARGV[2] events, gone a week after the
--- last): 'job' writes "released" with the exit status and hold time, or
+-- The history (a stream of about ARGV[2] events, trimmed by whole nodes,
+-- gone a week after the last acquisition): 'job' writes "released" with
+-- the exit status and hold time, or
 -- "lost" when the lock was no longer ours; 'undo' deletes the acquisition's
 -- own "acquired" event; 'token' writes "released" naming the holder, the
 -- hold time from its info's since (server clock less holder's: roughly),
 -- and who released ("by"), unless --min-hold kept the lock after its job,
 -- whose "released" is there already.
 -- Returns 1 when released, 0 when the lock was not ours.
--- numkeys: 10
+-- numkeys: 11
 
 -- include: lib/wake.lua
 local function clock()
   local t = redis.call('TIME')
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
+-- An event at the end of the history. The acquisition set the stream's
+-- week: one not there any more (lapsed in a job of a week, deleted) is
+-- not made again without one. Redis 6.0 and 6.1 lack NOMKSTREAM.
+local function record(...)
+  local r = redis.pcall('XADD', KEYS[9], 'NOMKSTREAM', 'MAXLEN', '~', ARGV[2], '*', ...)
+  if type(r) == 'table' and r.err then
+    redis.call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[2], '*', ...)
+    redis.call('PEXPIRE', KEYS[9], 604800000)
+  end
+end
 -- The common case first, in the fewest calls: an exclusive holder's
 -- job ended, no --min-hold. A string that holds our token has no
--- --limit slot; TIME only when someone waits. (GET fails on a sorted
--- set, a shared lock: the general case below then.)
-if ARGV[3] == 'job' and not tonumber(ARGV[9] or '') and
+-- --limit slot, and its holder info stays beside the counter; TIME only
+-- when someone waits. (GET fails on a sorted set, a shared lock: the
+-- general case below then.)
+if ARGV[3] == 'job' and ARGV[9] == '' and
     redis.pcall('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('HDEL', KEYS[2], ARGV[1])
   if redis.call('ZCARD', KEYS[7]) > 0 then
     wake(KEYS[5], KEYS[6], KEYS[7], KEYS[8], clock())
   end
   if ARGV[2] ~= '0' then
-    redis.call('XADD', KEYS[9], 'MAXLEN', ARGV[2], '*', 'event', 'released',
-      'token', ARGV[1], 'holder', ARGV[7], 'fence', ARGV[6], 'exit', ARGV[4],
-      'held_ms', ARGV[5])
-    redis.call('PEXPIRE', KEYS[9], 604800000)
+    record('event', 'released', 'token', ARGV[1], 'holder', ARGV[7],
+      'fence', ARGV[6], 'exit', ARGV[4], 'held_ms', ARGV[5])
   end
   return 1
 end
 local now = clock()
 -- include: lib/holder.lua
 local token, how = ARGV[1], ARGV[3]
-local info = how == 'token' and redis.call('HGET', KEYS[2], token)
+local kind = redis.call('TYPE', KEYS[1]).ok
+local info = how == 'token' and info_of(token, kind, KEYS[11], KEYS[2])
 -- A lock --min-hold kept after its job: the job's 'released' event is
 -- there, and no dlock listens for a notice any more.
-local finished = info and info:match('^' .. string.rep('[^\t]*\t', 6) .. '[0-9]+$')
+local done = finished(info)
 local slot = redis.call('HGET', KEYS[4], token)
 -- --min-hold: the ms left of the minimum, when the job ended sooner
 local hold = how == 'job' and tonumber(ARGV[9] or '')
 local ours, kept = true, false
-local kind = redis.call('TYPE', KEYS[1]).ok
 local ends = hold and kind == 'zset' and redis.call('ZSCORE', KEYS[1], token)
 if kind == 'string' and redis.call('GET', KEYS[1]) == token then
   if hold then
     kept = true
     if hold < redis.call('PTTL', KEYS[1]) then
       redis.call('PEXPIRE', KEYS[1], hold)
-      redis.call('PEXPIRE', KEYS[2], hold)
     end
   else
     redis.call('DEL', KEYS[1])
@@ -101,12 +113,19 @@ if slot and not kept then
   end
   redis.call('HDEL', KEYS[4], token)
 end
--- Not ours: was it, here? Its holder info tells, while the lease lasts.
-local owned = ours or redis.call('HEXISTS', KEYS[2], token) == 1
+-- Not ours: was it, here? Its holder info tells, while the lease lasts
+-- (an exclusive holder's, until the next acquisition).
+local owned = ours or redis.call('HEXISTS', KEYS[2], token) == 1 or
+  info_in(redis.call('GET', KEYS[11]), token) ~= nil
 if kept then
   -- dlock status: held, command finished
-  local mine = redis.call('HGET', KEYS[2], token)
-  if mine then redis.call('HSET', KEYS[2], token, mine .. '\t' .. ARGV[10]) end
+  local v = kind == 'string' and redis.call('GET', KEYS[11])
+  if info_in(v, token) then
+    redis.call('SET', KEYS[11], v .. '\t' .. ARGV[10], 'KEEPTTL')
+  else
+    local mine = redis.call('HGET', KEYS[2], token)
+    if mine then redis.call('HSET', KEYS[2], token, mine .. '\t' .. ARGV[10]) end
+  end
 else
   redis.call('HDEL', KEYS[2], token)
 end
@@ -118,10 +137,6 @@ local function acquired_here()
     if e[2][2] == 'acquired' and e[2][4] == token then return true end
   end
   return false
-end
-local function record(...)
-  redis.call('XADD', KEYS[9], 'MAXLEN', ARGV[2], '*', ...)
-  redis.call('PEXPIRE', KEYS[9], 604800000)
 end
 if ARGV[2] == '0' then
   -- no history
@@ -135,7 +150,7 @@ elseif how == 'undo' and ours then
       break
     end
   end
-elseif how == 'token' and ours and not finished then
+elseif how == 'token' and ours and not done then
   local who, f = split(info or '')
   local since = tonumber(who:match('^[^\t]*\t[^\t]*\t[^\t]*\t([^\t]*)'))
   record('event', 'released', 'token', token, 'holder', who, 'fence', f,
@@ -144,7 +159,7 @@ elseif how == 'token' and ours and not finished then
 end
 -- A dlock running a job under that token is told at once, not at its
 -- next renewal: it BLPOPs this list.
-if how == 'token' and ours and not finished then
+if how == 'token' and ours and not done then
   redis.call('LPUSH', KEYS[10] .. ':' .. token, ARGV[8])
   redis.call('PEXPIRE', KEYS[10] .. ':' .. token, 60000)
 end
