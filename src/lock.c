@@ -458,7 +458,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	struct cmd cmd = { &script_acquire, 21, argv, NULL };
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
 	size_t n_answered;
-	long long fence = 0, value;
+	long long fence = 0, value, held_fence = 0;
 	int64_t start_ms, validity_ms;
 	enum lock_result r;
 	long long counted[MAX_SERVERS];	/* fencing count of each grant, or -1 */
@@ -488,6 +488,8 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 			break;
 		case 2:
 			n_again++;
+			if (value > held_fence)
+				held_fence = value;
 			break;
 		case 0:
 			/* A refusal counts us among the waiters there. */
@@ -513,8 +515,6 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	}
 
 	if (n_again >= need) {
-		const char *env_fence = getenv("DLOCK_FENCE");
-
 		/* A server the outer dlock did not get (it was down then)
 		 * granted this request a lock of its own: given back, with
 		 * our own token, before it is replaced by the outer one.
@@ -522,7 +522,9 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		if (n_granted > 0 || n_answered < lk->n_nodes)
 			release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
 		snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
-		snprintf(lk->fence, sizeof lk->fence, "%s", env_fence ? env_fence : "0");
+		/* the outer holder's fence, as the servers keep it: never the
+		 * caller's DLOCK_FENCE, which nothing checks */
+		snprintf(lk->fence, sizeof lk->fence, "%lld", held_fence);
 		return LOCK_REENTERED;
 	}
 	if (n_yes >= need && validity_ms > 0) {

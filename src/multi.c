@@ -163,9 +163,22 @@ static int check_all(struct multi *m, struct error *err)
 	return 0;
 }
 
+/* The one fence of all the keys: the largest. */
+static void largest_fence(struct multi *m)
+{
+	long long fence = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		long long f = strtoll(m->locks[i].fence, NULL, 10);
+
+		if (f > fence)
+			fence = f;
+	}
+	snprintf(m->fence, sizeof m->fence, "%lld", fence);
+}
+
 static enum lock_result reentered(struct multi *m, struct error *err)
 {
-	const char *env_fence = getenv("DLOCK_FENCE");
 	size_t n_in = 0;
 
 	for (size_t i = 0; i < m->n; i++)
@@ -173,8 +186,10 @@ static enum lock_result reentered(struct multi *m, struct error *err)
 	if (n_in == 0)
 		return LOCK_ACQUIRED;
 	if (n_in == m->n) {
+		/* the outer dlock's fence, as the servers keep it for each
+		 * key, never the caller's DLOCK_FENCE */
 		snprintf(m->token, sizeof m->token, "%s", m->locks[0].token);
-		snprintf(m->fence, sizeof m->fence, "%s", env_fence ? env_fence : "0");
+		largest_fence(m);
 		return LOCK_REENTERED;
 	}
 	/* Which token would the command get, which keys would we renew and
@@ -194,7 +209,6 @@ enum lock_result multi_acquire(struct multi *m, int64_t wait_ms,
 			       struct error *err)
 {
 	int64_t deadline_ms = wait_ms >= 0 ? clock_now_ms() + wait_ms : -1;
-	long long fence = 0;
 	enum lock_result r;
 
 	for (int round = 1;; round++) {
@@ -211,15 +225,8 @@ enum lock_result multi_acquire(struct multi *m, int64_t wait_ms,
 		    (deadline_ms >= 0 && clock_now_ms() >= deadline_ms))
 			break;
 	}
-	if (r != LOCK_ACQUIRED)
-		return r;
-	for (size_t i = 0; i < m->n; i++) {
-		long long f = strtoll(m->locks[i].fence, NULL, 10);
-
-		if (f > fence)
-			fence = f;
-	}
-	snprintf(m->fence, sizeof m->fence, "%lld", fence);
+	if (r == LOCK_ACQUIRED)
+		largest_fence(m);
 	return r;
 }
 

@@ -299,6 +299,35 @@ EOF
 	key_gone r dlock:K
 }
 
+# holder_fence [DLOCK-ARGS...]: the fence dlock status gives K's first holder
+holder_fence() {
+	run -0 --separate-stderr dlock status -S "$U" --json "$@" K
+	"$PYTHON" -c 'import json, sys
+print(json.load(sys.stdin)["locks"][0]["holders"][0]["fence"])' <<<"$output"
+}
+
+# The README's pipeline: DLOCK_KEY and DLOCK_TOKEN from dlock acquire, then
+# dlock KEY CMD re-enters. The nested command must see the lock's own
+# fence: not 0, nor a DLOCK_FENCE the caller set, which nothing checks.
+@test "re-entry: the nested command gets the holder's fence from the server" {
+	local token fence
+	token=$(dlock acquire -S "$U" K)
+	fence=$(holder_fence)
+	[[ $fence =~ ^[0-9]+$ ]] || fail "no fence in status: $fence"
+	run -0 env DLOCK_KEY=dlock:K DLOCK_TOKEN="$token" "$DLOCK" -S "$U" K printenv DLOCK_FENCE
+	assert_output "$fence"
+	run -0 env DLOCK_KEY=dlock:K DLOCK_TOKEN="$token" DLOCK_FENCE=99 "$DLOCK" -S "$U" K \
+		printenv DLOCK_FENCE
+	assert_output "$fence"
+	run -0 dlock release -S "$U" --token "$token" K
+	# inside a running dlock, shared too: the caller's value is replaced
+	run -0 dlock -S "$U" -s K sh -c '
+		DLOCK_FENCE=1 "$DLOCK" -S "unix:$1" -s -n K printenv DLOCK_FENCE
+		echo "$DLOCK_FENCE"' sh "$(sock r)"
+	assert_equal "${lines[0]}" "${lines[1]}"
+	[[ ${lines[0]} =~ ^[1-9][0-9]+$ ]] || fail "fence: ${lines[0]}"
+}
+
 # The pipeline example's habit, inside a job: DLOCK_KEY and DLOCK_TOKEN
 # name the running holder, whose dlock renews every TTL/3 (20 s here). A
 # shorter extend cut the key's TTL to 1 s: the lock lapsed under the job.
