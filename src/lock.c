@@ -368,6 +368,24 @@ static int fence_write_back(struct lock *lk, const long long *counted,
 	return -1;
 }
 
+int lock_raise_fence(struct lock *lk, const char *fence, struct error *err)
+{
+	const char *argv[] = { lk->fence_key, lk->owner_key, fence, lk->token };
+	struct cmd cmd = { &script_fence_max, 4, argv, NULL };
+	size_t n_ok;
+
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		lk->nodes[i].skip = !lk->granted[i];
+	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
+	all_servers(lk);
+	if (n_ok < quorum_majority(lk->n_nodes)) {
+		no_quorum(lk, n_ok, err, "stored the fencing token");
+		return -1;
+	}
+	snprintf(lk->fence, sizeof lk->fence, "%s", fence);
+	return 0;
+}
+
 static int wait_replicas(struct lock *lk, struct error *err)
 {
 	char n_arg[16], timeout_arg[24];

@@ -108,6 +108,10 @@ int lock_release(struct lock *lk, struct error *err);
  * the minimum, never lengthened, its holder info marked finished. */
 int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 		     struct error *err);
+/* -k: raises the lock's fencing counter to fence (a larger one, another
+ * key's) on the servers that granted it, and makes it this holder's fence
+ * (its info too). -1 with err when no majority stored it. */
+int lock_raise_fence(struct lock *lk, const char *fence, struct error *err);
 /* A key beside the lock key, in its Redis Cluster hash slot:
  * "{key}suffix", or key + suffix when key has a {hash tag}. malloc'd. */
 char *lock_derived_key(const char *key, const char *suffix);

@@ -142,6 +142,36 @@ static enum lock_result take_all(struct multi *m, int64_t deadline_ms,
 	return LOCK_ACQUIRED;
 }
 
+/* The one fence of all the keys: the largest. */
+static void largest_fence(struct multi *m)
+{
+	long long fence = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		long long f = strtoll(m->locks[i].fence, NULL, 10);
+
+		if (f > fence)
+			fence = f;
+	}
+	snprintf(m->fence, sizeof m->fence, "%lld", fence);
+}
+
+/* Every key taken: the job gets one fence, the largest of the keys'. Each
+ * key's counter is raised to it (and its holder info says it), so that the
+ * next holder of any one key gets a larger one: a resource that remembers
+ * the last fence it accepted for that key never refuses it. */
+static int raise_fences(struct multi *m, struct error *err)
+{
+	largest_fence(m);
+	for (size_t i = 0; i < m->n; i++) {
+		m->failed = i;
+		if (strcmp(m->locks[i].fence, m->fence) != 0 &&
+		    lock_raise_fence(&m->locks[i], m->fence, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Every key taken: the earlier ones may have aged while the later ones
  * were waited for. Renew those older than a renewal period, so that the
  * lease starts from a fresh bound, then check each as a single lock is. */
@@ -163,20 +193,6 @@ static int check_all(struct multi *m, struct error *err)
 	return 0;
 }
 
-/* The one fence of all the keys: the largest. */
-static void largest_fence(struct multi *m)
-{
-	long long fence = 0;
-
-	for (size_t i = 0; i < m->n; i++) {
-		long long f = strtoll(m->locks[i].fence, NULL, 10);
-
-		if (f > fence)
-			fence = f;
-	}
-	snprintf(m->fence, sizeof m->fence, "%lld", fence);
-}
-
 static enum lock_result reentered(struct multi *m, struct error *err)
 {
 	size_t n_in = 0;
@@ -187,7 +203,8 @@ static enum lock_result reentered(struct multi *m, struct error *err)
 		return LOCK_ACQUIRED;
 	if (n_in == m->n) {
 		/* the outer dlock's fence, as the servers keep it for each
-		 * key, never the caller's DLOCK_FENCE */
+		 * key (the same on every key: see raise_fences), never the
+		 * caller's DLOCK_FENCE */
 		snprintf(m->token, sizeof m->token, "%s", m->locks[0].token);
 		largest_fence(m);
 		return LOCK_REENTERED;
@@ -216,7 +233,7 @@ enum lock_result multi_acquire(struct multi *m, int64_t wait_ms,
 
 		r = take_all(m, deadline_ms, sig, signo, &again, err);
 		if (r == LOCK_ACQUIRED && (r = reentered(m, err)) == LOCK_ACQUIRED &&
-		    check_all(m, err) < 0) {
+		    (raise_fences(m, err) < 0 || check_all(m, err) < 0)) {
 			give_back(m);
 			r = LOCK_FAILED;
 			again = true;
@@ -225,8 +242,6 @@ enum lock_result multi_acquire(struct multi *m, int64_t wait_ms,
 		    (deadline_ms >= 0 && clock_now_ms() >= deadline_ms))
 			break;
 	}
-	if (r == LOCK_ACQUIRED)
-		largest_fence(m);
 	return r;
 }
 
