@@ -5,6 +5,7 @@
  * allowed for; anything less is given back on every server, including
  * those that did not answer (their SET may have landed after all). */
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,9 @@
 /* How long the fencing and ticket counters outlive the lock's last use;
  * the scripts say 86400000 where they set it. */
 #define COUNTER_IDLE_MS "86400000"
+/* A release that meets a passing state is tried again until the lease's
+ * end, but no longer than this. */
+#define RELEASE_RETRY_MS 5000
 /* RedLock: the servers' clocks count in the fence in whole seconds (see
  * src/lua/lib/fence.lua), so that they mostly hand out one value and the
  * write-back round is seldom needed. */
@@ -279,7 +283,7 @@ static int acquire_reply(struct lock *lk, const redisReply *r, long long *value,
 /* how: "job" (exit status known, or LOCK_EXIT_UNKNOWN) or "undo"; see
  * script_release. min_hold: keep the lock for what is left of --min-hold. */
 static size_t release_round(struct lock *lk, const char *how, int exit_status,
-			    bool min_hold)
+			    bool min_hold, int64_t timeout_ms)
 {
 	char exit_arg[16] = "", held_arg[24] = "", hold_arg[24] = "";
 	char finished_arg[24] = "";
@@ -305,7 +309,7 @@ static size_t release_round(struct lock *lk, const char *how, int exit_status,
 		snprintf(finished_arg, sizeof finished_arg, "%" PRId64,
 			 clock_wall_ms());
 	}
-	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
+	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, timeout_ms);
 }
 
 static void no_quorum(struct lock *lk, size_t n_ok, struct error *err,
@@ -457,7 +461,7 @@ static void give_back(struct lock *lk, const bool *stray)
 		any |= stray[i];
 	}
 	if (any)
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
+		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 	all_servers(lk);
 }
 
@@ -538,7 +542,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		 * our own token, before it is replaced by the outer one.
 		 * So are servers that did not answer, which may have. */
 		if (n_granted > 0 || n_answered < lk->n_nodes)
-			release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
+			release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 		snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
 		/* the outer holder's fence, as the servers keep it: never the
 		 * caller's DLOCK_FENCE, which nothing checks */
@@ -564,7 +568,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		}
 		if (ok)
 			error_set(err, EX_UNAVAILABLE, "acquiring took longer than the lease");
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
+		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 		return LOCK_FAILED;
 	}
 	if (n_yes >= need) {
@@ -579,7 +583,7 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	}
 	/* What did not answer may have taken the SET all the same. */
 	if (n_granted > 0 || n_answered < lk->n_nodes)
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
+		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 	return r;
 }
 
@@ -690,19 +694,73 @@ enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 	return EXTEND_FAILED;
 }
 
+/* Whether a failed release on n is worth another try: a passing state
+ * (TRYAGAIN while the cluster moves the lock's slot, LOADING, BUSY, ...;
+ * an ASK is followed within the round), while time is left; or, once, a
+ * connection that was there before the round and broke without a word
+ * (the server restarted since: "broken pipe"), on a fresh one. A server
+ * that refuses connections is not asked again. */
+static bool retry_release(const struct node *n, bool had_conn, int tries)
+{
+	if (n->state != NODE_FAILED || n->err.exit != EX_UNAVAILABLE)
+		return false;
+	return n->answered || (had_conn && tries == 1);
+}
+
 static int release_all(struct lock *lk, const char *how, int exit_status,
 		       bool min_hold, struct error *err)
 {
+	/* The release's deadline: the lease's end (the lock lapses then,
+	 * released or not), at most RELEASE_RETRY_MS from now. */
+	int64_t now_ms = clock_now_ms(), deadline_ms = now_ms + RELEASE_RETRY_MS;
+	int64_t pause_ms = 10;
+	size_t n_ok, n_no = 0, need = quorum_majority(lk->n_nodes);
+	bool had_conn[MAX_SERVERS], again;
+	const struct error *worst;
+
+	if (lk->valid_until_ms > now_ms && lk->valid_until_ms < deadline_ms)
+		deadline_ms = lk->valid_until_ms;
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		had_conn[i] = lk->nodes[i].c != NULL;
 	/* Every server, also one that did not answer lately: a paused server
 	 * that resumes runs our queued SET, then this release, in that order,
 	 * instead of keeping a key nobody knows for a whole TTL. */
-	size_t n_ok = release_round(lk, how, exit_status, min_hold);
-	const struct error *worst;
+	n_ok = release_round(lk, how, exit_status, min_hold, lk->node_timeout_ms);
+	for (int tries = 1;; tries++) {
+		again = false;
+		for (size_t i = 0; i < lk->n_nodes; i++) {
+			lk->nodes[i].skip = !retry_release(&lk->nodes[i], had_conn[i], tries);
+			again |= !lk->nodes[i].skip;
+		}
+		now_ms = clock_now_ms();
+		if (!again || now_ms + pause_ms >= deadline_ms)
+			break;
+		poll(NULL, 0, (int)pause_ms);
+		pause_ms = pause_ms * 2 > 200 ? 200 : pause_ms * 2;
+		n_ok += release_round(lk, how, exit_status, min_hold,
+				      deadline_ms - clock_now_ms());
+	}
+	all_servers(lk);
+	/* The servers that said the lock is not ours (script_release: 0). A
+	 * retried node's reply is its last round's. */
+	for (size_t i = 0; i < lk->n_nodes; i++) {
+		const redisReply *r = lk->nodes[i].replies[0];
 
+		n_no += lk->nodes[i].state == NODE_DONE && r &&
+			r->type == REDIS_REPLY_INTEGER && r->integer == 0;
+	}
+	if (strcmp(how, "job") == 0 && n_no > lk->n_nodes - need) {
+		error_set(err, EX_TEMPFAIL, lk->n_nodes == 1 ?
+			  "the lock was deleted or taken over%s%s" :
+			  "the lock was deleted or taken over on a majority%s%s",
+			  lk->n_nodes == 1 ? " on " : "",
+			  lk->n_nodes == 1 ? lk->nodes[0].url->text : "");
+		return LOCK_RELEASE_LOST;
+	}
 	if (n_ok == lk->n_nodes)
 		return 0;
 	worst = fanout_worst_error(lk->nodes, lk->n_nodes);
-	if (n_ok < quorum_majority(lk->n_nodes)) {
+	if (n_ok < need) {
 		no_quorum(lk, n_ok, err, "confirmed the release");
 		return -1;
 	}
