@@ -780,6 +780,15 @@ int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 	return release_all(lk, "job", exit_status, min_hold, err);
 }
 
+bool lock_busy(const struct lock *lk)
+{
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		if (lk->nodes[i].state == NODE_FAILED &&
+		    (lk->nodes[i].err.exit != EX_UNAVAILABLE || !lk->nodes[i].answered))
+			return false;
+	return true;
+}
+
 int lock_check_left(const struct lock *lk, struct error *err)
 {
 	int64_t left_ms = lk->valid_until_ms - clock_now_ms();

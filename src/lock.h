@@ -122,6 +122,10 @@ int lock_raise_fence(struct lock *lk, const char *fence, struct error *err);
 /* A key beside the lock key, in its Redis Cluster hash slot:
  * "{key}suffix", or key + suffix when key has a {hash tag}. malloc'd. */
 char *lock_derived_key(const char *key, const char *suffix);
+/* Whether the last round's failures were all passing states a server
+ * answered with (TRYAGAIN, LOADING, BUSY...), none a server that could not
+ * be reached. */
+bool lock_busy(const struct lock *lk);
 /* Whether enough of the lease is left to start the command: the notice it
  * would get before the lease ends, and a renewal round. -1 with err (69)
  * when not: the caller gives the lock back. */
