@@ -52,11 +52,23 @@ char *lock_derived_key(const char *key, const char *suffix)
 	return derived_key(key, suffix);
 }
 
-/* Holder info, as the status line and status show it. */
+/* A field of the holder info: the scripts split it at tabs, and a
+ * newline would end a line of its own in status and history. Any name
+ * may hold them (USER, LOGNAME, a command line; a host name set by
+ * sethostname()): each becomes a space. */
+static void flatten(char *field)
+{
+	for (char *c = field; *c; c++)
+		if (*c == '\t' || *c == '\n' || *c == '\r')
+			*c = ' ';
+}
+
+/* Holder info, as the status line and status show it:
+ * "host\tpid\tuser\tsince_ms\tcommand", no tab or newline in a field. */
 static void describe_holder(struct lock *lk, const char *command)
 {
 	const char *user = getenv("USER");
-	char host[128], uid[16], cmd[256];
+	char host[128], uid[16], cmd[256], name[128];
 
 	if (gethostname(host, sizeof host) < 0)
 		strcpy(host, "?");
@@ -76,11 +88,12 @@ static void describe_holder(struct lock *lk, const char *command)
 		user = uid;
 	}
 	snprintf(cmd, sizeof cmd, "%s", command ? command : "");
-	for (char *c = cmd; *c; c++)
-		if (*c == '\t' || *c == '\n')
-			*c = ' ';
+	snprintf(name, sizeof name, "%s", user);
+	flatten(host);
+	flatten(name);
+	flatten(cmd);
 	snprintf(lk->info, sizeof lk->info, "%s\t%d\t%s\t%" PRId64 "\t%s", host,
-		 lk->p->holder_pid ? lk->p->holder_pid : (int)getpid(), user,
+		 lk->p->holder_pid ? lk->p->holder_pid : (int)getpid(), name,
 		 clock_wall_ms(), cmd);
 }
 

@@ -404,9 +404,34 @@ holder_user() {
 		assert_equal "$(holder_user USER=nobody "${as[@]}")" nobody
 		assert_equal "$(holder_user -u USER LOGNAME=cronuser "${as[@]}")" cronuser
 		assert_equal "$(holder_user -u USER -u LOGNAME "${as[@]}")" "uid 65534"
+		# a tab or newline in a name shifts no field (a space instead)
+		assert_equal "$(holder_user USER=$'a\tb\nc' "${as[@]}")" "a b c"
 	else
 		assert_equal "$(holder_user USER=me)" me
 		assert_equal "$(holder_user -u USER LOGNAME=cronuser)" cronuser
 		assert_equal "$(holder_user -u USER -u LOGNAME)" "uid $(id -u)"
 	fi
+}
+
+# A tab in a user name shifted the holder info's fields: the extend script
+# then took the holder for one --min-hold keeps after its job, refused to
+# renew, and the job was killed at the first renewal.
+@test "a user name with a tab: the lease is renewed, status shows the name" {
+	start_redis_tcp t
+	local as=() url; url=$(tcp_url t)
+	if (($(id -u) == 0)); then	# root is "root" whatever USER says
+		command -v setpriv >/dev/null || skip_unless_strict "no setpriv(1)"
+		as=(XDG_CONFIG_HOME=/nonexistent
+			setpriv --reuid=65534 --regid=65534 --clear-groups)
+	fi
+	env USER=$'ann\tx\t1' "${as[@]}" "$DLOCK" -S "$url" -t 0.6 K sleep 2 \
+		2>"$T/err" &
+	local pid=$!
+	track "$pid"
+	wait_until 5 key_exists t dlock:K || fail "not acquired: $(cat "$T/err")"
+	run -0 --separate-stderr dlock status -S "$url" --json K
+	[[ $output == *'"user":"ann x 1"'* ]] || fail "status: $output"
+	wait "$pid" || fail "exit $?: $(cat "$T/err")"
+	run cat "$T/err"
+	assert_output ""
 }
