@@ -293,6 +293,13 @@ static int acquire_reply(struct lock *lk, const redisReply *r, long long *value,
 	return (int)r->element[0]->integer;
 }
 
+/* The acquire script's {3}: the short call asks for the full one. */
+static bool short_again(const redisReply *r)
+{
+	return r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+	       r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 3;
+}
+
 /* how: "job" (exit status known, or LOCK_EXIT_UNKNOWN) or "undo"; see
  * script_release. min_hold: keep the lock for what is left of --min-hold. */
 static size_t release_round(struct lock *lk, const char *how, int exit_status,
@@ -301,14 +308,24 @@ static size_t release_round(struct lock *lk, const char *how, int exit_status,
 	char exit_arg[16] = "", held_arg[24] = "", hold_arg[24] = "";
 	char finished_arg[24] = "";
 	const char *argv[] = {
-		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
-		lk->queue_key, lk->wake_key, lk->alive_key, lk->writers_key,
-		lk->history_key, lk->notice_key, lk->fence_key,
+		lk->key, lk->alive_key, lk->history_key, lk->queue_key,
+		lk->wake_key, lk->writers_key, lk->owner_key, lk->mode_key,
+		lk->slots_key, lk->notice_key, lk->fence_key,
 		lk->token, lk->history_arg, how, exit_arg, held_arg, lk->fence,
 		lk->info, "", hold_arg, finished_arg,
 	};
+	/* KEYS 1-6 and ARGV 1-7 (see script_release) */
+	const char *short_argv[] = {
+		argv[0], argv[1], argv[2], argv[3], argv[4], argv[5],
+		argv[11], argv[12], argv[13], argv[14], argv[15], argv[16],
+		argv[17],
+	};
+	struct script short_release = script_release;
 	struct cmd cmd = { &script_release, 21, argv, NULL };
+	struct cmd short_cmd = { &short_release, 13, short_argv, NULL };
 	int64_t held_ms = clock_now_ms() - lk->acquired_ms;
+	const redisReply *r;
+	size_t n_ok;
 
 	if (exit_status != LOCK_EXIT_UNKNOWN)
 		snprintf(exit_arg, sizeof exit_arg, "%d", exit_status);
@@ -321,6 +338,17 @@ static size_t release_round(struct lock *lk, const char *how, int exit_status,
 			 lk->p->min_hold_ms - held_ms);
 		snprintf(finished_arg, sizeof finished_arg, "%" PRId64,
 			 clock_wall_ms());
+	}
+	/* The common case, an exclusive job's end on one server, in the
+	 * short call; the script asks for the full one (3) when the lock is
+	 * not ours (any more). */
+	if (lk->n_nodes == 1 && lk->p->limit == 0 && strcmp(how, "job") == 0 &&
+	    !hold_arg[0]) {
+		short_release.n_keys = 6;
+		n_ok = fanout_round(lk->nodes, 1, &short_cmd, 1, timeout_ms);
+		r = lk->nodes[0].replies[0];
+		if (n_ok == 0 || r->type != REDIS_REPLY_INTEGER || r->integer != 3)
+			return n_ok;
 	}
 	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, timeout_ms);
 }
@@ -481,16 +509,26 @@ static void give_back(struct lock *lk, const bool *stray)
 enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 {
 	const char *argv[] = {
-		lk->key, lk->fence_key, lk->owner_key, lk->mode_key,
-		lk->queue_key, lk->alive_key, lk->slots_key, lk->wake_key,
-		lk->writers_key, lk->history_key,
-		lk->token, lk->ttl_arg,
-		lk->reentry_token ? lk->reentry_token : "",
-		lk->info, lk->mode_arg, lk->ticket, lk->alive_arg, lk->slot_arg,
-		!lk->p->waits ? "" : lk->waited ? "2" : "1", lk->history_arg,
+		lk->key, lk->fence_key, lk->history_key, lk->owner_key,
+		lk->mode_key, lk->queue_key, lk->alive_key, lk->slots_key,
+		lk->wake_key, lk->writers_key,
+		lk->token, lk->ttl_arg, lk->info, lk->history_arg,
 		lk->n_nodes > 1 ? FENCE_GRAIN_REDLOCK : "1",
+		lk->mode_arg, lk->ticket,
+		lk->reentry_token ? lk->reentry_token : "",
+		lk->alive_arg, lk->slot_arg,
+		!lk->p->waits ? "" : lk->waited ? "2" : "1",
 	};
 	struct cmd cmd = { &script_acquire, 21, argv, NULL };
+	/* KEYS 1-3, ARGV 1-5 (see script_acquire): a first exclusive try */
+	const char *short_argv[] = {
+		argv[0], argv[1], argv[2], argv[10], argv[11], argv[12],
+		argv[13], argv[14],
+	};
+	struct script short_acquire = script_acquire;
+	struct cmd short_cmd = { &short_acquire, 8, short_argv, NULL };
+	bool short_call = lk->n_nodes == 1 && lk->p->limit == 0 &&
+			  !lk->ticket[0] && !lk->reentry_token && !lk->waited;
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
 	size_t n_answered;
 	long long fence = 0, value, held_fence = 0;
@@ -506,8 +544,13 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	lk->free_slot = -1;
 	stamp_since(lk);
 	start_ms = clock_now_ms();
-	n_answered = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1,
+	short_acquire.n_keys = 3;
+	n_answered = fanout_round(lk->nodes, lk->n_nodes,
+				  short_call ? &short_cmd : &cmd, 1,
 				  lk->node_timeout_ms);
+	/* the short call found the lock taken: {3}, the full one then */
+	if (short_call && n_answered == 1 && short_again(lk->nodes[0].replies[0]))
+		n_answered = fanout_round(lk->nodes, 1, &cmd, 1, lk->node_timeout_ms);
 	*retry_ms = -1;
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		struct node *n = &lk->nodes[i];

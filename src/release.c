@@ -28,9 +28,9 @@ static void me(const struct lock *lk, char *out, size_t len)
 static void keys_of(const struct lock *lk, const char **argv)
 {
 	const char *keys[] = {
-		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
-		lk->queue_key, lk->wake_key, lk->alive_key, lk->writers_key,
-		lk->history_key, lk->notice_key, lk->fence_key,
+		lk->key, lk->alive_key, lk->history_key, lk->queue_key,
+		lk->wake_key, lk->writers_key, lk->owner_key, lk->mode_key,
+		lk->slots_key, lk->notice_key, lk->fence_key,
 	};
 
 	memcpy(argv, keys, sizeof keys);

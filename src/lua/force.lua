@@ -19,7 +19,7 @@ local pttl = redis.call('PTTL', KEYS[1])
 if kind == 'none' then return {0, kind, pttl} end
 -- Never a key that does not expire, or that is no lock: reported only.
 if pttl < 0 or (kind ~= 'string' and kind ~= 'zset') or
-    (kind == 'zset' and redis.call('EXISTS', KEYS[3]) == 0) then
+    (kind == 'zset' and redis.call('EXISTS', KEYS[8]) == 0) then
   return {-1, kind, pttl}
 end
 local tokens = {}
@@ -34,22 +34,22 @@ else
 end
 local out = {#tokens > 0 and 1 or 0, kind, pttl}
 for _, token in ipairs(tokens) do
-  local info = info_of(token, kind, KEYS[11], KEYS[2]) or ''
-  local slot = redis.call('HGET', KEYS[4], token)
-  if slot and redis.call('GET', KEYS[4] .. ':' .. slot) == token then
-    redis.call('DEL', KEYS[4] .. ':' .. slot)
+  local info = info_of(token, kind, KEYS[11], KEYS[7]) or ''
+  local slot = redis.call('HGET', KEYS[9], token)
+  if slot and redis.call('GET', KEYS[9] .. ':' .. slot) == token then
+    redis.call('DEL', KEYS[9] .. ':' .. slot)
   end
   redis.call('LPUSH', KEYS[10] .. ':' .. token, ARGV[3])
   redis.call('PEXPIRE', KEYS[10] .. ':' .. token, 60000)
   if ARGV[1] ~= '0' then
     local who, f = split(info)
-    redis.call('XADD', KEYS[9], 'MAXLEN', ARGV[1], '*', 'event', 'broken',
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[1], '*', 'event', 'broken',
       'token', token, 'holder', who, 'fence', f, 'by', ARGV[2])
-    redis.call('PEXPIRE', KEYS[9], 604800000)
+    redis.call('PEXPIRE', KEYS[3], 604800000)
   end
   out[#out + 1] = token
   out[#out + 1] = info
 end
-redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[2])
-wake(KEYS[5], KEYS[6], KEYS[7], KEYS[8], now)
+redis.call('DEL', KEYS[1], KEYS[8], KEYS[9], KEYS[7])
+wake(KEYS[4], KEYS[5], KEYS[2], KEYS[6], now)
 return out
