@@ -56,7 +56,6 @@
 if not redis.setresp then
   return redis.error_reply('DLOCKVERSION Redis 6.0 or later is needed')
 end
--- include: lib/holder.lua
 -- include: lib/fence.lua
 local grain = tonumber(ARGV[5])
 -- The history: an 'acquired' event, as the release script writes
@@ -80,6 +79,9 @@ if (short or ARGV[6] == 'x' and ARGV[7] == '') and
   return {1, n}
 end
 if short then return {3} end
+-- Not the common case: the helpers are made only now, as making each
+-- costs a little in every call.
+-- include: lib/holder.lua
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local function stretch(now)

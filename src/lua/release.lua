@@ -35,11 +35,6 @@
 -- Returns 1 when released, 0 when the lock was not ours.
 -- numkeys: 11
 
--- include: lib/wake.lua
-local function clock()
-  local t = redis.call('TIME')
-  return t[1] * 1000 + math.floor(t[2] / 1000)
-end
 -- An event at the end of the history. The acquisition set the stream's
 -- week: one not there any more (lapsed in a job of a week, deleted) is
 -- not made again without one. Redis 6.0 and 6.1 lack NOMKSTREAM.
@@ -54,21 +49,32 @@ end
 -- job ended, no --min-hold. A string that holds our token has no
 -- --limit slot, and its holder info stays beside the counter; TIME only
 -- when someone waits. (GET fails on a sorted set, a shared lock: the
--- general case below then.)
+-- general case below then.) The other helpers are made only after it,
+-- as making each costs a little in every call.
 local short = #KEYS == 6
-if ARGV[3] == 'job' and (ARGV[9] or '') == '' and
-    redis.pcall('GET', KEYS[1]) == ARGV[1] then
+local fast = ARGV[3] == 'job' and (ARGV[9] or '') == '' and
+  redis.pcall('GET', KEYS[1]) == ARGV[1]
+local waiting
+if fast then
   redis.call('DEL', KEYS[1])
-  if redis.call('ZCARD', KEYS[2]) > 0 then
-    wake(KEYS[4], KEYS[5], KEYS[2], KEYS[6], clock())
-  end
+  waiting = redis.call('ZCARD', KEYS[2]) > 0
   if ARGV[2] ~= '0' then
     record('event', 'released', 'token', ARGV[1], 'holder', ARGV[7],
       'fence', ARGV[6], 'exit', ARGV[4], 'held_ms', ARGV[5])
   end
+  if not waiting then return 1 end
+elseif short then
+  return 3
+end
+-- include: lib/wake.lua
+local function clock()
+  local t = redis.call('TIME')
+  return t[1] * 1000 + math.floor(t[2] / 1000)
+end
+if fast then
+  wake(KEYS[4], KEYS[5], KEYS[2], KEYS[6], clock())
   return 1
 end
-if short then return 3 end
 local now = clock()
 -- include: lib/holder.lua
 local token, how = ARGV[1], ARGV[3]

@@ -1,3 +1,8 @@
+-- The counter in the fencing counter's key's value v (0: none): "F", or
+-- "F\tTOKEN\tINFO" after an exclusive acquisition (see holder.lua).
+local function counter(v)
+  return tonumber(v and v:match('^[0-9]+') or '0')
+end
 -- next_fence(key, grain, token, info): the next fencing token, stored in
 -- the counter's key (see holder.lua) with token's info when they are
 -- given (an exclusive holder's). Returns it as a number and as digits.
