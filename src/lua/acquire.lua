@@ -58,14 +58,6 @@ if not redis.setresp then
 end
 -- include: lib/fence.lua
 local grain = tonumber(ARGV[5])
--- The history: an 'acquired' event, as the release script writes
--- its own; the stream goes a week after its last acquisition.
-local function record(f)
-  if ARGV[4] == '0' then return end
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'event', 'acquired',
-    'token', ARGV[1], 'holder', ARGV[3], 'fence', f)
-  redis.call('PEXPIRE', KEYS[3], 604800000)
-end
 local short = #KEYS == 3
 if (short or ARGV[6] == 'x' and ARGV[7] == '') and
     redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -75,13 +67,25 @@ if (short or ARGV[6] == 'x' and ARGV[7] == '') and
   if ARGV[11] == '2' and redis.call('ZREM', KEYS[7], ARGV[1]) == 1 then
     redis.call('ZREM', KEYS[10], ARGV[1])
   end
-  record(f)
+  if ARGV[4] ~= '0' then	-- record(f), below, written out
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'event', 'acquired',
+      'token', ARGV[1], 'holder', ARGV[3], 'fence', f)
+    redis.call('PEXPIRE', KEYS[3], 604800000)
+  end
   return {1, n}
 end
 if short then return {3} end
 -- Not the common case: the helpers are made only now, as making each
 -- costs a little in every call.
 -- include: lib/holder.lua
+-- The history: an 'acquired' event, as the release script writes
+-- its own; the stream goes a week after its last acquisition.
+local function record(f)
+  if ARGV[4] == '0' then return end
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'event', 'acquired',
+    'token', ARGV[1], 'holder', ARGV[3], 'fence', f)
+  redis.call('PEXPIRE', KEYS[3], 604800000)
+end
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local function stretch(now)

@@ -9,7 +9,6 @@
 -- later, as the acquire script's does. Returns the counter.
 -- numkeys: 2
 
--- include: lib/fence.lua
 -- include: lib/holder.lua
 local v = redis.call('GET', KEYS[1])
 local n = math.max(counter(v), tonumber(ARGV[1]))

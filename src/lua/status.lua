@@ -9,7 +9,6 @@
 -- order, live waiters, live exclusive waiters}.
 -- numkeys: 8
 
--- include: lib/fence.lua
 -- include: lib/holder.lua
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)

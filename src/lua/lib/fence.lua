@@ -1,8 +1,3 @@
--- The counter in the fencing counter's key's value v (0: none): "F", or
--- "F\tTOKEN\tINFO" after an exclusive acquisition (see holder.lua).
-local function counter(v)
-  return tonumber(v and v:match('^[0-9]+') or '0')
-end
 -- next_fence(key, grain, token, info): the next fencing token, stored in
 -- the counter's key (see holder.lua) with token's info when they are
 -- given (an exclusive holder's). Returns it as a number and as digits.
@@ -24,7 +19,8 @@ end
 -- the next majority also meets this one on a server that did not lose it.
 local function next_fence(key, grain, token, info)
   local t = redis.call('TIME')
-  local c = counter(redis.call('GET', key))
+  local v = redis.call('GET', key)	-- "F" or "F\tTOKEN\tINFO": counter()
+  local c = tonumber(v and v:match('^[0-9]+') or '0')
   local us = t[1] * 1000000 + t[2]
   if c > 0 and grain > 1 then us = us - us % grain end
   local n = math.max(c + 1, us)

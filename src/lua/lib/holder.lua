@@ -6,7 +6,11 @@
 -- holds "F", or "F\tTOKEN\tINFO" for the last exclusive holder: one write
 -- at acquisition for the fence, its day and the info, and nothing to
 -- delete at release (an info whose token does not hold the lock is stale).
--- (counter(), in lib/fence.lua, reads the counter from that key.)
+
+-- The counter in the fencing counter's key's value v (0: none).
+local function counter(v)
+  return tonumber(v and v:match('^[0-9]+') or '0')
+end
 
 -- The info of token in the counter's value v, or nil.
 local function info_in(v, token)
