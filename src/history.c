@@ -369,7 +369,11 @@ int history_main(const struct lock_params *base, const struct command_args *a)
 		status = EX_OSERR;
 		goto out;
 	}
+	/* The stream is trimmed by whole nodes (XADD MAXLEN ~), so it may
+	 * hold more than the lock keeps: no more than that is shown. */
 	n = h.n_events < (size_t)a->count ? h.n_events : (size_t)a->count;
+	if (base->history > 0 && n > (size_t)base->history)
+		n = (size_t)base->history;
 	if (a->quiet)
 		;
 	else if (a->json)

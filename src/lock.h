@@ -96,11 +96,14 @@ enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 			       struct error *err);
 /* Releases on every server. Returns 0, 1 when a majority but not every
  * server confirmed (err says which did not), or -1 when no majority did:
- * the lock then lapses with its lease. This gives back an acquisition no
- * command used: the history forgets it. */
+ * the lock then lapses with its lease. A server in a passing state
+ * (TRYAGAIN in a Cluster's slot migration, LOADING) is asked again while
+ * the lease lasts, at most 5 s; one whose connection broke since the last
+ * round (a restart), once more on a fresh connection. This gives back an
+ * acquisition no command used: the history forgets it. */
 int lock_release(struct lock *lk, struct error *err);
 #define LOCK_EXIT_UNKNOWN (-1)
-/* The same once a job ran under the lock: the history records it released
+/* The same once a job ran under the lock (or LOCK_RELEASE_LOST, below): the history records it released
  * with exit_status (LOCK_EXIT_UNKNOWN when not known) and how long it was
  * held, or the lease lost when the lock was no longer ours. With min_hold
  * (the command ran, and its lease was not lost) and --min-hold not over
@@ -108,9 +111,21 @@ int lock_release(struct lock *lk, struct error *err);
  * the minimum, never lengthened, its holder info marked finished. */
 int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 		     struct error *err);
+/* lock_release_job(): a majority of the servers said the lock was not ours
+ * any more (deleted, lapsed, taken over): the lease was lost while the job
+ * ran, unnoticed between two renewals. err says so (75). */
+#define LOCK_RELEASE_LOST 2
+/* -k: raises the lock's fencing counter to fence (a larger one, another
+ * key's) on the servers that granted it, and makes it this holder's fence
+ * (its info too). -1 with err when no majority stored it. */
+int lock_raise_fence(struct lock *lk, const char *fence, struct error *err);
 /* A key beside the lock key, in its Redis Cluster hash slot:
  * "{key}suffix", or key + suffix when key has a {hash tag}. malloc'd. */
 char *lock_derived_key(const char *key, const char *suffix);
+/* Whether the last round's failures were all passing states a server
+ * answered with (TRYAGAIN, LOADING, BUSY...), none a server that could not
+ * be reached. */
+bool lock_busy(const struct lock *lk);
 /* Whether enough of the lease is left to start the command: the notice it
  * would get before the lease ends, and a renewal round. -1 with err (69)
  * when not: the caller gives the lock back. */

@@ -28,9 +28,9 @@ static void me(const struct lock *lk, char *out, size_t len)
 static void keys_of(const struct lock *lk, const char **argv)
 {
 	const char *keys[] = {
-		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
-		lk->queue_key, lk->wake_key, lk->alive_key, lk->writers_key,
-		lk->history_key, lk->notice_key,
+		lk->key, lk->alive_key, lk->history_key, lk->queue_key,
+		lk->wake_key, lk->writers_key, lk->owner_key, lk->mode_key,
+		lk->slots_key, lk->notice_key, lk->fence_key,
 	};
 
 	memcpy(argv, keys, sizeof keys);
@@ -72,21 +72,21 @@ static int unreachable(struct lock *lk, size_t n_ok, const char *what,
 static int by_token(struct lock *lk, const char *token)
 {
 	char who[300], note[400], shown[80];
-	const char *argv[20];
-	struct cmd cmd = { &script_release, 20, argv, NULL };
+	const char *argv[21];
+	struct cmd cmd = { &script_release, 21, argv, NULL };
 	size_t n_ok, n_yes = 0, need = quorum_majority(lk->n_nodes);
 	struct error err = { 0 };
 
 	me(lk, who, sizeof who);
 	snprintf(note, sizeof note, "released by %s (dlock release --token)", who);
 	keys_of(lk, argv);
-	argv[10] = token;
-	argv[11] = lk->history_arg;
-	argv[12] = "token";
-	argv[13] = argv[14] = argv[15] = "";
-	argv[16] = lk->info;
-	argv[17] = note;
-	argv[18] = argv[19] = "";	/* no --min-hold: an explicit release */
+	argv[11] = token;
+	argv[12] = lk->history_arg;
+	argv[13] = "token";
+	argv[14] = argv[15] = argv[16] = "";
+	argv[17] = lk->info;
+	argv[18] = note;
+	argv[19] = argv[20] = "";	/* no --min-hold: an explicit release */
 	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		const redisReply *r = lk->nodes[i].replies[0];
@@ -162,8 +162,8 @@ static bool force_reply(const redisReply *r)
 static int force(struct lock *lk)
 {
 	char who[300], note[400];
-	const char *argv[13];
-	struct cmd cmd = { &script_force, 13, argv, NULL };
+	const char *argv[14];
+	struct cmd cmd = { &script_force, 14, argv, NULL };
 	struct broken *b = NULL;
 	size_t n_ok, n_b = 0, cap = 0;
 	bool left_alone = false;
@@ -173,9 +173,9 @@ static int force(struct lock *lk)
 	me(lk, who, sizeof who);
 	snprintf(note, sizeof note, "broken by %s (dlock release --force)", who);
 	keys_of(lk, argv);
-	argv[10] = lk->history_arg;
-	argv[11] = lk->info;
-	argv[12] = note;
+	argv[11] = lk->history_arg;
+	argv[12] = lk->info;
+	argv[13] = note;
 	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
 	for (size_t i = 0; i < lk->n_nodes; i++)
 		if (lk->nodes[i].state == NODE_DONE)
