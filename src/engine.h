@@ -27,6 +27,10 @@
 
 #define LOCK_SHARED (-1)	/* lock_params.limit of a shared lock */
 #define LOCK_EXIT_UNKNOWN (-1)	/* a job's exit status nobody knows */
+/* lock_release_job(): the lock was no longer ours at the release (deleted,
+ * lapsed, taken over between two renewals): a lease lost while the job
+ * ran, unnoticed. err says so (75). */
+#define LOCK_RELEASE_LOST 2
 #define LOCK_TOKEN_MAX 64	/* the longest token, without its NUL */
 #define LOCK_INFO_MAX 512	/* the longest holder info, with its NUL */
 #define LOCK_FDS_MAX 64		/* the most descriptors one lock uses */
@@ -135,6 +139,9 @@ struct lock {
 				 * --unavailable run */
 	bool lost_at_release;	/* the last release found the lock no longer
 				 * ours: the lease was lost (75) */
+	bool busy;		/* the last try's failures were all passing
+				 * states a server answered with (TRYAGAIN,
+				 * LOADING...), none a server unreachable */
 	/* "NAME=value" strings the engine adds to the command's environment
 	 * besides DLOCK_*, where its own tools set some (etcd: ETCD_LOCK_KEY
 	 * and ETCD_LOCK_REV, as `etcdctl lock` does); NULL-terminated, set
@@ -314,6 +321,11 @@ struct engine {
 	 * lk->lost_at_release when it was no longer ours. */
 	int (*release)(struct lock *lk, const struct release_how *how,
 		       struct error *err);
+	/* -k: raise the lock's fencing counter to fence (another key's,
+	 * larger) and make it this holder's, so that the next holder of this
+	 * key gets a larger one. NULL: the store's fences are one counter
+	 * for every key (a transaction ID, a zxid, a revision). */
+	int (*raise_fence)(struct lock *lk, const char *fence, struct error *err);
 	/* --verbose after a failure: one line for each server that failed.
 	 * NULL: one server, the error says it all. */
 	void (*log_servers)(const struct lock *lk);

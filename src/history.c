@@ -191,6 +191,16 @@ int history_main(const struct lock_params *base, const struct command_args *a)
 		status = err.exit;
 		goto out;
 	}
+	/* A store may keep more than the lock's history (Redis trims its
+	 * stream by whole nodes, XADD MAXLEN ~): no more than that is shown. */
+	while (base->history > 0 && h.n_events > (size_t)base->history) {
+		struct history_event *ev = &h.events[--h.n_events];
+
+		free(ev->id);
+		free(ev->token);
+		free(ev->holder);
+		free(ev->by);
+	}
 	if (a->quiet)
 		;
 	else if (a->json)

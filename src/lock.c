@@ -10,11 +10,23 @@
 #include <unistd.h>
 #include "clock.h"
 #include "lock.h"
-/* Holder info, as the status line and status show it. */
+/* A field of the holder info: the scripts split it at tabs, and a
+ * newline would end a line of its own in status and history. Any name
+ * may hold them (USER, LOGNAME, a command line; a host name set by
+ * sethostname()): each becomes a space. */
+static void flatten(char *field)
+{
+	for (char *c = field; *c; c++)
+		if (*c == '\t' || *c == '\n' || *c == '\r')
+			*c = ' ';
+}
+
+/* Holder info, as the status line and status show it:
+ * "host\tpid\tuser\tsince_ms\tcommand", no tab or newline in a field. */
 static void describe_holder(struct lock *lk, const char *command)
 {
 	const char *user = getenv("USER");
-	char host[128], uid[16], cmd[256];
+	char host[128], uid[16], cmd[256], name[128];
 
 	if (gethostname(host, sizeof host) < 0)
 		strcpy(host, "?");
@@ -34,11 +46,12 @@ static void describe_holder(struct lock *lk, const char *command)
 		user = uid;
 	}
 	snprintf(cmd, sizeof cmd, "%s", command ? command : "");
-	for (char *c = cmd; *c; c++)
-		if (*c == '\t' || *c == '\n')
-			*c = ' ';
+	snprintf(name, sizeof name, "%s", user);
+	flatten(host);
+	flatten(name);
+	flatten(cmd);
 	snprintf(lk->info, sizeof lk->info, "%s\t%d\t%s\t%" PRId64 "\t%s", host,
-		 lk->p->holder_pid ? lk->p->holder_pid : (int)getpid(), user,
+		 lk->p->holder_pid ? lk->p->holder_pid : (int)getpid(), name,
 		 clock_wall_ms(), cmd);
 }
 
@@ -187,9 +200,30 @@ int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 		.job = true, .exit_status = exit_status, .min_hold = min_hold,
 	};
 
+	int r;
+
 	if (min_hold && !(lk->eng->caps & CAP_MIN_HOLD_KEPT) && lk->p->min_hold_ms > 0)
 		hold_until(lk, lk->acquired_ms + lk->p->min_hold_ms);
-	return lk->eng->release(lk, &how, err);
+	err->msg[0] = '\0';
+	r = lk->eng->release(lk, &how, err);
+	if (!lk->lost_at_release)
+		return r;
+	if (err->exit != EX_TEMPFAIL || !err->msg[0])
+		error_set(err, EX_TEMPFAIL, "the lock was no longer ours at the release (deleted, lapsed or taken over)");
+	return LOCK_RELEASE_LOST;
+}
+
+int lock_raise_fence(struct lock *lk, const char *fence, struct error *err)
+{
+	if (lk->eng->raise_fence)
+		return lk->eng->raise_fence(lk, fence, err);
+	snprintf(lk->fence, sizeof lk->fence, "%s", fence);
+	return 0;
+}
+
+bool lock_busy(const struct lock *lk)
+{
+	return lk->busy;
 }
 
 int64_t lock_notice_ms(int64_t ttl_ms)

@@ -35,12 +35,18 @@ enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 int lock_release(struct lock *lk, struct error *err);
 /* The same once a job ran under the lock: the history records it released
  * with exit_status (LOCK_EXIT_UNKNOWN when not known) and how long it was
- * held, or the lease lost when the lock was no longer ours
- * (lk->lost_at_release). With min_hold (the command ran, and its lease
+ * held, or the lease lost when the lock was no longer ours: then it
+ * returns LOCK_RELEASE_LOST with err (75). With min_hold (the command ran, and its lease
  * was not lost) and --min-hold not over yet, the engine keeps the lock
  * for what is left of it, where it can (CAP_MIN_HOLD_KEPT). */
 int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 		     struct error *err);
+/* -k: the lock's fence raised to fence (a larger one, another key's), in
+ * the store where its counter is the key's own. -1 with err. */
+int lock_raise_fence(struct lock *lk, const char *fence, struct error *err);
+/* Whether the last try's failures were all passing states a server
+ * answered with (TRYAGAIN...), none a server that could not be reached. */
+bool lock_busy(const struct lock *lk);
 /* Whether enough of the lease is left to start the command: the notice it
  * would get before the lease ends, and a renewal round. -1 with err (69)
  * when not: the caller gives the lock back. */

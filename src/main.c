@@ -43,15 +43,25 @@ static void report_conflict(const struct options *opts, const struct lock *lk)
 
 /* A release that did not reach a majority leaves the lock to lapse: say so
  * always, as other hosts may wait on it; one that missed a minority only
- * with --verbose. */
-static void report_release(const struct options *opts, const struct lock *lk,
-			   int r, const struct error *err)
+ * with --verbose. One that found the lock no longer ours (deleted, lapsed,
+ * taken over between two renewals) is a lease lost while the job ran,
+ * which the job's own status must not hide: 75, unless it was said
+ * already or no job ran (quiet). Returns the exit status. */
+static int report_release(const struct options *opts, const struct lock *lk,
+			  int r, const struct error *err, int status, bool quiet)
 {
+	if (r == LOCK_RELEASE_LOST) {
+		if (quiet)
+			return status;
+		log_line(opts->key, "lease lost: %s", err->msg);
+		return EX_TEMPFAIL;
+	}
 	if (r < 0)
 		log_line(opts->key, "release failed: %s; the lock lapses within %.3g s",
 			 err->msg, (double)lk->ttl_ms / 1000);
 	else if (r > 0 && opts->verbose)
 		log_error(opts->key, err);
+	return status;
 }
 
 /* The command as one line, for the holder info: what `dlock status` and
@@ -198,10 +208,11 @@ static int run_no_fork(struct options *opts, struct lock *lk, size_t n_locks,
 		lease_free(&lease);
 		observe_stopping(ob, job->lost);
 		/* the command is not our child: its status is not ours to know */
-		for (size_t i = 0; i < n_locks; i++) {
+		for (size_t i = 0, lost = job->lost; i < n_locks; i++) {
 			r = lock_release_job(&lk[i], status == EX_TEMPFAIL ? status :
 					     LOCK_EXIT_UNKNOWN, !job->lost, &err);
-			report_release(opts, &lk[i], r, &err);
+			status = report_release(opts, &lk[i], r, &err, status, lost);
+			lost |= r == LOCK_RELEASE_LOST;
 		}
 		observe_end(ob, job->lost ? RUN_LOST : RUN_ACQUIRED,
 			    job->lost ? status : -1);
@@ -283,6 +294,7 @@ static int run_multi(struct options *opts, struct settings *st,
 	char command[256];
 	int status, signo = 0, r;
 	int64_t start_us;
+	bool lost;
 	size_t n = 0;
 
 	size_t keys_len = 0;
@@ -383,13 +395,19 @@ static int run_multi(struct options *opts, struct settings *st,
 release:
 	if (got == LOCK_ACQUIRED)
 		observe_stopping(&ob, job.lost);
+	lost = job.lost || !job.ran;	/* told already, or nothing ran */
 	for (size_t i = 0; got == LOCK_ACQUIRED && i < m.n; i++) {
 		r = lock_release_job(&m.locks[i], status, job.ran && !job.lost, &err);
-		if (r < 0)
+		if (r == LOCK_RELEASE_LOST && !lost) {
+			log_line(m.locks[i].p->name, "lease lost: %s", err.msg);
+			status = EX_TEMPFAIL;
+			lost = true;
+		} else if (r < 0) {
 			log_line(m.locks[i].p->name, "release failed: %s; the lock lapses within %.3g s",
 				 err.msg, (double)m.locks[i].ttl_ms / 1000);
-		else if (r > 0 && opts->verbose)
+		} else if (r == 1 && opts->verbose) {
 			log_error(m.locks[i].p->name, &err);
+		}
 	}
 out:
 	observe_end(&ob, outcome, status);
@@ -593,7 +611,8 @@ release:
 	if (got == LOCK_ACQUIRED) {
 		observe_stopping(&ob, job.lost);
 		r = lock_release_job(&lk, status, job.ran && !job.lost, &err);
-		report_release(opts, &lk, r, &err);
+		status = report_release(opts, &lk, r, &err, status,
+					job.lost || !job.ran);
 	}
 out:
 	observe_end(&ob, outcome, status);

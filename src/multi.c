@@ -143,6 +143,40 @@ static enum lock_result take_all(struct multi *m, int64_t deadline_ms,
 	return LOCK_ACQUIRED;
 }
 
+/* The one fence of all the keys: the largest. */
+static void largest_fence(struct multi *m)
+{
+	long long fence = 0;
+
+	if (!m->locks[0].fence[0]) {	/* --no-fence: none to hand on */
+		m->fence[0] = '\0';
+		return;
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		long long f = strtoll(m->locks[i].fence, NULL, 10);
+
+		if (f > fence)
+			fence = f;
+	}
+	snprintf(m->fence, sizeof m->fence, "%lld", fence);
+}
+
+/* Every key taken: the job gets one fence, the largest of the keys'. Each
+ * key's counter is raised to it (and its holder info says it), so that the
+ * next holder of any one key gets a larger one: a resource that remembers
+ * the last fence it accepted for that key never refuses it. */
+static int raise_fences(struct multi *m, struct error *err)
+{
+	largest_fence(m);
+	for (size_t i = 0; i < m->n; i++) {
+		m->failed = i;
+		if (strcmp(m->locks[i].fence, m->fence) != 0 &&
+		    lock_raise_fence(&m->locks[i], m->fence, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Every key taken: the earlier ones may have aged while the later ones
  * were waited for. Renew those older than a renewal period, so that the
  * lease starts from a fresh bound, then check each as a single lock is. */
@@ -166,7 +200,6 @@ static int check_all(struct multi *m, struct error *err)
 
 static enum lock_result reentered(struct multi *m, struct error *err)
 {
-	const char *env_fence = getenv("DLOCK_FENCE");
 	size_t n_in = 0;
 
 	for (size_t i = 0; i < m->n; i++)
@@ -174,8 +207,11 @@ static enum lock_result reentered(struct multi *m, struct error *err)
 	if (n_in == 0)
 		return LOCK_ACQUIRED;
 	if (n_in == m->n) {
+		/* the outer dlock's fence, as the servers keep it for each
+		 * key (the same on every key: see raise_fences), never the
+		 * caller's DLOCK_FENCE */
 		snprintf(m->token, sizeof m->token, "%s", m->locks[0].token);
-		snprintf(m->fence, sizeof m->fence, "%s", env_fence ? env_fence : "0");
+		largest_fence(m);
 		return LOCK_REENTERED;
 	}
 	/* Which token would the command get, which keys would we renew and
@@ -195,7 +231,6 @@ enum lock_result multi_acquire(struct multi *m, int64_t wait_ms,
 			       struct error *err)
 {
 	int64_t deadline_ms = wait_ms >= 0 ? clock_now_ms() + wait_ms : -1;
-	long long fence = 0;
 	enum lock_result r;
 
 	for (int round = 1;; round++) {
@@ -203,7 +238,7 @@ enum lock_result multi_acquire(struct multi *m, int64_t wait_ms,
 
 		r = take_all(m, deadline_ms, sig, signo, &again, err);
 		if (r == LOCK_ACQUIRED && (r = reentered(m, err)) == LOCK_ACQUIRED &&
-		    check_all(m, err) < 0) {
+		    (raise_fences(m, err) < 0 || check_all(m, err) < 0)) {
 			give_back(m);
 			r = LOCK_FAILED;
 			again = true;
@@ -212,19 +247,6 @@ enum lock_result multi_acquire(struct multi *m, int64_t wait_ms,
 		    (deadline_ms >= 0 && clock_now_ms() >= deadline_ms))
 			break;
 	}
-	if (r != LOCK_ACQUIRED)
-		return r;
-	for (size_t i = 0; i < m->n; i++) {
-		long long f = strtoll(m->locks[i].fence, NULL, 10);
-
-		if (f > fence)
-			fence = f;
-	}
-	/* --no-fence: none to hand on */
-	if (m->locks[0].fence[0])
-		snprintf(m->fence, sizeof m->fence, "%lld", fence);
-	else
-		m->fence[0] = '\0';
 	return r;
 }
 

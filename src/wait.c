@@ -131,6 +131,7 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 	const struct lock_params *p = lk->p;
 	int64_t backoff_ms = 100;
 	int n_failures = 0;
+	bool held = false;
 
 	for (;;) {
 		int64_t sleep_ms, retry_ms = -1, now_ms;
@@ -157,6 +158,7 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 		} else {
 			n_failures = 0;
 			backoff_ms = 100;
+			held = true;
 			if (w->deadline_ms == w->start_ms)	/* -n: no wait to show */
 				return r;
 			waitline_update(&w->wl, lk->held_by, lk->queue_pos, p->fair);
@@ -164,8 +166,13 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 		}
 		now_ms = clock_now_ms();
 		if (w->deadline_ms >= 0) {
+			/* Out of time in a passing state (a Cluster moving the
+			 * lock's slot answers TRYAGAIN), after the servers said
+			 * the lock is held: held, as far as anyone knows (1, not
+			 * 69, which says the servers could not be asked). */
 			if (now_ms >= w->deadline_ms)
-				return r;
+				return r == LOCK_FAILED && held && lock_busy(lk) ?
+				       LOCK_HELD : r;
 			if (sleep_ms > w->deadline_ms - now_ms)
 				sleep_ms = w->deadline_ms - now_ms;
 		}

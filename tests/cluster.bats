@@ -221,6 +221,46 @@ renewed() { (($(stat "$1" cmdstat_evalsha) + $(stat "$1" cmdstat_eval) > 0)); }
 	assert_output 1
 }
 
+# A release in the middle of a slot migration: every script of several keys
+# gets TRYAGAIN once the slot is MIGRATING (some of a lock's keys do not
+# exist, so the old owner says ASK, and the new one TRYAGAIN). The release
+# was not retried ("release failed ... lapses within 30 s", the lock left
+# for its TTL); a -w waiter that had been told the lock was held, and ran
+# out meanwhile, exited 69 as if the servers could not be reached.
+@test "a release during a slot migration is retried until the slot has moved" {
+	local key=dlock:c-relmove o n x slot pid wpid oth p
+	o=$(owner $key)
+	mapfile -t oth < <(others $key); n=${oth[0]} x=${oth[1]}
+	slot=$(cr "$o" cluster keyslot $key)
+	dlock -S "$(curl_ "$n")" c-relmove "$T/job" "$T/h" 2>"$T/h.err" &
+	pid=$!
+	track $pid
+	wait_until 10 test -e "$T/h.ready" || fail "holder: $(cat "$T/h.err")"
+	dlock -S "$(curl_ "$n")" -w 1.5 c-relmove touch "$T/w.ran" 2>"$T/w.err" &
+	wpid=$!
+	track $wpid
+	wait_until 10 blocked_on "$o" blpop || fail "the waiter is not waiting: $(cat "$T/w.err")"
+	cr "$x" cluster setslot "$slot" importing "$(node_id "$o")" >/dev/null
+	cr "$o" cluster setslot "$slot" migrating "$(node_id "$x")" >/dev/null
+	touch "$T/h.release"	# the job ends: its release meets TRYAGAIN
+	local st=0
+	wait "$wpid" || st=$?
+	assert_equal "$st" 1	# held, as it was last told
+	[[ ! -e $T/w.ran ]] || fail "the waiter ran"
+	alive "$pid" || fail "the holder gave up its release: $(cat "$T/h.err")"
+	migrate_keys "$o" "$x" c-relmove
+	for p in $(ports); do
+		cr "$p" cluster setslot "$slot" node "$(node_id "$x")" >/dev/null
+	done
+	wait "$pid" || fail "dlock: $? $(cat "$T/h.err")"
+	run cat "$T/h.err"
+	assert_output ""
+	run exists_on "$x" $key
+	assert_failure
+	run dlock -S "$(curl_ "$o")" -n c-relmove true
+	assert_success
+}
+
 # slots_upto PORT SLOT: how many of the node's slots are SLOT or below,
 # which is how many slots redis-cli --cluster reshard moves (lowest first)
 # until it has moved SLOT

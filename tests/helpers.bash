@@ -182,6 +182,21 @@ server_pid() { cat "$T/$1/pid"; }
 key_exists() { [[ $(rcli "$1" exists "$2") == 1 ]]; }	# key_exists NAME KEY
 key_gone() { [[ $(rcli "$1" exists "$2") == 0 ]]; }
 all_keys() { rcli "$1" --scan | sort; }	# all_keys NAME: every key, sorted
+# counter NAME [KEY]: the fencing counter of lock KEY (K) on server NAME,
+# the digits its key begins with (an exclusive holder's info follows)
+counter() { rcli "$1" get "{dlock:${2:-K}}:fence" | cut -f1; }
+# holder_info NAME TOKEN [KEY]: the holder info of TOKEN as the scripts keep
+# it: an exclusive holder's beside the fencing counter, a shared one's in
+# the hash (src/redis/lua/lib/holder.lua)
+holder_info() {
+	local v
+	v=$(rcli "$1" get "{dlock:${3:-K}}:fence")
+	if [[ $(cut -f2 <<<"$v") == "$2" ]]; then
+		cut -f3- <<<"$v"
+	else
+		rcli "$1" hget "{dlock:${3:-K}}:owner" "$2"
+	fi
+}
 nclients() { echo $(($(rcli "$1" client list | wc -l) - 1)); }	# not counting ours
 more_clients() { (($(nclients "$1") > $2)); }	# more_clients NAME N
 

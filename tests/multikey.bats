@@ -41,13 +41,13 @@ setup() {
 }
 
 @test "the DLOCK_* variables: first key, every key as given, one token, the largest fence" {
-	rcli r set '{dlock:A}:fence' 500 >/dev/null
-	rcli r set '{dlock:B}:fence' 100 >/dev/null
+	rcli r set '{dlock:A}:fence' 5000000000000500 >/dev/null
+	rcli r set '{dlock:B}:fence' 5000000000000100 >/dev/null
 	hold h -S "$U" -k B -k A
 	wait_ready h
 	assert_equal "$(job_var h DLOCK_KEY)" dlock:B
 	assert_equal "$(job_var h DLOCK_KEYS)" 'dlock:B dlock:A'
-	assert_equal "$(job_var h DLOCK_FENCE)" 501
+	assert_equal "$(job_var h DLOCK_FENCE)" 5000000000000501
 	local token
 	token=$(job_var h DLOCK_TOKEN)
 	[[ $token =~ ^[0-9a-f]{32}$ ]] || fail "token: $token"
@@ -57,6 +57,35 @@ setup() {
 	assert_equal "$bg_status" 0
 	key_gone r dlock:A
 	key_gone r dlock:B
+}
+
+# A resource that remembers the last fence it accepted for a key refuses
+# a smaller one: the -k job's one fence must not be above what the next
+# holder of any one of its keys gets.
+@test "-k: every key's fence only grows, whichever key gave the job its fence" {
+	local f fa fb
+	rcli r set '{dlock:B}:fence' 5000000000000100 >/dev/null
+	hold h -S "$U" -k A -k B
+	wait_ready h
+	f=$(job_var h DLOCK_FENCE)
+	assert_equal "$f" 5000000000000101	# B's, the larger
+	# each key's counter is at it, and dlock status says it for each
+	assert_equal "$(counter r A)" "$f"
+	assert_equal "$(counter r B)" "$f"
+	run -0 --separate-stderr dlock status -S "$U" --json A B
+	assert_equal "$(grep -o '"fence":[0-9]*' <<<"$output" | sort -u)" "\"fence\":$f"
+	finish h
+	assert_equal "$bg_status" 0
+	fa=$(run -0 dlock -S "$U" A printenv DLOCK_FENCE; echo "$output")
+	fb=$(run -0 dlock -S "$U" B printenv DLOCK_FENCE; echo "$output")
+	((fa > f && fb > f)) || fail "after the -k job's $f: A $fa, B $fb"
+	# re-entered, all the keys or one: the job's fence, not the caller's
+	rcli r set '{dlock:A}:fence' 6000000000000000 >/dev/null
+	run -0 dlock -S "$U" -k A -k B sh -c '
+		DLOCK_FENCE=5 "$DLOCK" -S "unix:$1" -k B -k A printenv DLOCK_FENCE
+		DLOCK_FENCE=5 "$DLOCK" -S "unix:$1" B printenv DLOCK_FENCE
+		echo "$DLOCK_FENCE"' sh "$(sock r)"
+	assert_equal "${lines[*]}" "6000000000000001 6000000000000001 6000000000000001"
 }
 
 @test "a waiter holds the first key, renewed past its TTL, while it waits for the next" {

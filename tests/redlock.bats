@@ -31,7 +31,7 @@ majority_while_held() {
 	fence=$(job_var h DLOCK_FENCE)
 	held=0
 	for s in "${names[@]}"; do
-		[[ $(rcli "$s" get '{dlock:K}:fence') == "$fence" ]] && held=$((held + 1))
+		[[ $(counter "$s") == "$fence" ]] && held=$((held + 1))
 	done
 	((held >= n / 2 + 1)) || fail "DLOCK_FENCE $fence is the counter on $held of $n servers"
 	run -1 dlk "${SRV[@]}" -n K touch "$T/ran"

@@ -192,3 +192,44 @@ n_brpop() { (($(rcli r client list | grep -c 'cmd=brpop') >= $1)); }
 		fail "stderr: $(cat "$T/h.err")"
 	wait_until 5 key_gone r dlock:A || fail "A not released"
 }
+
+# ---- the holder's own release, at the job's end ---------------------------
+
+# The key deleted (or lapsed: a restart without persistence) between two
+# renewals, another holder in: a job that ends before the next renewal
+# never heard of it. Its release's compare-and-delete finds the lock gone:
+# a lost lease, said as the renewal would have said it.
+@test "a lease lost between renewals, found at the release: 75 and the usual line" {
+	run -75 --separate-stderr dlock -S "$U" -t 30 K sh -c '
+		redis-cli -s "$1" del dlock:K >/dev/null
+		redis-cli -s "$1" set dlock:K other PX 60000 >/dev/null' sh "$(sock r)"
+	assert_equal "$stderr" "dlock: K: lease lost: the lock was deleted or taken over on $U"
+	assert_equal "$(rcli r get dlock:K)" other	# the other holder's, untouched
+	run -0 dlock history -S "$U" -n 1 K
+	assert_line -n 1 --regexp '^[0-9.]+s ago +lost +'
+	# deleted and nobody else in: lost all the same
+	rcli r del dlock:K >/dev/null
+	run -75 --separate-stderr dlock -S "$U" K redis-cli -s "$(sock r)" del dlock:K
+	assert_equal "$stderr" "dlock: K: lease lost: the lock was deleted or taken over on $U"
+	# -k: the key that was lost is named
+	run -75 --separate-stderr dlock -S "$U" -k A -k B redis-cli -s "$(sock r)" del dlock:B
+	assert_equal "$stderr" "dlock: B: lease lost: the lock was deleted or taken over on $U"
+	key_gone r dlock:A
+}
+
+@test "a release after the server restarted (persistent) goes to a fresh connection" {
+	stop_all
+	start_redis r --appendonly yes --appendfsync always
+	hold h -S "$U" K
+	wait_ready h
+	# the server stops and comes back with its data: the lock is still
+	# there, and dlock's connection is gone
+	end_pids TERM "$(server_pid r)"
+	start_redis r --appendonly yes --appendfsync always
+	wait_until 5 key_exists r dlock:K || fail "the lock did not survive the restart"
+	finish h
+	assert_equal "$bg_status" 0
+	run cat "$T/h.err"
+	assert_output ""
+	key_gone r dlock:K || fail "the lock was left for its TTL: $(rcli r pttl dlock:K) ms"
+}

@@ -162,7 +162,7 @@ EOF
 	run -0 dlock -S "$U" K sh -c '
 		echo "$DLOCK_KEY"; echo "$DLOCK_TOKEN"; echo "$DLOCK_FENCE"
 		redis-cli -s "$1" get "$DLOCK_KEY"
-		redis-cli -s "$1" get "{$DLOCK_KEY}:fence"' sh "$(sock r)"
+		redis-cli -s "$1" get "{$DLOCK_KEY}:fence" | cut -f1' sh "$(sock r)"
 	assert_equal "${lines[0]}" dlock:K
 	[[ ${lines[1]} =~ ^[0-9a-f]{32}$ ]] || fail "DLOCK_TOKEN=${lines[1]}"
 	[[ ${lines[2]} =~ ^[0-9]+$ ]] || fail "DLOCK_FENCE=${lines[2]}"
@@ -276,9 +276,14 @@ EOF
 	[[ ! -e $T/ran ]] || fail "the command ran"
 	key_gone r dlock:K
 	# The script is named, not by its SHA-1, which tells a user nothing.
-	[[ $stderr == *"WRONGTYPE Operation against a key holding the wrong kind of value (acquire script, line "[0-9]*")" ]] ||
+	[[ $stderr =~ "WRONGTYPE Operation against a key holding the wrong kind of value (acquire script, "(lib/[a-z]+\.lua )?"line "([0-9]+)")"$ ]] ||
 		fail "stderr: $stderr"
+	# the line counts from the top of the file that has it, included or not
+	local file=${BASH_REMATCH[1]:-acquire.lua } line=${BASH_REMATCH[2]}
 	[[ ! $stderr =~ [0-9a-f]{40} ]] || fail "a SHA-1 in: $stderr"
+	run sed -n "${line}p" "$BATS_TEST_DIRNAME/../src/redis/lua/${file% }"
+	local call="redis.call\\('[A-Z]+', (KEYS\\[2\\]|key)\\)"	# on the fence's key
+	[[ $output =~ $call ]] || fail "${file}line $line is '$output'"
 }
 
 @test "re-entry: the inner dlock runs at once and the outer keeps the lock" {
@@ -292,6 +297,59 @@ EOF
 	local token=${lines[1]#outer dlock:K }
 	assert_equal "${lines[2]}" "${token% *}"	# still held by the outer one
 	key_gone r dlock:K
+}
+
+# holder_fence [DLOCK-ARGS...]: the fence dlock status gives K's first holder
+holder_fence() {
+	run -0 --separate-stderr dlock status -S "$U" --json "$@" K
+	"$PYTHON" -c 'import json, sys
+print(json.load(sys.stdin)["locks"][0]["holders"][0]["fence"])' <<<"$output"
+}
+
+# The README's pipeline: DLOCK_KEY and DLOCK_TOKEN from dlock acquire, then
+# dlock KEY CMD re-enters. The nested command must see the lock's own
+# fence: not 0, nor a DLOCK_FENCE the caller set, which nothing checks.
+@test "re-entry: the nested command gets the holder's fence from the server" {
+	local token fence
+	token=$(dlock acquire -S "$U" K)
+	fence=$(holder_fence)
+	[[ $fence =~ ^[0-9]+$ ]] || fail "no fence in status: $fence"
+	run -0 env DLOCK_KEY=dlock:K DLOCK_TOKEN="$token" "$DLOCK" -S "$U" K printenv DLOCK_FENCE
+	assert_output "$fence"
+	run -0 env DLOCK_KEY=dlock:K DLOCK_TOKEN="$token" DLOCK_FENCE=99 "$DLOCK" -S "$U" K \
+		printenv DLOCK_FENCE
+	assert_output "$fence"
+	run -0 dlock release -S "$U" --token "$token" K
+	# inside a running dlock, shared too: the caller's value is replaced
+	run -0 dlock -S "$U" -s K sh -c '
+		DLOCK_FENCE=1 "$DLOCK" -S "unix:$1" -s -n K printenv DLOCK_FENCE
+		echo "$DLOCK_FENCE"' sh "$(sock r)"
+	assert_equal "${lines[0]}" "${lines[1]}"
+	[[ ${lines[0]} =~ ^[1-9][0-9]+$ ]] || fail "fence: ${lines[0]}"
+}
+
+# The pipeline example's habit, inside a job: DLOCK_KEY and DLOCK_TOKEN
+# name the running holder, whose dlock renews every TTL/3 (20 s here). A
+# shorter extend cut the key's TTL to 1 s: the lock lapsed under the job.
+@test "dlock extend in a job never shortens the lease a running dlock keeps" {
+	start_bg h -S "$U" -t 60 K sh -c '
+		"$DLOCK" extend -S "unix:$1" -t 1 K && touch "$2.short"
+		while [ ! -e "$2.go" ]; do sleep 0.05; done
+		"$DLOCK" extend -S "unix:$1" -t 120 K && touch "$2.long"
+		while [ ! -e "$2.release" ]; do sleep 0.05; done' sh "$(sock r)" "$T/h"
+	wait_until 10 test -e "$T/h.short" || fail "extend failed: $(cat "$T/h.err")"
+	local ms; ms=$(rcli r pttl dlock:K)
+	((ms > 50000)) || fail "PTTL $ms after extend -t 1"
+	sleep 1.2	# past the 1 s it asked for
+	run -1 dlock -S "$U" -n K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "a second holder ran beside the job"
+	# a longer one lengthens it
+	touch "$T/h.go"
+	wait_until 10 test -e "$T/h.long" || fail "extend failed: $(cat "$T/h.err")"
+	ms=$(rcli r pttl dlock:K)
+	((ms > 100000)) || fail "PTTL $ms after extend -t 120"
+	finish h
+	assert_equal "$bg_status" 0
 }
 
 @test "a stale DLOCK_TOKEN in the environment is ignored" {
@@ -328,8 +386,8 @@ EOF
 holder_user() {
 	local port; port=$(<"$T/t/port")
 	run -0 --separate-stderr env "$@" "$DLOCK" -S "redis://127.0.0.1:$port" K \
-		sh -c 'redis-cli -p "$1" hvals "{dlock:K}:owner"' sh "$port"
-	cut -f3 <<<"$output"
+		sh -c 'redis-cli -p "$1" get "{dlock:K}:fence"' sh "$port"
+	cut -f5 <<<"$output"	# fence, token, host, pid, user: lib/holder.lua
 }
 
 @test "the holder's info names the user: USER, LOGNAME, root for uid 0, else uid N" {
@@ -346,9 +404,34 @@ holder_user() {
 		assert_equal "$(holder_user USER=nobody "${as[@]}")" nobody
 		assert_equal "$(holder_user -u USER LOGNAME=cronuser "${as[@]}")" cronuser
 		assert_equal "$(holder_user -u USER -u LOGNAME "${as[@]}")" "uid 65534"
+		# a tab or newline in a name shifts no field (a space instead)
+		assert_equal "$(holder_user USER=$'a\tb\nc' "${as[@]}")" "a b c"
 	else
 		assert_equal "$(holder_user USER=me)" me
 		assert_equal "$(holder_user -u USER LOGNAME=cronuser)" cronuser
 		assert_equal "$(holder_user -u USER -u LOGNAME)" "uid $(id -u)"
 	fi
+}
+
+# A tab in a user name shifted the holder info's fields: the extend script
+# then took the holder for one --min-hold keeps after its job, refused to
+# renew, and the job was killed at the first renewal.
+@test "a user name with a tab: the lease is renewed, status shows the name" {
+	start_redis_tcp t
+	local as=() url; url=$(tcp_url t)
+	if (($(id -u) == 0)); then	# root is "root" whatever USER says
+		command -v setpriv >/dev/null || skip_unless_strict "no setpriv(1)"
+		as=(XDG_CONFIG_HOME=/nonexistent
+			setpriv --reuid=65534 --regid=65534 --clear-groups)
+	fi
+	env USER=$'ann\tx\t1' "${as[@]}" "$DLOCK" -S "$url" -t 0.6 K sleep 2 \
+		2>"$T/err" &
+	local pid=$!
+	track "$pid"
+	wait_until 5 key_exists t dlock:K || fail "not acquired: $(cat "$T/err")"
+	run -0 --separate-stderr dlock status -S "$url" --json K
+	[[ $output == *'"user":"ann x 1"'* ]] || fail "status: $output"
+	wait "$pid" || fail "exit $?: $(cat "$T/err")"
+	run cat "$T/err"
+	assert_output ""
 }

@@ -39,7 +39,7 @@ status_json() { run -"$1" --separate-stderr dlock status --json "${@:2}"; }
 	# the fencing counter outlives the lock
 	run -0 dlock -S "$U" K true
 	run -1 dlock status -S "$U" K
-	assert_output "K: free, fencing counter $(rcli r get '{dlock:K}:fence')"
+	assert_output "K: free, fencing counter $(counter r)"
 }
 
 @test "an exclusive holder: host, pid, user, command, since, TTL, fence" {

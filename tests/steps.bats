@@ -60,7 +60,7 @@ pttl() { rcli r pttl "$1"; }
 	run -0 sh -c '"$1" acquire -S "$2" K; echo "$$"' sh "$DLOCK" "$U"
 	local token=${lines[0]} pid=${lines[1]} info
 	is_token "$token"
-	info=$(rcli r hget '{dlock:K}:owner' "$token")
+	info=$(holder_info r "$token")
 	# host, pid, user, since, command (and what may follow)
 	local f
 	IFS=$'\t' read -r -a f <<<"$info"

@@ -46,7 +46,7 @@ push_round() {
 			if (!r) p = $1; else if (!a) a = $1
 			next
 		}
-		index($0, "\"{dlock:K}:slots\" \"{dlock:K}:queue\"") {	# release
+		index($0, "\"dlock:K\" \"{dlock:K}:alive\" \"{dlock:K}:history\"") {	# release
 			if (!r) r = $1
 		}
 		END {

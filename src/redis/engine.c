@@ -175,6 +175,7 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 	}
 	rl->slot_arg[0] = '\0';
 	copy_out(lk);
+	lk->busy = r == LOCK_FAILED && rlock_busy(rl);
 	return r;
 }
 
@@ -389,10 +390,23 @@ static int release(struct lock *lk, const struct release_how *how,
 {
 	struct rlock *rl = &R(lk)->rl;
 
+	int r;
+
 	close_nodes(&R(lk)->watch, rl->n_nodes);
 	if (!how->job)
 		return rlock_release(rl, err);
-	return rlock_release_job(rl, how->exit_status, how->min_hold, err);
+	r = rlock_release_job(rl, how->exit_status, how->min_hold, err);
+	lk->lost_at_release = r == LOCK_RELEASE_LOST;
+	return lk->lost_at_release ? 0 : r;
+}
+
+static int raise_fence(struct lock *lk, const char *fence, struct error *err)
+{
+	struct rlock *rl = &R(lk)->rl;
+	int r = rlock_raise_fence(rl, fence, err);
+
+	snprintf(lk->fence, sizeof lk->fence, "%s", rl->fence);
+	return r;
 }
 
 static void log_servers(const struct lock *lk)
@@ -425,6 +439,7 @@ const struct engine redis_engine = {
 	.note_killed = note_killed,
 	.fds = fds,
 	.release = release,
+	.raise_fence = raise_fence,
 	.log_servers = log_servers,
 	.status = redis_status,
 	.list = redis_list,

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sysexits.h>
@@ -755,8 +756,32 @@ static void handshake_failed(struct node *n, bool auth, const char *s)
 		fail(n, EX_USAGE, "database %d: %s", n->url->db, s);
 }
 
-void node_script_error(const char *s, const char *name, char *out, size_t len)
+/* Line n of the body -> "line M" of the script's own file, or
+ * "lib/FILE.lua line M". */
+static void where(const struct script *script, const char *digits,
+		  size_t n_digits, char *out, size_t len)
 {
+	const struct script_line *seg = NULL;
+	long n = strtol(digits, NULL, 10);
+	char own[64];
+
+	for (const struct script_line *l = script->lines; l && l->body; l++)
+		if (l->body <= n)
+			seg = l;
+	if (!seg || n_digits > 9) {
+		snprintf(out, len, "line %.*s", (int)n_digits, digits);
+		return;
+	}
+	snprintf(own, sizeof own, "%s.lua", script->name);
+	snprintf(out, len, "%s%sline %ld", strcmp(seg->file, own) ? seg->file : "",
+		 strcmp(seg->file, own) ? " " : "", seg->line + (n - seg->body));
+}
+
+void node_script_error(const char *s, const struct script *script, char *out,
+		       size_t len)
+{
+	const char *name = script->name;
+	char at_line[96];
 	static const char wrapped[] = "ERR Error running script (call to f_";
 	const char *p = strstr(s, " script: "), *at, *line;
 	size_t n_digits;
@@ -775,14 +800,16 @@ void node_script_error(const char *s, const char *name, char *out, size_t len)
 			p += strspn(p, " ");
 		}
 		p += (*p == '-');
-		snprintf(out, len, "%s (%s script, line %.*s)", p, name,
-			 (int)n_digits, line);
+		where(script, line, n_digits, at_line, sizeof at_line);
+		snprintf(out, len, "%s (%s script, %s)", p, name, at_line);
 	} else if (p && strspn(p + 9, "0123456789abcdef") == 40) {
 		at = strstr(p + 49, "@user_script:");
 		line = at ? at + 13 : "";
 		n_digits = strspn(line, "0123456789");
-		snprintf(out, len, "%.*s (%s script%s%.*s)", (int)(p - s), s, name,
-			 n_digits ? ", line " : "", (int)n_digits, line);
+		if (n_digits)
+			where(script, line, n_digits, at_line, sizeof at_line);
+		snprintf(out, len, "%.*s (%s script%s%s)", (int)(p - s), s, name,
+			 n_digits ? ", " : "", n_digits ? at_line : "");
 	} else {
 		snprintf(out, len, "%s", s);
 	}
@@ -888,7 +915,7 @@ static bool take_reply(struct node *n, redisReply *r)
 		if (n->cmds[i].script) {
 			char why[384];
 
-			node_script_error(r->str, n->cmds[i].script->name, why,
+			node_script_error(r->str, n->cmds[i].script, why,
 					  sizeof why);
 			reply_failed(n, r->str, why);
 		} else {

@@ -9,14 +9,25 @@
 
 #define NODE_MAX_CMDS 4
 
+/* From line body of a script's body on: the lines of file (a name under
+ * src/redis/lua), from its line line on. */
+struct script_line {
+	int body;
+	const char *file;
+	int line;
+};
+
 /* A Lua script, as the connection sends it: EVALSHA by sha, EVAL with the
  * body when the server says NOSCRIPT. The scripts themselves are the lock
- * layer's: src/redis/lua/NAME.lua, embedded by the build (src/redis/lua/embed.py). */
+ * layer's: src/redis/lua/NAME.lua, embedded by the build (src/redis/lua/embed.py),
+ * with the files they include (src/redis/lua/lib). */
 struct script {
 	const char *name;	/* for messages: "acquire script, line 3" */
 	const char *body;
 	const char *sha;	/* SHA-1 of body, for EVALSHA */
 	int n_keys;
+	const struct script_line *lines;	/* ends with body 0; NULL:
+						 * lines counted from body */
 };
 
 /* One command of a round: a script call (EVALSHA, EVAL on NOSCRIPT) or,
@@ -130,6 +141,9 @@ int node_read_pushes(struct node *n);
 /* A script's error without the script's SHA-1, which tells a user nothing:
  * Redis 7's "ERROR script: SHA, on @user_script:N." and Redis 6's
  * "ERR Error running script (call to f_SHA): @user_script:N: ERROR" both
- * become "ERROR (NAME script, line N)"; anything else is copied. */
-void node_script_error(const char *s, const char *name, char *out, size_t len);
+ * become "ERROR (NAME script, line M)", M counted from the top of the
+ * script's file, or "ERROR (NAME script, lib/FILE.lua line M)" for a line
+ * of a file it includes; anything else is copied. */
+void node_script_error(const char *s, const struct script *script, char *out,
+		       size_t len);
 int node_fd(const struct node *n);

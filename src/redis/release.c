@@ -29,9 +29,9 @@ static void me(const struct rlock *lk, char *out, size_t len)
 static void keys_of(const struct rlock *lk, const char **argv)
 {
 	const char *keys[] = {
-		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
-		lk->queue_key, lk->wake_key, lk->alive_key, lk->writers_key,
-		lk->history_key, lk->notice_key,
+		lk->key, lk->alive_key, lk->history_key, lk->queue_key,
+		lk->wake_key, lk->writers_key, lk->owner_key, lk->mode_key,
+		lk->slots_key, lk->notice_key, lk->fence_key,
 	};
 
 	memcpy(argv, keys, sizeof keys);
@@ -58,20 +58,20 @@ int redis_release_token(struct lock *core, const char *token, struct error *err)
 {
 	struct rlock *lk = redis_rlock(core);
 	char who[300], note[400], shown[80];
-	const char *argv[20];
-	struct cmd cmd = { &script_release, 20, argv, NULL };
+	const char *argv[21];
+	struct cmd cmd = { &script_release, 21, argv, NULL };
 	size_t n_ok, n_yes = 0, need = quorum_majority(lk->n_nodes);
 
 	me(lk, who, sizeof who);
 	snprintf(note, sizeof note, "released by %s (dlock release --token)", who);
 	keys_of(lk, argv);
-	argv[10] = token;
-	argv[11] = lk->history_arg;
-	argv[12] = "token";
-	argv[13] = argv[14] = argv[15] = "";
-	argv[16] = lk->core->info;
-	argv[17] = note;
-	argv[18] = argv[19] = "";	/* no --min-hold: an explicit release */
+	argv[11] = token;
+	argv[12] = lk->history_arg;
+	argv[13] = "token";
+	argv[14] = argv[15] = argv[16] = "";
+	argv[17] = lk->core->info;
+	argv[18] = note;
+	argv[19] = argv[20] = "";	/* no --min-hold: an explicit release */
 	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		const redisReply *r = lk->nodes[i].replies[0];
@@ -124,8 +124,8 @@ int redis_force(struct lock *core, struct broken_holder **out, size_t *n_out,
 {
 	struct rlock *lk = redis_rlock(core);
 	char who[300], note[400];
-	const char *argv[13];
-	struct cmd cmd = { &script_force, 13, argv, NULL };
+	const char *argv[14];
+	struct cmd cmd = { &script_force, 14, argv, NULL };
 	struct broken_holder *b = NULL;
 	size_t n_ok, n_b = 0, cap = 0;
 	bool left_alone = false;
@@ -134,9 +134,9 @@ int redis_force(struct lock *core, struct broken_holder **out, size_t *n_out,
 	me(lk, who, sizeof who);
 	snprintf(note, sizeof note, "broken by %s (dlock release --force)", who);
 	keys_of(lk, argv);
-	argv[10] = lk->history_arg;
-	argv[11] = lk->core->info;
-	argv[12] = note;
+	argv[11] = lk->history_arg;
+	argv[12] = lk->core->info;
+	argv[13] = note;
 	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
 	for (size_t i = 0; i < lk->n_nodes; i++)
 		if (lk->nodes[i].state == NODE_DONE)

@@ -5,6 +5,7 @@
  * allowed for; anything less is given back on every server, including
  * those that did not answer (their SET may have landed after all). */
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,13 @@
 /* How long the fencing and ticket counters outlive the lock's last use;
  * the scripts say 86400000 where they set it. */
 #define COUNTER_IDLE_MS "86400000"
+/* A release that meets a passing state is tried again until the lease's
+ * end, but no longer than this. */
+#define RELEASE_RETRY_MS 5000
+/* RedLock: the servers' clocks count in the fence in whole seconds (see
+ * src/redis/lua/lib/fence.lua), so that they mostly hand out one value and the
+ * write-back round is seldom needed. */
+#define FENCE_GRAIN_REDLOCK "1000000"
 
 /* A key in the lock key's Redis Cluster hash slot: "{key}suffix", or
  * "key suffix" when the key already has a {hash tag} of its own. */
@@ -185,22 +193,39 @@ static int acquire_reply(struct rlock *lk, const redisReply *r, long long *value
 	return (int)r->element[0]->integer;
 }
 
+/* The acquire script's {3}: the short call asks for the full one. */
+static bool short_again(const redisReply *r)
+{
+	return r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+	       r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 3;
+}
+
 /* how: "job" (exit status known, or LOCK_EXIT_UNKNOWN) or "undo"; see
  * script_release. min_hold: keep the lock for what is left of --min-hold. */
 static size_t release_round(struct rlock *lk, const char *how, int exit_status,
-			    bool min_hold)
+			    bool min_hold, int64_t timeout_ms)
 {
 	char exit_arg[16] = "", held_arg[24] = "", hold_arg[24] = "";
 	char finished_arg[24] = "";
 	const char *argv[] = {
-		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
-		lk->queue_key, lk->wake_key, lk->alive_key, lk->writers_key,
-		lk->history_key, lk->notice_key,
+		lk->key, lk->alive_key, lk->history_key, lk->queue_key,
+		lk->wake_key, lk->writers_key, lk->owner_key, lk->mode_key,
+		lk->slots_key, lk->notice_key, lk->fence_key,
 		lk->token, lk->history_arg, how, exit_arg, held_arg, lk->fence,
 		lk->core->info, "", hold_arg, finished_arg,
 	};
-	struct cmd cmd = { &script_release, 20, argv, NULL };
+	/* KEYS 1-6 and ARGV 1-7 (see script_release) */
+	const char *short_argv[] = {
+		argv[0], argv[1], argv[2], argv[3], argv[4], argv[5],
+		argv[11], argv[12], argv[13], argv[14], argv[15], argv[16],
+		argv[17],
+	};
+	struct script short_release = script_release;
+	struct cmd cmd = { &script_release, 21, argv, NULL };
+	struct cmd short_cmd = { &short_release, 13, short_argv, NULL };
 	int64_t held_ms = clock_now_ms() - lk->acquired_ms;
+	const redisReply *r;
+	size_t n_ok;
 
 	if (exit_status != LOCK_EXIT_UNKNOWN)
 		snprintf(exit_arg, sizeof exit_arg, "%d", exit_status);
@@ -214,7 +239,18 @@ static size_t release_round(struct rlock *lk, const char *how, int exit_status,
 		snprintf(finished_arg, sizeof finished_arg, "%" PRId64,
 			 clock_wall_ms());
 	}
-	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
+	/* The common case, an exclusive job's end on one server, in the
+	 * short call; the script asks for the full one (3) when the lock is
+	 * not ours (any more). */
+	if (lk->n_nodes == 1 && lk->p->limit == 0 && strcmp(how, "job") == 0 &&
+	    !hold_arg[0]) {
+		short_release.n_keys = 6;
+		n_ok = fanout_round(lk->nodes, 1, &short_cmd, 1, timeout_ms);
+		r = lk->nodes[0].replies[0];
+		if (n_ok == 0 || r->type != REDIS_REPLY_INTEGER || r->integer != 3)
+			return n_ok;
+	}
+	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, timeout_ms);
 }
 
 static void no_quorum(struct rlock *lk, size_t n_ok, struct error *err,
@@ -273,8 +309,8 @@ static void all_servers(struct rlock *lk)
 static int fence_write_back(struct rlock *lk, const long long *counted,
 			    struct error *err)
 {
-	const char *argv[] = { lk->fence_key, lk->fence };
-	struct cmd cmd = { &script_fence_max, 2, argv, NULL };
+	const char *argv[] = { lk->fence_key, lk->owner_key, lk->fence, lk->token };
+	struct cmd cmd = { &script_fence_max, 4, argv, NULL };
 	long long fence = strtoll(lk->fence, NULL, 10);
 	size_t need = quorum_majority(lk->n_nodes), n_at = 0, n_ok;
 
@@ -289,6 +325,24 @@ static int fence_write_back(struct rlock *lk, const long long *counted,
 		return 0;
 	no_quorum(lk, n_at + n_ok, err, "stored the fencing token");
 	return -1;
+}
+
+int rlock_raise_fence(struct rlock *lk, const char *fence, struct error *err)
+{
+	const char *argv[] = { lk->fence_key, lk->owner_key, fence, lk->token };
+	struct cmd cmd = { &script_fence_max, 4, argv, NULL };
+	size_t n_ok;
+
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		lk->nodes[i].skip = !lk->granted[i];
+	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
+	all_servers(lk);
+	if (n_ok < quorum_majority(lk->n_nodes)) {
+		no_quorum(lk, n_ok, err, "stored the fencing token");
+		return -1;
+	}
+	snprintf(lk->fence, sizeof lk->fence, "%s", fence);
+	return 0;
 }
 
 static int wait_replicas(struct rlock *lk, struct error *err)
@@ -362,25 +416,36 @@ static void give_back(struct rlock *lk, const bool *stray)
 		any |= stray[i];
 	}
 	if (any)
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
+		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 	all_servers(lk);
 }
 
 enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *err)
 {
 	const char *argv[] = {
-		lk->key, lk->fence_key, lk->owner_key, lk->mode_key,
-		lk->queue_key, lk->alive_key, lk->slots_key, lk->wake_key,
-		lk->writers_key, lk->history_key,
-		lk->token, lk->ttl_arg,
+		lk->key, lk->fence_key, lk->history_key, lk->owner_key,
+		lk->mode_key, lk->queue_key, lk->alive_key, lk->slots_key,
+		lk->wake_key, lk->writers_key,
+		lk->token, lk->ttl_arg, lk->core->info, lk->history_arg,
+		lk->n_nodes > 1 ? FENCE_GRAIN_REDLOCK : "1",
+		lk->mode_arg, lk->ticket,
 		lk->reentry_token ? lk->reentry_token : "",
-		lk->core->info, lk->mode_arg, lk->ticket, lk->alive_arg, lk->slot_arg,
-		lk->p->waits ? "1" : "", lk->history_arg,
+		lk->alive_arg, lk->slot_arg,
+		!lk->p->waits ? "" : lk->waited ? "2" : "1",
 	};
-	struct cmd cmd = { &script_acquire, 20, argv, NULL };
+	struct cmd cmd = { &script_acquire, 21, argv, NULL };
+	/* KEYS 1-3, ARGV 1-5 (see script_acquire): a first exclusive try */
+	const char *short_argv[] = {
+		argv[0], argv[1], argv[2], argv[10], argv[11], argv[12],
+		argv[13], argv[14],
+	};
+	struct script short_acquire = script_acquire;
+	struct cmd short_cmd = { &short_acquire, 8, short_argv, NULL };
+	bool short_call = lk->n_nodes == 1 && lk->p->limit == 0 &&
+			  !lk->ticket[0] && !lk->reentry_token && !lk->waited;
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
 	size_t n_answered;
-	long long fence = 0, value;
+	long long fence = 0, value, held_fence = 0;
 	int64_t start_ms, validity_ms;
 	enum lock_result r;
 	long long counted[MAX_SERVERS];	/* fencing count of each grant, or -1 */
@@ -392,8 +457,13 @@ enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *er
 	lk->queue_pos = 0;
 	lk->free_slot = -1;
 	start_ms = clock_now_ms();
-	n_answered = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1,
+	short_acquire.n_keys = 3;
+	n_answered = fanout_round(lk->nodes, lk->n_nodes,
+				  short_call ? &short_cmd : &cmd, 1,
 				  lk->node_timeout_ms);
+	/* the short call found the lock taken: {3}, the full one then */
+	if (short_call && n_answered == 1 && short_again(lk->nodes[0].replies[0]))
+		n_answered = fanout_round(lk->nodes, 1, &cmd, 1, lk->node_timeout_ms);
 	*retry_ms = -1;
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		struct node *n = &lk->nodes[i];
@@ -409,6 +479,8 @@ enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *er
 			break;
 		case 2:
 			n_again++;
+			if (value > held_fence)
+				held_fence = value;
 			break;
 		case 0:
 			/* A refusal counts us among the waiters there. */
@@ -434,16 +506,16 @@ enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *er
 	}
 
 	if (n_again >= need) {
-		const char *env_fence = getenv("DLOCK_FENCE");
-
 		/* A server the outer dlock did not get (it was down then)
 		 * granted this request a lock of its own: given back, with
 		 * our own token, before it is replaced by the outer one.
 		 * So are servers that did not answer, which may have. */
 		if (n_granted > 0 || n_answered < lk->n_nodes)
-			release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
+			release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 		snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
-		snprintf(lk->fence, sizeof lk->fence, "%s", env_fence ? env_fence : "0");
+		/* the outer holder's fence, as the servers keep it: never the
+		 * caller's DLOCK_FENCE, which nothing checks */
+		snprintf(lk->fence, sizeof lk->fence, "%lld", held_fence);
 		return LOCK_REENTERED;
 	}
 	if (n_yes >= need && validity_ms > 0) {
@@ -465,7 +537,7 @@ enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *er
 		}
 		if (ok)
 			error_set(err, EX_UNAVAILABLE, "acquiring took longer than the lease");
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
+		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 		return LOCK_FAILED;
 	}
 	if (n_yes >= need) {
@@ -480,7 +552,7 @@ enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *er
 	}
 	/* What did not answer may have taken the SET all the same. */
 	if (n_granted > 0 || n_answered < lk->n_nodes)
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false);
+		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 	return r;
 }
 
@@ -557,9 +629,9 @@ enum extend_result rlock_extend(struct rlock *lk, int64_t timeout_ms,
 {
 	const char *argv[] = {
 		lk->key, lk->owner_key, lk->mode_key, lk->slots_key,
-		lk->token, lk->ttl_arg,
+		lk->fence_key, lk->token, lk->ttl_arg,
 	};
-	struct cmd cmd = { &script_extend, 6, argv, NULL };
+	struct cmd cmd = { &script_extend, 7, argv, NULL };
 	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_no = 0;
 	int64_t start_ms = clock_now_ms();
 
@@ -591,19 +663,73 @@ enum extend_result rlock_extend(struct rlock *lk, int64_t timeout_ms,
 	return EXTEND_FAILED;
 }
 
+/* Whether a failed release on n is worth another try: a passing state
+ * (TRYAGAIN while the cluster moves the lock's slot, LOADING, BUSY, ...;
+ * an ASK is followed within the round), while time is left; or, once, a
+ * connection that was there before the round and broke without a word
+ * (the server restarted since: "broken pipe"), on a fresh one. A server
+ * that refuses connections is not asked again. */
+static bool retry_release(const struct node *n, bool had_conn, int tries)
+{
+	if (n->state != NODE_FAILED || n->err.exit != EX_UNAVAILABLE)
+		return false;
+	return n->answered || (had_conn && tries == 1);
+}
+
 static int release_all(struct rlock *lk, const char *how, int exit_status,
 		       bool min_hold, struct error *err)
 {
+	/* The release's deadline: the lease's end (the lock lapses then,
+	 * released or not), at most RELEASE_RETRY_MS from now. */
+	int64_t now_ms = clock_now_ms(), deadline_ms = now_ms + RELEASE_RETRY_MS;
+	int64_t pause_ms = 10;
+	size_t n_ok, n_no = 0, need = quorum_majority(lk->n_nodes);
+	bool had_conn[MAX_SERVERS], again;
+	const struct error *worst;
+
+	if (lk->valid_until_ms > now_ms && lk->valid_until_ms < deadline_ms)
+		deadline_ms = lk->valid_until_ms;
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		had_conn[i] = lk->nodes[i].c != NULL;
 	/* Every server, also one that did not answer lately: a paused server
 	 * that resumes runs our queued SET, then this release, in that order,
 	 * instead of keeping a key nobody knows for a whole TTL. */
-	size_t n_ok = release_round(lk, how, exit_status, min_hold);
-	const struct error *worst;
+	n_ok = release_round(lk, how, exit_status, min_hold, lk->node_timeout_ms);
+	for (int tries = 1;; tries++) {
+		again = false;
+		for (size_t i = 0; i < lk->n_nodes; i++) {
+			lk->nodes[i].skip = !retry_release(&lk->nodes[i], had_conn[i], tries);
+			again |= !lk->nodes[i].skip;
+		}
+		now_ms = clock_now_ms();
+		if (!again || now_ms + pause_ms >= deadline_ms)
+			break;
+		poll(NULL, 0, (int)pause_ms);
+		pause_ms = pause_ms * 2 > 200 ? 200 : pause_ms * 2;
+		n_ok += release_round(lk, how, exit_status, min_hold,
+				      deadline_ms - clock_now_ms());
+	}
+	all_servers(lk);
+	/* The servers that said the lock is not ours (script_release: 0). A
+	 * retried node's reply is its last round's. */
+	for (size_t i = 0; i < lk->n_nodes; i++) {
+		const redisReply *r = lk->nodes[i].replies[0];
 
+		n_no += lk->nodes[i].state == NODE_DONE && r &&
+			r->type == REDIS_REPLY_INTEGER && r->integer == 0;
+	}
+	if (strcmp(how, "job") == 0 && n_no > lk->n_nodes - need) {
+		error_set(err, EX_TEMPFAIL, lk->n_nodes == 1 ?
+			  "the lock was deleted or taken over%s%s" :
+			  "the lock was deleted or taken over on a majority%s%s",
+			  lk->n_nodes == 1 ? " on " : "",
+			  lk->n_nodes == 1 ? lk->nodes[0].url->text : "");
+		return LOCK_RELEASE_LOST;
+	}
 	if (n_ok == lk->n_nodes)
 		return 0;
 	worst = fanout_worst_error(lk->nodes, lk->n_nodes);
-	if (n_ok < quorum_majority(lk->n_nodes)) {
+	if (n_ok < need) {
 		no_quorum(lk, n_ok, err, "confirmed the release");
 		return -1;
 	}
@@ -621,4 +747,13 @@ int rlock_release_job(struct rlock *lk, int exit_status, bool min_hold,
 		     struct error *err)
 {
 	return release_all(lk, "job", exit_status, min_hold, err);
+}
+
+bool rlock_busy(const struct rlock *lk)
+{
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		if (lk->nodes[i].state == NODE_FAILED &&
+		    (lk->nodes[i].err.exit != EX_UNAVAILABLE || !lk->nodes[i].answered))
+			return false;
+	return true;
 }

@@ -64,8 +64,11 @@ enum extend_result rlock_extend(struct rlock *lk, int64_t timeout_ms,
 			       struct error *err);
 /* Releases on every server. Returns 0, 1 when a majority but not every
  * server confirmed (err says which did not), or -1 when no majority did:
- * the lock then lapses with its lease. This gives back an acquisition no
- * command used: the history forgets it. */
+ * the lock then lapses with its lease. A server in a passing state
+ * (TRYAGAIN in a Cluster's slot migration, LOADING) is asked again while
+ * the lease lasts, at most 5 s; one whose connection broke since the last
+ * round (a restart), once more on a fresh connection. This gives back an
+ * acquisition no command used: the history forgets it. */
 int rlock_release(struct rlock *lk, struct error *err);
 /* The same once a job ran under the lock: the history records it released
  * with exit_status (LOCK_EXIT_UNKNOWN when not known) and how long it was
@@ -75,6 +78,16 @@ int rlock_release(struct rlock *lk, struct error *err);
  * the minimum, never lengthened, its holder info marked finished. */
 int rlock_release_job(struct rlock *lk, int exit_status, bool min_hold,
 		     struct error *err);
+/* rlock_release_job() returns LOCK_RELEASE_LOST (engine.h) when a
+ * majority of the servers said the lock was not ours any more. */
+/* -k: raises the lock's fencing counter to fence (a larger one, another
+ * key's) on the servers that granted it, and makes it this holder's fence
+ * (its info too). -1 with err when no majority stored it. */
+int rlock_raise_fence(struct rlock *lk, const char *fence, struct error *err);
+/* Whether the last round's failures were all passing states a server
+ * answered with (TRYAGAIN, LOADING, BUSY...), none a server that could not
+ * be reached. */
+bool rlock_busy(const struct rlock *lk);
 /* A key beside the lock key, in its Redis Cluster hash slot:
  * "{key}suffix", or key + suffix when key has a {hash tag}. malloc'd. */
 char *rlock_derived_key(const char *key, const char *suffix);

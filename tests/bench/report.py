@@ -46,7 +46,8 @@ def role(tool):
 		return "self"
 	if t.startswith("flock"):
 		return "base"
-	if t in ("true", "date (exec floor)", "redis-cli ping (1 node)", "redis-cli --latency"):
+	if t in ("true", "date (exec floor)", "redis-cli ping (1 node)", "redis-cli --latency") \
+			or t.startswith("floor"):
 		return "floor"
 	return "peer"
 
@@ -157,14 +158,17 @@ target("W5", case5, "mutual-exclusion violations",
        med(find("W5", "dlock", "mutual-exclusion violations")), "<=", 0,
        "an acquire while another held, from the sections' log", "count",
        short="W5 overlaps")
-# W6: warm, the interleaved ratio
-w6 = find("W6", "dlock", "x redis-py (interleaved)", "warm: server usec per cycle")
-target("W6", "warm: server usec per cycle", "dlock / redis-py server time per cycle, warm",
-       med(w6), "<=", 3, "median over rounds of the same round's ratio", short="W6 warm")
-w6p = find("W6", "dlock", "x redis-py (interleaved)", "process: server usec per cycle")
-if w6p:
-	targets.append(("W6", "(same, a new process per cycle: cold server caches)",
-			med(w6p), "<= 3", med(w6p) <= 3, "shown, not judged", ""))
+# W6: warm, the interleaved ratio to the floor (a hand-written pair of
+# scripts making the same durable writes and TTL refreshes, issue 22); the
+# ratio to redis-py's Lock, which writes far less, is shown
+w6 = find("W6", "dlock", "x floor (interleaved)", "warm: server usec per cycle")
+target("W6", "warm: server usec per cycle", "dlock / the floor's server time per cycle, warm",
+       med(w6), "<=", 1.2, "median over rounds of the same round's ratio", short="W6 warm")
+for case in ("warm", "process"):
+	w6r = find("W6", "dlock", "x redis-py (interleaved)", f"{case}: server usec per cycle")
+	if w6r:
+		targets.append(("W6", f"dlock / redis-py's Lock, {case}", med(w6r), "<= 3",
+				med(w6r) <= 3, "shown, not judged", ""))
 
 os.makedirs(out, exist_ok=True)
 with open(os.path.join(out, "results.csv"), "w", newline="") as f:

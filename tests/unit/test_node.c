@@ -153,32 +153,49 @@ int main(void)
 
 	{
 		static const char sha[] = "30c08b77f046cc48dac35bc03b6059d868097571";
+		/* as embed.py maps them: a 30-line header, wake.lua (16 lines)
+		 * included at the body's line 20 */
+		static const struct script_line lines[] = {
+			{ 1, "acquire.lua", 32 }, { 20, "lib/wake.lua", 1 },
+			{ 36, "acquire.lua", 52 }, { 0, NULL, 0 },
+		};
+		const struct script acquire = { .name = "acquire", .lines = lines };
+		const struct script release = { .name = "release" };
+		const struct script *const ac = &acquire, *const rel = &release;
 		char in[512], out[512];
 
 		snprintf(in, sizeof in, "WRONGTYPE Operation against a key holding the wrong kind of value script: %s, on @user_script:13.", sha);
-		node_script_error(in, "acquire", out, sizeof out);
-		ok(strcmp(out, "WRONGTYPE Operation against a key holding the wrong kind of value (acquire script, line 13)") == 0,
-		   "Redis 7: no SHA-1, the script and line instead (%s)", out);
+		node_script_error(in, ac, out, sizeof out);
+		ok(strcmp(out, "WRONGTYPE Operation against a key holding the wrong kind of value (acquire script, line 44)") == 0,
+		   "Redis 7: no SHA-1, the script and its file's line instead (%s)", out);
 		snprintf(in, sizeof in, "ERR Error running script (call to f_%s): @user_script:13: WRONGTYPE Operation against a key holding the wrong kind of value", sha);
-		node_script_error(in, "acquire", out, sizeof out);
-		ok(strcmp(out, "WRONGTYPE Operation against a key holding the wrong kind of value (acquire script, line 13)") == 0,
+		node_script_error(in, ac, out, sizeof out);
+		ok(strcmp(out, "WRONGTYPE Operation against a key holding the wrong kind of value (acquire script, line 44)") == 0,
 		   "Redis 6: unwrapped, no SHA-1 (%s)", out);
+		snprintf(in, sizeof in, "ERR bad thing script: %s, on @user_script:24.", sha);
+		node_script_error(in, ac, out, sizeof out);
+		ok(strcmp(out, "ERR bad thing (acquire script, lib/wake.lua line 5)") == 0,
+		   "a line of an included file: that file's line (%s)", out);
+		snprintf(in, sizeof in, "ERR bad thing script: %s, on @user_script:40.", sha);
+		node_script_error(in, ac, out, sizeof out);
+		ok(strcmp(out, "ERR bad thing (acquire script, line 56)") == 0,
+		   "after the include: the script's own line again (%s)", out);
 		snprintf(in, sizeof in, "OOM command not allowed when used memory > 'maxmemory'. script: %s, on @user_script:23.", sha);
-		node_script_error(in, "release", out, sizeof out);
+		node_script_error(in, rel, out, sizeof out);
 		ok(strcmp(out, "OOM command not allowed when used memory > 'maxmemory'. (release script, line 23)") == 0,
 		   "OOM: no SHA-1 (%s)", out);
-		node_script_error("WRONGTYPE dlock:K is a hash, not a lock", "acquire", out, sizeof out);
+		node_script_error("WRONGTYPE dlock:K is a hash, not a lock", ac, out, sizeof out);
 		ok(strcmp(out, "WRONGTYPE dlock:K is a hash, not a lock") == 0,
 		   "the script's own error is left as it is (%s)", out);
 		snprintf(in, sizeof in, "ERR Error running script (call to f_%s): @user_script:1: @user_script: 1: -READONLY You can't write against a read only replica.", sha);
-		node_script_error(in, "acquire", out, sizeof out);
-		ok(strcmp(out, "READONLY You can't write against a read only replica. (acquire script, line 1)") == 0,
+		node_script_error(in, ac, out, sizeof out);
+		ok(strcmp(out, "READONLY You can't write against a read only replica. (acquire script, line 32)") == 0,
 		   "Redis 6, a redis.call() error: unwrapped twice (%s)", out);
 		node_script_error("ERR Error running script (call to f_x): @user_script:1: READONLYISH",
-				  "acquire", out, sizeof out);
+				  ac, out, sizeof out);
 		ok(strcmp(out, "ERR Error running script (call to f_x): @user_script:1: READONLYISH") == 0,
 		   "Redis 6 form without a SHA-1: left as it is (%s)", out);
-		node_script_error("ERR bad script: thing", "acquire", out, sizeof out);
+		node_script_error("ERR bad script: thing", ac, out, sizeof out);
 		ok(strcmp(out, "ERR bad script: thing") == 0,
 		   "' script: ' without a SHA-1 is left as it is (%s)", out);
 	}

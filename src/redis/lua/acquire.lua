@@ -1,105 +1,105 @@
 -- KEYS: 1 lock (string: exclusive holder's token; zset: shared holders,
--- token -> lease end in server ms), 2 fencing counter, 3 holder info (hash:
--- token -> "host pid user since command"), 4 mode of a shared lock ("s" or
--- the --limit N), 5 fair queue (zset: token -> ticket), 6 waiters (zset:
--- token -> server ms after which the waiter counts as gone; every refusal
--- of a caller that will wait refreshes its entry), 7 the
--- --limit slots (hash: token -> slot; each slot KEYS[7]..':'..i a string
--- holding its token, PX ttl), 8 the wake list (waiters BLPOP it; a fair
--- or exclusive waiter its own, KEYS[8]..':'..token), 9 the exclusive
--- waiters (zset: token -> server ms after which it counts as gone),
--- 10 the history (stream, see release.lua).
--- ARGV: 1 token, 2 ttl ms, 3 re-entry token or '', 4 holder info
--- ("host\tpid\tuser\tsince_ms\tcommand"; KEYS[3] keeps it with
--- "\tfence" added, and KEYS[5]..':info' keeps a --fair waiter's),
--- 5 mode ("x" exclusive, "s" shared, or N for --limit N), 6 fair ticket or '',
--- 7 waiter liveness ms (the caller counts as gone that long after this try
--- unless it tries again), 8 the --limit slot to take, or '' for the lowest
--- free one, 9 '1' when the caller will wait if refused, 10 the number of
--- events the history keeps ('0': none, and no XADD).
+-- token -> lease end in server ms), 2 fencing counter (and the exclusive
+-- holder's info: lib/holder.lua), 3 the history (stream, see
+-- release.lua), 4 holder info of shared and --limit holders (hash: token
+-- -> info), 5 mode of a shared lock ("s" or the --limit N), 6 fair queue
+-- (zset: token -> ticket), 7 waiters (zset: token -> server ms after
+-- which the waiter counts as gone; every refusal of a caller that will
+-- wait refreshes its entry), 8 the --limit slots (hash: token -> slot;
+-- each slot KEYS[8]..':'..i a string holding its token, PX ttl), 9 the
+-- wake list (waiters BLPOP it; a fair or exclusive waiter its own,
+-- KEYS[9]..':'..token), 10 the exclusive waiters (zset: token -> server
+-- ms after which it counts as gone).
+-- ARGV: 1 token, 2 ttl ms, 3 holder info ("host\tpid\tuser\tsince_ms\t
+-- command"; kept with "\tfence" added, and KEYS[6]..':info' keeps a
+-- --fair waiter's), 4 the number of events the history keeps ('0':
+-- none, and no XADD; approximately: XADD MAXLEN ~ trims whole stream
+-- nodes, dlock history shows the last N), 5 the fencing clock's grain,
+-- microseconds (lib/fence.lua): '1' on a single server, more with
+-- RedLock, 6 mode ("x" exclusive, "s" shared, or N for --limit N), 7 fair
+-- ticket or '', 8 re-entry token or '', 9 waiter liveness ms (the caller
+-- counts as gone that long after this try unless it tries again), 10 the
+-- --limit slot to take, or '' for the lowest free one, 11 '1' when the
+-- caller will wait if refused, '2' when it will and was refused before
+-- (so may be among the waiters), '' when it will not.
+-- The short call: KEYS 1-3 and ARGV 1-5 only, for a first try that is
+-- exclusive, not --fair, re-enters nothing, and has not been refused:
+-- the common case, where fewer arguments cost the server less. It takes
+-- a free lock as the full call does; otherwise it returns {3}: ask again
+-- with every key and argument.
 -- A --limit holder takes one of N slots, each an exclusive lock of its own:
 -- with several servers a holder needs a majority on one slot, so no more
 -- than N can hold (counting holders per server would let majorities that
 -- overlap on no slot admit more than N).
 -- An error "DLOCKVERSION ..." on a server older than Redis 6.0.
--- Returns {1, fence[, slot taken or -1]} acquired, {2, fence} re-entered,
+-- Returns {1, fence[, slot taken or -1]} acquired, {2, fence} re-entered
+-- (the fence of the re-entered holder, as its info keeps it),
 -- or {0, retry hint ms, queue position, holder info[, free slot or -1]}
--- when held. The retry hint (-1: none) is when the refusal may no longer
--- hold: the holder's lease ends, or a waiter the caller waits behind (the
--- head of the --fair queue, a writer) lapses, should it have died. The
+-- when held ({3}: the short call, see above). The retry hint (-1: none)
+-- is when the refusal may no longer hold: the holder's lease ends, or a
+-- waiter the caller waits behind (the head of the --fair queue, a writer)
+-- lapses, should it have died. The
 -- first lines are the common case, an exclusive lock that is free, kept
--- short: they call TIME only when the fencing counter is missing (XADD's
--- '*' ID reads the clock without a command).
+-- short: no waiter entry to drop unless the caller was refused before.
 -- A shared or fair holder wakes the next waiter, who may hold alongside it
 -- or is the new head of the queue.
 -- Writers first, as read-write locks do: an exclusive request refused
--- while the lock is held marks itself in KEYS[9] (if it will wait), and a
+-- while the lock is held marks itself in KEYS[10] (if it will wait), and a
 -- shared or --limit request waits while a live mark is there, so that a
 -- stream of readers cannot keep a writer out for ever. The mark goes when
--- the writer acquires or leaves, or lapses as KEYS[6]'s entries do.
--- A waiter's try drops the waiters that lapsed from KEYS[6], KEYS[5] and
--- KEYS[9].
+-- the writer acquires or leaves, or lapses as KEYS[7]'s entries do.
+-- A waiter's try drops the waiters that lapsed from KEYS[7], KEYS[6] and
+-- KEYS[10].
 -- numkeys: 10
 
 -- Redis 6.0 added redis.setresp, and the ACL users dlock can AUTH as.
 if not redis.setresp then
   return redis.error_reply('DLOCKVERSION Redis 6.0 or later is needed')
 end
--- The fence. A counter that is missing (a restart without
--- persistence, an eviction) starts again from the server's clock
--- in microseconds: above every fence handed out before, as long as
--- the clock did not go back and acquisitions came less than once a
--- microsecond. Below 2^53 for centuries: exact as a Lua number.
--- So the counter may go a day after the lock was last taken, as a
--- lock named per build would otherwise leave one for ever.
-local function next_fence()
-  local f = redis.call('INCR', KEYS[2])
-  if f == 1 then
-    local t = redis.call('TIME')
-    redis.call('SET', KEYS[2], t[1] .. string.rep('0', 6 - #t[2]) .. t[2])
-    f = redis.call('INCR', KEYS[2])
-  end
-  redis.call('PEXPIRE', KEYS[2], 86400000)
-  return f
-end
--- The history: an 'acquired' event, as the release script writes
--- its own; the stream goes a week after its last event.
-local function record(f)
-  if ARGV[10] == '0' then return end
-  redis.call('XADD', KEYS[10], 'MAXLEN', ARGV[10], '*', 'event', 'acquired',
-    'token', ARGV[1], 'holder', ARGV[4], 'fence', f)
-  redis.call('PEXPIRE', KEYS[10], 604800000)
-end
--- A fence as digits: Lua would print a 16-digit number as 1.7e+15.
-local function digits(n) return string.format('%d', n) end
-if ARGV[5] == 'x' and ARGV[6] == '' and
+-- include: lib/fence.lua
+local grain = tonumber(ARGV[5])
+local short = #KEYS == 3
+if (short or ARGV[6] == 'x' and ARGV[7] == '') and
     redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local n = next_fence()
-  local f = digits(n)
-  redis.call('HSET', KEYS[3], ARGV[1], ARGV[4] .. '\t' .. f)
-  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  local n, f = next_fence(KEYS[2], grain, ARGV[1], ARGV[3])
   -- A caller refused before leaves the waiters (only a waiter has a
   -- writer mark: both go together, the mark lapses no later).
-  if redis.call('ZREM', KEYS[6], ARGV[1]) == 1 then
-    redis.call('ZREM', KEYS[9], ARGV[1])
+  if ARGV[11] == '2' and redis.call('ZREM', KEYS[7], ARGV[1]) == 1 then
+    redis.call('ZREM', KEYS[10], ARGV[1])
   end
-  record(f)
+  if ARGV[4] ~= '0' then	-- record(f), below, written out
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'event', 'acquired',
+      'token', ARGV[1], 'holder', ARGV[3], 'fence', f)
+    redis.call('PEXPIRE', KEYS[3], 604800000)
+  end
   return {1, n}
+end
+if short then return {3} end
+-- Not the common case: the helpers are made only now, as making each
+-- costs a little in every call.
+-- include: lib/holder.lua
+-- The history: an 'acquired' event, as the release script writes
+-- its own; the stream goes a week after its last acquisition.
+local function record(f)
+  if ARGV[4] == '0' then return end
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'event', 'acquired',
+    'token', ARGV[1], 'holder', ARGV[3], 'fence', f)
+  redis.call('PEXPIRE', KEYS[3], 604800000)
 end
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local function stretch(now)
   local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
   if #last == 0 then
-    redis.call('DEL', KEYS[1], KEYS[4], KEYS[7])
+    redis.call('DEL', KEYS[1], KEYS[5], KEYS[8])
     return
   end
   local left = math.max(1, tonumber(last[2]) - now)
   redis.call('PEXPIRE', KEYS[1], left)
-  redis.call('PEXPIRE', KEYS[4], left)
-  redis.call('PEXPIRE', KEYS[7], left)
-  if redis.call('PTTL', KEYS[3]) < left then
-    redis.call('PEXPIRE', KEYS[3], left)
+  redis.call('PEXPIRE', KEYS[5], left)
+  redis.call('PEXPIRE', KEYS[8], left)
+  if redis.call('PTTL', KEYS[4]) < left then
+    redis.call('PEXPIRE', KEYS[4], left)
   end
 end
 local function drop_dead(now)
@@ -107,51 +107,38 @@ local function drop_dead(now)
   local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
   if #dead > 0 then
     redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-    redis.call('HDEL', KEYS[3], unpack(dead))
-    redis.call('HDEL', KEYS[7], unpack(dead))
+    redis.call('HDEL', KEYS[4], unpack(dead))
+    redis.call('HDEL', KEYS[8], unpack(dead))
     stretch(now)
   end
 end
--- Wakes one waiter, if anyone waits (every waiter is in waiters): a
--- live exclusive waiter (writers first) when writers is given, else
--- the head of the fair queue, each on its own list; else whoever has
--- waited longest on the common one (BLPOP serves in order). An
--- element nobody takes goes after 2 s: it is for a waiter between
--- its refusal and its BLPOP.
-local function wake(queue, list, waiters, writers, now)
-  if redis.call('ZCARD', waiters) == 0 then return end
-  local head = writers and redis.call('ZRANGEBYSCORE', writers,
-    '(' .. now, '+inf', 'LIMIT', 0, 1) or {}
-  if #head == 0 then head = redis.call('ZRANGE', queue, 0, 0) end
-  if #head > 0 then list = list .. ':' .. head[1] end
-  redis.call('LPUSH', list, '1')
-  redis.call('LTRIM', list, 0, 0)
-  redis.call('PEXPIRE', list, 2000)
-end
-local token, mode, ticket = ARGV[1], ARGV[5], ARGV[6]
-local function fence() return tonumber(redis.call('GET', KEYS[2]) or '0') end
+-- include: lib/wake.lua
+local token, mode, ticket = ARGV[1], ARGV[6], ARGV[7]
 local kind = redis.call('TYPE', KEYS[1]).ok
 -- Re-entry, unless --min-hold keeps the lock after its job (the holder
 -- info then ends in the release's time): nothing renews it any more.
-local reenter = ARGV[3] ~= ''
-if reenter then
-  local i = redis.call('HGET', KEYS[3], ARGV[3])
-  if i and i:match('^' .. string.rep('[^\t]*\t', 6) .. '[0-9]+$') then
-    reenter = false
-  end
+-- The nested command gets the fence the outer holder's info keeps: the
+-- one handed out to it (the counter may have gone on with other shared
+-- holders), never 0 or what the caller's environment says.
+local reenter = ARGV[8] ~= ''
+local held_info = reenter and info_of(ARGV[8], kind, KEYS[2], KEYS[4])
+if finished(held_info) then reenter = false end
+local function held_fence()
+  local _, f = split(held_info or '')
+  return tonumber(f) or counter(redis.call('GET', KEYS[2]))
 end
 if reenter then
-  if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[3] then
-    return {2, fence()}
+  if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[8] then
+    return {2, held_fence()}
   end
   if kind == 'zset' then
-    local s = redis.call('ZSCORE', KEYS[1], ARGV[3])
+    local s = redis.call('ZSCORE', KEYS[1], ARGV[8])
     if s and tonumber(s) > now then
       -- Held shared (or with --limit) by the outer dlock: an exclusive
       -- request would not exclude the other holders, and waiting for
       -- them would wait for the outer job itself. No upgrade; another
       -- mode is refused as it would be without re-entry.
-      local had = redis.call('GET', KEYS[4]) or 's'
+      local had = redis.call('GET', KEYS[5]) or 's'
       local held = had == 's' and 'shared' or 'with --limit ' .. had
       if mode == 'x' then
         return redis.error_reply('DLOCKMODE the outer dlock holds the lock ' ..
@@ -160,7 +147,7 @@ if reenter then
       if had ~= mode then
         return redis.error_reply('DLOCKMODE the lock is held ' .. held)
       end
-      return {2, fence()}
+      return {2, held_fence()}
     end
   end
 end
@@ -173,14 +160,12 @@ end
 local function holder()
   local who
   if kind == 'string' then
-    who = redis.call('HGET', KEYS[3], redis.call('GET', KEYS[1]))
+    who = info_of(redis.call('GET', KEYS[1]), kind, KEYS[2], KEYS[4])
   elseif kind == 'zset' then
     local first = redis.call('ZRANGE', KEYS[1], 0, 0)
-    if #first > 0 then who = redis.call('HGET', KEYS[3], first[1]) end
+    if #first > 0 then who = redis.call('HGET', KEYS[4], first[1]) end
   end
-  if who then
-    who = who:match('^(' .. string.rep('[^\t]*\t', 4) .. '[^\t]*)\t') or who
-  end
+  if who then who = split(who) end
   if kind == 'zset' then
     local n = redis.call('ZCARD', KEYS[1])
     if n > 1 then return (who or 'foreign') .. ' +' .. (n - 1) end
@@ -189,14 +174,14 @@ local function holder()
 end
 -- Waiters that stopped trying are gone: out of the waiters, the queue
 -- and the writers (a thousand at a time: unpack's limit).
-if ARGV[9] == '1' or ticket ~= '' then
-  local gone = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now, 'LIMIT', 0, 1000)
+if ARGV[11] ~= '' or ticket ~= '' then
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', now, 'LIMIT', 0, 1000)
   if #gone > 0 then
+    redis.call('ZREM', KEYS[7], unpack(gone))
     redis.call('ZREM', KEYS[6], unpack(gone))
-    redis.call('ZREM', KEYS[5], unpack(gone))
-    redis.call('HDEL', KEYS[5] .. ':info', unpack(gone))
+    redis.call('HDEL', KEYS[6] .. ':info', unpack(gone))
   end
-  redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now)
 end
 -- The sooner of two retry hints, ms from now (-1: none).
 local function sooner(a, b)
@@ -205,45 +190,43 @@ local function sooner(a, b)
 end
 local pos, taken = 0, -1
 local function refuse(hint, free, writer)
-  if ARGV[9] == '1' then
-    local until_ms = now + tonumber(ARGV[7])
-    redis.call('ZADD', KEYS[6], until_ms, token)
-    redis.call('PEXPIRE', KEYS[6], ARGV[7])
+  if ARGV[11] ~= '' then
+    local until_ms = now + tonumber(ARGV[9])
+    redis.call('ZADD', KEYS[7], until_ms, token)
+    redis.call('PEXPIRE', KEYS[7], ARGV[9])
     if writer then
-      redis.call('ZADD', KEYS[9], until_ms, token)
-      redis.call('PEXPIRE', KEYS[9], ARGV[7])
+      redis.call('ZADD', KEYS[10], until_ms, token)
+      redis.call('PEXPIRE', KEYS[10], ARGV[9])
     end
   end
   return {0, hint, pos, holder(), free}
 end
 if ticket ~= '' then
-  redis.call('ZADD', KEYS[5], 'NX', ticket, token)
+  redis.call('ZADD', KEYS[6], 'NX', ticket, token)
   -- who waits, since when: for dlock status
-  redis.call('HSETNX', KEYS[5] .. ':info', token, ARGV[4])
-  redis.call('ZADD', KEYS[6], now + tonumber(ARGV[7]), token)
-  redis.call('PEXPIRE', KEYS[5], ARGV[7])
-  redis.call('PEXPIRE', KEYS[5] .. ':info', ARGV[7])
-  redis.call('PEXPIRE', KEYS[6], ARGV[7])
-  pos = redis.call('ZRANK', KEYS[5], token)
+  redis.call('HSETNX', KEYS[6] .. ':info', token, ARGV[3])
+  redis.call('ZADD', KEYS[7], now + tonumber(ARGV[9]), token)
+  redis.call('PEXPIRE', KEYS[6], ARGV[9])
+  redis.call('PEXPIRE', KEYS[6] .. ':info', ARGV[9])
+  redis.call('PEXPIRE', KEYS[7], ARGV[9])
+  pos = redis.call('ZRANK', KEYS[6], token)
   if pos > 0 then
     local hint = kind == 'none' and -1 or redis.call('PTTL', KEYS[1])
     -- and when the head would lapse, should it have died
-    local head = redis.call('ZRANGE', KEYS[5], 0, 0)
-    local lapse = redis.call('ZSCORE', KEYS[6], head[1])
+    local head = redis.call('ZRANGE', KEYS[6], 0, 0)
+    local lapse = redis.call('ZSCORE', KEYS[7], head[1])
     if lapse then hint = sooner(hint, tonumber(lapse) - now) end
     return refuse(hint)
   end
 end
-local n
+local n, f
 if mode == 'x' then
   if kind ~= 'none' then return refuse(redis.call('PTTL', KEYS[1]), nil, true) end
-  n = next_fence()
   redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
-  redis.call('HSET', KEYS[3], token, ARGV[4] .. '\t' .. digits(n))
-  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  n, f = next_fence(KEYS[2], grain, token, ARGV[3])
 else
   if kind == 'string' then return refuse(redis.call('PTTL', KEYS[1])) end
-  local had = redis.call('GET', KEYS[4])
+  local had = redis.call('GET', KEYS[5])
   if kind == 'zset' and had and had ~= mode then
     return redis.error_reply('DLOCKMODE the lock is held ' ..
       (had == 's' and 'shared' or 'with --limit ' .. had))
@@ -251,7 +234,7 @@ else
   -- Writers first: behind a live exclusive waiter, whose wake-up
   -- comes first, and then wakes the readers; or, should it have
   -- died, until it lapses.
-  local writer = redis.call('ZRANGEBYSCORE', KEYS[9], '(' .. now, '+inf',
+  local writer = redis.call('ZRANGEBYSCORE', KEYS[10], '(' .. now, '+inf',
     'LIMIT', 0, 1, 'WITHSCORES')
   if #writer > 0 then return refuse(tonumber(writer[2]) - now) end
   if mode ~= 's' then
@@ -262,33 +245,33 @@ else
         return -1
       end
       for i = 0, limit - 1 do
-        if redis.call('EXISTS', KEYS[7] .. ':' .. i) == 0 then return i end
+        if redis.call('EXISTS', KEYS[8] .. ':' .. i) == 0 then return i end
       end
       return -1
     end
-    local slot = tonumber(ARGV[8]) or free_slot()
+    local slot = tonumber(ARGV[10]) or free_slot()
     if slot < 0 or slot >= limit or not redis.call('SET',
-        KEYS[7] .. ':' .. slot, token, 'NX', 'PX', ARGV[2]) then
+        KEYS[8] .. ':' .. slot, token, 'NX', 'PX', ARGV[2]) then
       local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
       local hint = #first > 0 and math.max(0, tonumber(first[2]) - now) or -1
       return refuse(hint, free_slot())
     end
-    redis.call('HSET', KEYS[7], token, slot)
+    redis.call('HSET', KEYS[8], token, slot)
     taken = slot
   end
-  n = next_fence()
+  n, f = next_fence(KEYS[2], grain)
   redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), token)
-  redis.call('SET', KEYS[4], mode)
-  redis.call('HSET', KEYS[3], token, ARGV[4] .. '\t' .. digits(n))
+  redis.call('SET', KEYS[5], mode)
+  redis.call('HSET', KEYS[4], token, ARGV[3] .. '\t' .. f)
   stretch(now)
 end
-redis.call('ZREM', KEYS[6], token)
-if mode == 'x' then redis.call('ZREM', KEYS[9], token) end
+redis.call('ZREM', KEYS[7], token)
+if mode == 'x' then redis.call('ZREM', KEYS[10], token) end
 if ticket ~= '' then
-  redis.call('ZREM', KEYS[5], token)
-  redis.call('HDEL', KEYS[5] .. ':info', token)
-  redis.call('DEL', KEYS[8] .. ':' .. token)
+  redis.call('ZREM', KEYS[6], token)
+  redis.call('HDEL', KEYS[6] .. ':info', token)
+  redis.call('DEL', KEYS[9] .. ':' .. token)
 end
-if ticket ~= '' or mode ~= 'x' then wake(KEYS[5], KEYS[8], KEYS[6]) end
-record(digits(n))
+if ticket ~= '' or mode ~= 'x' then wake(KEYS[6], KEYS[9], KEYS[7]) end
+record(f)
 return {1, n, taken}

@@ -8,40 +8,18 @@
 -- Returns {1, type, pttl, token, info, token, info...} when broken (info
 -- '' for a foreign holder), {0, type, pttl} when no lease was there, or
 -- {-1, type, pttl} for a key left alone.
--- numkeys: 10
+-- numkeys: 11
 
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
--- Wakes one waiter, if anyone waits (every waiter is in waiters): a
--- live exclusive waiter (writers first) when writers is given, else
--- the head of the fair queue, each on its own list; else whoever has
--- waited longest on the common one (BLPOP serves in order). An
--- element nobody takes goes after 2 s: it is for a waiter between
--- its refusal and its BLPOP.
-local function wake(queue, list, waiters, writers, now)
-  if redis.call('ZCARD', waiters) == 0 then return end
-  local head = writers and redis.call('ZRANGEBYSCORE', writers,
-    '(' .. now, '+inf', 'LIMIT', 0, 1) or {}
-  if #head == 0 then head = redis.call('ZRANGE', queue, 0, 0) end
-  if #head > 0 then list = list .. ':' .. head[1] end
-  redis.call('LPUSH', list, '1')
-  redis.call('LTRIM', list, 0, 0)
-  redis.call('PEXPIRE', list, 2000)
-end
--- A holder's info as KEYS[2] keeps it ("host\tpid\tuser\tsince\tcommand\t
--- fence[\tfinished]") -> the first five fields, and the fence ('' for an
--- older dlock's).
-local function split(info)
-  local who, f = info:match('^(' .. string.rep('[^\t]*\t', 4) ..
-    '[^\t]*)\t([^\t]*)\t?[0-9]*$')
-  return who or info, f or ''
-end
+-- include: lib/wake.lua
+-- include: lib/holder.lua
 local kind = redis.call('TYPE', KEYS[1]).ok
 local pttl = redis.call('PTTL', KEYS[1])
 if kind == 'none' then return {0, kind, pttl} end
 -- Never a key that does not expire, or that is no lock: reported only.
 if pttl < 0 or (kind ~= 'string' and kind ~= 'zset') or
-    (kind == 'zset' and redis.call('EXISTS', KEYS[3]) == 0) then
+    (kind == 'zset' and redis.call('EXISTS', KEYS[8]) == 0) then
   return {-1, kind, pttl}
 end
 local tokens = {}
@@ -56,22 +34,22 @@ else
 end
 local out = {#tokens > 0 and 1 or 0, kind, pttl}
 for _, token in ipairs(tokens) do
-  local info = redis.call('HGET', KEYS[2], token) or ''
-  local slot = redis.call('HGET', KEYS[4], token)
-  if slot and redis.call('GET', KEYS[4] .. ':' .. slot) == token then
-    redis.call('DEL', KEYS[4] .. ':' .. slot)
+  local info = info_of(token, kind, KEYS[11], KEYS[7]) or ''
+  local slot = redis.call('HGET', KEYS[9], token)
+  if slot and redis.call('GET', KEYS[9] .. ':' .. slot) == token then
+    redis.call('DEL', KEYS[9] .. ':' .. slot)
   end
   redis.call('LPUSH', KEYS[10] .. ':' .. token, ARGV[3])
   redis.call('PEXPIRE', KEYS[10] .. ':' .. token, 60000)
   if ARGV[1] ~= '0' then
     local who, f = split(info)
-    redis.call('XADD', KEYS[9], 'MAXLEN', ARGV[1], '*', 'event', 'broken',
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[1], '*', 'event', 'broken',
       'token', token, 'holder', who, 'fence', f, 'by', ARGV[2])
-    redis.call('PEXPIRE', KEYS[9], 604800000)
+    redis.call('PEXPIRE', KEYS[3], 604800000)
   end
   out[#out + 1] = token
   out[#out + 1] = info
 end
-redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[2])
-wake(KEYS[5], KEYS[6], KEYS[7], KEYS[8], now)
+redis.call('DEL', KEYS[1], KEYS[8], KEYS[9], KEYS[7])
+wake(KEYS[4], KEYS[5], KEYS[2], KEYS[6], now)
 return out

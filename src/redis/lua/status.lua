@@ -1,13 +1,15 @@
--- KEYS: 1 lock, 2 fencing counter, 3 holder info, 4 mode of a shared lock,
+-- KEYS: 1 lock, 2 fencing counter (and an exclusive holder's info: see
+-- lib/holder.lua), 3 holder info (shared, --limit), 4 mode of a shared lock,
 -- 5 fair queue (KEYS[5]..':info': its waiters' info), 6 waiters,
 -- 7 --limit slots, 8 exclusive waiters. No ARGV. Reads only.
 -- dlock status, one round trip: returns {server ms, type, pttl, fencing
--- counter or nil, mode or nil, {token, ms left, info or nil, slot or nil,
+-- counter (digits) or nil, mode or nil, {token, ms left, info or nil, slot or nil,
 -- ...} of each live holder (a string's value is its holder's token),
 -- {token, ticket, info or nil, ...} of each live --fair waiter in queue
 -- order, live waiters, live exclusive waiters}.
 -- numkeys: 8
 
+-- include: lib/holder.lua
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local kind = redis.call('TYPE', KEYS[1]).ok
@@ -16,7 +18,7 @@ local holders, waiters = {}, {}
 local function add(token, left)
   holders[#holders + 1] = token
   holders[#holders + 1] = left
-  holders[#holders + 1] = redis.call('HGET', KEYS[3], token)
+  holders[#holders + 1] = info_of(token, kind, KEYS[2], KEYS[3])
   holders[#holders + 1] = redis.call('HGET', KEYS[7], token)
 end
 if kind == 'string' then
@@ -40,6 +42,8 @@ end
 local function get(key)
   return redis.call('TYPE', key).ok == 'string' and redis.call('GET', key)
 end
-return {now, kind, pttl, get(KEYS[2]), get(KEYS[4]), holders, waiters,
+local fence = get(KEYS[2])
+fence = fence and string.format('%d', counter(fence))
+return {now, kind, pttl, fence, get(KEYS[4]), holders, waiters,
   redis.call('ZCOUNT', KEYS[6], '(' .. now, '+inf'),
   redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf')}
