@@ -490,6 +490,16 @@ assert ev[0]["held_ms"] >= 0 and ev[0]["host"], ev
 	nothing_left dlock:B
 }
 
+@test "-k: every key's fence only grows: each row is raised to the job's fence" {
+	local job a b
+	# B's counter ahead of A's
+	for n in 1 2 3; do dlock -S "$U" B true; done
+	job=$(dlock -S "$U" -k A -k B sh -c 'echo $DLOCK_FENCE')
+	b=$(dlock -S "$U" B sh -c 'echo $DLOCK_FENCE')
+	a=$(dlock -S "$U" A sh -c 'echo $DLOCK_FENCE')
+	((a > job && b > job)) || fail "after the -k job's fence $job: A got $a, B got $b"
+}
+
 @test "the man page's tables and grants: an account without CREATE takes locks, fences and history" {
 	local ddl
 	ddl=$(man_block '*The fence.*')

@@ -845,6 +845,31 @@ static void end_wait(struct lock *lk, enum lock_result r)
 
 /* ---- holding ----------------------------------------------------------- */
 
+/* -k: the counter row is the name's own, so a job's fence (the largest
+ * of its keys') is written back to each key's row while holding it: the
+ * next holder of that key counts on from there, never below. */
+static int raise_fence(struct lock *lk, const char *fence, struct error *err)
+{
+	struct mylock *m = M(lk);
+	char sql[sizeof m->rowkey + 160];
+
+	if (lk->p->no_fence || !*fence || fence[strspn(fence, "0123456789")]) {
+		snprintf(lk->fence, sizeof lk->fence, "%s", fence);
+		return 0;
+	}
+	snprintf(sql, sizeof sql,
+		 "UPDATE dlock_locks SET fence = GREATEST(fence, %s) WHERE name = %s AND conn = CONNECTION_ID()",
+		 fence, m->rowkey);
+	if (my_query(&m->c, sql, clock_now_ms() + lk->node_timeout_ms, err) < 0)
+		return -1;
+	if (m->c.err_no) {
+		fence_error(lk, err);
+		return -1;
+	}
+	snprintf(lk->fence, sizeof lk->fence, "%s", fence);
+	return 0;
+}
+
 static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
 				 struct error *err)
 {
@@ -1073,6 +1098,7 @@ const struct engine mysql_engine = {
 	.watch_events = watch_events,
 	.fds = fds,
 	.release = release,
+	.raise_fence = raise_fence,
 	.status = my_status,
 	.list = my_list,
 	.history = my_history,
