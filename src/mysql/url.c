@@ -3,103 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 #include "url.h"
+#include "urlpart.h"
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (char)tolower((unsigned char)c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* [s, s+len) into out, %XX decoded; no NUL. Returns 0 or -1. */
-static int decode(const char *s, size_t len, char *out, size_t outlen)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		char ch = s[i];
-
-		if (ch == '%') {
-			int hi, lo;
-
-			if (i + 2 >= len)
-				return -1;
-			hi = hexval(s[i + 1]);
-			lo = hexval(s[i + 2]);
-			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-				return -1;
-			ch = (char)(hi * 16 + lo);
-			i += 2;
-		}
-		if (o + 1 >= outlen)
-			return -1;
-		out[o++] = ch;
-	}
-	out[o] = '\0';
-	return 0;
-}
-
-/* host[:port] or [v6][:port], the whole of [s, s+len). */
-static int hostport(const char *s, size_t len, struct my_url *u, char *err,
-		    size_t errlen)
-{
-	const char *end = s + len, *colon;
-	size_t hlen;
-
-	if (len > 0 && s[0] == '[') {
-		const char *rb = memchr(s, ']', len);
-
-		if (!rb)
-			FAIL("unclosed '[' in host");
-		hlen = (size_t)(rb - s - 1);
-		if (hlen == 0 || !memchr(s + 1, ':', hlen))
-			FAIL("bad IPv6 address");
-		for (const char *q = s + 1; q < rb; q++)
-			if (!isxdigit((unsigned char)*q) && *q != ':' && *q != '.')
-				FAIL("bad IPv6 address");
-		if (hlen >= sizeof u->host)
-			FAIL("host too long");
-		memcpy(u->host, s + 1, hlen);
-		u->host[hlen] = '\0';
-		colon = rb + 1 < end ? rb + 1 : NULL;
-		if (colon && *colon != ':')
-			FAIL("junk after ']'");
-	} else {
-		colon = memchr(s, ':', len);
-		hlen = colon ? (size_t)(colon - s) : len;
-		if (hlen >= sizeof u->host)
-			FAIL("host too long");
-		for (size_t i = 0; i < hlen; i++) {
-			unsigned char c = (unsigned char)s[i];
-
-			if (!isalnum(c) && c != '.' && c != '-' && c != '_')
-				FAIL("bad character in host");
-		}
-		memcpy(u->host, s, hlen);
-		u->host[hlen] = '\0';
-	}
-	if (colon) {
-		long port = 0;
-		size_t n = (size_t)(end - colon - 1);
-
-		if (n == 0 || n > 5)
-			FAIL("bad port");
-		for (size_t i = 0; i < n; i++) {
-			if (!isdigit((unsigned char)colon[1 + i]))
-				FAIL("bad port");
-			port = port * 10 + (colon[1 + i] - '0');
-		}
-		if (port < 1 || port > 65535)
-			FAIL("bad port");
-		u->port = (int)port;
-	}
-	return 0;
-}
 
 static int param(const char *s, size_t len, struct my_url *u, bool *seen_tls,
 		 char *err, size_t errlen)
@@ -115,7 +21,7 @@ static int param(const char *s, size_t len, struct my_url *u, bool *seen_tls,
 	if (klen == 6 && memcmp(s, "socket", 6) == 0) {
 		if (u->socket[0])
 			FAIL("socket= given twice");
-		if (decode(v, vlen, u->socket, sizeof u->socket) < 0 ||
+		if (url_decode(v, vlen, u->socket, sizeof u->socket) < 0 ||
 		    u->socket[0] != '/')
 			FAIL("socket= takes an absolute path (at most %zu bytes)",
 			     sizeof u->socket - 1);
@@ -125,7 +31,7 @@ static int param(const char *s, size_t len, struct my_url *u, bool *seen_tls,
 		if (*seen_tls)
 			FAIL("tls= given twice");
 		*seen_tls = true;
-		if (decode(v, vlen, value, sizeof value) < 0)
+		if (url_decode(v, vlen, value, sizeof value) < 0)
 			FAIL("bad tls= (want required, verify-ca or verify-full)");
 		if (strcmp(value, "required") == 0)
 			u->tls = MY_TLS_REQUIRED;
@@ -171,11 +77,11 @@ int my_url_parse(const char *s, struct my_url *u, char *err, size_t errlen)
 		const char *colon = memchr(p, ':', (size_t)(at - p));
 		size_t ulen = colon ? (size_t)(colon - p) : (size_t)(at - p);
 
-		if (decode(p, ulen, u->user, sizeof u->user) < 0)
+		if (url_decode(p, ulen, u->user, sizeof u->user) < 0)
 			FAIL("bad user (percent-encoding, or longer than %zu bytes)",
 			     sizeof u->user - 1);
 		if (colon) {
-			if (decode(colon + 1, (size_t)(at - colon - 1), u->password,
+			if (url_decode(colon + 1, (size_t)(at - colon - 1), u->password,
 				   sizeof u->password) < 0)
 				FAIL("bad password (percent-encoding, or longer than %zu bytes)",
 				     sizeof u->password - 1);
@@ -183,10 +89,12 @@ int my_url_parse(const char *s, struct my_url *u, char *err, size_t errlen)
 		}
 		p = at + 1;
 	}
-	if (hostport(p, (size_t)(slash - p), u, err, errlen) < 0)
+	/* no host: the socket's (?socket=PATH) */
+	if (slash > p && url_hostport(p, (size_t)(slash - p), u->host, sizeof u->host,
+				      &u->port, 0, err, errlen) < 0)
 		return -1;
 	if (slash < query) {
-		if (decode(slash + 1, (size_t)(query - slash - 1), u->database,
+		if (url_decode(slash + 1, (size_t)(query - slash - 1), u->database,
 			   sizeof u->database) < 0)
 			FAIL("bad database name (percent-encoding, or longer than 64 bytes)");
 		for (const char *c = u->database; *c; c++)

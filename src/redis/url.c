@@ -14,48 +14,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include "url.h"
+#include "urlpart.h"
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (char)tolower((unsigned char)c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* Copies [s, s+len) into out, decoding %XX. Returns 0 or -1. */
-static int decode(const char *s, size_t len, char *out, size_t outlen)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		char ch = s[i];
-
-		if (ch == '%') {
-			int hi, lo;
-
-			if (i + 2 >= len)
-				return -1;
-			hi = hexval(s[i + 1]);
-			lo = hexval(s[i + 2]);
-			if (hi < 0 || lo < 0)
-				return -1;
-			ch = (char)(hi * 16 + lo);
-			if (ch == '\0')
-				return -1;
-			i += 2;
-		}
-		if (o + 1 >= outlen)
-			return -1;
-		out[o++] = ch;
-	}
-	out[o] = '\0';
-	return 0;
-}
 
 static int parse_number(const char *s, size_t len, long max, long *out)
 {
@@ -71,57 +32,6 @@ static int parse_number(const char *s, size_t len, long max, long *out)
 	if (v > max)
 		return -1;
 	*out = v;
-	return 0;
-}
-
-/* host[:port] or [v6][:port] in [s, s+len). */
-static int parse_hostport(const char *s, size_t len, char *host, size_t hostlen,
-			  int *port, long p, char *err, size_t errlen)
-{
-	const char *end = s + len, *colon;
-	size_t hlen;
-
-
-	if (len > 0 && s[0] == '[') {
-		const char *rb = memchr(s, ']', len);
-
-		if (!rb)
-			FAIL("unclosed '[' in host");
-		hlen = (size_t)(rb - s - 1);
-		if (hlen == 0 || memchr(s + 1, '%', hlen) || !memchr(s + 1, ':', hlen))
-			FAIL("bad IPv6 address");
-		for (const char *q = s + 1; q < rb; q++)
-			if (!isxdigit((unsigned char)*q) && *q != ':' && *q != '.')
-				FAIL("bad IPv6 address");
-		if (hlen >= hostlen)
-			FAIL("host too long");
-		memcpy(host, s + 1, hlen);
-		host[hlen] = '\0';
-		colon = rb + 1 < end ? rb + 1 : NULL;
-		if (colon && *colon != ':')
-			FAIL("junk after ']'");
-	} else {
-		colon = memchr(s, ':', len);
-		hlen = colon ? (size_t)(colon - s) : len;
-		if (hlen == 0)
-			FAIL("missing host");
-		if (hlen >= hostlen)
-			FAIL("host too long");
-		for (size_t i = 0; i < hlen; i++) {
-			unsigned char c = (unsigned char)s[i];
-
-			if (!isalnum(c) && c != '.' && c != '-' && c != '_')
-				FAIL("bad character in host");
-		}
-		memcpy(host, s, hlen);
-		host[hlen] = '\0';
-	}
-	if (colon) {
-		if (parse_number(colon + 1, (size_t)(end - colon - 1), 65535, &p) < 0 ||
-		    p == 0)
-			FAIL("bad port");
-	}
-	*port = (int)p;
 	return 0;
 }
 
@@ -170,10 +80,10 @@ static int parse_redis(const char *s, struct url *u, char *err, size_t errlen)
 		const char *colon = memchr(s, ':', (size_t)(at - s));
 		size_t ulen = colon ? (size_t)(colon - s) : (size_t)(at - s);
 
-		if (decode(s, ulen, u->user, sizeof u->user) < 0)
+		if (url_decode(s, ulen, u->user, sizeof u->user) < 0)
 			FAIL("bad user name");
 		if (colon) {
-			if (decode(colon + 1, (size_t)(at - colon - 1), u->password,
+			if (url_decode(colon + 1, (size_t)(at - colon - 1), u->password,
 				   sizeof u->password) < 0)
 				FAIL("bad password");
 			u->has_password = 1;
@@ -186,7 +96,7 @@ static int parse_redis(const char *s, struct url *u, char *err, size_t errlen)
 	hplen = slash ? (size_t)(slash - hp) : strlen(hp);
 	if (strpbrk(hp, "?#"))
 		FAIL("query or fragment not allowed in redis:// URL");
-	if (parse_hostport(hp, hplen, u->host, sizeof u->host, &u->port, 6379,
+	if (url_hostport(hp, hplen, u->host, sizeof u->host, &u->port, 6379,
 			   err, errlen) < 0)
 		return -1;
 	if (slash && parse_db(slash + 1, strlen(slash + 1), &u->db, err, errlen) < 0)
@@ -238,7 +148,7 @@ static int parse_cluster(const char *s, struct url *u, char *err, size_t errlen)
 			FAIL("empty seed node address");
 		if (u->n_seeds == URL_MAX_SEEDS)
 			FAIL("too many seed nodes (at most %d)", URL_MAX_SEEDS);
-		if (parse_hostport(p, len, u->seeds[u->n_seeds].host,
+		if (url_hostport(p, len, u->seeds[u->n_seeds].host,
 				   sizeof u->seeds[0].host, &u->seeds[u->n_seeds].port,
 				   6379, err, errlen) < 0)
 			return -1;
@@ -296,7 +206,7 @@ static int parse_sentinel(const char *s, struct url *u, char *err, size_t errlen
 
 		if (u->n_sentinels == URL_MAX_SENTINELS)
 			FAIL("too many sentinels");
-		if (parse_hostport(p, (size_t)(end - p),
+		if (url_hostport(p, (size_t)(end - p),
 				   u->sentinels[u->n_sentinels].host,
 				   sizeof u->sentinels[0].host,
 				   &u->sentinels[u->n_sentinels].port, 26379, err,

@@ -4,106 +4,26 @@
 #include <stdio.h>
 #include <string.h>
 #include "zkurl.h"
+#include "urlpart.h"
 
 #define FAIL(...) do { snprintf(why, whylen, __VA_ARGS__); return -1; } while (0)
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (char)tolower((unsigned char)c);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* [s, s+len) into out, %XX decoded; no NUL. Returns 0 or -1. */
-static int decode(const char *s, size_t len, char *out, size_t outlen)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		char ch = s[i];
-
-		if (ch == '%') {
-			int hi, lo;
-
-			if (i + 2 >= len)
-				return -1;
-			hi = hexval(s[i + 1]);
-			lo = hexval(s[i + 2]);
-			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-				return -1;
-			ch = (char)(hi * 16 + lo);
-			i += 2;
-		}
-		if (o + 1 >= outlen)
-			return -1;
-		out[o++] = ch;
-	}
-	out[o] = '\0';
-	return 0;
-}
 
 /* One host[:port] or [v6][:port] of [s, s+len), appended to u->hosts. */
 static int add_host(struct zk_url *u, const char *s, size_t len, char *why,
 		    size_t whylen)
 {
-	const char *end = s + len, *colon;
 	char host[256];
-	size_t hlen, used = strlen(u->hosts);
-	long port = ZK_DEFAULT_PORT;
+	size_t used = strlen(u->hosts);
+	int port;
 
 	if (len == 0)
 		FAIL("empty host in the list");
 	if (u->n_hosts == ZK_URL_MAX_HOSTS)
 		FAIL("more than %d hosts", ZK_URL_MAX_HOSTS);
-	if (s[0] == '[') {
-		const char *rb = memchr(s, ']', len);
-
-		if (!rb)
-			FAIL("unclosed '[' in host");
-		hlen = (size_t)(rb - s - 1);
-		if (hlen == 0 || !memchr(s + 1, ':', hlen))
-			FAIL("bad IPv6 address");
-		for (const char *q = s + 1; q < rb; q++)
-			if (!isxdigit((unsigned char)*q) && *q != ':' && *q != '.')
-				FAIL("bad IPv6 address");
-		if (hlen >= sizeof host)
-			FAIL("host too long");
-		memcpy(host, s + 1, hlen);
-		colon = rb + 1 < end ? rb + 1 : NULL;
-		if (colon && *colon != ':')
-			FAIL("junk after ']'");
-	} else {
-		colon = memchr(s, ':', len);
-		hlen = colon ? (size_t)(colon - s) : len;
-		if (hlen == 0)
-			FAIL("missing host");
-		if (hlen >= sizeof host)
-			FAIL("host too long");
-		for (size_t i = 0; i < hlen; i++) {
-			unsigned char c = (unsigned char)s[i];
-
-			if (!isalnum(c) && c != '.' && c != '-' && c != '_')
-				FAIL("bad character in host");
-		}
-		memcpy(host, s, hlen);
-	}
-	host[hlen] = '\0';
-	if (colon) {
-		size_t plen = (size_t)(end - colon - 1);
-
-		port = 0;
-		if (plen == 0 || plen > 5)
-			FAIL("bad port");
-		for (size_t i = 0; i < plen; i++) {
-			if (!isdigit((unsigned char)colon[1 + i]))
-				FAIL("bad port");
-			port = port * 10 + (colon[1 + i] - '0');
-		}
-		if (port < 1 || port > 65535)
-			FAIL("bad port");
-	}
-	if (snprintf(u->hosts + used, sizeof u->hosts - used, "%s%s:%ld",
+	if (url_hostport(s, len, host, sizeof host, &port, ZK_DEFAULT_PORT, why,
+			 whylen) < 0)
+		return -1;
+	if (snprintf(u->hosts + used, sizeof u->hosts - used, "%s%s:%d",
 		     used ? "," : "", host, port) >= (int)(sizeof u->hosts - used))
 		FAIL("host list too long");
 	u->n_hosts++;
@@ -206,12 +126,12 @@ int zk_url_parse(const char *s, struct zk_url *u, char *why, size_t whylen)
 		const char *colon = memchr(p, ':', (size_t)(at - p));
 		size_t ulen = colon ? (size_t)(colon - p) : (size_t)(at - p);
 
-		if (decode(p, ulen, u->user, sizeof u->user) < 0 || !u->user[0])
+		if (url_decode(p, ulen, u->user, sizeof u->user) < 0 || !u->user[0])
 			FAIL("bad user in the URL (digest auth needs user or user:password)");
 		if (strchr(u->user, ':'))
 			FAIL("bad user in the URL: ':' in it");
 		if (colon) {
-			if (decode(colon + 1, (size_t)(at - colon - 1), u->password,
+			if (url_decode(colon + 1, (size_t)(at - colon - 1), u->password,
 				   sizeof u->password) < 0)
 				FAIL("bad password in the URL");
 			u->has_password = true;
@@ -234,7 +154,7 @@ int zk_url_parse(const char *s, struct zk_url *u, char *why, size_t whylen)
 	if (slash && slash[1]) {
 		const char *bad;
 
-		if (decode(slash, strlen(slash), u->chroot, sizeof u->chroot) < 0)
+		if (url_decode(slash, strlen(slash), u->chroot, sizeof u->chroot) < 0)
 			FAIL("bad chroot");
 		if ((bad = zk_path_invalid(u->chroot)))
 			FAIL("bad chroot: %s", bad);

@@ -1,0 +1,16 @@
+/* urlpart.h - the parts every engine's URL has: %XX escapes and
+ * host[:port]. Pure: no I/O; unit-tested and fuzzed with each engine's
+ * URL parser. */
+#pragma once
+#include <stddef.h>
+
+/* [s, s+len) into out (outlen with its NUL), %XX decoded; an escape that
+ * is cut short, not hex, or a NUL (%00) is refused. Returns 0 or -1. */
+int url_decode(const char *s, size_t len, char *out, size_t outlen);
+
+/* host[:port] or [IPv6][:port], the whole of [s, s+len): the host into
+ * host (without brackets), the port (1..65535) into *port, default_port
+ * when none is given. A host name holds letters, digits, '.', '-' and
+ * '_'. Returns 0, or -1 with the reason in err. */
+int url_hostport(const char *s, size_t len, char *host, size_t hostlen,
+		 int *port, int default_port, char *err, size_t errlen);
