@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "config.h"
 #include "node.h"
+#include "scripts.h"
 #include "show.h"
 #include "url.h"
 #include "waitline.h"
@@ -69,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			show_info_free(&hi);
 		break;
 	case 7:
-		node_script_error(text, "acquire", err, sizeof err);
+		node_script_error(text, &script_acquire, err, sizeof err);
 		break;
 	case 8:	/* a refusal's holder info, as the wait line shows it */
 		waitline_describe(text, err, sizeof err);
