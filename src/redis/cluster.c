@@ -20,8 +20,6 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include "cluster.h"
-#include "fanout.h"
-#include "node.h"
 
 #define MAX_CACHED 16
 
@@ -46,7 +44,7 @@ bool cluster_seen(void)
 	return r;
 }
 
-static void set_seen(void)
+void cluster_note_seen(void)
 {
 	pthread_mutex_lock(&lock);
 	seen = true;
@@ -75,7 +73,7 @@ static void addr_text(const struct url_addr *a, int port, char *out, size_t len)
 
 /* host (an address, a name, or "" for this connection's host) and port as
  * an address. Returns 0, or -1 with why. */
-static int endpoint(const struct node *n, const char *host, int port,
+static int endpoint(const struct cluster_conn *c, const char *host, int port,
 		    struct url_addr *a, char *why, size_t whylen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
@@ -84,8 +82,8 @@ static int endpoint(const struct node *n, const char *host, int port,
 
 	if (!*host || strcmp(host, "?") == 0) {
 		a->len = sizeof a->sa;
-		if (node_fd(n) < 0 ||
-		    getpeername(node_fd(n), (struct sockaddr *)&a->sa, &a->len) < 0 ||
+		if (c->fd < 0 ||
+		    getpeername(c->fd, (struct sockaddr *)&a->sa, &a->len) < 0 ||
 		    (a->sa.ss_family != AF_INET && a->sa.ss_family != AF_INET6)) {
 			snprintf(why, whylen, "redirected to port %d of an unknown host",
 				 port);
@@ -96,7 +94,7 @@ static int endpoint(const struct node *n, const char *host, int port,
 	}
 	if (url_numeric_addr(host, port, a) == 0)
 		return 0;
-	if (n->no_resolve) {	/* the renewal thread: no blocking lookup */
+	if (c->no_resolve) {	/* the renewal thread: no blocking lookup */
 		snprintf(why, whylen, "cannot resolve %s: not resolved before the "
 			 "lease started", host);
 		return -1;
@@ -182,7 +180,8 @@ static struct owner *find(const struct url *url, bool add)
 	return add ? free_one : NULL;
 }
 
-enum cluster_reply cluster_redirect(struct node *n, const char *s,
+enum cluster_reply cluster_redirect(struct cluster_round *r,
+				    const struct cluster_conn *c, const char *s,
 				    struct error *err)
 {
 	bool moved = strncmp(s, "MOVED ", 6) == 0, ask = strncmp(s, "ASK ", 4) == 0;
@@ -192,10 +191,10 @@ enum cluster_reply cluster_redirect(struct node *n, const char *s,
 
 	if (!moved && !ask)
 		return CLUSTER_NONE;
-	set_seen();
-	if (n->url->kind != URL_TCP) {
+	cluster_note_seen();
+	if (c->url->kind != URL_TCP) {
 		error_set(err, EX_SOFTWARE, "a cluster redirection on a %s: %.200s",
-			  n->url->kind == URL_UNIX ? "unix socket" : "sentinel's master",
+			  c->url->kind == URL_UNIX ? "unix socket" : "sentinel's master",
 			  s);
 		return CLUSTER_ERROR;
 	}
@@ -203,13 +202,13 @@ enum cluster_reply cluster_redirect(struct node *n, const char *s,
 		error_set(err, EX_SOFTWARE, "bad cluster redirection: %.200s", s);
 		return CLUSTER_ERROR;
 	}
-	if (++n->n_redirects > CLUSTER_MAX_REDIRECTS) {
+	if (++r->n_redirects > CLUSTER_MAX_REDIRECTS) {
 		error_set(err, EX_UNAVAILABLE, "%d cluster redirections in a row, "
 			  "the last %.200s: the cluster is being reconfigured",
 			  CLUSTER_MAX_REDIRECTS, s);
 		return CLUSTER_ERROR;
 	}
-	if (endpoint(n, host, port, &a, why, sizeof why) < 0) {
+	if (endpoint(c, host, port, &a, why, sizeof why) < 0) {
 		error_set(err, EX_UNAVAILABLE, "%s: %s", s, why);
 		return CLUSTER_ERROR;
 	}
@@ -217,20 +216,20 @@ enum cluster_reply cluster_redirect(struct node *n, const char *s,
 	 * cluster's announced host name), not the seed: checked against what
 	 * the redirection named; no host there is this connection's host. */
 	if (!*host || strcmp(host, "?") == 0)
-		snprintf(host, sizeof host, "%s", n->tls_host);
+		snprintf(host, sizeof host, "%s", c->tls_host);
 	if (ask) {
-		n->ask = a;
-		snprintf(n->ask_host, sizeof n->ask_host, "%s", host);
-		n->asking = true;
+		r->ask = a;
+		snprintf(r->ask_host, sizeof r->ask_host, "%s", host);
+		r->asking = true;
 		return CLUSTER_FOLLOW;
 	}
 	pthread_mutex_lock(&lock);
 	{
-		struct owner *o = find(n->url, true);
+		struct owner *o = find(c->url, true);
 		const struct url *other = NULL;
 
 		for (int i = 0; i < MAX_CACHED && !other; i++)
-			if (owners[i].url && owners[i].url != n->url &&
+			if (owners[i].url && owners[i].url != c->url &&
 			    (same_addr(&owners[i].url->addr, &a) ||
 			     same_addr(&owners[i].addr, &a)))
 				other = owners[i].url;
@@ -249,19 +248,20 @@ enum cluster_reply cluster_redirect(struct node *n, const char *s,
 	}
 	pthread_mutex_unlock(&lock);
 	/* An earlier ASK of this round is over: the slot has moved. */
-	n->asking = false;
+	r->asking = false;
 	return CLUSTER_FOLLOW;
 }
 
-bool cluster_target(const struct node *n, struct url_addr *a, char *text,
-		    size_t textlen, char *host, size_t hostlen)
+bool cluster_target(const struct cluster_round *r, const struct url *url,
+		    struct url_addr *a, char *text, size_t textlen, char *host,
+		    size_t hostlen)
 {
 	const struct owner *o;
 	bool found = false;
 
-	if (n->asking) {
-		*a = n->ask;
-		snprintf(host, hostlen, "%s", n->ask_host);
+	if (r->asking) {
+		*a = r->ask;
+		snprintf(host, hostlen, "%s", r->ask_host);
 		addr_text(a, ntohs(a->sa.ss_family == AF_INET ?
 				   ((const struct sockaddr_in *)&a->sa)->sin_port :
 				   ((const struct sockaddr_in6 *)&a->sa)->sin6_port),
@@ -271,7 +271,7 @@ bool cluster_target(const struct node *n, struct url_addr *a, char *text,
 	pthread_mutex_lock(&lock);
 	/* every TCP URL is known here, so that a MOVED to another URL's
 	 * server is noticed (several seeds of one cluster given as RedLock) */
-	o = find(n->url, true);
+	o = find(url, true);
 	if (o && o->addr.len) {
 		*a = o->addr;
 		snprintf(text, textlen, "%s", o->text);
@@ -291,97 +291,6 @@ void cluster_forget(const struct url *url)
 	if (o)
 		o->addr.len = 0;
 	pthread_mutex_unlock(&lock);
-}
-
-static bool is_str(const redisReply *r)
-{
-	return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS;
-}
-
-/* One master of CLUSTER SLOTS as a URL like the seed's; 1 when added,
- * 0 when already there, -1 when the entry is malformed. */
-static int add_master(const struct url *seed, const redisReply *m,
-		      struct url *urls, int n_urls)
-{
-	struct url *u = &urls[n_urls];
-	const char *host;
-
-	if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 || !is_str(m->element[0]) ||
-	    m->element[1]->type != REDIS_REPLY_INTEGER ||
-	    m->element[1]->integer <= 0 || m->element[1]->integer > 65535 ||
-	    m->element[0]->len >= sizeof u->host)
-		return -1;
-	host = m->element[0]->str;
-	if (!*host || strcmp(host, "?") == 0)	/* unknown: the seed's host */
-		host = seed->host;
-	for (int i = 0; i < n_urls; i++)
-		if (urls[i].port == m->element[1]->integer &&
-		    strcmp(urls[i].host, host) == 0)
-			return 0;
-	*u = *seed;
-	memmove(u->host, host, strlen(host) + 1);
-	u->port = (int)m->element[1]->integer;
-	u->addr.len = 0;
-	u->n_seeds = 0;	/* one master, not the seed list */
-	url_numeric_addr(u->host, u->port, &u->addr);
-	snprintf(u->text, sizeof u->text, "redis://%s%s%s:%d",
-		 strchr(u->host, ':') ? "[" : "", u->host,
-		 strchr(u->host, ':') ? "]" : "", u->port);
-	return 1;
-}
-
-int cluster_masters(struct node *n, struct url **urls, int max,
-		    int64_t timeout_ms)
-{
-	const char *info[] = { "INFO", "cluster" };
-	const char *slots[] = { "CLUSTER", "SLOTS" };
-	struct cmd cmd = { NULL, 2, info, NULL };
-	const redisReply *r;
-	int n_urls = 0;
-
-	*urls = NULL;
-	if (n->url->kind != URL_TCP)
-		return 0;
-	if (fanout_round(n, 1, &cmd, 1, timeout_ms) != 1)
-		return -1;
-	r = n->replies[0];
-	if (!is_str(r) || !strstr(r->str, "cluster_enabled:1")) {
-		node_end(n);
-		return 0;
-	}
-	set_seen();
-	cmd.argv = slots;
-	if (fanout_round(n, 1, &cmd, 1, timeout_ms) != 1)
-		return -1;
-	r = n->replies[0];
-	*urls = calloc((size_t)max, sizeof **urls);
-	if (!*urls) {
-		node_end(n);
-		error_set(&n->err, EX_OSERR, "out of memory");
-		return -1;
-	}
-	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
-		const redisReply *range = r->element[i];
-		int added;
-
-		if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
-		    (added = add_master(n->url, range->element[2], *urls, n_urls)) < 0) {
-			n_urls = -1;
-			break;
-		}
-		if (added && ++n_urls == max)
-			break;
-	}
-	node_end(n);
-	if (n_urls <= 0) {
-		error_set(&n->err, EX_SOFTWARE, "%s: unexpected reply to CLUSTER SLOTS",
-			  n->url->text);
-		n->state = NODE_FAILED;
-		free(*urls);
-		*urls = NULL;
-		n_urls = -1;
-	}
-	return n_urls;
 }
 
 void cluster_drop(const struct url *url)

@@ -10,8 +10,6 @@
 #include "log.h"
 #include "url.h"
 
-struct node;
-
 /* Redirections followed in one round before giving up (69): a cluster
  * that sends us in circles is one that is being reconfigured. */
 #define CLUSTER_MAX_REDIRECTS 5
@@ -22,22 +20,44 @@ enum cluster_reply {
 	CLUSTER_ERROR,		/* err says why (70 unparsable, 69 too many) */
 };
 
-/* s is an error reply to one of n's commands. MOVED: the owner of the
- * slot is cached for n's URL, for every connection of this run. ASK: the
- * target is set for this round only (n->ask), ASKING is sent before each
- * command there, and the cache is left alone. Call before closing n's
- * connection: an empty endpoint ("MOVED 3999 :6380") means the host of
- * the current connection. */
-enum cluster_reply cluster_redirect(struct node *n, const char *s,
+/* What one connection (node.c) knows of the cluster in its round: the
+ * ASK target, for this round only, and the redirections followed. */
+struct cluster_round {
+	struct url_addr ask;
+	char ask_host[256];	/* the name TLS checks the ASK target against */
+	bool asking;
+	int n_redirects;
+};
+
+/* The connection a redirection came on: its URL, its socket (an empty
+ * endpoint, "MOVED 3999 :6380", means that socket's peer), whether it may
+ * look names up (not on the renewal thread), and the name its
+ * certificate was checked against. */
+struct cluster_conn {
+	const struct url *url;
+	int fd;
+	bool no_resolve;
+	const char *tls_host;
+};
+
+/* s is an error reply to one of the connection's commands. MOVED: the
+ * owner of the slot is cached for its URL, for every connection of this
+ * run. ASK: the target is set for this round only (r->ask), ASKING is
+ * sent before each command there, and the cache is left alone. Call
+ * before closing the connection. */
+enum cluster_reply cluster_redirect(struct cluster_round *r,
+				    const struct cluster_conn *c, const char *s,
 				    struct error *err);
 
-/* Where a connection of n goes instead of its URL's address: this round's
- * ASK target, or the owner a MOVED named. Fills a, the text "HOST:PORT"
- * (for messages) and the name TLS checks that node's certificate against
- * (the host the redirection named; the redirecting connection's when it
- * named none) and returns true; false: the URL's own address. */
-bool cluster_target(const struct node *n, struct url_addr *a, char *text,
-		    size_t textlen, char *host, size_t hostlen);
+/* Where a connection of url goes instead of its URL's address: this
+ * round's ASK target, or the owner a MOVED named. Fills a, the text
+ * "HOST:PORT" (for messages) and the name TLS checks that node's
+ * certificate against (the host the redirection named; the redirecting
+ * connection's when it named none) and returns true; false: the URL's own
+ * address. */
+bool cluster_target(const struct cluster_round *r, const struct url *url,
+		    struct url_addr *a, char *text, size_t textlen, char *host,
+		    size_t hostlen);
 
 /* The owner cached for url was not reachable: ask the URL's node again,
  * which names the current owner (after a failover, say). */
@@ -46,14 +66,8 @@ void cluster_forget(const struct url *url);
 /* url is freed: forget all about it. */
 void cluster_drop(const struct url *url);
 
-/* Whether a MOVED or ASK was met in this run, or cluster_masters() found
- * a cluster: then commands for several locks go one lock a round. */
+/* Whether a MOVED or ASK was met in this run, or listing found a cluster
+ * (cluster_note_seen()): then commands for several locks go one lock a
+ * round. */
 bool cluster_seen(void);
-
-/* For `dlock status` with no KEY, which SCANs: the masters of the cluster
- * that n's URL names, as URLs with n's credentials, asked with INFO
- * cluster then CLUSTER SLOTS (a round more, for listing only). Returns
- * how many (at most max; *urls is malloc'ed), 0 when the server is no
- * cluster (or not TCP), or -1 with n->err set. */
-int cluster_masters(struct node *n, struct url **urls, int max,
-		    int64_t timeout_ms);
+void cluster_note_seen(void);

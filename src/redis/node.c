@@ -529,8 +529,8 @@ static int connect_start(struct node *n)
 	case URL_TCP:
 		/* a cluster node that a MOVED or ASK named, checked against
 		 * its own name (a seed's, when the redirection named none) */
-		if (cluster_target(n, &master, n->via, sizeof n->via, named,
-				   sizeof named))
+		if (cluster_target(&n->round, u, &master, n->via, sizeof n->via,
+				   named, sizeof named))
 			return tcp_start(n, &master, named[0] ? named :
 					 u->seeds[n->seed].host[0] ?
 					 u->seeds[n->seed].host : u->host);
@@ -583,7 +583,7 @@ static void append_cmd(struct node *n, int i, bool by_sha)
 	char numkeys[16];
 	int argc = 0;
 
-	if (n->asking) {	/* ASK: each command of the round is let in */
+	if (n->round.asking) {	/* ASK: each command of the round is let in */
 		redisAppendCommand(n->c, "ASKING");
 		n->order[n->n_order++] = -1;
 	}
@@ -706,12 +706,12 @@ void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 	n->deadline_ms = deadline_ms;
 	n->err = (struct error){ 0 };
 	memset(n->replies, 0, sizeof n->replies);
-	n->n_redirects = 0;
+	n->round.n_redirects = 0;
 	n->seeds_tried = 0;
 	n->answered = n->sent = false;
-	if (n->asking) {	/* an ASK lasts one round */
+	if (n->round.asking) {	/* an ASK lasts one round */
 		node_close(n);
-		n->asking = false;
+		n->round.asking = false;
 	}
 	n->state = NODE_BUSY;
 	if (!n->c) {
@@ -839,7 +839,10 @@ static void reply_failed(struct node *n, const char *s, const char *shown)
 static enum cluster_reply redirected(struct node *n, const char *s)
 {
 	struct error err;
-	enum cluster_reply how = cluster_redirect(n, s, &err);
+	const struct cluster_conn conn = {
+		n->url, node_fd(n), n->no_resolve, n->tls_host,
+	};
+	enum cluster_reply how = cluster_redirect(&n->round, &conn, s, &err);
 
 	if (how == CLUSTER_NONE)
 		return how;

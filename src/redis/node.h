@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <hiredis/hiredis.h>
+#include "cluster.h"
 #include "log.h"
 #include "url.h"
 
@@ -91,17 +92,14 @@ struct node {
 	int n_order, next_order;
 	redisReply *replies[NODE_MAX_CMDS];
 	struct error err;
-	/* Redis Cluster (cluster.c): this round's ASK target, the
-	 * redirections followed in this round, and where the connection went
-	 * when not to the URL's own address ("HOST:PORT", for messages). */
-	struct url_addr ask;
-	bool asking;
-	int n_redirects;
+	/* Redis Cluster (cluster.c): this round's ASK target and the
+	 * redirections followed in it, and where the connection went when
+	 * not to the URL's own address ("HOST:PORT", for messages). */
+	struct cluster_round round;
 	char via[80];
 	/* rediss://: the name the connection's certificate is checked
-	 * against (the URL's host, or the one a MOVED or ASK named), and
-	 * this round's ASK target's */
-	char tls_host[256], ask_host[256];
+	 * against (the URL's host, or the one a MOVED or ASK named) */
+	char tls_host[256];
 	/* redis+cluster://: the seed node connections go to (an index of
 	 * url->seeds), how many others this round tried, whether this
 	 * round had any reply (then a failure is not the seed's to pass on),

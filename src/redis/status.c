@@ -431,6 +431,97 @@ static int scan_node(struct status *s, struct node *n, const char *pattern)
 	return 0;
 }
 
+/* One master of CLUSTER SLOTS as a URL like the seed's; 1 when added,
+ * 0 when already there, -1 when the entry is malformed. */
+static int add_master(const struct url *seed, const redisReply *m,
+		      struct url *urls, int n_urls)
+{
+	struct url *u = &urls[n_urls];
+	const char *host;
+
+	if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 || !is_str(m->element[0]) ||
+	    m->element[1]->type != REDIS_REPLY_INTEGER ||
+	    m->element[1]->integer <= 0 || m->element[1]->integer > 65535 ||
+	    m->element[0]->len >= sizeof u->host)
+		return -1;
+	host = m->element[0]->str;
+	if (!*host || strcmp(host, "?") == 0)	/* unknown: the seed's host */
+		host = seed->host;
+	for (int i = 0; i < n_urls; i++)
+		if (urls[i].port == m->element[1]->integer &&
+		    strcmp(urls[i].host, host) == 0)
+			return 0;
+	*u = *seed;
+	memmove(u->host, host, strlen(host) + 1);
+	u->port = (int)m->element[1]->integer;
+	u->addr.len = 0;
+	u->n_seeds = 0;	/* one master, not the seed list */
+	url_numeric_addr(u->host, u->port, &u->addr);
+	snprintf(u->text, sizeof u->text, "redis://%s%s%s:%d",
+		 strchr(u->host, ':') ? "[" : "", u->host,
+		 strchr(u->host, ':') ? "]" : "", u->port);
+	return 1;
+}
+
+/* The masters of the cluster that n's URL names, as URLs with n's
+ * credentials, asked with INFO cluster then CLUSTER SLOTS (a round more,
+ * for listing only: SCAN lists the keys of the node it is sent to).
+ * Returns how many (at most max; *urls is malloc'ed), 0 when the server
+ * is no cluster (or not TCP), or -1 with n->err set. */
+static int cluster_masters(struct node *n, struct url **urls, int max,
+			   int64_t timeout_ms)
+{
+	const char *info[] = { "INFO", "cluster" };
+	const char *slots[] = { "CLUSTER", "SLOTS" };
+	struct cmd cmd = { NULL, 2, info, NULL };
+	const redisReply *r;
+	int n_urls = 0;
+
+	*urls = NULL;
+	if (n->url->kind != URL_TCP)
+		return 0;
+	if (fanout_round(n, 1, &cmd, 1, timeout_ms) != 1)
+		return -1;
+	r = n->replies[0];
+	if (!is_str(r) || !strstr(r->str, "cluster_enabled:1")) {
+		node_end(n);
+		return 0;
+	}
+	cluster_note_seen();
+	cmd.argv = slots;
+	if (fanout_round(n, 1, &cmd, 1, timeout_ms) != 1)
+		return -1;
+	r = n->replies[0];
+	*urls = calloc((size_t)max, sizeof **urls);
+	if (!*urls) {
+		node_end(n);
+		error_set(&n->err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+		const redisReply *range = r->element[i];
+		int added;
+
+		if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
+		    (added = add_master(n->url, range->element[2], *urls, n_urls)) < 0) {
+			n_urls = -1;
+			break;
+		}
+		if (added && ++n_urls == max)
+			break;
+	}
+	node_end(n);
+	if (n_urls <= 0) {
+		error_set(&n->err, EX_SOFTWARE, "%s: unexpected reply to CLUSTER SLOTS",
+			  n->url->text);
+		n->state = NODE_FAILED;
+		free(*urls);
+		*urls = NULL;
+		n_urls = -1;
+	}
+	return n_urls;
+}
+
 /* One server, or each master of the Redis Cluster it belongs to (SCAN
  * lists the keys of the node it is sent to only). */
 static int scan_one(struct status *s, struct node *n, const char *pattern)
