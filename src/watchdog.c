@@ -580,7 +580,8 @@ void watchdog_record(struct watchdog *wd, const char *name,
 void watchdog_skip(struct watchdog *wd, const pid_t *pids, size_t n)
 {
 	n = n < MAX_SKIP ? n : MAX_SKIP;
-	memcpy(wd->page->skip, pids, n * sizeof *pids);
+	if (n > 0)	/* pids may be NULL then: memcpy() wants none */
+		memcpy(wd->page->skip, pids, n * sizeof *pids);
 	atomic_store(&wd->page->n_skip, (int)n);
 }
 
