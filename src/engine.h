@@ -70,6 +70,11 @@ enum engine_cap {
 					 * fork()) */
 	CAP_UNAVAILABLE_RUN = 1 << 10,	/* --unavailable run */
 	CAP_LIST = 1 << 11,		/* dlock status with no KEY */
+	CAP_HELD_BY_CONNECTION = 1 << 12,	/* the store frees the lock the
+					 * moment its connection closes (not
+					 * at a lease's end): the watchdog
+					 * holds the connection, should dlock
+					 * be killed, until the job is stopped */
 };
 
 /* --tls-ca, --tls-cert, --tls-key, --tls-insecure (config.c resolves). */

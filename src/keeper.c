@@ -373,16 +373,18 @@ static void __attribute__((noreturn)) keeper(struct keeper *k, int ready)
 	const struct options *opts = k->opts;
 	int keep_fds[] = { k->pidfd, k->sig->fd, k->listen_fd, ready };
 	unsigned char status = 0;
-	int r;
+	int r, hold[WATCHDOG_MAX_HOLD];
+	size_t n_hold;
 
 	setsid();	/* the caller's signals are its own */
 	prctl(PR_SET_NAME, "dlock-keeper");
 	(void)!chdir("/");	/* hold no mount busy */
 	keeper_keep_only(k->lk, 1, keep_fds, sizeof keep_fds / sizeof keep_fds[0]);
 	lease_init(&k->lease, k->lk);
+	n_hold = lock_held_fds(k->lk, 1, hold, WATCHDOG_MAX_HOLD);
 	if (watchdog_start(&k->wd, opts->on_lost_signal, opts->kill_after_ms,
 			   lease_deadline_ms(&k->lease), lease_last_ms(&k->lease),
-			   &err) < 0) {
+			   hold, n_hold, &err) < 0) {
 		log_error(opts->key, &err);
 		status = (unsigned char)err.exit;
 		k->wd.fd = -1;

@@ -226,6 +226,16 @@ bool lock_busy(const struct lock *lk)
 	return lk->busy;
 }
 
+size_t lock_held_fds(const struct lock *lk, size_t n, int *fds, size_t max)
+{
+	size_t got = 0;
+
+	for (size_t i = 0; i < n && got < max; i++)
+		if (lk[i].eng->caps & CAP_HELD_BY_CONNECTION)
+			got += lk[i].eng->fds(&lk[i], fds + got, max - got);
+	return got;
+}
+
 int64_t lock_notice_ms(int64_t ttl_ms)
 {
 	return ttl_ms / 10 > 0 ? ttl_ms / 10 : 1;

@@ -51,6 +51,10 @@ bool lock_busy(const struct lock *lk);
  * would get before the lease ends, and a renewal round. -1 with err (69)
  * when not: the caller gives the lock back. */
 int lock_check_left(const struct lock *lk, struct error *err);
+/* The descriptors the locks lk[0..n-1] hold their lock by, where the
+ * store frees a lock the moment its connection closes
+ * (CAP_HELD_BY_CONNECTION), at most max: for the watchdog to hold. */
+size_t lock_held_fds(const struct lock *lk, size_t n, int *fds, size_t max);
 /* How long before the lease ends the command is told that it is gone: a
  * tenth of the TTL (at least 1 ms), time for it to stop while the lock is
  * still ours. A command starts only with more than this left. */

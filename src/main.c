@@ -142,10 +142,13 @@ static int run_job(struct options *opts, const struct settings *st,
 	observe_lease(ob, &lease);
 	child_find_inherited(job);	/* before the watchdog, our child */
 	if (opts->on_lost_signal != ON_LOST_IGNORE) {
+		int hold[WATCHDOG_MAX_HOLD];
+		size_t n_hold = lock_held_fds(lk, n_locks, hold, WATCHDOG_MAX_HOLD);
+
 		if (watchdog_start(&wd, opts->on_lost_signal, opts->kill_after_ms,
 				   lease_deadline_ms(&lease),
 				   lease_end_ms(&lease) - lease.notice_ms / 2,
-				   &err) < 0) {
+				   hold, n_hold, &err) < 0) {
 			log_error(opts->key, &err);
 			lease_free(&lease);
 			return err.exit;

@@ -72,6 +72,7 @@
 #define PAGE_FD 3		/* in the watchdog: the shared page */
 #define PIPE_FD 4		/* dlock's pipe */
 #define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+#define HOLD_FD_MIN 5		/* where held descriptors go: past 3 and 4 */
 
 /* What dlock leaves for the history, should it be killed. */
 struct watch_lock {
@@ -103,6 +104,8 @@ struct watch_page {
 	pid_t dlock_pid, sid;		/* dlock, and the job's session */
 	atomic_int n_skip;		/* dlock's children that are not the */
 	pid_t skip[MAX_SKIP];		/* job: those it inherited */
+	int n_hold;			/* the lock's connections, held open */
+	int hold[WATCHDOG_MAX_HOLD];	/* (sorted, each >= HOLD_FD_MIN) */
 	struct watch_record rec;	/* last: its pages are touched only
 					 * when written */
 };
@@ -176,9 +179,15 @@ static void say_killed(const struct watch_page *pg)
 	if (!rec->name[0])
 		return;
 	lapse_ms = lapse_ms < 0 ? 0 : lapse_ms > rec->ttl_ms ? rec->ttl_ms : lapse_ms;
-	n = snprintf(line, sizeof line,
-		     "dlock: %s: dlock was killed; stopping the job; the lock lapses within %.3g s\n",
-		     rec->name, (double)((lapse_ms + 99) / 100) / 10);
+	/* a lock held by its connection, which we hold: it goes when we do */
+	if (pg->n_hold > 0)
+		n = snprintf(line, sizeof line,
+			     "dlock: %s: dlock was killed; stopping the job; the lock is given back once it has stopped\n",
+			     rec->name);
+	else
+		n = snprintf(line, sizeof line,
+			     "dlock: %s: dlock was killed; stopping the job; the lock lapses within %.3g s\n",
+			     rec->name, (double)((lapse_ms + 99) / 100) / 10);
 	if (n > 0)
 		(void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
@@ -336,13 +345,24 @@ int watchdog_main(void)
 		return EX_USAGE;	/* not started by dlock */
 	prctl(PR_SET_NAME, "dlock-watchdog");	/* not "exe" */
 	close(PAGE_FD);
-	close_range(PIPE_FD + 1, ~0U, 0);
+	/* everything but the pipe and the connections held (sorted) */
+	for (int i = 0, from = PIPE_FD + 1; i <= pg->n_hold; i++) {
+		int to = i < pg->n_hold ? pg->hold[i] : -1;
+
+		if (to < 0) {
+			close_range((unsigned)from, ~0U, 0);
+			break;
+		}
+		if (to > from)
+			close_range((unsigned)from, (unsigned)to - 1, 0);
+		from = to + 1;
+	}
 	watch(pg, PIPE_FD);
 }
 
 struct spawn {
 	int page_fd, pipe_fd;
-	struct watch_page *page;
+	struct watch_page *page;	/* its hold[]: kept, not closed */
 	char *const *envp;
 };
 
@@ -432,7 +452,21 @@ static NO_SANITIZE int watch_first(void *arg)
 	if (sys(SYS_dup3, sp->page_fd, 0, 0, 0, 0) < 0 ||
 	    sys(SYS_dup3, sp->pipe_fd, 1, 0, 0, 0) < 0)
 		sys(SYS_exit, EX_OSERR, 0, 0, 0, 0);
-	sys(SYS_close_range, 3, ~0U, 0, 0, 0);
+	/* all but the connections held (sorted, past 4): they stay open
+	 * across the exec, so that the server keeps the lock with them
+	 * until the job is stopped, should dlock be killed */
+	for (int i = 0, from = 3; i <= sp->page->n_hold; i++) {
+		int to = i < sp->page->n_hold ? sp->page->hold[i] : -1;
+
+		if (to < 0) {
+			sys(SYS_close_range, from, ~0U, 0, 0, 0);
+			break;
+		}
+		if (to > from)
+			sys(SYS_close_range, from, to - 1, 0, 0, 0);
+		sys(SYS_fcntl, to, F_SETFD, 0, 0, 0);
+		from = to + 1;
+	}
 	if (sys(SYS_dup3, 0, PAGE_FD, 0, 0, 0) < 0 ||
 	    sys(SYS_dup3, 1, PIPE_FD, 0, 0, 0) < 0)
 		sys(SYS_exit, EX_OSERR, 0, 0, 0, 0);
@@ -478,6 +512,35 @@ static int start_process(struct watchdog *wd, int page_fd, int pipe_fd,
 	return wd->pid < 0 ? -1 : 0;
 }
 
+static int by_number(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* The lock's connections, as copies numbered HOLD_FD_MIN and up (clear
+ * of the page's and the pipe's 3 and 4 in the exec'd watchdog), for the
+ * page to list. A copy that cannot be made (a low ulimit -n) is not held:
+ * the lock then ends with dlock, as it did. */
+static void copy_held(struct watchdog *wd)
+{
+	struct watch_page *pg = wd->page;
+
+	pg->n_hold = 0;
+	for (size_t i = 0; i < wd->n_hold; i++) {
+		int fd = fcntl(wd->hold[i], F_DUPFD_CLOEXEC, HOLD_FD_MIN);
+
+		if (fd >= 0)
+			pg->hold[pg->n_hold++] = fd;
+	}
+	qsort(pg->hold, (size_t)pg->n_hold, sizeof *pg->hold, by_number);
+}
+
+static void close_held(struct watchdog *wd)
+{
+	for (int i = 0; i < wd->page->n_hold; i++)
+		close(wd->page->hold[i]);
+}
+
 static int start(struct watchdog *wd, struct error *err)
 {
 	int fds[2];
@@ -486,12 +549,16 @@ static int start(struct watchdog *wd, struct error *err)
 		error_set(err, EX_OSERR, "watchdog: pipe: %s", strerror(errno));
 		return -1;
 	}
+	copy_held(wd);
 	if (start_process(wd, wd->page_fd, fds[0], fds[1]) < 0) {
 		error_set(err, EX_OSERR, "watchdog: %s", strerror(errno));
+		close_held(wd);
 		close(fds[0]);
 		close(fds[1]);
 		return -1;
 	}
+	/* the watchdog has its own copies now (a clone copies the table) */
+	close_held(wd);
 	close(fds[0]);
 	wd->fd = fds[1];
 	return 0;
@@ -499,11 +566,13 @@ static int start(struct watchdog *wd, struct error *err)
 
 int watchdog_start(struct watchdog *wd, int on_lost_signal,
 		   int64_t kill_after_ms, int64_t deadline_ms, int64_t end_ms,
-		   struct error *err)
+		   const int *hold, size_t n_hold, struct error *err)
 {
 	struct watch_page *pg;
 
 	*wd = (struct watchdog){ .fd = -1, .page_fd = -1 };
+	for (size_t i = 0; i < n_hold && wd->n_hold < WATCHDOG_MAX_HOLD; i++)
+		wd->hold[wd->n_hold++] = hold[i];
 	wd->page_fd = memfd_create("dlock-watchdog", MFD_CLOEXEC);
 	if (wd->page_fd < 0 || ftruncate(wd->page_fd, sizeof *pg) < 0 ||
 	    (pg = mmap(NULL, sizeof *pg, PROT_READ | PROT_WRITE, MAP_SHARED,

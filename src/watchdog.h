@@ -10,22 +10,29 @@
 
 struct watch_page;
 
+#define WATCHDOG_MAX_HOLD 8
+
 struct watchdog {
 	struct watch_page *page;	/* shared with the watchdog process */
 	int page_fd;		/* its memfd, for a watchdog started again */
 	pid_t pid;
 	int fd;			/* a pipe's write end: EOF says dlock is gone */
+	int hold[WATCHDOG_MAX_HOLD];	/* the lock's connections it holds */
+	size_t n_hold;
 };
 
 /* Starts the watchdog before the command starts: from then on, if dlock
  * dies, or is stalled past deadline_ms (SIGSTOP, a debugger), the job's
  * process group gets on_lost_signal and SIGCONT at once, SIGKILL after
  * kill_after_ms or at end_ms (just before the lease runs out), whichever
- * is first.
+ * is first. hold[0..n_hold-1]: the lock's connections where the store
+ * frees the lock when its connection closes (CAP_HELD_BY_CONNECTION): the
+ * watchdog keeps them open until it is done, so that a dlock killed does
+ * not hand the lock on while its job still runs.
  * Returns 0, or -1 with err (71). */
 int watchdog_start(struct watchdog *wd, int on_lost_signal,
 		   int64_t kill_after_ms, int64_t deadline_ms, int64_t end_ms,
-		   struct error *err);
+		   const int *hold, size_t n_hold, struct error *err);
 /* The watchdog process itself: main() of "dlock watchdog", which finds
  * the shared page on fd 3 and dlock's pipe on fd 4. Returns only when it
  * was not started by dlock (64). */

@@ -519,3 +519,23 @@ assert ev[0]["held_ms"] >= 0 and ev[0]["host"], ev
 	my "DROP DATABASE app; DROP USER 'cron'@'%'"
 	nothing_left
 }
+
+@test "dlock killed (kill -9): the lock is kept until the watchdog has stopped the job" {
+	"$DLOCK" -S "$U" -t 30 --kill-after 2 held "$T/job" "$T/h" deaf 2>"$T/err" &
+	local pid=$! jobpid
+	track $pid
+	wait_until 10 test -e "$T/h.ready"
+	jobpid=$(<"$T/h.pid")
+	"$DLOCK" -S "$U" held touch "$T/ran" &
+	track $!
+	wait_until 5 has_waiter || fail "the second dlock is not waiting in GET_LOCK"
+	kill -KILL "$pid"
+	# the job ignores SIGTERM: it lives until the SIGKILL 2 s later, and
+	# all that time the waiter must stay out
+	while alive "$jobpid"; do
+		[[ ! -e $T/ran ]] || fail "the waiter ran while the job still ran"
+		sleep 0.02
+	done
+	wait_until 10 test -e "$T/ran" || fail "the waiter never got the lock"
+	grep -q 'dlock was killed' "$T/err"
+}

@@ -319,3 +319,23 @@ print(cur.fetchone()[0])"
 	# only the two psql statements took one: dlock none
 	assert_equal "$after" "$((before + 1))"
 }
+
+@test "postgres: dlock killed (kill -9): the lock is kept until the watchdog has stopped the job" {
+	"$DLOCK" -S "$PG_URL" -t 30 --kill-after 2 held "$T/job" "$T/h" deaf 2>"$T/err" &
+	local pid=$! jobpid
+	track $pid
+	wait_until 10 test -e "$T/h.ready"
+	jobpid=$(<"$T/h.pid")
+	"$DLOCK" -S "$PG_URL" held touch "$T/ran" &
+	track $!
+	wait_until 10 waiting_on dlock:held
+	kill -KILL "$pid"
+	# the job ignores SIGTERM: it lives until the SIGKILL 2 s later, and
+	# all that time the waiter must stay out
+	while alive "$jobpid"; do
+		[[ ! -e $T/ran ]] || fail "the waiter ran while the job still ran"
+		sleep 0.02
+	done
+	wait_until 10 test -e "$T/ran" || fail "the waiter never got the lock"
+	grep -q 'dlock was killed' "$T/err"
+}

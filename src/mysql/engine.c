@@ -1077,7 +1077,7 @@ static int release(struct lock *lk, const struct release_how *how,
 const struct engine mysql_engine = {
 	.name = "MySQL",
 	.caps = CAP_HISTORY | CAP_FORCE | CAP_NO_FORK | CAP_UNAVAILABLE_RUN |
-		CAP_LIST,
+		CAP_LIST | CAP_HELD_BY_CONNECTION,
 	.min_ttl_ms = 1000,
 	.cannot = cannot,
 	.parse = parse,

@@ -927,7 +927,7 @@ static int force(struct lock *lk, struct broken_holder **out, size_t *n_out,
 const struct engine postgres_engine = {
 	.name = "PostgreSQL",
 	.caps = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_FORCE | CAP_NO_FORK |
-		CAP_UNAVAILABLE_RUN,
+		CAP_UNAVAILABLE_RUN | CAP_HELD_BY_CONNECTION,
 	.min_ttl_ms = 1000,
 	.cannot = cannot,
 	.parse = parse,
