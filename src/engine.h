@@ -255,6 +255,10 @@ struct engine {
 	const char *name;	/* "Redis", "PostgreSQL"... for messages */
 	unsigned caps;		/* enum engine_cap */
 	int64_t min_ttl_ms;	/* the shortest --ttl it can keep */
+	/* How long the job runs before watch_fds() is asked: where watching
+	 * costs connections of its own (Redis), a job that ends sooner never
+	 * opens them; 0 where it is a socket the lock has anyway. */
+	int64_t watch_after_ms;
 	/* Why it lacks cap (one enum engine_cap), for the usage error; NULL
 	 * or a NULL answer: no reason given. */
 	const char *(*cannot)(unsigned cap);

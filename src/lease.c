@@ -11,7 +11,8 @@
  * or breaks it (dlock release --force; Redis pushes a notice on a list of
  * ours), an operator ends the holder's session (PostgreSQL, MySQL), a
  * watch fires (ZooKeeper, etcd). What each engine watches is polled from
- * the supervisor's thread once the job has run NOTICE_AFTER_MS (a command
+ * the supervisor's thread once the job has run the engine's watch_after_ms
+ * (Redis: half a second, so that a command
  * that ends sooner never opens anything for it). An event starts a
  * renewal round at once, which decides: the job is told within a round
  * trip, not at the next renewal. */
@@ -26,7 +27,6 @@
 #include "clock.h"
 #include "lease.h"
 
-#define NOTICE_AFTER_MS 500
 
 static int64_t min64(int64_t a, int64_t b)
 {
@@ -101,6 +101,7 @@ void lease_init(struct lease *ls, struct lock *lk)
 void lease_init_locks(struct lease *ls, struct lock *lk, size_t n)
 {
 	int64_t period_ms = lk->ttl_ms / 3, valid_ms = lk->valid_until_ms;
+	int64_t after_ms = lk->eng->watch_after_ms;
 
 	for (size_t i = 1; i < n; i++)
 		valid_ms = min64(valid_ms, lk[i].valid_until_ms);
@@ -114,8 +115,8 @@ void lease_init_locks(struct lease *ls, struct lock *lk, size_t n)
 		.renew_at_ms = valid_ms - lk->ttl_ms + period_ms,
 		.notify_fd = -1,
 		/* renewals as often as that find out as soon */
-		.watch_at_ms = period_ms > NOTICE_AFTER_MS ?
-			       clock_now_ms() + NOTICE_AFTER_MS : -1,
+		.watch_at_ms = lk->eng->watch_fds && period_ms > after_ms ?
+			       clock_now_ms() + after_ms : -1,
 	};
 	pthread_mutex_init(&ls->mutex, NULL);
 	pthread_cond_init(&ls->kick, NULL);

@@ -698,6 +698,11 @@ static int refuse_unsupported(const struct options *opts,
 	};
 	const struct engine *e = st->engine;
 
+	if (st->ttl_ms < e->min_ttl_ms) {
+		log_line(NULL, "%s cannot keep a --ttl below %.3g s (its timeouts count in whole seconds)",
+			 e->name, (double)e->min_ttl_ms / 1000);
+		return -1;
+	}
 	for (size_t i = 0; i < sizeof wants / sizeof wants[0]; i++) {
 		const char *why;
 

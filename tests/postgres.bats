@@ -339,3 +339,39 @@ print(cur.fetchone()[0])"
 	wait_until 10 test -e "$T/ran" || fail "the waiter never got the lock"
 	grep -q 'dlock was killed' "$T/err"
 }
+
+@test "postgres: the session ended before the first heartbeat, a short job: 75, said at the release" {
+	run -75 --separate-stderr dlock -S "$PG_URL" -t 30 early sh -c \
+		"psql -h '$PGDIR' -p '$PGPORT' -U postgres -Atq -X -c \"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'dlock'\" postgres >/dev/null"
+	[[ $stderr == *'lease lost'* ]] || fail "stderr: $stderr"
+	[[ $stderr != *FATAL* ]] || fail "the server's words leaked: $stderr"
+}
+
+@test "postgres: a waiter gives up at -w while the server is stopped (no cancel that waits on it)" {
+	psql_hold dlock:stopped
+	local pids t0 rc=0
+	pids=$(pgrep -f "postgres.*$PGDIR" | tr '\n' ' ')
+	"$DLOCK" -S "$PG_URL" -w 2 stopped touch "$T/ran" &
+	local w=$!
+	track $w
+	wait_until 10 waiting_on dlock:stopped
+	# shellcheck disable=SC2086
+	kill -STOP $pids
+	t0=$(now_ms)
+	wait "$w" || rc=$?
+	# shellcheck disable=SC2086
+	kill -CONT $pids
+	assert_equal "$rc" 1
+	(($(now_ms) - t0 < 4000)) || fail "gave up after $(($(now_ms) - t0)) ms"
+	[[ ! -e $T/ran ]]
+	touch "$T/dlock:stopped.go"
+	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: a key of 1000 bytes is held, shown and released whole" {
+	local key
+	key=$(printf 'k%.0s' {1..1000})
+	run -0 dlock -S "$PG_URL" -- "$key" sh -c "\"$DLOCK\" status -S '$PG_URL' $key >/dev/null && echo held"
+	assert_output held
+	no_advisory_lock
+}

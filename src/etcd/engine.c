@@ -893,6 +893,7 @@ const struct engine etcd_engine = {
 	.caps = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_STEPS | CAP_HISTORY |
 		CAP_FORCE | CAP_NO_FORK | CAP_LIST,
 	.min_ttl_ms = 1000,
+	.watch_after_ms = 500,
 	.cannot = cannot,
 	.parse = parse,
 	.free_servers = free_servers,

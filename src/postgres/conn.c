@@ -163,6 +163,8 @@ void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
 			code = EX_UNAVAILABLE;
 		else
 			code = EX_SOFTWARE;
+	} else if (has(msg, "invalid") && has(msg, "value")) {
+		code = EX_USAGE;	/* a setting of the URL: sslmode=bogus */
 	} else if (has(msg, "password authentication failed") ||
 		   has(msg, "no password supplied") || has(msg, "pg_hba.conf") ||
 		   has(msg, "does not exist") || has(msg, "authentication failed") ||
@@ -174,6 +176,13 @@ void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
 }
 
 /* ---- connecting ------------------------------------------------------------ */
+
+/* The server's notices (a FATAL that ends the session between two
+ * statements among them) are not for dlock's stderr: what matters comes
+ * back as a failed statement, and dlock says it once, its way. */
+static void no_notices(void *arg, const char *message)
+{
+}
 
 static int wait_fd(int fd, short events, int64_t deadline_ms)
 {
@@ -247,6 +256,7 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		}
 		st = PQconnectPoll(c);
 	}
+	PQsetNoticeProcessor(c, no_notices, NULL);
 	if (PQsetnonblocking(c, 1) < 0) {
 		pg_error(c, NULL, url, err);
 		PQfinish(c);
@@ -328,15 +338,4 @@ PGresult *pg_query(PGconn *c, const struct pg_url *url, const char *sql,
 		return NULL;
 	}
 	return pg_result(c, url, deadline_ms, dead, err);
-}
-
-void pg_cancel(PGconn *c)
-{
-	PGcancel *cancel = PQgetCancel(c);
-	char why[256];
-
-	if (cancel) {
-		PQcancel(cancel, why, sizeof why);
-		PQfreeCancel(cancel);
-	}
 }

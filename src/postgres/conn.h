@@ -57,6 +57,3 @@ PGresult *pg_result(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
  * credentials, 69 for a server that goes away or is not ready, 70 else. */
 void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
 	      struct error *err);
-/* Cancels the statement running on c (PQcancel: a connection of its own),
- * within the call. */
-void pg_cancel(PGconn *c);

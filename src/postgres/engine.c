@@ -28,6 +28,7 @@
 #include "show.h"
 
 #define APPLICATION_NAME "dlock"
+#define PG_LIMIT_MAX 1000
 /* The statement's key: its text, hashed by the server. */
 #define KEY_OF "hashtextextended($1, 0)"
 /* pg_locks names an advisory lock on one bigint by its halves. */
@@ -208,7 +209,8 @@ static void settings(const struct lock *lk, char *out, size_t len)
 		 "set_config('tcp_keepalives_idle', '%lld', false), "
 		 "set_config('tcp_keepalives_interval', '%lld', false), "
 		 "set_config('tcp_keepalives_count', '3', false), "
-		 "set_config('tcp_user_timeout', '%lld', false)), ",
+		 "set_config('tcp_user_timeout', '%lld', false), "
+		 "set_config('client_connection_check_interval', '1000', false)), ",
 		 (long long)lk->ttl_ms, ttl_s / 3 > 0 ? ttl_s / 3 : 1,
 		 ttl_s / 9 > 0 ? ttl_s / 9 : 1, (long long)lk->ttl_ms);
 }
@@ -549,17 +551,19 @@ static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
 	return !PQconsumeInput(pg->c) || !PQisBusy(pg->c);
 }
 
-/* A wait given up: the blocking call is cancelled, and the connection
- * closed, which gives back a lock the server granted just before the
- * cancel arrived (DistributedLock#147): never kept by mistake. */
+/* A wait given up: the connection is closed, which ends the blocking
+ * call with the session and gives back a lock the server granted just
+ * before (DistributedLock#147): never kept by mistake. Not PQcancel(),
+ * which opens a connection of its own and waits for it without a
+ * deadline (a stopped server hung the waiter past -w and SIGTERM). The
+ * server notices a client gone while it waits within
+ * client_connection_check_interval (the session's settings). */
 static void end_wait(struct lock *lk, enum lock_result r)
 {
 	struct pg *pg = P(lk);
 
 	if (r == LOCK_ACQUIRED || r == LOCK_REENTERED)
 		return;
-	if (pg->waiting)
-		pg_cancel(pg->c);
 	disconnect(pg);
 }
 
@@ -681,23 +685,28 @@ static int release(struct lock *lk, const struct release_how *how,
 {
 	struct pg *pg = P(lk);
 	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
-	char key[600], *sql = NULL;
-	const char *params[] = { key };
+	char *key = NULL, *sql = NULL;
 	bool dead = true, held = pg->held, answered = false;
 	PGresult *r = NULL;
+	int d = -2;
 
 	lk->lost_at_release = false;
-	if (pg->slot > 0)
-		snprintf(key, sizeof key, "%s:%ld", pg->key, pg->slot);
-	else
-		snprintf(key, sizeof key, "%s", pg->key);
-	if (pg->c && drain(lk, deadline_ms, err) == 0 &&
+	if (pg->slot > 0 ? asprintf(&key, "%s:%ld", pg->key, pg->slot) < 0 :
+	    !(key = strdup(pg->key)))
+		key = NULL;
+	/* a reply still to read (the comment sent after the grant): a
+	 * session that ended meanwhile is found there (-2) */
+	if (pg->c && key && (d = drain(lk, deadline_ms, err)) == 0 &&
 	    asprintf(&sql, "SELECT pg_advisory_unlock%s(" KEY_OF ") %s", shared(lk),
 		     pg->comment ? pg->comment : "") >= 0) {
+		const char *params[] = { key };
+
 		r = pg_query(pg->c, pg->url, sql, params, 1, deadline_ms, &dead, err);
 		answered = r || dead;
 		free(sql);
 	}
+	answered |= d == -2;
+	free(key);
 	disconnect(pg);
 	if (r && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0) {
 		PQclear(r);
@@ -729,6 +738,11 @@ static int open_lock(struct lock *lk, struct error *err)
 	}
 	lk->e = pg;
 	pg->url = lk->p->servers;
+	/* one statement tries every slot: its size grows with N */
+	if (lk->p->limit > PG_LIMIT_MAX) {
+		error_set(err, EX_USAGE, "PostgreSQL takes --limit up to %d", PG_LIMIT_MAX);
+		return -1;
+	}
 	if (asprintf(&pg->key, "%s%s", lk->p->prefix, lk->p->name) < 0) {
 		pg->key = NULL;
 		error_set(err, EX_OSERR, "out of memory");
@@ -793,14 +807,17 @@ static int person(const PGresult *r, int row, char **token, size_t *token_len,
 static int one_status(struct lock *lk, struct status_lock *s, struct error *err)
 {
 	struct pg *pg = P(lk);
-	char key[600];
-	const char *params[] = { key };
+	const char *params[1];
 	bool dead;
 	PGresult *r;
 	int n;
 
-	snprintf(key, sizeof key, "%s%s", lk->p->prefix, s->name);
-	s->key = strdup(key);
+	if (asprintf(&s->key, "%s%s", lk->p->prefix, s->name) < 0) {
+		s->key = NULL;
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	params[0] = s->key;
 	s->fence = -1;
 	s->ttl_ms = -2;
 	s->n_agree = 1;

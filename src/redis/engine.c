@@ -420,6 +420,7 @@ const struct engine redis_engine = {
 		CAP_FORCE | CAP_SEVERAL | CAP_WAIT_REPLICAS | CAP_MIN_HOLD_KEPT |
 		CAP_NO_FORK | CAP_UNAVAILABLE_RUN | CAP_LIST,
 	.min_ttl_ms = MIN_TTL_MS,
+	.watch_after_ms = 500,
 	.parse = parse,
 	.free_servers = free_servers,
 	.server_text = server_text,
