@@ -130,6 +130,94 @@ print(cur.fetchone()[0])"
 	assert_output third
 }
 
+@test "postgres: --limit holders exclude an exclusive one, and it them" {
+	hold a -S "$PG_URL" --limit 2 lx
+	wait_ready a
+	run -1 dlock -S "$PG_URL" -n lx touch "$T/ran"
+	run -1 dlock -S "$PG_URL" -w 0.3 lx touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "an exclusive command ran beside a --limit holder"
+	# psql's exclusive lock on the name is refused too
+	[[ $(psql_ "SELECT pg_try_advisory_lock(hashtextextended('dlock:lx', 0))") == f ]]
+	run -0 dlock status -S "$PG_URL" lx
+	assert_line -n 0 --partial 'limit 2'
+	finish a
+	assert_equal "$bg_status" 0
+	wait_until 10 no_advisory_lock
+
+	psql_hold dlock:lx
+	run -1 dlock -S "$PG_URL" -n --limit 2 lx touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "a --limit command ran beside an exclusive holder"
+	touch "$T/dlock:lx.go"
+	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: a --limit 2 lock refuses --limit 3 and -s with 64, a shared one --limit" {
+	hold h -S "$PG_URL" --limit 2 mm
+	wait_ready h
+	run -64 --separate-stderr dlock -S "$PG_URL" --limit 3 mm touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: mm: "*"held with --limit 2"* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "$PG_URL" -s mm touch "$T/ran"
+	[[ $stderr == "dlock: mm: "*"held with --limit 2"* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "$PG_URL" -n -s mm touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	# the slots full: a --limit 1 request is told the mode, not "held"
+	hold h2 -S "$PG_URL" --limit 2 mm
+	wait_ready h2
+	run -64 --separate-stderr dlock -S "$PG_URL" -n --limit 1 mm touch "$T/ran"
+	[[ $stderr == "dlock: mm: "*"held with --limit 2"* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	finish h
+	finish h2
+	assert_equal "$bg_status" 0
+	wait_until 10 no_advisory_lock
+
+	hold s -S "$PG_URL" -s mm
+	wait_ready s
+	run -64 --separate-stderr dlock -S "$PG_URL" --limit 2 mm touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: mm: "*"held shared"* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	run -0 dlock -S "$PG_URL" -n -s mm true
+	finish s
+	assert_equal "$bg_status" 0
+	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: a nested dlock re-enters in its caller's mode only (no upgrade)" {
+	# inside a shared holder's job
+	run -0 dlock -S "$PG_URL" -s nm sh -c '
+		"$DLOCK" -S "$PG_URL" -n nm touch "$0.x"; echo "x $?"
+		"$DLOCK" -S "$PG_URL" -n --limit 2 nm touch "$0.l"; echo "limit $?"
+		"$DLOCK" -S "$PG_URL" -s -n nm true; echo "s $?"' "$T/s"
+	assert_line "x 64"
+	assert_line "limit 64"
+	assert_line "s 0"
+	assert_output --partial "the outer dlock holds the lock shared: a nested exclusive request cannot re-enter it"
+	assert_output --partial "the lock is held shared"
+	# inside a --limit 2 holder's job
+	run -0 dlock -S "$PG_URL" --limit 2 nm sh -c '
+		"$DLOCK" -S "$PG_URL" -n nm touch "$0.x"; echo "x $?"
+		"$DLOCK" -S "$PG_URL" -n -s nm touch "$0.s"; echo "s $?"
+		"$DLOCK" -S "$PG_URL" -n --limit 3 nm touch "$0.l"; echo "limit3 $?"
+		"$DLOCK" -S "$PG_URL" -n --limit 2 nm sh -c "test \"\$DLOCK_TOKEN\" = $DLOCK_TOKEN"; echo "limit2 $?"' "$T/l"
+	assert_line "x 64"
+	assert_line "s 64"
+	assert_line "limit3 64"
+	assert_line "limit2 0"
+	assert_output --partial "the outer dlock holds the lock with --limit 2: a nested exclusive request cannot re-enter it"
+	assert_output --partial "the lock is held with --limit 2"
+	# inside an exclusive holder's job, every mode re-enters
+	run -0 dlock -S "$PG_URL" nm sh -c '
+		"$DLOCK" -S "$PG_URL" -n -s nm true; echo "s $?"
+		"$DLOCK" -S "$PG_URL" -n --limit 2 nm true; echo "limit $?"'
+	assert_line "s 0"
+	assert_line "limit 0"
+	[[ ! -e $T/s.x && ! -e $T/s.l && ! -e $T/l.x && ! -e $T/l.s && ! -e $T/l.l ]] ||
+		fail "a nested command ran"
+	wait_until 10 no_advisory_lock
+}
+
 @test "postgres: the holder's session terminated: the job is stopped, dlock exits 75" {
 	"$DLOCK" -S "$PG_URL" -t 3 term "$T/job" "$T/h" 2>"$T/err" &
 	local pid=$!

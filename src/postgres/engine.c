@@ -12,10 +12,19 @@
  * cancelled and the connection closed, which gives back a lock granted
  * just before the cancel arrived.
  *
- * Every statement a holder runs carries a comment, "dlock key=K
- * holder=INFO token=T fence=F", which pg_stat_activity shows to other
- * sessions: status reads holders from it, and a nested dlock its
- * caller's token and fence. */
+ * Every statement a holder runs carries a comment, "dlock mode=M
+ * token=T fence=F slot=S key=K holder=INFO", which pg_stat_activity
+ * shows to other sessions: status reads holders from it, a nested dlock
+ * its caller's token, fence and mode, and a shared holder the mode the
+ * others hold in (the try statement says its mode too: "dlock try
+ * mode=M"). The short fields come first, as pg_stat_activity cuts a
+ * statement at track_activity_query_size.
+ *
+ * Modes: -x is pg_advisory_lock(K), -s pg_advisory_lock_shared(K), and
+ * --limit N takes K shared too (so -x excludes it) and one of the slots
+ * K:1..K:N. Shared holders and --limit holders, or --limit N and M, are
+ * told apart by their comments: a holder that finds others in another
+ * mode gives its lock back and says so (64), as Redis does. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +69,24 @@ static struct pg *P(const struct lock *lk)
 static const char *shared(const struct lock *lk)
 {
 	return lk->p->limit == LOCK_SHARED ? "_shared" : "";
+}
+
+/* The mode word the comments carry: "x", "s" or N (--limit N). */
+static void mode_word(const struct lock *lk, char *out, size_t len)
+{
+	if (lk->p->limit > 0)
+		snprintf(out, len, "%ld", lk->p->limit);
+	else
+		snprintf(out, len, "%s", lk->p->limit == LOCK_SHARED ? "s" : "x");
+}
+
+/* How a mode reads in a message: "shared", "with --limit N". */
+static void mode_words(const char *mode, char *out, size_t len)
+{
+	if (strcmp(mode, "s") == 0)
+		snprintf(out, len, "shared");
+	else
+		snprintf(out, len, "with --limit %s", mode);
 }
 
 /* ---- settings ------------------------------------------------------------ */
@@ -150,19 +177,32 @@ static void field(const char *comment, const char *name, char *out, size_t len)
 /* A statement's text in pg_stat_activity: dlock's comment, or NULL. */
 static const char *comment_in(const char *query)
 {
-	return query ? strstr(query, "/* dlock key=") : NULL;
+	return query ? strstr(query, "/* dlock mode=") : NULL;
+}
+
+/* The mode a dlock session's statement says it holds in (its comment,
+ * or its try statement's); "" for another client's. */
+static void mode_in(const char *query, char *out, size_t len)
+{
+	const char *c = query ? strstr(query, "/* dlock ") : NULL;
+
+	field(c, "mode", out, len);
 }
 
 static int make_comment(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
-	char key[512], info[3 * LOCK_INFO_MAX];
+	char key[3 * 1024 + 1], info[3 * LOCK_INFO_MAX], mode[24], slot[32] = "";
 
 	pct(pg->key, key, sizeof key);
 	pct(lk->info, info, sizeof info);
+	mode_word(lk, mode, sizeof mode);
+	if (pg->slot > 0)
+		snprintf(slot, sizeof slot, " slot=%ld", pg->slot);
 	free(pg->comment);
-	if (asprintf(&pg->comment, "/* dlock key=%s holder=%s token=%s%s%s */", key,
-		     info, lk->token, lk->fence[0] ? " fence=" : "", lk->fence) < 0) {
+	if (asprintf(&pg->comment, "/* dlock mode=%s token=%s%s%s%s key=%s holder=%s */",
+		     mode, lk->token, lk->fence[0] ? " fence=" : "", lk->fence, slot,
+		     key, info) < 0) {
 		pg->comment = NULL;
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -297,6 +337,27 @@ static enum lock_result granted(struct lock *lk, const char *fence,
 	return LOCK_ACQUIRED;
 }
 
+/* A nested dlock re-enters a lock its caller holds exclusively, or in
+ * its own mode. Not an exclusive request in a shared one (it would not
+ * exclude the other holders, and waiting for them would wait for the
+ * caller itself: no upgrade), nor -s in --limit or --limit N in M. */
+static bool mode_reenters(struct lock *lk, const char *query, struct error *err)
+{
+	char held[24], ours[24], words[48];
+
+	mode_in(query, held, sizeof held);
+	mode_word(lk, ours, sizeof ours);
+	if (!held[0] || strcmp(held, "x") == 0 || strcmp(held, ours) == 0)
+		return true;
+	mode_words(held, words, sizeof words);
+	if (strcmp(ours, "x") == 0)
+		error_set(err, EX_USAGE, "the outer dlock holds the lock %s: a nested exclusive request cannot re-enter it",
+			  words);
+	else
+		error_set(err, EX_USAGE, "the lock is held %s", words);
+	return false;
+}
+
 /* A nested dlock: the lock is held by a session whose statements carry
  * DLOCK_TOKEN. Its fence is the one it announced (right after its grant:
  * asked again for a moment if not yet there). */
@@ -326,6 +387,10 @@ static int reentered(struct lock *lk, struct error *err)
 			return 0;
 		}
 		field(comment_in(PQgetvalue(r, 0, 0)), "fence", fence, sizeof fence);
+		if (!mode_reenters(lk, PQgetvalue(r, 0, 0), err)) {
+			PQclear(r);
+			return -1;
+		}
 		PQclear(r);
 		if (fence[0] || lk->p->no_fence || clock_now_ms() >= until_ms) {
 			snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
@@ -353,56 +418,83 @@ static void held_by(struct lock *lk, const char *query)
  * load their catalogs than the rest of the statement. */
 static char *try_sql(struct lock *lk)
 {
-	char with[512] = "", what[128], *sql, *cases = NULL;
+	char with[512] = "", what[128], mode[24], *sql, *cases = NULL;
 	int r;
 
 	if (P(lk)->fresh)
 		settings(lk, with, sizeof with);
+	mode_word(lk, mode, sizeof mode);
 	if (lk->p->limit > 0) {
-		size_t cap = (size_t)lk->p->limit * 96 + 64, len = 0;
+		/* K shared, then the first free slot; no slot: K given back
+		 * (the last WHEN, reached only then) */
+		size_t cap = (size_t)lk->p->limit * 96 + 256, len = 0;
 
 		if (!(cases = malloc(cap)))
 			return NULL;
-		len += (size_t)snprintf(cases, cap, "CASE");
+		len += (size_t)snprintf(cases, cap,
+					"CASE WHEN pg_try_advisory_lock_shared(" KEY_OF ") THEN CASE");
 		for (long i = 1; i <= lk->p->limit; i++)
 			len += (size_t)snprintf(cases + len, cap - len,
 						" WHEN pg_try_advisory_lock(hashtextextended($1 || ':%ld', 0)) THEN %ld",
 						i, i);
-		snprintf(cases + len, cap - len, " ELSE 0 END");
-		snprintf(what, sizeof what, "%s", cases);
+		snprintf(cases + len, cap - len,
+			 " WHEN pg_advisory_unlock_shared(" KEY_OF ") THEN 0 ELSE 0 END ELSE 0 END");
 	} else {
 		snprintf(what, sizeof what, "CASE WHEN pg_try_advisory_lock%s(" KEY_OF ") THEN 1 ELSE 0 END",
 			 shared(lk));
 	}
 	/* --no-fence: no transaction ID, whose commit waits for the WAL */
 	r = asprintf(&sql,
-		     "/* dlock */ WITH %sl AS MATERIALIZED (SELECT %s AS slot) "
+		     "/* dlock try mode=%s */ WITH %sl AS MATERIALIZED (SELECT %s AS slot) "
 		     "SELECT l.slot > 0, CASE WHEN l.slot > 0 AND NOT pg_is_in_recovery() "
 		     "THEN %s END, pg_backend_pid(), "
 		     "pg_is_in_recovery(), l.slot FROM l%s",
-		     with, cases ? cases : what,
+		     mode, with, cases ? cases : what,
 		     lk->p->no_fence ? "''" : "pg_current_xact_id()::text",
 		     with[0] ? ", s" : "");
 	free(cases);
 	return r < 0 ? NULL : sql;
 }
 
-/* Who holds it, for the wait line and --verbose: its statement's comment. */
-static void look_up_holder(struct lock *lk)
+/* The other holders, from their statements' comments: who holds it, for
+ * the wait line and --verbose, and, for a shared or --limit request,
+ * whether they hold in another mode (64: -s and --limit N, or --limit N
+ * and M, never hold together). 0, or -1 with err set (the connection
+ * closed if it broke). */
+static int look_at_holders(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->key };
-	struct error ignored;
+	char ours[24], held[24], words[48];
 	bool dead;
-	PGresult *r = pg_query(pg->c, pg->url, "SELECT a.query " LOCKS_OF_KEY "AND l.granted LIMIT 1",
+	PGresult *r = pg_query(pg->c, pg->url,
+			       "SELECT a.query " LOCKS_OF_KEY
+			       "AND l.granted AND l.pid <> pg_backend_pid()",
 			       params, 1, clock_now_ms() + lk->node_timeout_ms, &dead,
-			       &ignored);
+			       err);
 
-	if (r && PQntuples(r) == 1)
-		held_by(lk, PQgetvalue(r, 0, 0));
+	if (!r) {
+		if (dead)
+			disconnect(pg);
+		return -1;
+	}
+	mode_word(lk, ours, sizeof ours);
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *query = PQgetvalue(r, i, 0);
+
+		if (i == 0)
+			held_by(lk, query);
+		mode_in(query, held, sizeof held);
+		if (strcmp(ours, "x") == 0 || !held[0] || strcmp(held, "x") == 0 ||
+		    strcmp(held, ours) == 0)
+			continue;
+		mode_words(held, words, sizeof words);
+		error_set(err, EX_USAGE, "the lock is held %s", words);
+		PQclear(r);
+		return -1;
+	}
 	PQclear(r);
-	if (dead)
-		disconnect(pg);
+	return 0;
 }
 
 /* The blocking call: the fence once it returns, the lock granted. */
@@ -410,11 +502,12 @@ static int send_wait(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->key };
-	char *sql;
+	char *sql, mode[24];
 	int r;
 
-	if (asprintf(&sql, "/* dlock */ WITH l AS MATERIALIZED (SELECT pg_advisory_lock%s(" KEY_OF ")) "
-		     "SELECT %s FROM l", shared(lk),
+	mode_word(lk, mode, sizeof mode);
+	if (asprintf(&sql, "/* dlock try mode=%s */ WITH l AS MATERIALIZED (SELECT pg_advisory_lock%s(" KEY_OF ")) "
+		     "SELECT %s FROM l", mode, shared(lk),
 		     lk->p->no_fence ? "''" : "pg_current_xact_id()::text") < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -436,9 +529,9 @@ static enum lock_result wait_over(struct lock *lk, struct error *err)
 	enum lock_result res = LOCK_FAILED;
 
 	pg->waiting = false;
-	if (r && PQntuples(r) == 1)
+	if (r && PQntuples(r) == 1 && look_at_holders(lk, err) == 0)
 		res = granted(lk, PQgetvalue(r, 0, 0), now_ms, err);
-	else if (r)
+	else if (r && PQntuples(r) != 1)
 		error_set(err, EX_SOFTWARE, "%s: unexpected reply to pg_advisory_lock",
 			  pg->url->text);
 	PQclear(r);
@@ -507,7 +600,10 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 	}
 	if (got) {
 		pg->slot = lk->p->limit > 0 ? atol(PQgetvalue(r, 0, 4)) : 0;
-		res = granted(lk, PQgetvalue(r, 0, 1), start_ms, err);
+		/* shared: the others may hold in another mode (then the
+		 * session, and what it took, goes) */
+		res = lk->p->limit != 0 && look_at_holders(lk, err) < 0 ? LOCK_FAILED :
+		      granted(lk, PQgetvalue(r, 0, 1), start_ms, err);
 		PQclear(r);
 		if (res != LOCK_ACQUIRED)
 			disconnect(pg);
@@ -515,8 +611,14 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 	}
 	lk->refused = true;
 	PQclear(r);
-	if (lk->p->verbose || lk->p->waits)
-		look_up_holder(lk);
+	if (lk->p->limit != 0 || lk->p->verbose || lk->p->waits) {
+		struct error e = { 0 };
+
+		if (look_at_holders(lk, &e) < 0 && (!pg->c || e.exit == EX_USAGE)) {
+			*err = e;
+			return LOCK_FAILED;
+		}
+	}
 	if (!pg->c)
 		return LOCK_FAILED;
 	/* A wait inside the server, in its queue; --limit has no "any of
@@ -696,12 +798,17 @@ static int release(struct lock *lk, const struct release_how *how,
 		key = NULL;
 	/* a reply still to read (the comment sent after the grant): a
 	 * session that ended meanwhile is found there (-2) */
+	/* --limit: the slot, and K shared */
 	if (pg->c && key && (d = drain(lk, deadline_ms, err)) == 0 &&
-	    asprintf(&sql, "SELECT pg_advisory_unlock%s(" KEY_OF ") %s", shared(lk),
+	    asprintf(&sql, pg->slot > 0 ?
+		     "SELECT pg_advisory_unlock(" KEY_OF ") AND pg_advisory_unlock_shared(hashtextextended($2, 0)) %s" :
+		     "SELECT pg_advisory_unlock%s(" KEY_OF ") %s",
+		     pg->slot > 0 ? (pg->comment ? pg->comment : "") : shared(lk),
 		     pg->comment ? pg->comment : "") >= 0) {
-		const char *params[] = { key };
+		const char *params[] = { key, pg->key };
 
-		r = pg_query(pg->c, pg->url, sql, params, 1, deadline_ms, &dead, err);
+		r = pg_query(pg->c, pg->url, sql, params, pg->slot > 0 ? 2 : 1, deadline_ms,
+			     &dead, err);
 		answered = r || dead;
 		free(sql);
 	}
@@ -804,6 +911,22 @@ static int person(const PGresult *r, int row, char **token, size_t *token_len,
 	return 0;
 }
 
+/* A shared holder: -s, or --limit N (its comment says which, and its
+ * slot); psql's pg_advisory_lock_shared counts as -s. */
+static void status_mode(const PGresult *r, int row, struct status_lock *s,
+			struct status_holder *h)
+{
+	const char *query = PQgetisnull(r, row, 6) ? NULL : PQgetvalue(r, row, 6);
+	char mode[24], slot[24];
+
+	mode_in(query, mode, sizeof mode);
+	field(comment_in(query), "slot", slot, sizeof slot);
+	if (slot[0])
+		h->slot = atol(slot);
+	if (!s->mode[0] || strcmp(s->mode, "s") == 0)
+		snprintf(s->mode, sizeof s->mode, "%s", mode[0] && strcmp(mode, "x") ? mode : "s");
+}
+
 static int one_status(struct lock *lk, struct status_lock *s, struct error *err)
 {
 	struct pg *pg = P(lk);
@@ -854,7 +977,7 @@ static int one_status(struct lock *lk, struct status_lock *s, struct error *err)
 				s->fence = fence;
 			s->state = ST_HELD;
 			if (strcmp(PQgetvalue(r, i, 1), "ShareLock") == 0)
-				strcpy(s->mode, "s");
+				status_mode(r, i, s, h);
 		} else {
 			struct status_waiter *w = &s->waiters[s->n_waiters++];
 
