@@ -124,6 +124,28 @@ teardown() { stop_all; }
 	nothing_left
 }
 
+@test "a waiter gives up at -w while the server is stopped, within a node timeout" {
+	hold h -S "$U" K
+	wait_ready h
+	local t0 w rc=0
+	"$DLOCK" -S "$U" -w 2 --node-timeout 1 K touch "$T/ran" 3>&- &
+	w=$!
+	track $w
+	wait_until 5 has_waiter || fail "dlock is not waiting in GET_LOCK"
+	kill -STOP "$(cat "$MY_DIR/pid.mine")"
+	t0=$(now_ms)
+	wait "$w" || rc=$?
+	kill -CONT "$(cat "$MY_DIR/pid.mine")"
+	assert_equal "$rc" 1
+	# the deadline came about 2 s after t0, plus one node timeout at most
+	(($(now_ms) - t0 < 3800)) || fail "gave up after $(($(now_ms) - t0)) ms"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	finish h
+	assert_equal "$bg_status" 0
+	wait_until 10 no_waiters
+	nothing_left
+}
+
 @test "a signal while waiting: 143, the server's GET_LOCK cancelled, nothing left" {
 	hold h -S "$U" K
 	wait_ready h

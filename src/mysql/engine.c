@@ -749,6 +749,15 @@ static enum lock_result take_up_wait(struct lock *lk, struct error *err)
 	enum lock_result r;
 
 	if (my_run(&m->c, start_ms) == 1) {
+		/* The server ends its own wait at wait_ends_ms: no word a node
+		 * timeout after that, and it is not answering (stopped, hung),
+		 * as a round of Redis would find (69). */
+		if (start_ms > m->wait_ends_ms + WAIT_GRACE_MS + lk->node_timeout_ms) {
+			error_set(err, EX_UNAVAILABLE, "%s: no answer in time (GET_LOCK's wait ended %.1f s ago)",
+				  m->u->text, (double)(start_ms - m->wait_ends_ms) / 1000);
+			drop(m);
+			return LOCK_FAILED;
+		}
 		lk->refused = true;
 		return LOCK_HELD;
 	}
@@ -815,14 +824,16 @@ static void end_wait(struct lock *lk, enum lock_result r)
 	if (r == LOCK_ACQUIRED)
 		return;
 	if (m->waiting) {
-		int64_t now_ms = clock_now_ms();
+		/* one node timeout for all of it: a stopped server must not
+		 * hold the waiter thrice that past its -w deadline */
+		int64_t now_ms = clock_now_ms(), end_ms = now_ms + lk->node_timeout_ms;
 
 		/* the server gives up at the -w deadline by itself */
 		if (r == LOCK_HELD && m->wait_ends_ms <= now_ms + WAIT_GRACE_MS)
-			my_run(&m->c, now_ms + lk->node_timeout_ms);
+			my_run(&m->c, end_ms);
 		if (my_pending(&m->c)) {
-			kill_query(lk, clock_now_ms() + lk->node_timeout_ms);
-			my_run(&m->c, clock_now_ms() + lk->node_timeout_ms);
+			kill_query(lk, end_ms);
+			my_run(&m->c, end_ms);
 		}
 		/* granted just before: closing gives it back; its history
 		 * event goes too (the fence stays used: still increasing) */
