@@ -532,6 +532,21 @@ one_line() {
 	reap h
 	assert_equal "$bg_status" 75
 	assert_equal "$(cat "$T/h.sig")" TERM
+	# the loss said once: not again as a failed release (session expired)
+	one_line "$T/h.err" "dlock: K26: lease lost: *"
+}
+
+@test "the server stopped past the lease: 75, the loss said once, no failed release" {
+	hold h -S "$Z" -t 2 K35
+	wait_ready h
+	kill -STOP "$(zk_pid s)"
+	wait_until 15 dead "$(<"$T/h.dlock")"
+	kill -CONT "$(zk_pid s)"	# before anything may fail
+	reap h
+	assert_equal "$bg_status" 75
+	one_line "$T/h.err" "dlock: K35: lease lost: *"
+	# the server, back, expires the session
+	wait_until 15 no_contender K35 || fail "the node outlived its session"
 }
 
 @test "dlock killed by SIGKILL: its node goes with its session" {

@@ -23,6 +23,7 @@
 #include <sysexits.h>
 #include <unistd.h>
 #include "clock.h"
+#include "lock.h"
 #include "zk.h"
 
 /* Rounds one try may take when nodes come and go under it. */
@@ -1077,6 +1078,28 @@ static struct zc *send_release(struct zk *z, bool late_acq, const char *kind,
 	return zc_multi_send(m);
 }
 
+/* The release found the lock no longer ours without a word from the
+ * ensemble about our node: the session expired (the server deleted it),
+ * or the lease ran out before the release and the ensemble cannot be
+ * reached now (it deletes the node once the session expires). The loss,
+ * not a failed release: the core says it once (75), or not again when it
+ * stopped the job for it already. */
+static int released_lost(struct zk *z, bool expired, struct error *err)
+{
+	struct lock *lk = z->lk;
+
+	if (expired)
+		error_set(err, EX_TEMPFAIL, "%s: session expired: our node is gone",
+			  z->u->text);
+	else
+		error_set(err, EX_TEMPFAIL, "%s: the lease ran out, and the ensemble could not be reached to give the lock back: our node goes with the session",
+			  z->u->text);
+	lk->lost_at_release = true;
+	forget_own(z);
+	z->held = false;
+	return 0;
+}
+
 static int release(struct lock *lk, const struct release_how *how,
 		   struct error *err)
 {
@@ -1088,8 +1111,14 @@ static int release(struct lock *lk, const struct release_how *how,
 	long long held_ms = clock_now_ms() - lk->acquired_ms;
 	long long exit = how->exit_status >= 0 ? how->exit_status : -1;
 	char *acq_path = NULL;
+	/* the loss clock at its notice before the release: the core told
+	 * the job that the lease is lost (75), or the job ended right then */
+	bool lapsed = clock_now_ms() >= lk->valid_until_ms -
+				       lock_notice_ms(lk->ttl_ms);
+	struct zk_state st;
 	int rc;
 
+	lk->lost_at_release = false;
 	zc_free(z->watch_req);
 	z->watch_req = NULL;
 	if (!z->own) {
@@ -1098,12 +1127,9 @@ static int release(struct lock *lk, const struct release_how *how,
 		return 0;
 	}
 	if (zk_session(z, deadline_ms, false, &expired, err) < 0) {
-		if (!expired)
+		if (!expired && !lapsed)
 			return -1;	/* it lapses with the session */
-		lk->lost_at_release = true;
-		forget_own(z);
-		z->held = false;
-		return 0;
+		return released_lost(z, expired, err);
 	}
 	/* no command ran: the "acquired" event goes too, if it went out */
 	if (!how->job && z->acq_event) {
@@ -1148,6 +1174,38 @@ static int release(struct lock *lk, const struct release_how *how,
 	zc_free(reqs[0]);
 	zc_free(reqs[2]);
 	free(acq_path);
+	if (rc != ZOK && rc != ZSESSIONEXPIRED && zs_transient(rc) &&
+	    clock_now_ms() < deadline_ms) {
+		/* The connection broke under the multi, which may have been
+		 * applied: once the library has connected again (or heard
+		 * that the session expired), the whole once more, and our
+		 * node missing then may be that first one's doing. */
+		if (zk_session(z, deadline_ms, false, &expired, err) < 0) {
+			rc = expired ? ZSESSIONEXPIRED : rc;
+		} else {
+			reqs[0] = send_release(z, with_acq, ev ? "released" : NULL,
+					       exit, held_ms, NULL);
+			zc_wait(reqs, 1, deadline_ms);
+			rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+			if (rc == ZNONODE && reqs[0]->res[0].err == ZOK) {
+				/* the history's znode missing: our node alone */
+				zc_free(reqs[0]);
+				reqs[0] = send_release(z, false, NULL, exit, held_ms,
+						       NULL);
+				zc_wait(reqs, 1, deadline_ms);
+				rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+			}
+			zc_free(reqs[0]);
+			if (rc == ZNONODE && !lapsed)
+				rc = ZOK;
+		}
+	}
+	zs_state(z->s, &st);
+	if (rc != ZOK && rc != ZNONODE &&
+	    (rc == ZSESSIONEXPIRED || st.expired || (lapsed && zs_transient(rc)))) {
+		zc_free(reqs[1]);
+		return released_lost(z, rc == ZSESSIONEXPIRED || st.expired, err);
+	}
 	if (rc == ZNONODE) {
 		/* not ours any more: the lease was lost */
 		lk->lost_at_release = true;
