@@ -134,6 +134,123 @@ ours_re='^-[0-9a-f]{32}-(x|s|l[0-9]+)-[0-9]+__r?lock__[0-9]{10}$'
 	no_contender K7
 }
 
+# ---- modes: nested and not (as Redis: tests/modes.bats) ---------------------
+
+# one_line FILE PATTERN: dlock said one line in FILE (a job's stderr may
+# be there too), and it matches the glob
+one_line() {
+	local said
+	said=$(grep '^dlock: ' "$1")
+	[[ $(grep -c '^dlock: ' "$1") == 1 && $said == $2 ]] || fail "$1: $(cat "$1")"
+}
+
+@test "nested in an exclusive holder's job: -x, -s and --limit all re-enter" {
+	run -0 --separate-stderr timeout 20 "$DLOCK" -S "$Z" K30 sh -c '
+		d=$0 z=$1
+		"$d" -S "$z" -n K30 sh -c "exit 3"; echo "x $?"
+		"$d" -S "$z" -n -s K30 sh -c "exit 4"; echo "s $?"
+		"$d" -S "$z" -w 5 --limit 2 K30 sh -c "exit 5"; echo "limit $?"' "$DLOCK" "$Z"
+	assert_line "x 3"
+	assert_line "s 4"
+	assert_line "limit 5"
+	assert_equal "$stderr" ""
+	no_contender K30
+}
+
+@test "nested in a shared holder's job: -s re-enters; -x and --limit 64, nothing run, the lock kept" {
+	hold other -S "$Z" -s K31
+	wait_ready other
+	run -0 --separate-stderr timeout 20 "$DLOCK" -S "$Z" -s K31 sh -c '
+		d=$0 z=$1 t=$2
+		"$d" -S "$z" -w 5 K31 touch "$t.x" 2>"$t.x.err"; echo "x $?"
+		"$d" -S "$z" -n --limit 2 K31 touch "$t.l" 2>"$t.l.err"; echo "limit $?"
+		"$d" -S "$z" -s -n K31 sh -c "exit 4"; echo "s $?"' "$DLOCK" "$Z" "$T/n31"
+	assert_line "x 64"
+	assert_line "limit 64"
+	assert_line "s 4"
+	one_line "$T/n31.x.err" "dlock: K31: *the outer dlock holds the lock shared: a nested exclusive request cannot re-enter it"
+	one_line "$T/n31.l.err" "dlock: K31: *the lock is held shared"
+	[[ ! -e $T/n31.x && ! -e $T/n31.l ]] || fail "a nested command ran"
+	# the outer lock ended 0 (not lost), the other holder alone is left
+	n_contenders K31 1
+	finish other
+	assert_equal "$bg_status" 0
+	no_contender K31
+}
+
+@test "nested in a --limit 2 holder's job: --limit 2 re-enters; -x, -s and --limit 3 64" {
+	run -0 --separate-stderr timeout 20 "$DLOCK" -S "$Z" --limit 2 K32 sh -c '
+		d=$0 z=$1 t=$2
+		"$d" -S "$z" -n K32 touch "$t.x" 2>"$t.x.err"; echo "x $?"
+		"$d" -S "$z" -w 5 -s K32 touch "$t.s" 2>"$t.s.err"; echo "s $?"
+		"$d" -S "$z" -n --limit 3 K32 touch "$t.l3" 2>"$t.l3.err"; echo "limit3 $?"
+		"$d" -S "$z" -n --limit 2 K32 sh -c "exit 6"; echo "limit2 $?"' "$DLOCK" "$Z" "$T/n32"
+	assert_line "x 64"
+	assert_line "s 64"
+	assert_line "limit3 64"
+	assert_line "limit2 6"
+	one_line "$T/n32.x.err" "dlock: K32: *the outer dlock holds the lock with --limit 2: a nested exclusive request cannot re-enter it"
+	one_line "$T/n32.s.err" "dlock: K32: *the lock is held with --limit 2"
+	one_line "$T/n32.l3.err" "dlock: K32: *the lock is held with --limit 2"
+	[[ ! -e $T/n32.x && ! -e $T/n32.s && ! -e $T/n32.l3 ]] || fail "a nested command ran"
+	no_contender K32
+}
+
+@test "held --limit 2: --limit 3 and -s are 64 at once (-n, -w or neither); held -s: --limit 2 is 64" {
+	hold h -S "$Z" --limit 2 K33
+	wait_ready h
+	local node; node=$(children K33)
+	run -64 --separate-stderr dlock -S "$Z" --limit 3 K33 touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: K33: "*"held with --limit 2"* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "$Z" -s K33 touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: K33: "*"held with --limit 2"* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "$Z" -n -s K33 touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	run -64 --separate-stderr timeout 5 "$DLOCK" -S "$Z" -w 30 --limit 3 K33 touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	# an exclusive request only waits, as against any holder
+	run -1 dlock -S "$Z" -n K33 touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	assert_equal "$(children K33)" "$node"
+	finish h
+	assert_equal "$bg_status" 0
+
+	hold s -S "$Z" -s K33
+	wait_ready s
+	node=$(children K33)
+	run -64 --separate-stderr dlock -S "$Z" --limit 2 K33 touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: K33: "*"held shared"* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "$Z" -n --limit 2 K33 touch "$T/ran"
+	[[ $stderr == "dlock: K33: "*"held shared"* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	assert_equal "$(children K33)" "$node"
+	finish s
+	assert_equal "$bg_status" 0
+	no_contender K33
+}
+
+@test "a shared waiter is refused (64) once --limit holders take the lock before it" {
+	hold x -S "$Z" K34
+	wait_ready x
+	hold l -S "$Z" --limit 2 K34
+	wait_until 10 n_contenders K34 2 || fail "the --limit one did not queue"
+	start_bg s -S "$Z" -s K34 touch "$T/ran"
+	wait_until 10 n_contenders K34 3 || fail "the shared one did not queue"
+	finish x
+	wait_ready l
+	reap s 5	# while l holds, not once it ends
+	assert_equal "$bg_status" 64
+	one_line "$T/s.err" "dlock: K34: *the lock is held with --limit 2"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	n_contenders K34 1
+	finish l
+	assert_equal "$bg_status" 0
+	no_contender K34
+}
+
 # ---- kazoo and Curator ----------------------------------------------------
 
 @test "kazoo's Lock and dlock exclude each other, both ways" {
@@ -169,6 +286,9 @@ ours_re='^-[0-9a-f]{32}-(x|s|l[0-9]+)-[0-9]+__r?lock__[0-9]{10}$'
 	finish h
 	run -0 dlock -S "$Z" -s -n K9 true
 	run -1 dlock -S "$Z" -n K9 true
+	# kazoo's readers hold it shared: no --limit beside them
+	run -64 --separate-stderr dlock -S "$Z" -n --limit 2 K9 true
+	[[ $stderr == "dlock: K9: "*"held shared"* ]] || fail "stderr: $stderr"
 	touch "$T/kr.release"
 	wait_until 10 no_contender K9 || fail "kazoo's node stays"
 }
@@ -412,6 +532,21 @@ ours_re='^-[0-9a-f]{32}-(x|s|l[0-9]+)-[0-9]+__r?lock__[0-9]{10}$'
 	reap h
 	assert_equal "$bg_status" 75
 	assert_equal "$(cat "$T/h.sig")" TERM
+	# the loss said once: not again as a failed release (session expired)
+	one_line "$T/h.err" "dlock: K26: lease lost: *"
+}
+
+@test "the server stopped past the lease: 75, the loss said once, no failed release" {
+	hold h -S "$Z" -t 2 K35
+	wait_ready h
+	kill -STOP "$(zk_pid s)"
+	wait_until 15 dead "$(<"$T/h.dlock")"
+	kill -CONT "$(zk_pid s)"	# before anything may fail
+	reap h
+	assert_equal "$bg_status" 75
+	one_line "$T/h.err" "dlock: K35: lease lost: *"
+	# the server, back, expires the session
+	wait_until 15 no_contender K35 || fail "the node outlived its session"
 }
 
 @test "dlock killed by SIGKILL: its node goes with its session" {

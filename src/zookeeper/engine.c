@@ -23,6 +23,7 @@
 #include <sysexits.h>
 #include <unistd.h>
 #include "clock.h"
+#include "lock.h"
 #include "zk.h"
 
 /* Rounds one try may take when nodes come and go under it. */
@@ -490,11 +491,39 @@ static int adopt_unheard(struct zk *z, const struct zk_contenders *cs,
 	return 0;
 }
 
-/* DLOCK_TOKEN names a node of this lock that holds it: re-enter. */
+/* "shared", "with --limit N": how holders of mode (zk_contender_mode())
+ * hold the lock, for messages. */
+static const char *held_words(long mode, char *out, size_t len)
+{
+	if (mode < 0)
+		snprintf(out, len, "shared");
+	else
+		snprintf(out, len, "with --limit %ld", mode);
+	return out;
+}
+
+/* A request in another mode than the holders' (-s beside --limit 2,
+ * --limit 3 beside --limit 2): a usage error, as Redis says it, never a
+ * wait (the holders' mode stays as long as one of them holds). */
+static enum lock_result mode_refused(struct zk *z, long held, struct error *err)
+{
+	char words[40];
+
+	error_set(err, EX_USAGE, "%s: the lock is held %s", z->u->text,
+		  held_words(held, words, sizeof words));
+	return LOCK_FAILED;
+}
+
+/* DLOCK_TOKEN names a node of this lock that holds it: re-enter, when
+ * that hold covers this request. An exclusive one covers any; a shared
+ * one or a --limit N one only a request of its own mode: an exclusive
+ * request would not exclude the other holders (no upgrade), and waiting
+ * for them would wait for the outer job itself. */
 static enum lock_result reentry(struct zk *z, const struct zk_contenders *cs,
 				int64_t deadline_ms, struct error *err)
 {
 	const char *t = z->lk->reentry_token;
+	long want = z->lk->p->limit;
 	char guid[ZK_GUID_LEN + 1];
 
 	if (strlen(t) < ZK_GUID_LEN)
@@ -505,8 +534,22 @@ static enum lock_result reentry(struct zk *z, const struct zk_contenders *cs,
 		char *path;
 		int rc;
 
+		long held;
+
 		if (!zk_name_has_guid(cs->c[i].name, guid) ||
-		    !zk_holds(cs->c, cs->n, i) || !(path = zk_join(z->path, cs->c[i].name)))
+		    !zk_holds(cs->c, cs->n, i))
+			continue;
+		held = zk_contender_mode(&cs->c[i]);
+		if (held != 0 && want == 0) {
+			char words[40];
+
+			error_set(err, EX_USAGE, "%s: the outer dlock holds the lock %s: a nested exclusive request cannot re-enter it",
+				  z->u->text, held_words(held, words, sizeof words));
+			return LOCK_FAILED;
+		}
+		if (held != 0 && want != held)
+			return mode_refused(z, held, err);
+		if (!(path = zk_join(z->path, cs->c[i].name)))
 			continue;
 		ex = zc_exists(z->s, path, false);
 		free(path);
@@ -629,7 +672,7 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 	struct zc *create = NULL, *kids, *reqs[2] = { NULL, NULL };
 	struct zk_state st;
 	enum lock_result r = LOCK_HELD;
-	long i, w;
+	long i, w, head;
 	int rc;
 
 	*again = false;
@@ -717,6 +760,15 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 		*again = true;
 		goto out;
 	}
+	/* Held in another non-exclusive mode than ours: the first holder's
+	 * (all hold in its mode). No race between two first contenders of
+	 * different modes: the sequence numbers order them, and the second
+	 * sees the first here (its children read follows its create). */
+	head = zk_contender_mode(&cs.c[0]);
+	if (p->limit != 0 && head != 0 && head != p->limit) {
+		r = mode_refused(z, head, err);
+		goto out;
+	}
 	if (zk_holds(cs.c, cs.n, (size_t)i)) {
 		r = won(z, t0, err);
 		if (r == LOCK_HELD) {
@@ -734,8 +786,13 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 	{
 		struct zc *watch = NULL, *holder = NULL;
 		char *wpath = NULL, *hpath = zk_join(z->path, cs.c[0].name);
+		bool watch_head;
 
 		w = zk_waits_for(cs.c, cs.n, (size_t)i);
+		/* a shared waiter behind a --limit one: the exclusive head
+		 * gone, that one holds, and we are refused (mode_refused()),
+		 * not left waiting for it; the head watched too */
+		watch_head = p->waits && p->limit < 0 && w > 0;
 		if (p->waits) {
 			if (w >= 0 && (wpath = zk_join(z->path, cs.c[w].name)))
 				watch = zc_get(z->s, wpath, true);
@@ -745,7 +802,7 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 		/* who holds it, for the wait line (-n: for --verbose) */
 		if (hpath && (w != 0 || !watch || watch->kind != ZC_GET) &&
 		    (p->waits || p->verbose))
-			holder = zc_get(z->s, hpath, false);
+			holder = zc_get(z->s, hpath, watch_head);
 		reqs[0] = watch;
 		reqs[1] = holder;
 		zc_wait(reqs, 2, deadline_ms);
@@ -754,7 +811,8 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 			snprintf(z->held_by, sizeof z->held_by, "%s", watch->data);
 		if (holder && holder->rc == ZOK && holder->data)
 			snprintf(z->held_by, sizeof z->held_by, "%s", holder->data);
-		if (watch && watch->rc == ZNONODE)
+		if ((watch && watch->rc == ZNONODE) ||
+		    (watch_head && holder && holder->rc == ZNONODE))
 			*again = true;	/* gone already: look again */
 		else if (watch && watch->rc != ZOK) {
 			zs_error(err, watch->rc, z->u->text);
@@ -1020,6 +1078,28 @@ static struct zc *send_release(struct zk *z, bool late_acq, const char *kind,
 	return zc_multi_send(m);
 }
 
+/* The release found the lock no longer ours without a word from the
+ * ensemble about our node: the session expired (the server deleted it),
+ * or the lease ran out before the release and the ensemble cannot be
+ * reached now (it deletes the node once the session expires). The loss,
+ * not a failed release: the core says it once (75), or not again when it
+ * stopped the job for it already. */
+static int released_lost(struct zk *z, bool expired, struct error *err)
+{
+	struct lock *lk = z->lk;
+
+	if (expired)
+		error_set(err, EX_TEMPFAIL, "%s: session expired: our node is gone",
+			  z->u->text);
+	else
+		error_set(err, EX_TEMPFAIL, "%s: the lease ran out, and the ensemble could not be reached to give the lock back: our node goes with the session",
+			  z->u->text);
+	lk->lost_at_release = true;
+	forget_own(z);
+	z->held = false;
+	return 0;
+}
+
 static int release(struct lock *lk, const struct release_how *how,
 		   struct error *err)
 {
@@ -1031,8 +1111,14 @@ static int release(struct lock *lk, const struct release_how *how,
 	long long held_ms = clock_now_ms() - lk->acquired_ms;
 	long long exit = how->exit_status >= 0 ? how->exit_status : -1;
 	char *acq_path = NULL;
+	/* the loss clock at its notice before the release: the core told
+	 * the job that the lease is lost (75), or the job ended right then */
+	bool lapsed = clock_now_ms() >= lk->valid_until_ms -
+				       lock_notice_ms(lk->ttl_ms);
+	struct zk_state st;
 	int rc;
 
+	lk->lost_at_release = false;
 	zc_free(z->watch_req);
 	z->watch_req = NULL;
 	if (!z->own) {
@@ -1041,12 +1127,9 @@ static int release(struct lock *lk, const struct release_how *how,
 		return 0;
 	}
 	if (zk_session(z, deadline_ms, false, &expired, err) < 0) {
-		if (!expired)
+		if (!expired && !lapsed)
 			return -1;	/* it lapses with the session */
-		lk->lost_at_release = true;
-		forget_own(z);
-		z->held = false;
-		return 0;
+		return released_lost(z, expired, err);
 	}
 	/* no command ran: the "acquired" event goes too, if it went out */
 	if (!how->job && z->acq_event) {
@@ -1091,6 +1174,38 @@ static int release(struct lock *lk, const struct release_how *how,
 	zc_free(reqs[0]);
 	zc_free(reqs[2]);
 	free(acq_path);
+	if (rc != ZOK && rc != ZSESSIONEXPIRED && zs_transient(rc) &&
+	    clock_now_ms() < deadline_ms) {
+		/* The connection broke under the multi, which may have been
+		 * applied: once the library has connected again (or heard
+		 * that the session expired), the whole once more, and our
+		 * node missing then may be that first one's doing. */
+		if (zk_session(z, deadline_ms, false, &expired, err) < 0) {
+			rc = expired ? ZSESSIONEXPIRED : rc;
+		} else {
+			reqs[0] = send_release(z, with_acq, ev ? "released" : NULL,
+					       exit, held_ms, NULL);
+			zc_wait(reqs, 1, deadline_ms);
+			rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+			if (rc == ZNONODE && reqs[0]->res[0].err == ZOK) {
+				/* the history's znode missing: our node alone */
+				zc_free(reqs[0]);
+				reqs[0] = send_release(z, false, NULL, exit, held_ms,
+						       NULL);
+				zc_wait(reqs, 1, deadline_ms);
+				rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+			}
+			zc_free(reqs[0]);
+			if (rc == ZNONODE && !lapsed)
+				rc = ZOK;
+		}
+	}
+	zs_state(z->s, &st);
+	if (rc != ZOK && rc != ZNONODE &&
+	    (rc == ZSESSIONEXPIRED || st.expired || (lapsed && zs_transient(rc)))) {
+		zc_free(reqs[1]);
+		return released_lost(z, rc == ZSESSIONEXPIRED || st.expired, err);
+	}
 	if (rc == ZNONODE) {
 		/* not ours any more: the lease was lost */
 		lk->lost_at_release = true;

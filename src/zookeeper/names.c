@@ -125,11 +125,18 @@ bool zk_holds(const struct zk_contender *c, size_t n, size_t i)
 		if ((long long)i >= c[i].limit)
 			return false;
 		for (size_t k = 0; k < i; k++)
-			if (!c[k].ours || c[k].limit == 0)
+			if (!c[k].ours || c[k].limit != c[i].limit)
 				return false;
 		return true;
 	}
 	return i == 0;
+}
+
+long zk_contender_mode(const struct zk_contender *c)
+{
+	if (c->shared)
+		return -1;
+	return c->ours ? c->limit : 0;
 }
 
 long zk_waits_for(const struct zk_contender *c, size_t n, size_t i)

@@ -44,8 +44,15 @@ void zk_contenders_sort(struct zk_contender *c, size_t n);
 
 /* Whether contender i of the sorted c[0..n-1] holds the lock: shared,
  * no exclusive one before it; ours with --limit N, among the first N and
- * only --limit ones before it; else the first. */
+ * only --limit N ones before it (never beside another N: see
+ * zk_contender_mode()); else the first. */
 bool zk_holds(const struct zk_contender *c, size_t n, size_t i);
+
+/* A contender's mode, as lock_params.limit says it: -1 shared (dlock -s,
+ * kazoo's ReadLock), N for dlock --limit N, 0 exclusive (anything else).
+ * Holders are all of one mode, the first contender's: a non-exclusive
+ * request of another mode is refused while they hold (engine.c). */
+long zk_contender_mode(const struct zk_contender *c);
 
 /* Whom contender i waits for: the index of the node whose deletion may
  * let it in (the one just before it; for a shared one the nearest

@@ -45,6 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (w >= (long)i || (zk_holds(c, n, i) && w >= 0 && c[i].shared &&
 					      !c[w].shared && w < (long)i))
 				abort();	/* waits for one after it; holds past a writer */
+			if (zk_holds(c, n, i) &&
+			    zk_contender_mode(&c[i]) != zk_contender_mode(&c[0]))
+				abort();	/* holders of two modes at once */
 			if (c[i].ours)
 				zk_name_prefix(c[i].name + 1, c[i].limit, c[i].timeout_ms,
 					       prefix, sizeof prefix);

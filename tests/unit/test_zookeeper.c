@@ -144,6 +144,32 @@ int main(void)
 		holds_are(n, 2, "10");	/* an exclusive one before a --limit one */
 	}
 	{
+		/* --limit 3 never beside --limit 2 holders (nor after them) */
+		const char *n[] = { "-" G "-l2-1__lock__0000000001",
+				    "-" G "-l3-1__lock__0000000002",
+				    "-" G "-l2-1__lock__0000000003" };
+		holds_are(n, 3, "100");
+	}
+	{
+		const char *n[] = { "-" G "-l3-1__lock__0000000001",
+				    "-" G "-l3-1__lock__0000000002",
+				    "-" G "-l2-1__lock__0000000003" };
+		holds_are(n, 3, "110");
+	}
+	{
+		struct zk_contender c[5];
+		const char *n[] = { "-" G "-s-1__rlock__0000000001", "k__rlock__0000000002",
+				    "-" G "-l4-1__lock__0000000003", "-" G "-x-1__lock__0000000004",
+				    "k__lock__0000000005" };
+		const long want[] = { -1, -1, 4, 0, 0 };
+
+		for (int i = 0; i < 5; i++) {
+			zk_contender_parse(n[i], &c[i]);
+			ok(zk_contender_mode(&c[i]) == want[i], "mode of %s: %ld (got %ld)",
+			   n[i], want[i], zk_contender_mode(&c[i]));
+		}
+	}
+	{
 		/* the sequence number alone orders, not the name */
 		const char *n[] = { "z__lock__0000000005", "a__lock__0000000006",
 				    "_c_q-lock-0000000004" };
