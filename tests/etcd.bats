@@ -365,6 +365,50 @@ assert ev[0]["event"] == "released" and ev[0]["exit"] == 0 and ev[0]["fence"] > 
 assert ev[1]["event"] == "acquired" and ev[1]["fence"] == ev[0]["fence"], ev[1]' "$output"
 }
 
+# Lock a/b's history must not sit inside lock a's contenders' range
+# (PREFIX a/): there it looked like a holder that never goes, to dlock and
+# to etcdctl lock alike.
+@test "a/b's history is no contender of lock a: a is free, status and history name each lock's own" {
+	local b_token a_token
+	b_token=$(dlock -S "$S" "$K/b" sh -c 'echo $DLOCK_TOKEN')
+	run -0 dlock history -S "$S" --json "$K/b"
+	python3 -c 'import json,sys; ev=json.loads(sys.argv[1])["events"]
+assert [e["event"] for e in ev] == ["released", "acquired"], ev
+assert all(e["token"] == sys.argv[2] for e in ev), ev' "$output" "$b_token"
+	# nothing of a/b's is left under a's range, or anywhere under a/b/
+	(($(ectl get --prefix "dlock:$K/" --keys-only | wc -c) == 0)) ||
+		fail "keys under dlock:$K/: $(ectl get --prefix "dlock:$K/" --keys-only | tr '\0' @)"
+	run -0 dlock -S "$S" -n "$K" true
+	run -0 timeout 10 etcdctl --endpoints="$EP" lock "dlock:$K" echo etcdctl-ran
+	[[ $output == *etcdctl-ran* ]]
+	run -1 dlock status -S "$S" "$K"
+	[[ $output == "$K: free" ]]
+	hold a -S "$S" "$K"
+	wait_ready a
+	a_token=$(job_var a DLOCK_TOKEN)
+	run -0 dlock status -S "$S" --json "$K"
+	python3 -c 'import json,sys; l=json.loads(sys.argv[1])["locks"][0]
+assert l["state"] == "held" and len(l["holders"]) == 1 and l["waiting"] == 0, l
+assert l["holders"][0]["token"] == sys.argv[2], l' "$output" "$a_token"
+	run -0 dlock status -S "$S"
+	[[ $output == *"$K "*held* ]] || fail "$output"
+	[[ $output != *"$K/b"* ]] || fail "$output"
+	run -1 dlock status -S "$S" "$K/b"
+	[[ $output == "$K/b: free" ]]
+	finish a
+	((bg_status == 0))
+	run -0 dlock history -S "$S" --json "$K"
+	python3 -c 'import json,sys; ev=json.loads(sys.argv[1])["events"]
+assert [e["event"] for e in ev] == ["released", "acquired"] * 2, ev
+assert ev[0]["token"] == sys.argv[2] and sys.argv[3] not in [e["token"] for e in ev], ev' \
+		"$output" "$a_token" "$b_token"
+	run -0 dlock history -S "$S" --json "$K/b"
+	python3 -c 'import json,sys; ev=json.loads(sys.argv[1])["events"]
+assert len(ev) == 2 and all(e["token"] == sys.argv[2] for e in ev), ev' "$output" "$b_token"
+	no_lock_key "$K"
+	no_lease_left
+}
+
 @test "release --force deletes the holder's key: it is told at once and exits 75" {
 	envjob
 	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"

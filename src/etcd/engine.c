@@ -113,7 +113,8 @@ static int open_lock(struct lock *lk, struct error *err)
 	etcd_client_init(&e->watch, &e->cl);
 	e->name_key = malloc(plen + nlen + 1);
 	e->pfx = malloc(plen + nlen + 2);
-	e->hist = malloc(plen + nlen + HISTORY_SUFFIX_LEN);
+	e->hist_len = plen + HISTORY_TOP_LEN + nlen + 1;
+	e->hist = malloc(e->hist_len);
 	if (!e->name_key || !e->pfx || !e->hist) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -123,9 +124,9 @@ static int open_lock(struct lock *lk, struct error *err)
 	memcpy(e->pfx, e->name_key, plen + nlen);
 	memcpy(e->pfx + plen + nlen, "/", 2);
 	e->pfx_len = plen + nlen + 1;
-	memcpy(e->hist, e->name_key, plen + nlen);
-	memcpy(e->hist + plen + nlen, HISTORY_SUFFIX, HISTORY_SUFFIX_LEN);
-	e->hist_len = plen + nlen + HISTORY_SUFFIX_LEN;
+	memcpy(e->hist, p->prefix, plen);
+	memcpy(e->hist + plen, HISTORY_TOP, HISTORY_TOP_LEN);
+	memcpy(e->hist + plen + HISTORY_TOP_LEN, p->name, nlen + 1);
 	if (p->limit == LOCK_SHARED)
 		strcpy(e->mode, "s");
 	else if (p->limit > 0)

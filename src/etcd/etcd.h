@@ -13,11 +13,13 @@
  * empty value) is a foreign exclusive holder. */
 #define VALUE_TAG "dlock1 "
 
-/* History: events under PREFIX NAME "\0history/", a byte no lock name
- * taken from a command line has, so that no lock's prefix (PREFIX NAME
- * "/") holds them. */
-#define HISTORY_SUFFIX "\0history/"
-#define HISTORY_SUFFIX_LEN 9
+/* History: events under PREFIX "\0history/" NAME "\0", then TOKEN "/"
+ * KIND. No lock name has a NUL, so no lock's contenders' range (PREFIX
+ * NAME "/", for any NAME, dlock's or etcdctl lock's) holds them, and
+ * neither does another lock's history (NAME "a" vs "a/b"); every one of
+ * them sorts before PREFIX "\1", where the listing of locks starts. */
+#define HISTORY_TOP "\0history/"
+#define HISTORY_TOP_LEN 9
 /* Each day's events share a lease of 8 days: they lapse a week or so
  * after, as Redis's history stream does 7 days after its last event. */
 #define HISTORY_TTL_S (8 * 86400)
@@ -29,7 +31,7 @@ struct etcd {
 	char *name_key;		/* PREFIX NAME, lk->key */
 	char *pfx;		/* PREFIX NAME "/": the contenders */
 	size_t pfx_len;
-	char *hist;		/* PREFIX NAME "\0history/" */
+	char *hist;		/* PREFIX "\0history/" NAME "\0" */
 	size_t hist_len;
 	char mode[24];		/* "x", "s", "N" */
 	/* this acquisition */
