@@ -322,6 +322,83 @@ EOS
 	[[ ${lines[0]} == "${lines[1]}" ]]
 }
 
+# nested OUTER-ARGS: dlock OUTER-ARGS K runs a job that calls the nested
+# dlock once for each line of $T/nested ("NAME DLOCK-ARGS..."): its exit
+# status in $T/NAME.rc, its stderr in $T/NAME.err; the nested command
+# writes $T/NAME.ran with its DLOCK_TOKEN and the number of K's keys then.
+nested() {
+	cat >"$T/nested.sh" <<'EOS'
+#!/bin/bash
+T=$1 S=$2 K=$3
+echo "$DLOCK_TOKEN" >"$T/outer.token"
+while read -r name args; do
+	# shellcheck disable=SC2086
+	"$DLOCK" -S "$S" $args "$K" sh -c \
+		'echo "$DLOCK_TOKEN $(etcdctl --endpoints="$0" get --prefix "dlock:$1/" --keys-only | sed "/^$/d" | wc -l)" >"$2"; exit 5' \
+		"$EP" "$K" "$T/$name.ran" 2>"$T/$name.err"
+	echo $? >"$T/$name.rc"
+done <"$T/nested"
+EOS
+	chmod +x "$T/nested.sh"
+	run -0 dlock -S "$S" "$@" "$K" "$T/nested.sh" "$T" "$S" "$K"
+}
+
+# refused_nested NAME MESSAGE: exit 64, one line, the command not run
+refused_nested() {
+	[[ $(<"$T/$1.rc") == 64 ]] || fail "$1: exit $(<"$T/$1.rc"): $(cat "$T/$1.err")"
+	(($(wc -l <"$T/$1.err") == 1)) || fail "$1: $(cat "$T/$1.err")"
+	[[ $(<"$T/$1.err") == "dlock: $K: "*"$2" ]] || fail "$1: $(cat "$T/$1.err")"
+	[[ ! -e $T/$1.ran ]] || fail "$1: the nested command ran"
+}
+
+# reentered NAME KEYS: ran as the outer holder, with KEYS keys of K's then
+reentered() {
+	[[ $(<"$T/$1.rc") == 5 ]] || fail "$1: exit $(<"$T/$1.rc"): $(cat "$T/$1.err")"
+	[[ $(<"$T/$1.ran") == "$(<"$T/outer.token") $2" ]] ||
+		fail "$1: $(cat "$T/$1.ran") (outer $(cat "$T/outer.token"))"
+}
+
+@test "re-entry inside an exclusive holder's job: nested -x, -s and --limit all re-enter" {
+	printf '%s\n' "x -n" "xw -w 2" "s -s -n" "l --limit 3 -n" "l2 --limit 2" >"$T/nested"
+	nested -x
+	for n in x xw s l l2; do reentered "$n" 1; done
+	no_lock_key "$K"
+	no_lease_left
+}
+
+@test "re-entry inside a shared holder's job: -s re-enters, -x and --limit exit 64 and the outer lock stays" {
+	envjob
+	start_bg o -S "$S" -s "$K" "$T/envjob" "$T/o"
+	wait_until 5 test -e "$T/o.ready"
+	printf '%s\n' "x -n" "xw -w 3" "l --limit 2 -n" "lw --limit 2 -w 3" "s -s -n" >"$T/nested"
+	nested -s
+	refused_nested x "the outer dlock holds the lock shared: a nested exclusive request cannot re-enter it"
+	refused_nested xw "the outer dlock holds the lock shared: a nested exclusive request cannot re-enter it"
+	refused_nested l "the lock is held shared"
+	refused_nested lw "the lock is held shared"
+	reentered s 2	# the other shared holder's key and the outer one's
+	n_keys "$K" 1	# the other holder's, untouched
+	touch "$T/o.release"
+	reap o
+	((bg_status == 0))
+	no_lock_key "$K"
+	no_lease_left
+}
+
+@test "re-entry inside a --limit 2 holder's job: --limit 2 re-enters, -x, -s and --limit 3 exit 64" {
+	printf '%s\n' "x -n" "xw -w 3" "s -s -n" "sw -s -w 3" "l3 --limit 3 -n" \
+		"l2 --limit 2 -n" >"$T/nested"
+	nested --limit 2
+	refused_nested x "the outer dlock holds the lock with --limit 2: a nested exclusive request cannot re-enter it"
+	refused_nested xw "the outer dlock holds the lock with --limit 2: a nested exclusive request cannot re-enter it"
+	refused_nested s "the lock is held with --limit 2"
+	refused_nested sw "the lock is held with --limit 2"
+	refused_nested l3 "the lock is held with --limit 2"
+	reentered l2 1
+	no_lock_key "$K"
+	no_lease_left
+}
+
 @test "-k: two etcd locks all or none" {
 	run -0 dlock -S "$S" -k "${K}a" -k "${K}b" sh -c 'echo $DLOCK_KEYS'
 	[[ $output == "dlock:${K}a dlock:${K}b" ]]

@@ -98,6 +98,37 @@ static char mode_of(const struct etcd_kv *kv, long *limit, const char **m,
 	return *limit > 0 ? 'l' : 'x';
 }
 
+const char *etcd_held_as(const struct etcd_kv *kv, char *buf, size_t len)
+{
+	long limit;
+	const char *m;
+	size_t mlen;
+
+	switch (mode_of(kv, &limit, &m, &mlen)) {
+	case 's':
+		snprintf(buf, len, "shared");
+		return buf;
+	case 'l':
+		snprintf(buf, len, "with --limit %.*s", (int)mlen, m);
+		return buf;
+	}
+	return NULL;
+}
+
+bool etcd_mode_clash(const struct etcd_kv *kv, const char *mode, char *held,
+		     size_t len)
+{
+	long limit;
+	const char *m;
+	size_t mlen;
+	char kind = mode_of(kv, &limit, &m, &mlen);
+
+	if (kind == 'x' || (strlen(mode) == mlen && memcmp(mode, m, mlen) == 0))
+		return false;
+	etcd_held_as(kv, held, len);
+	return true;
+}
+
 bool etcd_holds(const struct etcd_kv *kvs, size_t n, size_t i, long *blocker)
 {
 	long limit, l2;

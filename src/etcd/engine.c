@@ -635,6 +635,24 @@ static enum lock_result reenter(struct lock *lk, struct error *err)
 		    v.token_len == strlen(lk->reentry_token) &&
 		    memcmp(v.token, lk->reentry_token, v.token_len) == 0 &&
 		    etcd_holds(all.kvs, all.n, i, &blocker)) {
+			char held[40];
+
+			/* Held shared or --limit by the outer dlock: an
+			 * exclusive request would not keep the other holders
+			 * out, and waiting for them would wait for the outer
+			 * job itself. No upgrade; another mode is refused as
+			 * it is without re-entry. An exclusive outer hold
+			 * covers every mode. */
+			if (etcd_mode_clash(&all.kvs[i], e->mode, held, sizeof held)) {
+				if (strcmp(e->mode, "x") == 0)
+					error_set(err, EX_USAGE, "%s: the outer dlock holds the lock %s: a nested exclusive request cannot re-enter it",
+						  e->cl.url->text, held);
+				else
+					error_set(err, EX_USAGE, "%s: the lock is held %s",
+						  e->cl.url->text, held);
+				res = LOCK_FAILED;
+				break;
+			}
 			snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
 			if (!lk->p->no_fence)
 				snprintf(lk->fence, sizeof lk->fence, "%" PRId64,

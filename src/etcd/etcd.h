@@ -77,6 +77,16 @@ bool etcd_value_parse(const char *v, size_t len, struct etcd_value *out);
  * highest lower key in its way, or -1. */
 bool etcd_holds(const struct etcd_kv *kvs, size_t n, size_t i, long *blocker);
 
+/* How kv holds, for messages: "shared", "with --limit N", or NULL for
+ * exclusive (and foreign) keys. */
+const char *etcd_held_as(const struct etcd_kv *kv, char *buf, size_t len);
+/* Whether kv is shared or limited and in another mode than mode ("x",
+ * "s", "N"); then held says how it holds (etcd_held_as). A shared or
+ * limited request meeting such a holder is refused (64), as Redis's
+ * mode record refuses it; an exclusive key is simply waited for. */
+bool etcd_mode_clash(const struct etcd_kv *kv, const char *mode, char *held,
+		     size_t len);
+
 /* JSON pieces of requests. */
 json_object *etcd_bytes(const char *s, size_t len);
 json_object *etcd_int(int64_t v);
