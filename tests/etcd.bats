@@ -399,6 +399,71 @@ reentered() {
 	no_lease_left
 }
 
+# refused_mode DLOCK-ARGS... -- MESSAGE: exit 64, one stderr line, not run
+refused_mode() {
+	local args=() msg
+	while [[ $1 != -- ]]; do args+=("$1"); shift; done
+	msg=$2
+	run -64 --separate-stderr dlock -S "$S" "${args[@]}" "$K" touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: $K: etcd://$EP: $msg" ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+}
+
+@test "a --limit 2 lock refuses --limit 3 and -s with 64 (with -n, -w or waiting); a -s lock refuses --limit" {
+	envjob
+	start_bg a -S "$S" --limit 2 "$K" "$T/envjob" "$T/a"
+	wait_until 5 test -e "$T/a.ready"
+	refused_mode --limit 3 -- "the lock is held with --limit 2"
+	refused_mode -n --limit 3 -- "the lock is held with --limit 2"
+	refused_mode -s -- "the lock is held with --limit 2"
+	refused_mode -n -s -- "the lock is held with --limit 2"
+	refused_mode -w 2 -s -- "the lock is held with --limit 2"
+	run -1 dlock -S "$S" -n "$K" true	# exclusive: held, as always
+	n_keys "$K" 1
+	run -0 dlock -S "$S" --limit 2 -n "$K" true
+	touch "$T/a.release"
+	reap a
+	((bg_status == 0))
+
+	start_bg s -S "$S" -s "$K" "$T/envjob" "$T/s"
+	wait_until 5 test -e "$T/s.ready"
+	refused_mode --limit 2 -- "the lock is held shared"
+	refused_mode -n --limit 2 -- "the lock is held shared"
+	refused_mode -w 2 --limit 1 -- "the lock is held shared"
+	run -1 dlock -S "$S" -n -x "$K" true
+	n_keys "$K" 1
+	run -0 dlock -S "$S" -s -n "$K" true
+	touch "$T/s.release"
+	reap s
+	((bg_status == 0))
+	no_lock_key "$K"
+	no_lease_left
+}
+
+@test "queued behind an exclusive holder, -s and --limit 2: the first in line gets it, the other exits 64 once it holds" {
+	envjob
+	start_bg x -S "$S" "$K" "$T/envjob" "$T/x"
+	wait_until 5 test -e "$T/x.ready"
+	start_bg s -S "$S" -t 3 -s "$K" "$T/envjob" "$T/s"
+	wait_until 5 n_keys "$K" 2
+	start_bg l -S "$S" -t 3 --limit 2 "$K" touch "$T/l.ran"
+	wait_until 5 n_keys "$K" 3
+	touch "$T/x.release"
+	reap x
+	wait_until 5 test -e "$T/s.ready"
+	reap l 5	# at its next round at the latest (TTL/3)
+	((bg_status == 64))
+	grep -q "the lock is held shared" "$T/l.err"
+	[[ ! -e $T/l.ran ]]
+	n_keys "$K" 1
+	touch "$T/s.release"
+	reap s
+	((bg_status == 0))
+	no_lock_key "$K"
+	no_lease_left
+}
+
 @test "-k: two etcd locks all or none" {
 	run -0 dlock -S "$S" -k "${K}a" -k "${K}b" sh -c 'echo $DLOCK_KEYS'
 	[[ $output == "dlock:${K}a dlock:${K}b" ]]

@@ -488,6 +488,7 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 	bool succeeded, exclusive = p->limit == 0, had_rev = e->my_rev != 0;
 	size_t at = 0, i;
 	long blocker;
+	char held[40];
 
 	*again = false;
 	if ((!e->my_rev && !value) || !end) {
@@ -541,6 +542,18 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 	}
 	e->my_rev = mine.kvs[0].create_rev;
 	lk->refused = false;
+	/* Shared and --limit holders agree on the mode: the lowest key
+	 * holds, whatever else does, and says it. etcd runs txns one after
+	 * the other, so of two first requests in different modes the later
+	 * one sees the other's key below its own: refused here, never both
+	 * holding (etcd_holds() would not let it hold either). */
+	if (!exclusive && all.n > 0 && all.kvs[0].create_rev != e->my_rev &&
+	    etcd_mode_clash(&all.kvs[0], e->mode, held, sizeof held)) {
+		give_back(lk);
+		error_set(err, EX_USAGE, "%s: the lock is held %s", e->cl.url->text,
+			  held);
+		goto out;
+	}
 	for (i = 0; i < all.n && all.kvs[i].create_rev != e->my_rev; i++)
 		;
 	if (i < all.n && etcd_holds(all.kvs, all.n, i, &blocker)) {
