@@ -551,6 +551,50 @@ assert len(ev) == 2 and all(e["token"] == sys.argv[2] for e in ev), ev' "$output
 	no_lease_left
 }
 
+# Lock a/b's contenders (PREFIX a/b/HEX) lie inside lock a's range too
+# (PREFIX a/): they are another lock's, not a's. (etcdctl lock a still
+# waits for them, as concurrency.Mutex does: safe, only more waiting.)
+@test "lock a/b's holders are not lock a's: a is free beside them, in every mode; status and --force see a's own" {
+	envjob
+	start_bg b -S "$S" --limit 2 "$K/b" "$T/envjob" "$T/b"
+	wait_until 5 test -e "$T/b.ready"
+	start_bg b2 -S "$S" "$K/b/c" "$T/envjob" "$T/b2"
+	wait_until 5 test -e "$T/b2.ready"
+	run -1 dlock status -S "$S" "$K"
+	[[ $output == "$K: free" ]]
+	run -0 dlock -S "$S" -n "$K" true
+	run -0 dlock -S "$S" -n -s "$K" true
+	run -0 dlock -S "$S" -n --limit 3 "$K" true
+	run -1 dlock release -S "$S" --force "$K"
+	start_bg a -S "$S" "$K" "$T/envjob" "$T/a"
+	wait_until 5 test -e "$T/a.ready"
+	run -1 dlock -S "$S" -n "$K" true
+	start_bg w -S "$S" "$K" touch "$T/w.ran"
+	wait_until 5 n_keys "$K" 4	# a's, its waiter's, b's and b/c's
+	run -0 dlock status -S "$S" --json "$K" "$K/b"
+	python3 -c 'import json,sys; a,b=json.loads(sys.argv[1])["locks"]
+assert a["state"] == "held" and len(a["holders"]) == 1 and a["waiting"] == 1, a
+assert a["holders"][0]["token"] == sys.argv[2] and a["mode"] == "exclusive", a
+assert b["state"] == "held" and len(b["holders"]) == 1 and b["waiting"] == 0, b' \
+		"$output" "$(sed -n 's/^DLOCK_TOKEN=//p' "$T/a.env")"
+	run -0 dlock status -S "$S"
+	[[ $(grep -c held <<<"$output") == 3 ]] || fail "$output"
+	run -0 dlock release -S "$S" --force "$K"
+	reap a 5
+	((bg_status == 75))
+	reap w
+	((bg_status == 0))
+	[[ -e $T/w.ran ]]
+	alive "$(<"$T/b.dlock")" && alive "$(<"$T/b2.dlock")" || fail "a/b's holders went"
+	touch "$T/b.release" "$T/b2.release"
+	reap b
+	((bg_status == 0))
+	reap b2
+	((bg_status == 0))
+	no_lock_key "$K"
+	no_lease_left
+}
+
 @test "release --force deletes the holder's key: it is told at once and exits 75" {
 	envjob
 	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"

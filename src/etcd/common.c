@@ -48,6 +48,29 @@ char *etcd_key_of(const struct etcd *e, int64_t lease)
 	return k;
 }
 
+size_t etcd_only_contenders(struct etcd_range *r, size_t pfx_len)
+{
+	size_t w = 0, n = r->n;
+
+	for (size_t i = 0; i < n; i++) {
+		struct etcd_kv *kv = &r->kvs[i];
+
+		if (kv->key_len > pfx_len &&
+		    !memchr(kv->key + pfx_len, '/', kv->key_len - pfx_len)) {
+			r->kvs[w++] = *kv;
+			continue;
+		}
+		free(kv->key);
+		free(kv->value);
+	}
+	r->n = w;
+	if (w == 0) {
+		free(r->kvs);
+		r->kvs = NULL;
+	}
+	return n - w;
+}
+
 bool etcd_value_parse(const char *v, size_t len, struct etcd_value *out)
 {
 	const char *sp, *nl;

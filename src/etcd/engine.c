@@ -457,6 +457,12 @@ static int first_exclusive(struct lock *lk, int64_t start_ms,
 		return 1;
 	}
 	json_object_put(reply);
+	if (etcd_only_contenders(&lowest, e->pfx_len) > 0) {
+		/* a key of a lock named NAME "/"... failed the compare:
+		 * the general round looks past those */
+		etcd_range_free(&lowest);
+		return 0;
+	}
 	if (lowest.n > 0)
 		describe(lk, &lowest.kvs[0]);
 	etcd_range_free(&lowest);
@@ -466,6 +472,25 @@ static int first_exclusive(struct lock *lk, int64_t start_ms,
 	give_back(lk);
 	*res = LOCK_HELD;
 	return 1;
+}
+
+/* The lock's contenders in full, where a range limited to the first
+ * (or, descend, to the last below max_create) met keys of locks named
+ * NAME "/"... instead: a later revision's answer (*rev) is as good, as
+ * a key created since sorts after ours. */
+static int all_contenders(struct lock *lk, const char *end, size_t end_len,
+			  bool descend, int64_t max_create, struct etcd_range *r,
+			  int64_t *rev, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+
+	etcd_range_free(r);
+	if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, end, end_len, 0,
+					      descend, max_create, false, descend),
+			    etcd_deadline(lk), r, rev, err) < 0)
+		return -1;
+	etcd_only_contenders(r, e->pfx_len);
+	return 0;
 }
 
 /* The general round: our key created if absent (the queue's end), then
@@ -542,6 +567,13 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 	}
 	e->my_rev = mine.kvs[0].create_rev;
 	lk->refused = false;
+	if (etcd_only_contenders(&all, e->pfx_len) > 0 && limit > 0 &&
+	    all_contenders(lk, end, end_len, false, 0, &all, &rev, err) < 0)
+		goto out;
+	if (exclusive && had_rev && etcd_only_contenders(&ahead, e->pfx_len) > 0 &&
+	    all_contenders(lk, end, end_len, true, e->my_rev - 1, &ahead, &rev,
+			   err) < 0)
+		goto out;
 	/* Shared and --limit holders agree on the mode: the lowest key
 	 * holds, whatever else does, and says it. etcd runs txns one after
 	 * the other, so of two first requests in different modes the later
@@ -579,7 +611,10 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 		if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, end, end_len,
 						      1, true, e->my_rev - 1, false,
 						      true),
-				    etcd_deadline(lk), &ahead, &rev, err) < 0) {
+				    etcd_deadline(lk), &ahead, &rev, err) < 0 ||
+		    (etcd_only_contenders(&ahead, e->pfx_len) > 0 &&
+		     all_contenders(lk, end, end_len, true, e->my_rev - 1, &ahead,
+				    &rev, err) < 0)) {
 			res = LOCK_FAILED;
 			goto out;
 		}
@@ -638,6 +673,7 @@ static enum lock_result reenter(struct lock *lk, struct error *err)
 		free(end);
 		return LOCK_FAILED;
 	}
+	etcd_only_contenders(&all, e->pfx_len);
 	for (size_t i = 0; i < all.n; i++) {
 		struct etcd_value v;
 

@@ -65,6 +65,12 @@ int64_t etcd_lease_of(const char *token, const char *name_key);
 /* PREFIX NAME "/" + lease in hex, as concurrency.Mutex names its keys. */
 char *etcd_key_of(const struct etcd *e, int64_t lease);
 
+/* Keeps of r (a range of PREFIX NAME "/") the lock's own contenders,
+ * PREFIX NAME "/" X with no '/' in X, in order: the others are the keys
+ * of locks named NAME "/"..., whose range lies inside this one's
+ * (PREFIX a/b/HEX under PREFIX a/). Returns how many it dropped. */
+size_t etcd_only_contenders(struct etcd_range *r, size_t pfx_len);
+
 /* A value's parts; false for a foreign one. */
 struct etcd_value {
 	bool ours;

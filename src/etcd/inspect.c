@@ -22,7 +22,8 @@ static char *dup_n(const char *s, size_t len)
 	return d;
 }
 
-/* Every key under PREFIX NAME "/", oldest first. */
+/* The lock's contenders, oldest first: the keys under PREFIX NAME "/",
+ * but for those of locks named NAME "/"... */
 static int contenders(struct lock *lk, const char *name, struct etcd_range *all,
 		      char **pfx_out, struct error *err)
 {
@@ -45,6 +46,8 @@ static int contenders(struct lock *lk, const char *name, struct etcd_range *all,
 					      false, 0, false, false),
 			    etcd_deadline(lk), all, NULL, err);
 	free(end);
+	if (r == 0)
+		etcd_only_contenders(all, plen + nlen + 1);
 	if (pfx_out && r == 0)
 		*pfx_out = pfx;
 	else
