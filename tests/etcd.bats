@@ -322,6 +322,148 @@ EOS
 	[[ ${lines[0]} == "${lines[1]}" ]]
 }
 
+# nested OUTER-ARGS: dlock OUTER-ARGS K runs a job that calls the nested
+# dlock once for each line of $T/nested ("NAME DLOCK-ARGS..."): its exit
+# status in $T/NAME.rc, its stderr in $T/NAME.err; the nested command
+# writes $T/NAME.ran with its DLOCK_TOKEN and the number of K's keys then.
+nested() {
+	cat >"$T/nested.sh" <<'EOS'
+#!/bin/bash
+T=$1 S=$2 K=$3
+echo "$DLOCK_TOKEN" >"$T/outer.token"
+while read -r name args; do
+	# shellcheck disable=SC2086
+	"$DLOCK" -S "$S" $args "$K" sh -c \
+		'echo "$DLOCK_TOKEN $(etcdctl --endpoints="$0" get --prefix "dlock:$1/" --keys-only | sed "/^$/d" | wc -l)" >"$2"; exit 5' \
+		"$EP" "$K" "$T/$name.ran" 2>"$T/$name.err"
+	echo $? >"$T/$name.rc"
+done <"$T/nested"
+EOS
+	chmod +x "$T/nested.sh"
+	run -0 dlock -S "$S" "$@" "$K" "$T/nested.sh" "$T" "$S" "$K"
+}
+
+# refused_nested NAME MESSAGE: exit 64, one line, the command not run
+refused_nested() {
+	[[ $(<"$T/$1.rc") == 64 ]] || fail "$1: exit $(<"$T/$1.rc"): $(cat "$T/$1.err")"
+	(($(wc -l <"$T/$1.err") == 1)) || fail "$1: $(cat "$T/$1.err")"
+	[[ $(<"$T/$1.err") == "dlock: $K: "*"$2" ]] || fail "$1: $(cat "$T/$1.err")"
+	[[ ! -e $T/$1.ran ]] || fail "$1: the nested command ran"
+}
+
+# reentered NAME KEYS: ran as the outer holder, with KEYS keys of K's then
+reentered() {
+	[[ $(<"$T/$1.rc") == 5 ]] || fail "$1: exit $(<"$T/$1.rc"): $(cat "$T/$1.err")"
+	[[ $(<"$T/$1.ran") == "$(<"$T/outer.token") $2" ]] ||
+		fail "$1: $(cat "$T/$1.ran") (outer $(cat "$T/outer.token"))"
+}
+
+@test "re-entry inside an exclusive holder's job: nested -x, -s and --limit all re-enter" {
+	printf '%s\n' "x -n" "xw -w 2" "s -s -n" "l --limit 3 -n" "l2 --limit 2" >"$T/nested"
+	nested -x
+	for n in x xw s l l2; do reentered "$n" 1; done
+	no_lock_key "$K"
+	no_lease_left
+}
+
+@test "re-entry inside a shared holder's job: -s re-enters, -x and --limit exit 64 and the outer lock stays" {
+	envjob
+	start_bg o -S "$S" -s "$K" "$T/envjob" "$T/o"
+	wait_until 5 test -e "$T/o.ready"
+	printf '%s\n' "x -n" "xw -w 3" "l --limit 2 -n" "lw --limit 2 -w 3" "s -s -n" >"$T/nested"
+	nested -s
+	refused_nested x "the outer dlock holds the lock shared: a nested exclusive request cannot re-enter it"
+	refused_nested xw "the outer dlock holds the lock shared: a nested exclusive request cannot re-enter it"
+	refused_nested l "the lock is held shared"
+	refused_nested lw "the lock is held shared"
+	reentered s 2	# the other shared holder's key and the outer one's
+	n_keys "$K" 1	# the other holder's, untouched
+	touch "$T/o.release"
+	reap o
+	((bg_status == 0))
+	no_lock_key "$K"
+	no_lease_left
+}
+
+@test "re-entry inside a --limit 2 holder's job: --limit 2 re-enters, -x, -s and --limit 3 exit 64" {
+	printf '%s\n' "x -n" "xw -w 3" "s -s -n" "sw -s -w 3" "l3 --limit 3 -n" \
+		"l2 --limit 2 -n" >"$T/nested"
+	nested --limit 2
+	refused_nested x "the outer dlock holds the lock with --limit 2: a nested exclusive request cannot re-enter it"
+	refused_nested xw "the outer dlock holds the lock with --limit 2: a nested exclusive request cannot re-enter it"
+	refused_nested s "the lock is held with --limit 2"
+	refused_nested sw "the lock is held with --limit 2"
+	refused_nested l3 "the lock is held with --limit 2"
+	reentered l2 1
+	no_lock_key "$K"
+	no_lease_left
+}
+
+# refused_mode DLOCK-ARGS... -- MESSAGE: exit 64, one stderr line, not run
+refused_mode() {
+	local args=() msg
+	while [[ $1 != -- ]]; do args+=("$1"); shift; done
+	msg=$2
+	run -64 --separate-stderr dlock -S "$S" "${args[@]}" "$K" touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: $K: etcd://$EP: $msg" ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+}
+
+@test "a --limit 2 lock refuses --limit 3 and -s with 64 (with -n, -w or waiting); a -s lock refuses --limit" {
+	envjob
+	start_bg a -S "$S" --limit 2 "$K" "$T/envjob" "$T/a"
+	wait_until 5 test -e "$T/a.ready"
+	refused_mode --limit 3 -- "the lock is held with --limit 2"
+	refused_mode -n --limit 3 -- "the lock is held with --limit 2"
+	refused_mode -s -- "the lock is held with --limit 2"
+	refused_mode -n -s -- "the lock is held with --limit 2"
+	refused_mode -w 2 -s -- "the lock is held with --limit 2"
+	run -1 dlock -S "$S" -n "$K" true	# exclusive: held, as always
+	n_keys "$K" 1
+	run -0 dlock -S "$S" --limit 2 -n "$K" true
+	touch "$T/a.release"
+	reap a
+	((bg_status == 0))
+
+	start_bg s -S "$S" -s "$K" "$T/envjob" "$T/s"
+	wait_until 5 test -e "$T/s.ready"
+	refused_mode --limit 2 -- "the lock is held shared"
+	refused_mode -n --limit 2 -- "the lock is held shared"
+	refused_mode -w 2 --limit 1 -- "the lock is held shared"
+	run -1 dlock -S "$S" -n -x "$K" true
+	n_keys "$K" 1
+	run -0 dlock -S "$S" -s -n "$K" true
+	touch "$T/s.release"
+	reap s
+	((bg_status == 0))
+	no_lock_key "$K"
+	no_lease_left
+}
+
+@test "queued behind an exclusive holder, -s and --limit 2: the first in line gets it, the other exits 64 once it holds" {
+	envjob
+	start_bg x -S "$S" "$K" "$T/envjob" "$T/x"
+	wait_until 5 test -e "$T/x.ready"
+	start_bg s -S "$S" -t 3 -s "$K" "$T/envjob" "$T/s"
+	wait_until 5 n_keys "$K" 2
+	start_bg l -S "$S" -t 3 --limit 2 "$K" touch "$T/l.ran"
+	wait_until 5 n_keys "$K" 3
+	touch "$T/x.release"
+	reap x
+	wait_until 5 test -e "$T/s.ready"
+	reap l 5	# at its next round at the latest (TTL/3)
+	((bg_status == 64))
+	grep -q "the lock is held shared" "$T/l.err"
+	[[ ! -e $T/l.ran ]]
+	n_keys "$K" 1
+	touch "$T/s.release"
+	reap s
+	((bg_status == 0))
+	no_lock_key "$K"
+	no_lease_left
+}
+
 @test "-k: two etcd locks all or none" {
 	run -0 dlock -S "$S" -k "${K}a" -k "${K}b" sh -c 'echo $DLOCK_KEYS'
 	[[ $output == "dlock:${K}a dlock:${K}b" ]]
@@ -363,6 +505,94 @@ assert 0 < l["holders"][0]["ttl_ms"] <= 20000, l' "$output"
 assert 4 <= len(ev) <= 6, len(ev)
 assert ev[0]["event"] == "released" and ev[0]["exit"] == 0 and ev[0]["fence"] > 0, ev[0]
 assert ev[1]["event"] == "acquired" and ev[1]["fence"] == ev[0]["fence"], ev[1]' "$output"
+}
+
+# Lock a/b's history must not sit inside lock a's contenders' range
+# (PREFIX a/): there it looked like a holder that never goes, to dlock and
+# to etcdctl lock alike.
+@test "a/b's history is no contender of lock a: a is free, status and history name each lock's own" {
+	local b_token a_token
+	b_token=$(dlock -S "$S" "$K/b" sh -c 'echo $DLOCK_TOKEN')
+	run -0 dlock history -S "$S" --json "$K/b"
+	python3 -c 'import json,sys; ev=json.loads(sys.argv[1])["events"]
+assert [e["event"] for e in ev] == ["released", "acquired"], ev
+assert all(e["token"] == sys.argv[2] for e in ev), ev' "$output" "$b_token"
+	# nothing of a/b's is left under a's range, or anywhere under a/b/
+	(($(ectl get --prefix "dlock:$K/" --keys-only | wc -c) == 0)) ||
+		fail "keys under dlock:$K/: $(ectl get --prefix "dlock:$K/" --keys-only | tr '\0' @)"
+	run -0 dlock -S "$S" -n "$K" true
+	run -0 timeout 10 etcdctl --endpoints="$EP" lock "dlock:$K" echo etcdctl-ran
+	[[ $output == *etcdctl-ran* ]]
+	run -1 dlock status -S "$S" "$K"
+	[[ $output == "$K: free" ]]
+	hold a -S "$S" "$K"
+	wait_ready a
+	a_token=$(job_var a DLOCK_TOKEN)
+	run -0 dlock status -S "$S" --json "$K"
+	python3 -c 'import json,sys; l=json.loads(sys.argv[1])["locks"][0]
+assert l["state"] == "held" and len(l["holders"]) == 1 and l["waiting"] == 0, l
+assert l["holders"][0]["token"] == sys.argv[2], l' "$output" "$a_token"
+	run -0 dlock status -S "$S"
+	[[ $output == *"$K "*held* ]] || fail "$output"
+	[[ $output != *"$K/b"* ]] || fail "$output"
+	run -1 dlock status -S "$S" "$K/b"
+	[[ $output == "$K/b: free" ]]
+	finish a
+	((bg_status == 0))
+	run -0 dlock history -S "$S" --json "$K"
+	python3 -c 'import json,sys; ev=json.loads(sys.argv[1])["events"]
+assert [e["event"] for e in ev] == ["released", "acquired"] * 2, ev
+assert ev[0]["token"] == sys.argv[2] and sys.argv[3] not in [e["token"] for e in ev], ev' \
+		"$output" "$a_token" "$b_token"
+	run -0 dlock history -S "$S" --json "$K/b"
+	python3 -c 'import json,sys; ev=json.loads(sys.argv[1])["events"]
+assert len(ev) == 2 and all(e["token"] == sys.argv[2] for e in ev), ev' "$output" "$b_token"
+	no_lock_key "$K"
+	no_lease_left
+}
+
+# Lock a/b's contenders (PREFIX a/b/HEX) lie inside lock a's range too
+# (PREFIX a/): they are another lock's, not a's. (etcdctl lock a still
+# waits for them, as concurrency.Mutex does: safe, only more waiting.)
+@test "lock a/b's holders are not lock a's: a is free beside them, in every mode; status and --force see a's own" {
+	envjob
+	start_bg b -S "$S" --limit 2 "$K/b" "$T/envjob" "$T/b"
+	wait_until 5 test -e "$T/b.ready"
+	start_bg b2 -S "$S" "$K/b/c" "$T/envjob" "$T/b2"
+	wait_until 5 test -e "$T/b2.ready"
+	run -1 dlock status -S "$S" "$K"
+	[[ $output == "$K: free" ]]
+	run -0 dlock -S "$S" -n "$K" true
+	run -0 dlock -S "$S" -n -s "$K" true
+	run -0 dlock -S "$S" -n --limit 3 "$K" true
+	run -1 dlock release -S "$S" --force "$K"
+	start_bg a -S "$S" "$K" "$T/envjob" "$T/a"
+	wait_until 5 test -e "$T/a.ready"
+	run -1 dlock -S "$S" -n "$K" true
+	start_bg w -S "$S" "$K" touch "$T/w.ran"
+	wait_until 5 n_keys "$K" 4	# a's, its waiter's, b's and b/c's
+	run -0 dlock status -S "$S" --json "$K" "$K/b"
+	python3 -c 'import json,sys; a,b=json.loads(sys.argv[1])["locks"]
+assert a["state"] == "held" and len(a["holders"]) == 1 and a["waiting"] == 1, a
+assert a["holders"][0]["token"] == sys.argv[2] and a["mode"] == "exclusive", a
+assert b["state"] == "held" and len(b["holders"]) == 1 and b["waiting"] == 0, b' \
+		"$output" "$(sed -n 's/^DLOCK_TOKEN=//p' "$T/a.env")"
+	run -0 dlock status -S "$S"
+	[[ $(grep -c held <<<"$output") == 3 ]] || fail "$output"
+	run -0 dlock release -S "$S" --force "$K"
+	reap a 5
+	((bg_status == 75))
+	reap w
+	((bg_status == 0))
+	[[ -e $T/w.ran ]]
+	alive "$(<"$T/b.dlock")" && alive "$(<"$T/b2.dlock")" || fail "a/b's holders went"
+	touch "$T/b.release" "$T/b2.release"
+	reap b
+	((bg_status == 0))
+	reap b2
+	((bg_status == 0))
+	no_lock_key "$K"
+	no_lease_left
 }
 
 @test "release --force deletes the holder's key: it is told at once and exits 75" {

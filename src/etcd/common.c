@@ -48,6 +48,29 @@ char *etcd_key_of(const struct etcd *e, int64_t lease)
 	return k;
 }
 
+size_t etcd_only_contenders(struct etcd_range *r, size_t pfx_len)
+{
+	size_t w = 0, n = r->n;
+
+	for (size_t i = 0; i < n; i++) {
+		struct etcd_kv *kv = &r->kvs[i];
+
+		if (kv->key_len > pfx_len &&
+		    !memchr(kv->key + pfx_len, '/', kv->key_len - pfx_len)) {
+			r->kvs[w++] = *kv;
+			continue;
+		}
+		free(kv->key);
+		free(kv->value);
+	}
+	r->n = w;
+	if (w == 0) {
+		free(r->kvs);
+		r->kvs = NULL;
+	}
+	return n - w;
+}
+
 bool etcd_value_parse(const char *v, size_t len, struct etcd_value *out)
 {
 	const char *sp, *nl;
@@ -96,6 +119,37 @@ static char mode_of(const struct etcd_kv *kv, long *limit, const char **m,
 	for (size_t i = 0; i < v.mode_len && *limit < 1000000000L; i++)
 		*limit = *limit * 10 + (v.mode[i] - '0');
 	return *limit > 0 ? 'l' : 'x';
+}
+
+const char *etcd_held_as(const struct etcd_kv *kv, char *buf, size_t len)
+{
+	long limit;
+	const char *m;
+	size_t mlen;
+
+	switch (mode_of(kv, &limit, &m, &mlen)) {
+	case 's':
+		snprintf(buf, len, "shared");
+		return buf;
+	case 'l':
+		snprintf(buf, len, "with --limit %.*s", (int)mlen, m);
+		return buf;
+	}
+	return NULL;
+}
+
+bool etcd_mode_clash(const struct etcd_kv *kv, const char *mode, char *held,
+		     size_t len)
+{
+	long limit;
+	const char *m;
+	size_t mlen;
+	char kind = mode_of(kv, &limit, &m, &mlen);
+
+	if (kind == 'x' || (strlen(mode) == mlen && memcmp(mode, m, mlen) == 0))
+		return false;
+	etcd_held_as(kv, held, len);
+	return true;
 }
 
 bool etcd_holds(const struct etcd_kv *kvs, size_t n, size_t i, long *blocker)

@@ -113,7 +113,8 @@ static int open_lock(struct lock *lk, struct error *err)
 	etcd_client_init(&e->watch, &e->cl);
 	e->name_key = malloc(plen + nlen + 1);
 	e->pfx = malloc(plen + nlen + 2);
-	e->hist = malloc(plen + nlen + HISTORY_SUFFIX_LEN);
+	e->hist_len = plen + HISTORY_TOP_LEN + nlen + 1;
+	e->hist = malloc(e->hist_len);
 	if (!e->name_key || !e->pfx || !e->hist) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -123,9 +124,9 @@ static int open_lock(struct lock *lk, struct error *err)
 	memcpy(e->pfx, e->name_key, plen + nlen);
 	memcpy(e->pfx + plen + nlen, "/", 2);
 	e->pfx_len = plen + nlen + 1;
-	memcpy(e->hist, e->name_key, plen + nlen);
-	memcpy(e->hist + plen + nlen, HISTORY_SUFFIX, HISTORY_SUFFIX_LEN);
-	e->hist_len = plen + nlen + HISTORY_SUFFIX_LEN;
+	memcpy(e->hist, p->prefix, plen);
+	memcpy(e->hist + plen, HISTORY_TOP, HISTORY_TOP_LEN);
+	memcpy(e->hist + plen + HISTORY_TOP_LEN, p->name, nlen + 1);
 	if (p->limit == LOCK_SHARED)
 		strcpy(e->mode, "s");
 	else if (p->limit > 0)
@@ -456,6 +457,12 @@ static int first_exclusive(struct lock *lk, int64_t start_ms,
 		return 1;
 	}
 	json_object_put(reply);
+	if (etcd_only_contenders(&lowest, e->pfx_len) > 0) {
+		/* a key of a lock named NAME "/"... failed the compare:
+		 * the general round looks past those */
+		etcd_range_free(&lowest);
+		return 0;
+	}
 	if (lowest.n > 0)
 		describe(lk, &lowest.kvs[0]);
 	etcd_range_free(&lowest);
@@ -465,6 +472,25 @@ static int first_exclusive(struct lock *lk, int64_t start_ms,
 	give_back(lk);
 	*res = LOCK_HELD;
 	return 1;
+}
+
+/* The lock's contenders in full, where a range limited to the first
+ * (or, descend, to the last below max_create) met keys of locks named
+ * NAME "/"... instead: a later revision's answer (*rev) is as good, as
+ * a key created since sorts after ours. */
+static int all_contenders(struct lock *lk, const char *end, size_t end_len,
+			  bool descend, int64_t max_create, struct etcd_range *r,
+			  int64_t *rev, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+
+	etcd_range_free(r);
+	if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, end, end_len, 0,
+					      descend, max_create, false, descend),
+			    etcd_deadline(lk), r, rev, err) < 0)
+		return -1;
+	etcd_only_contenders(r, e->pfx_len);
+	return 0;
 }
 
 /* The general round: our key created if absent (the queue's end), then
@@ -487,6 +513,7 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 	bool succeeded, exclusive = p->limit == 0, had_rev = e->my_rev != 0;
 	size_t at = 0, i;
 	long blocker;
+	char held[40];
 
 	*again = false;
 	if ((!e->my_rev && !value) || !end) {
@@ -540,6 +567,25 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 	}
 	e->my_rev = mine.kvs[0].create_rev;
 	lk->refused = false;
+	if (etcd_only_contenders(&all, e->pfx_len) > 0 && limit > 0 &&
+	    all_contenders(lk, end, end_len, false, 0, &all, &rev, err) < 0)
+		goto out;
+	if (exclusive && had_rev && etcd_only_contenders(&ahead, e->pfx_len) > 0 &&
+	    all_contenders(lk, end, end_len, true, e->my_rev - 1, &ahead, &rev,
+			   err) < 0)
+		goto out;
+	/* Shared and --limit holders agree on the mode: the lowest key
+	 * holds, whatever else does, and says it. etcd runs txns one after
+	 * the other, so of two first requests in different modes the later
+	 * one sees the other's key below its own: refused here, never both
+	 * holding (etcd_holds() would not let it hold either). */
+	if (!exclusive && all.n > 0 && all.kvs[0].create_rev != e->my_rev &&
+	    etcd_mode_clash(&all.kvs[0], e->mode, held, sizeof held)) {
+		give_back(lk);
+		error_set(err, EX_USAGE, "%s: the lock is held %s", e->cl.url->text,
+			  held);
+		goto out;
+	}
 	for (i = 0; i < all.n && all.kvs[i].create_rev != e->my_rev; i++)
 		;
 	if (i < all.n && etcd_holds(all.kvs, all.n, i, &blocker)) {
@@ -565,7 +611,10 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 		if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, end, end_len,
 						      1, true, e->my_rev - 1, false,
 						      true),
-				    etcd_deadline(lk), &ahead, &rev, err) < 0) {
+				    etcd_deadline(lk), &ahead, &rev, err) < 0 ||
+		    (etcd_only_contenders(&ahead, e->pfx_len) > 0 &&
+		     all_contenders(lk, end, end_len, true, e->my_rev - 1, &ahead,
+				    &rev, err) < 0)) {
 			res = LOCK_FAILED;
 			goto out;
 		}
@@ -624,6 +673,7 @@ static enum lock_result reenter(struct lock *lk, struct error *err)
 		free(end);
 		return LOCK_FAILED;
 	}
+	etcd_only_contenders(&all, e->pfx_len);
 	for (size_t i = 0; i < all.n; i++) {
 		struct etcd_value v;
 
@@ -634,6 +684,24 @@ static enum lock_result reenter(struct lock *lk, struct error *err)
 		    v.token_len == strlen(lk->reentry_token) &&
 		    memcmp(v.token, lk->reentry_token, v.token_len) == 0 &&
 		    etcd_holds(all.kvs, all.n, i, &blocker)) {
+			char held[40];
+
+			/* Held shared or --limit by the outer dlock: an
+			 * exclusive request would not keep the other holders
+			 * out, and waiting for them would wait for the outer
+			 * job itself. No upgrade; another mode is refused as
+			 * it is without re-entry. An exclusive outer hold
+			 * covers every mode. */
+			if (etcd_mode_clash(&all.kvs[i], e->mode, held, sizeof held)) {
+				if (strcmp(e->mode, "x") == 0)
+					error_set(err, EX_USAGE, "%s: the outer dlock holds the lock %s: a nested exclusive request cannot re-enter it",
+						  e->cl.url->text, held);
+				else
+					error_set(err, EX_USAGE, "%s: the lock is held %s",
+						  e->cl.url->text, held);
+				res = LOCK_FAILED;
+				break;
+			}
 			snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
 			if (!lk->p->no_fence)
 				snprintf(lk->fence, sizeof lk->fence, "%" PRId64,

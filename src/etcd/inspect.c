@@ -22,7 +22,8 @@ static char *dup_n(const char *s, size_t len)
 	return d;
 }
 
-/* Every key under PREFIX NAME "/", oldest first. */
+/* The lock's contenders, oldest first: the keys under PREFIX NAME "/",
+ * but for those of locks named NAME "/"... */
 static int contenders(struct lock *lk, const char *name, struct etcd_range *all,
 		      char **pfx_out, struct error *err)
 {
@@ -45,6 +46,8 @@ static int contenders(struct lock *lk, const char *name, struct etcd_range *all,
 					      false, 0, false, false),
 			    etcd_deadline(lk), all, NULL, err);
 	free(end);
+	if (r == 0)
+		etcd_only_contenders(all, plen + nlen + 1);
 	if (pfx_out && r == 0)
 		*pfx_out = pfx;
 	else
@@ -166,23 +169,30 @@ int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 	const char *prefix = lk->p->prefix;
 	size_t plen = strlen(prefix), end_len, k = 0;
 	char *end = etcd_range_end(prefix, plen, &end_len);
+	char *from = malloc(plen + 1);
 	struct etcd_range all;
 	char **out;
+	int r;
 
 	*names = NULL;
 	*n = 0;
-	if (!end) {
+	if (!end || !from) {
+		free(end);
+		free(from);
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	/* "" with the end "\0": every key */
-	if (etcd_range_call(e, etcd_range_req(plen ? prefix : "", plen ? plen : 1,
-					      end, end_len, 0, false, 0, false, true),
-			    etcd_deadline(lk), &all, NULL, err) < 0) {
-		free(end);
-		return -1;
-	}
+	/* from PREFIX "\1": past the histories (PREFIX "\0history/"...);
+	 * with no prefix, the end "\0" is every key */
+	memcpy(from, prefix, plen);
+	from[plen] = '\1';
+	r = etcd_range_call(e, etcd_range_req(from, plen + 1, end, end_len, 0, false,
+					      0, false, true),
+			    etcd_deadline(lk), &all, NULL, err);
 	free(end);
+	free(from);
+	if (r < 0)
+		return -1;
 	if (!(out = calloc(all.n + 1, sizeof *out))) {
 		etcd_range_free(&all);
 		error_set(err, EX_OSERR, "out of memory");
@@ -192,7 +202,7 @@ int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 		const char *key = all.kvs[i].key, *slash;
 		size_t len = all.kvs[i].key_len, hex;
 
-		/* PREFIX NAME "/" HEX, no NUL (the history's keys) */
+		/* PREFIX NAME "/" HEX, as no history's key is */
 		if (len <= plen || memchr(key, '\0', len) ||
 		    !(slash = memrchr(key, '/', len)) || slash < key + plen + 1)
 			continue;
