@@ -150,6 +150,17 @@ void engine_bad_url(const char *url, const char *why, char *err, size_t errlen)
 		snprintf(err, errlen, "bad server URL '%s': %s", url, why);
 }
 
+char *engine_dup(const char *s, size_t len)
+{
+	char *d = malloc(len + 1);
+
+	if (d) {
+		memcpy(d, s, len);
+		d[len] = '\0';
+	}
+	return d;
+}
+
 void status_lock_free(struct status_lock *s)
 {
 	for (size_t i = 0; i < s->n_holders; i++) {

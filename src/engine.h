@@ -374,6 +374,9 @@ bool engine_known(const char *url, bool *built_in, char *why, size_t whylen);
  * password: for engines' parse(). */
 void engine_bad_url(const char *url, const char *why, char *err, size_t errlen);
 
+/* s[0..len-1] and a NUL, for the status, history and force structs
+ * (a token or value from the store may hold any byte); NULL: no memory. */
+char *engine_dup(const char *s, size_t len);
 void status_lock_free(struct status_lock *s);
 void history_report_free(struct history_report *h);
 void broken_free(struct broken_holder *b, size_t n);

@@ -11,17 +11,6 @@
 #include "clock.h"
 #include "etcd.h"
 
-static char *dup_n(const char *s, size_t len)
-{
-	char *d = malloc(len + 1);
-
-	if (d) {
-		memcpy(d, s, len);
-		d[len] = '\0';
-	}
-	return d;
-}
-
 /* The lock's contenders, oldest first: the keys under PREFIX NAME "/",
  * but for those of locks named NAME "/"... */
 static int contenders(struct lock *lk, const char *name, struct etcd_range *all,
@@ -61,13 +50,13 @@ static void who(const struct etcd_kv *kv, char **token, size_t *token_len,
 	struct etcd_value v;
 
 	if (etcd_value_parse(kv->value, kv->value_len, &v)) {
-		*token = dup_n(v.token, v.token_len);
+		*token = engine_dup(v.token, v.token_len);
 		*token_len = v.token_len;
-		*info = dup_n(v.info, v.info_len);
+		*info = engine_dup(v.info, v.info_len);
 		*info_len = v.info_len;
 	} else {
 		/* etcdctl lock, concurrency.Mutex: the key says who */
-		*token = dup_n(kv->key, kv->key_len);
+		*token = engine_dup(kv->key, kv->key_len);
 		*token_len = kv->key_len;
 		*info = NULL;
 		*info_len = 0;
@@ -209,7 +198,7 @@ int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 		hex = len - (size_t)(slash + 1 - key);
 		if (hex == 0 || hex > 16 || strspn(slash + 1, "0123456789abcdef") != hex)
 			continue;
-		if (!(out[k] = dup_n(key + plen, (size_t)(slash - key) - plen)))
+		if (!(out[k] = engine_dup(key + plen, (size_t)(slash - key) - plen)))
 			break;
 		k++;
 	}
@@ -238,7 +227,7 @@ static char *json_text(json_object *o, const char *key, size_t *len)
 	    !json_object_is_type(v, json_type_string))
 		return NULL;
 	*len = (size_t)json_object_get_string_len(v);
-	return dup_n(json_object_get_string(v), *len);
+	return engine_dup(json_object_get_string(v), *len);
 }
 
 static long long json_num(json_object *o, const char *key)
@@ -305,7 +294,7 @@ int etcd_history(struct lock *lk, long count, struct history_report *out,
 		/* written in the txn that took the lock: its revision */
 		if (ev->fence < 0 && k == EV_ACQUIRED)
 			ev->fence = all.kvs[i].create_rev;
-		ev->id = dup_n(all.kvs[i].key + e->hist_len, all.kvs[i].key_len - e->hist_len);
+		ev->id = engine_dup(all.kvs[i].key + e->hist_len, all.kvs[i].key_len - e->hist_len);
 		ev->token = json_text(o, "token", &ev->token_len);
 		if (!ev->token)
 			ev->token = strdup("");
@@ -362,7 +351,7 @@ int etcd_release_token(struct lock *lk, const char *token, struct error *err)
 		return found < 0 ? err->exit : 1;
 	}
 	etcd_value_parse(r.kvs[0].value, r.kvs[0].value_len, &v);
-	info = dup_n(v.info, v.info_len);
+	info = engine_dup(v.info, v.info_len);
 	cmp = json_object_new_array();
 	ok = json_object_new_array();
 	json_object_array_add(cmp, etcd_cmp_create(key, strlen(key), NULL, 0, "EQUAL",

@@ -16,17 +16,6 @@
 #include "mylock.h"
 #include "show.h"
 
-static char *dup_n(const char *s, size_t len)
-{
-	char *d = malloc(len + 1);
-
-	if (d) {
-		memcpy(d, s, len);
-		d[len] = '\0';
-	}
-	return d;
-}
-
 static long long num(const char *s)
 {
 	return s ? strtoll(s, NULL, 10) : -1;
@@ -191,7 +180,7 @@ static int status_one(struct lock *lk, struct my_conn *c, struct status_lock *s,
 	h->slot = -1;
 	h->info = info_of(&f);
 	if (h->info) {
-		h->token = dup_n(f.token, f.token_len);
+		h->token = engine_dup(f.token, f.token_len);
 		h->token_len = f.token_len;
 		h->info_len = strlen(h->info);
 		h->fence = f.fence;
@@ -285,7 +274,7 @@ int my_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 
 		if (!row || !row[0] || len[0] < plen)
 			continue;
-		if (!((*names)[*n] = dup_n(row[0] + plen, len[0] - plen))) {
+		if (!((*names)[*n] = engine_dup(row[0] + plen, len[0] - plen))) {
 			error_set(err, EX_OSERR, "out of memory");
 			goto out;
 		}
@@ -366,12 +355,12 @@ int my_history(struct lock *lk, long count, struct history_report *out,
 		*ev = (struct history_event){
 			.kind = (enum history_kind)kind,
 			.time_ms = num(row[1]),
-			.id = dup_n(row[0], len[0]),
-			.token = dup_n(row[3] ? row[3] : "", row[3] ? len[3] : 0),
+			.id = engine_dup(row[0], len[0]),
+			.token = engine_dup(row[3] ? row[3] : "", row[3] ? len[3] : 0),
 			.token_len = row[3] ? len[3] : 0,
-			.holder = row[4] && len[4] ? dup_n(row[4], len[4]) : NULL,
+			.holder = row[4] && len[4] ? engine_dup(row[4], len[4]) : NULL,
 			.holder_len = row[4] ? len[4] : 0,
-			.by = row[5] && len[5] ? dup_n(row[5], len[5]) : NULL,
+			.by = row[5] && len[5] ? engine_dup(row[5], len[5]) : NULL,
 			.by_len = row[5] ? len[5] : 0,
 			.fence = num(row[6]),
 			.exit = num(row[7]),
@@ -473,7 +462,7 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	b->info = info_of(&f);
 	b->info_len = b->info ? strlen(b->info) : 0;
 	if (b->info) {
-		b->token = dup_n(f.token, f.token_len);
+		b->token = engine_dup(f.token, f.token_len);
 		b->token_len = f.token_len;
 	} else {
 		b->token = foreign_of(&f);

@@ -82,17 +82,6 @@ struct status {
 	size_t n_entries, cap;
 };
 
-static char *dup_bytes(const char *s, size_t len)
-{
-	char *d = malloc(len + 1);
-
-	if (d) {
-		memcpy(d, s, len);
-		d[len] = '\0';
-	}
-	return d;
-}
-
 static void view_free(struct view *v)
 {
 	for (size_t i = 0; i < v->n_holders; i++) {
@@ -142,7 +131,7 @@ static int add_entry(struct status *s, const char *name, size_t len)
 		s->cap = cap;
 	}
 	e = &s->entries[s->n_entries];
-	*e = (struct entry){ .name = dup_bytes(name, len) };
+	*e = (struct entry){ .name = engine_dup(name, len) };
 	s->n_entries++;
 	e->views = calloc(s->rl->n_nodes, sizeof *e->views);
 	if (!e->name || !e->views ||
@@ -175,7 +164,7 @@ static int copy_opt(const redisReply *r, char **out, size_t *len)
 	*len = 0;
 	if (!r || r->type == REDIS_REPLY_NIL)
 		return 0;
-	if (!is_str(r) || !(*out = dup_bytes(r->str, r->len)))
+	if (!is_str(r) || !(*out = engine_dup(r->str, r->len)))
 		return -1;
 	*len = r->len;
 	return 0;
@@ -774,7 +763,7 @@ static int dup_to(const char *s, size_t len, char **out, size_t *out_len)
 		*out_len = 0;
 	if (!s)
 		return 0;
-	if (!(*out = dup_bytes(s, len)))
+	if (!(*out = engine_dup(s, len)))
 		return -1;
 	if (out_len)
 		*out_len = len;
@@ -808,7 +797,7 @@ static int publish_server(const struct node *n, const struct view *v,
 		return -1;
 	for (size_t i = 0; i < v->n_holders; i++, out->n_tokens++)
 		if (!(out->tokens[i] = v->holders[i].token ?
-		      dup_bytes(v->holders[i].token, v->holders[i].token_len) :
+		      engine_dup(v->holders[i].token, v->holders[i].token_len) :
 		      strdup("")))
 			return -1;
 	return 0;

@@ -12,17 +12,6 @@
 #include "show.h"
 #include "zk.h"
 
-static char *dup_n(const char *s, size_t len)
-{
-	char *d = malloc(len + 1);
-
-	if (d) {
-		memcpy(d, s, len);
-		d[len] = '\0';
-	}
-	return d;
-}
-
 /* Holder info, if data is dlock's; else NULL (another client's). */
 static char *info_of(const struct zc *get, size_t *len)
 {
@@ -34,7 +23,7 @@ static char *info_of(const struct zc *get, size_t *len)
 		return NULL;
 	show_info_free(&hi);
 	*len = (size_t)get->data_len;
-	return dup_n(get->data, *len);
+	return engine_dup(get->data, *len);
 }
 
 static int connect_for(struct zk *z, struct error *err)
@@ -267,7 +256,7 @@ static char *field(const char *data, const char *key, size_t *len)
 
 		if (n > klen && strncmp(line, key, klen) == 0 && line[klen] == '=') {
 			*len = n - klen - 1;
-			return dup_n(line + klen + 1, *len);
+			return engine_dup(line + klen + 1, *len);
 		}
 		line = end ? end + 1 : NULL;
 	}
