@@ -245,11 +245,12 @@ EOF
 }
 
 # start_bg ID DLOCK-ARGS...: dlock in the background, as a terminal would
-# start it (SIGINT and SIGQUIT not ignored); stdout/stderr in $T/ID.out and
-# $T/ID.err, dlock's PID in $T/ID.dlock.
+# start it (SIGINT and SIGQUIT not ignored, nor SIGHUP and SIGTERM, which a
+# suite started under nohup would otherwise pass on ignored); stdout/stderr
+# in $T/ID.out and $T/ID.err, dlock's PID in $T/ID.dlock.
 start_bg() {
 	local id=$1; shift
-	env --default-signal=INT,QUIT "$DLOCK" "$@" \
+	env --default-signal=INT,QUIT,HUP,TERM "$DLOCK" "$@" \
 		>"$T/$id.out" 2>"$T/$id.err" </dev/null 3>&- &
 	echo $! >"$T/$id.dlock"
 	track $!
