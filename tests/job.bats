@@ -16,7 +16,9 @@ free() { dlock -S "$U" -n K true; }
 pgid_of() { ps -o pgid= -p "$1" | tr -d ' '; }
 # command_of DLOCK-PID: the command dlock started (its other child, the
 # watchdog, is named "dlock-watchdog")
-command_of() { ps -o pid=,comm= --ppid "$1" | awk '$2 !~ /^dlock/ { print $1 }'; }
+# (the exec'd watchdog is "exe" by comm until it renames itself: by args
+# it is "dlock watchdog" from the start)
+command_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 !~ /^dlock/ && $3 != "dlock" { print $1 }'; }
 has_command() { [[ -n $(command_of "$1") ]]; }
 lost_line() {
 	grep -q '^dlock: K: .*lease lost' "$T/$1.err" ||
