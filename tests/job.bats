@@ -164,7 +164,6 @@ os.execv(sys.argv[1], sys.argv[1:])' "$T/mover" "$T/m" deaf here
 # voluntary context switches of PID: the watchdog's go up once a wake-up
 vcsw() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$1/status"; }
 vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
-watchdog_of() { ps -o pid=,args= --ppid "$1" | awk '$2 == "dlock" && $3 == "watchdog" { print $1 }'; }
 
 @test "dlock killed: a process of the job that moved to a group of its own is stopped" {
 	write_mover
@@ -426,7 +425,9 @@ second_alone() {
 
 # ---- the watchdog ---------------------------------------------------------
 
-watchdog_of() { ps -o pid=,comm= --ppid "$1" | awk '$2 == "dlock-watchdog" { print $1 }'; }
+# by its name before the exec, by its args after (its comm is "exe" until
+# it renames itself)
+watchdog_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 == "dlock-watchdog" || ($3 == "dlock" && $4 == "watchdog") { print $1 }'; }
 has_watchdog() { [[ -n $(watchdog_of "$1") ]]; }
 is_exec_d() { [[ $(tr '\0' ' ' <"/proc/$1/cmdline") == "dlock watchdog " ]]; }
 state_of() { s=$(<"/proc/$1/stat"); s=${s##*) }; echo "${s:0:1}"; }
