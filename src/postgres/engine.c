@@ -26,6 +26,7 @@
  * told apart by their comments: a holder that finds others in another
  * mode gives its lock back and says so (64), as Redis does. */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,11 +365,21 @@ static bool mode_reenters(struct lock *lk, const char *query, struct error *err)
 static int reentered(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
-	char like[LOCK_TOKEN_MAX + 16];
+	char like[2 * LOCK_TOKEN_MAX + 16];
 	const char *params[] = { pg->key, like };
 	int64_t until_ms = clock_now_ms() + lk->node_timeout_ms;
+	size_t n = 0;
 
-	snprintf(like, sizeof like, "%% token=%s %%", lk->reentry_token);
+	/* DLOCK_TOKEN comes from the environment: its % and _ are matched
+	 * as themselves, not as LIKE's wildcards (a token of "%" would
+	 * re-enter anybody's lock) */
+	n += (size_t)snprintf(like, sizeof like, "%% token=");
+	for (const char *t = lk->reentry_token; *t && n + 4 < sizeof like; t++) {
+		if (*t == '%' || *t == '_' || *t == '\\')
+			like[n++] = '\\';
+		like[n++] = *t;
+	}
+	snprintf(like + n, sizeof like - n, " %%");
 	for (;;) {
 		bool dead;
 		PGresult *r = pg_query(pg->c, pg->url,
@@ -465,26 +476,36 @@ static int look_at_holders(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->key };
-	char ours[24], held[24], words[48];
+	char ours[24], held[24], words[48], *sql;
 	bool dead;
-	PGresult *r = pg_query(pg->c, pg->url,
-			       "SELECT a.query " LOCKS_OF_KEY
-			       "AND l.granted AND l.pid <> pg_backend_pid()",
-			       params, 1, clock_now_ms() + lk->node_timeout_ms, &dead,
-			       err);
+	PGresult *r;
 
+	mode_word(lk, ours, sizeof ours);
+	/* This statement says our mode too: a holder in another mode that
+	 * looks at the same moment sees it (and both give back, 64) */
+	if (asprintf(&sql, "/* dlock try mode=%s */ SELECT a.query, l.mode " LOCKS_OF_KEY
+		     "AND l.granted AND l.pid <> pg_backend_pid()", ours) < 0) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	r = pg_query(pg->c, pg->url, sql, params, 1, clock_now_ms() + lk->node_timeout_ms,
+		     &dead, err);
+	free(sql);
 	if (!r) {
 		if (dead)
 			disconnect(pg);
 		return -1;
 	}
-	mode_word(lk, ours, sizeof ours);
 	for (int i = 0; i < PQntuples(r); i++) {
 		const char *query = PQgetvalue(r, i, 0);
 
 		if (i == 0)
 			held_by(lk, query);
 		mode_in(query, held, sizeof held);
+		/* not dlock's (psql, an application): the lock's own mode */
+		if (!held[0])
+			snprintf(held, sizeof held, "%s",
+				 strcmp(PQgetvalue(r, i, 1), "ShareLock") == 0 ? "s" : "x");
 		if (strcmp(ours, "x") == 0 || !held[0] || strcmp(held, "x") == 0 ||
 		    strcmp(held, ours) == 0)
 			continue;
@@ -848,6 +869,13 @@ static int open_lock(struct lock *lk, struct error *err)
 	/* one statement tries every slot: its size grows with N */
 	if (lk->p->limit > PG_LIMIT_MAX) {
 		error_set(err, EX_USAGE, "PostgreSQL takes --limit up to %d", PG_LIMIT_MAX);
+		return -1;
+	}
+	/* idle_session_timeout and tcp_user_timeout, set to the TTL, are
+	 * ints of milliseconds */
+	if (lk->ttl_ms > INT_MAX) {
+		error_set(err, EX_USAGE, "PostgreSQL takes -t up to %d s (its session timeouts are milliseconds in an int)",
+			  INT_MAX / 1000);
 		return -1;
 	}
 	if (asprintf(&pg->key, "%s%s", lk->p->prefix, lk->p->name) < 0) {
