@@ -465,3 +465,64 @@ print(cur.fetchone()[0])"
 	assert_output held
 	no_advisory_lock
 }
+
+@test "postgres: a DLOCK_TOKEN of LIKE's wildcards re-enters nobody's lock" {
+	hold h -S "$PG_URL" wild
+	wait_ready h
+	local tok
+	for tok in '%' '________________________________' '\%'; do
+		DLOCK_KEY=dlock:wild DLOCK_TOKEN=$tok run -1 --separate-stderr \
+			dlock -S "$PG_URL" -n wild touch "$T/ran"
+		[[ ! -e $T/ran ]] || fail "token '$tok' re-entered the holder's lock"
+	done
+	finish h
+	assert_equal "$bg_status" 0
+	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: psql's shared lock counts as -s: --limit refuses it with 64" {
+	# shellcheck disable=SC2016
+	(
+		exec 3>&-
+		{
+			echo "SELECT pg_advisory_lock_shared(hashtextextended('dlock:psh', 0));"
+			echo "\\o $T/psh.held"
+			echo "SELECT 1;"
+			echo "\\o"
+			for ((n = 0; n < 600; n++)); do
+				[[ -e $T/psh.go ]] && break
+				sleep 0.05
+			done
+		} | psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X postgres >/dev/null
+	) &
+	track $!
+	wait_until 10 test -s "$T/psh.held" || fail "psql did not take the lock"
+	run -64 --separate-stderr dlock -S "$PG_URL" -n --limit 2 psh touch "$T/ran"
+	[[ $stderr == "dlock: psh: "*"held shared"* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	run -0 dlock -S "$PG_URL" -n -s psh true
+	touch "$T/psh.go"
+	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: -s and --limit 2 started together never both run" {
+	local i both=0
+	for i in 1 2 3 4 5 6 7 8; do
+		"$DLOCK" -S "$PG_URL" -n -s "race$i" sh -c 'touch "$0"; sleep 0.6' "$T/s$i" 2>/dev/null &
+		track $!
+		"$DLOCK" -S "$PG_URL" -n --limit 2 "race$i" sh -c 'touch "$0"; sleep 0.6' "$T/l$i" 2>/dev/null &
+		track $!
+		wait
+		[[ -e $T/s$i && -e $T/l$i ]] && both=$((both + 1))
+	done
+	assert_equal "$both" 0
+	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: -t beyond its session timeouts' int of milliseconds: 64, nothing contacted" {
+	run -64 --separate-stderr dlock -S "$PG_URL" -t 2147484 big touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *"PostgreSQL takes -t up to 2147483 s"* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	run -0 dlock -S "$PG_URL" -t 2147483 -n big true
+}
