@@ -469,6 +469,12 @@ one_line() {
 	[[ $stderr == *'ZooKeeper cannot --wait-replicas'* ]] || fail "stderr: $stderr"
 	run -64 dlock -S "$Z" --tls-ca /dev/null K true
 	run -64 dlock -S "$Z" 'a//b' true
+	# a contender's marker in a name would leave a node that lock a
+	# takes for a contender ahead of all
+	run -64 --separate-stderr dlock -S "$Z" 'a/x__lock__0000000000' true
+	[[ $stderr == *"'__lock__' and '__rlock__' name the contenders"* ]] || fail "stderr: $stderr"
+	run -64 dlock -S "$Z" 'b__rlock__1' true
+	run -0 dlock -S "$Z" -n a true
 }
 
 @test "an unreachable ensemble: 69, naming the cause" {
@@ -498,6 +504,9 @@ one_line() {
 @test "--ttl beyond the server's maximum: the server's, and --verbose says so" {
 	run -0 --separate-stderr dlock -S "$Z" --verbose -t 100 K22 true
 	[[ $stderr =~ session\ 0x[0-9a-f]+,\ timeout\ 60\ s\ \(the\ server ]] || fail "stderr: $stderr"
+	# asked for more than the client's int of milliseconds holds twice
+	run -0 --separate-stderr dlock -S "$Z" --verbose -t 1073742 K22 true
+	[[ $stderr =~ timeout\ 60\ s\ \(the\ server ]] || fail "stderr: $stderr"
 }
 
 @test "no descriptor of the client library's reaches the command" {

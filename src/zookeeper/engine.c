@@ -26,6 +26,8 @@
 #include "lock.h"
 #include "zk.h"
 
+/* The longest session timeout asked for, in ms: see new_session(). */
+#define ZK_TIMEOUT_ASK_MAX 1000000000
 /* Rounds one try may take when nodes come and go under it. */
 #define MAX_ROUNDS 8
 /* A waiter with nothing to wake it asks again after this long anyway. */
@@ -218,7 +220,10 @@ static int new_session(struct zk *z, const clientid_t *resume, struct error *err
 		.hosts = z->u->hosts,
 		.url_text = z->u->text,
 		.digest = z->digest[0] ? z->digest : NULL,
-		.timeout_ms = p->ttl_ms > INT32_MAX ? INT32_MAX : (int)p->ttl_ms,
+		/* the client doubles it in an int (2^30 ms and more: no
+		 * connection); the server lowers what it is asked to its
+		 * maxSessionTimeout anyway, and the lease follows that */
+		.timeout_ms = p->ttl_ms > ZK_TIMEOUT_ASK_MAX ? ZK_TIMEOUT_ASK_MAX : (int)p->ttl_ms,
 		.resume = resume,
 		.verbose = p->verbose,
 	};
@@ -348,6 +353,14 @@ static int open_lock(struct lock *lk, struct error *err)
 	if ((bad = zk_path_invalid(z->path))) {
 		error_set(err, EX_USAGE, "bad lock name for ZooKeeper ('%s'): %s",
 			  z->path, bad);
+		return -1;
+	}
+	/* A lock's children are its contenders, named by these markers: a
+	 * lock named a/x__lock__0 would leave a node that lock a (and
+	 * kazoo) takes for a contender ahead of all, for ever */
+	if (strstr(p->name, "__lock__") || strstr(p->name, "__rlock__")) {
+		error_set(err, EX_USAGE, "bad lock name for ZooKeeper ('%s'): '__lock__' and '__rlock__' name the contenders of a lock (kazoo's recipe), not a lock",
+			  z->path);
 		return -1;
 	}
 	return 0;
