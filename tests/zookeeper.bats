@@ -453,6 +453,24 @@ one_line() {
 	wait_until 6 no_contender K19 || fail "the session outlived its timeout"
 }
 
+@test "a job's dlock extend -t 1 does not shorten its running dlock's session" {
+	# the job extends its own lock with a short TTL, as a pipeline
+	# would, then runs past that TTL: the lock stays its own
+	run --separate-stderr dlock -S "$Z" -t 30 KX sh -c '
+		"$DLOCK" extend -S "$0" -t 1 KX; echo "extend: $?" >&2
+		i=0; while [ $i -lt 12 ]; do
+			"$DLOCK" -S "$0" -n -k KX2 true || exit 4	# (a heartbeat of our own)
+			sleep 0.5; i=$((i + 1))
+		done
+		"$DLOCK" status -S "$0" --json KX' "$Z"
+	[[ $status == 0 ]] || fail "exit $status; stderr: $stderr"
+	# (the extend itself fails, 69: its take-over of the session and
+	# the running dlock's client pull the session to and fro)
+	[[ $output == *'"state":"held"'* ]] || fail "status: $output; stderr: $stderr"
+	[[ $stderr != *'lease lost'* ]] || fail "stderr: $stderr"
+	no_contender KX
+}
+
 # ---- settings and errors ------------------------------------------------------
 
 @test "bad URLs and what ZooKeeper cannot do: 64, nothing contacted" {
