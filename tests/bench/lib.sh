@@ -61,3 +61,49 @@ over_budget() {
 	((${MAX_SECONDS:-0} > 0 && $2 > 0)) || return 1
 	(((SECONDS - $1) * ($2 + 1) / $2 > MAX_SECONDS))
 }
+
+# interleave NAME [--die]: the W1 rounds. WARMUP rounds (not counted),
+# then ROUNDS, each running every tool once (run I, the script's own), in
+# an order that rotates from round to round, so that drift (CPU frequency,
+# page cache, a noisy neighbour) spreads over all tools alike. Wall times
+# in µs go to $T/tI, one line per counted run; a failed run is counted in
+# FAILS[I] (--die: the script's die, with the tool's output); the script's
+# after_run I START, if it has one, sees each counted run. Fewer rounds
+# when MAX_SECONDS would be passed (NAME says so on stderr); elapsed= the
+# seconds taken.
+interleave() {
+	local name=$1 die_on_failure=${2:-} i r k s e t_start=$SECONDS
+	FAILS=()
+	for ((i = 0; i < N; i++)); do : >"$T/t$i"; FAILS[i]=0; done
+	for ((r = -WARMUP; r < ROUNDS; r++)); do
+		if ((r > 0)) && over_budget "$t_start" $((r + WARMUP)); then
+			echo "$name: MAX_SECONDS ($MAX_SECONDS) reached: $r rounds, not $ROUNDS" >&2
+			ROUNDS=$r
+			break
+		fi
+		for ((k = 0; k < N; k++)); do
+			i=$(( ((r < 0 ? -r : r) + k) % N ))
+			s=$EPOCHREALTIME
+			if ! run "$i"; then
+				[[ -z $die_on_failure ]] ||
+					die "'${NAMES[$i]}' failed: $(head -c 300 "$T/out")"
+				FAILS[i]=$((FAILS[i] + 1))
+			fi
+			e=$EPOCHREALTIME
+			((r < 0)) && continue
+			echo $(( 10#${e/./} - 10#${s/./} )) >>"$T/t$i"
+			! declare -F after_run >/dev/null || after_run "$i" "$s"
+		done
+	done
+	# shellcheck disable=SC2034	# the caller's
+	elapsed=$((SECONDS - t_start))
+}
+
+stats() {	# stats FILE: "median p10 p90" in ms, of its numbers in µs
+	sort -n "$1" | awk '{ v[NR] = $1 }
+	function q(p,  i) { i = int(p * (NR - 1)) + 1; return v[i] / 1000 }
+	END {
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "%.3f %.3f %.3f\n", m / 1000, q(0.10), q(0.90)
+	}'
+}

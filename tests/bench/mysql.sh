@@ -191,33 +191,8 @@ left=$(mariadb -S "$T/sock" -uroot -N -B -e "SELECT COUNT(*) FROM information_sc
 [[ $left == 0 ]] || die "$left connections left after the tools exited"
 
 echo "mysql.sh: $ROUNDS rounds x $N tools (+$WARMUP warm-up rounds), interleaved ..." >&2
-declare -a FAILS
-for ((i = 0; i < N; i++)); do : >"$T/t$i"; FAILS[i]=0; done
-t_start=$SECONDS
-for ((r = -WARMUP; r < ROUNDS; r++)); do
-	if ((r > 0)) && over_budget "$t_start" $((r + WARMUP)); then
-		echo "mysql.sh: MAX_SECONDS ($MAX_SECONDS) reached: $r rounds, not $ROUNDS" >&2
-		ROUNDS=$r
-		break
-	fi
-	for ((k = 0; k < N; k++)); do
-		i=$(( ((r < 0 ? -r : r) + k) % N ))
-		s=$EPOCHREALTIME
-		run "$i" || FAILS[i]=$((FAILS[i] + 1))
-		e=$EPOCHREALTIME
-		((r < 0)) || echo $(( 10#${e/./} - 10#${s/./} )) >>"$T/t$i"
-	done
-done
-elapsed=$((SECONDS - t_start))
+interleave mysql.sh
 
-stats() {	# stats FILE: "median p10 p90" in ms
-	sort -n "$1" | awk '{ v[NR] = $1 }
-	function q(p,  i) { i = int(p * (NR - 1)) + 1; return v[i] / 1000 }
-	END {
-		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		printf "%.3f %.3f %.3f\n", m / 1000, q(0.10), q(0.90)
-	}'
-}
 read -r FLOOR_MED _ < <(stats "$T/t2")
 
 echo

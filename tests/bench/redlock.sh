@@ -283,42 +283,23 @@ for ((i = 0; i < N_NODES; i++)); do
 done
 
 note "$ROUNDS rounds x $N tools (+$WARMUP warm-up rounds), interleaved ..."
-declare -a FAILS
-for ((i = 0; i < N; i++)); do : >"$T/t$i"; : >"$T/s$i"; FAILS[i]=0; done
-t_start=$SECONDS
-for ((r = -WARMUP; r < ROUNDS; r++)); do
-	if ((r > 0)) && over_budget "$t_start" $((r + WARMUP)); then
-		note "MAX_SECONDS ($MAX_SECONDS) reached: $r rounds, not $ROUNDS"
-		ROUNDS=$r
-		break
+# after_run I START: the stamping tools' start-to-command time, in $T/sI
+after_run() {
+	local stamp
+	if (($1 == STAMP_DATE || $1 == STAMP_DLOCK)); then
+		read -r stamp <"$T/out" && [[ $stamp =~ ^[0-9]+$ ]] &&
+			echo $((stamp - 10#${2/./})) >>"$T/s$1"
 	fi
-	for ((k = 0; k < N; k++)); do
-		i=$(( ((r < 0 ? -r : r) + k) % N ))
-		s=$EPOCHREALTIME
-		run "$i" || FAILS[i]=$((FAILS[i] + 1))
-		e=$EPOCHREALTIME
-		((r < 0)) || echo $(( 10#${e/./} - 10#${s/./} )) >>"$T/t$i"
-		if ((r >= 0 && (i == STAMP_DATE || i == STAMP_DLOCK))); then
-			read -r stamp <"$T/out" && [[ $stamp =~ ^[0-9]+$ ]] &&
-				echo $((stamp - 10#${s/./})) >>"$T/s$i"
-		fi
-	done
-done
-elapsed=$((SECONDS - t_start))
+	return 0
+}
+for ((i = 0; i < N; i++)); do : >"$T/s$i"; done
+interleave redlock.sh
 
 if ((HAVE_NODE)); then
 	node "$T/node/inproc.js" "$ROUNDS" >"$T/inproc" 2>&1 ||
 		note "node-redlock in-process run failed: $(head -n 2 "$T/inproc")"
 fi
 
-stats() {	# stats FILE: "median p10 p90" in ms
-	sort -n "$1" | awk '{ v[NR] = $1 }
-	function q(p,  i) { i = int(p * (NR - 1)) + 1; return v[i] / 1000 }
-	END {
-		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		printf "%.3f %.3f %.3f\n", m / 1000, q(0.10), q(0.90)
-	}'
-}
 read -r BASE _ < <(stats "$T/t$DL5")
 row() {	# row NAME RUNS MED P10 P90 [FAILS]
 	printf '%-32s %5d %10.2f %8.2f %8.2f %6.1f %8.2f%s\n' "$1" "$2" "$3" "$4" "$5" \

@@ -182,23 +182,7 @@ for ((i = 0; i < N; i++)); do
 done
 
 note "W1: $ROUNDS rounds x $N tools (+$WARMUP warm-up), interleaved ..."
-declare -a FAILS
-for ((i = 0; i < N; i++)); do : >"$T/t$i"; FAILS[i]=0; done
-t_start=$SECONDS
-for ((r = -WARMUP; r < ROUNDS; r++)); do
-	if ((r > 0)) && over_budget "$t_start" $((r + WARMUP)); then
-		note "MAX_SECONDS ($MAX_SECONDS) reached: $r rounds, not $ROUNDS"
-		ROUNDS=$r
-		break
-	fi
-	for ((k = 0; k < N; k++)); do
-		i=$(( ((r < 0 ? -r : r) + k) % N ))
-		s=$EPOCHREALTIME
-		run "$i" || FAILS[i]=$((FAILS[i] + 1))
-		e=$EPOCHREALTIME
-		((r < 0)) || echo $(( 10#${e/./} - 10#${s/./} )) >>"$T/t$i"
-	done
-done
+interleave zookeeper.sh
 
 median() { sort -n "$1" | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f\n", m / 1000 }'; }
 pct() { sort -n "$1" | awk -v p="$2" '{ v[NR] = $1 } END { printf "%.3f\n", v[int(p * (NR - 1)) + 1] / 1000 }'; }
