@@ -443,7 +443,10 @@ assert ev[0]["held_ms"] >= 0 and ev[0]["host"], ev
 	wait_ready h
 	sleep 0.6
 	run -77 --separate-stderr dlock release -S "mysql://ro:ropass@127.0.0.1:$MY_PORT/dlock" --force K
-	[[ $stderr == *"KILL CONNECTION"*"CONNECTION ADMIN"*"not owner of thread"* ]] || fail "$stderr"
+	# nothing was broken: no broken line, one error line naming lock and server
+	assert_output ''
+	[[ $stderr == "dlock: K: mysql://127.0.0.1:$MY_PORT: KILL CONNECTION"*"CONNECTION ADMIN"*"not owner of thread"* ]] || fail "$stderr"
+	[[ $stderr != *$'\n'* ]] || fail "more than one line: $stderr"
 	is_held dlock:K || fail "the lock was broken anyway"
 	run -0 dlock release -S "$U" --force K
 	assert_output --regexp "^broken: root@.* pid $(<"$T/h.dlock") .*, fence $(job_var h DLOCK_FENCE), token $(job_var h DLOCK_TOKEN)"

@@ -433,7 +433,7 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	     struct error *err)
 {
 	struct mylock *m = M(lk);
-	struct broken_holder *b;
+	struct broken_holder *b = NULL;
 	struct my_conn c;
 	struct found f;
 	char sql[64], what[160];
@@ -456,8 +456,6 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 		status = EX_OSERR;
 		goto out;
 	}
-	*out = b;
-	*n = 1;
 	b->n_servers = 1;
 	b->info = info_of(&f);
 	b->info_len = b->info ? strlen(b->info) : 0;
@@ -489,8 +487,13 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 		goto out;
 	}
 	record_broken(lk, &c, m, &f, b);
+	/* only now: a holder not broken is nobody's to print */
+	*out = b;
+	*n = 1;
+	b = NULL;
 	status = EX_OK;
 out:
+	broken_free(b, b ? 1 : 0);
 	my_close(&c);
 	return status;
 }
