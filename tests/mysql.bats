@@ -349,10 +349,54 @@ assert ev[0]["event"] == "released", ev[0]
 	nothing_left
 }
 
-@test "no database, or no right to write the fence row: 77 naming what is missing, nothing left" {
+@test "no database in the URL: 64 before anything is contacted, unless --no-fence; one that does not exist: 64" {
+	local port
+	port=$(my_free_port)	# nobody listens: nothing is contacted
+	run -64 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$port" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: K: mysql://127.0.0.1:$port: no database in the URL, where the fencing counter's table is: name one (mysql://HOST/DATABASE), or --no-fence"
+	run -64 dlock -S "mysql://dl:secret@127.0.0.1:$MY_PORT/" K touch "$T/ran"
+	run -0 dlock -S "mysql://dl:secret@127.0.0.1:$MY_PORT" --no-fence K sh -c 'echo "${DLOCK_FENCE-unset}"'
+	assert_output unset
+	# status needs no database; history does
+	run -1 dlock status -S "mysql://dl:secret@127.0.0.1:$MY_PORT" K
+	run -64 dlock history -S "mysql://dl:secret@127.0.0.1:$MY_PORT" K
+	# a database the server says does not exist (an account that may see
+	# them all: root over the socket)
+	run -64 --separate-stderr dlock -S "mysql://root@localhost/nosuch?socket=$MY_DIR/sock" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: K: mysql://localhost?socket=$MY_DIR/sock: unknown database 'nosuch'"
+	# one the account may not see, whether or not it exists: access denied
+	run -77 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$MY_PORT/nosuch" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: K: mysql://127.0.0.1:$MY_PORT: access denied for user 'dl'@'%' to database 'nosuch'"
+	[[ ! -e $T/ran ]] || fail "a command ran"
+	nothing_left
+}
+
+@test "too many connections (1040): 69, as an unreachable server" {
+	my "SET GLOBAL max_connections = 10"
+	/usr/bin/python3 - "$MY_PORT" "$T/full" <<'EOF' 3>&- &
+import os, sys, time, pymysql
+cs = []
+try:
+    while len(cs) < 20:
+        cs.append(pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="ro", password="ropass"))
+except pymysql.err.OperationalError:
+    pass
+open(sys.argv[2], "w").write("%d\n" % len(cs))
+time.sleep(30)
+EOF
+	local py=$!
+	track $py
+	wait_until 10 test -e "$T/full"
+	run -69 --separate-stderr dlock -S "$U" -n K touch "$T/ran"
+	kill "$py"
+	my "SET GLOBAL max_connections = DEFAULT"
+	assert_equal "$stderr" "dlock: K: mysql://127.0.0.1:$MY_PORT: too many connections"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	nothing_left
+}
+
+@test "no right to write the fence row, or no database right: 77 naming what is missing, nothing left" {
 	run -0 dlock -S "$U" K true	# the tables exist
-	run -77 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$MY_PORT" K touch "$T/ran"
-	[[ $stderr == *"no database for the fencing counter's table"*"--no-fence" ]] || fail "$stderr"
 	run -77 --separate-stderr dlock -S "mysql://ro:ropass@127.0.0.1:$MY_PORT/dlock" K touch "$T/ran"
 	[[ $stderr == "dlock: K: mysql://127.0.0.1:$MY_PORT: writing the fencing counter in dlock.dlock_locks"*"INSERT, UPDATE command denied to user 'ro'"* ]] ||
 		fail "$stderr"
@@ -361,6 +405,40 @@ assert ev[0]["event"] == "released", ev[0]
 	[[ ! -e $T/ran ]] || fail "a command ran"
 	nothing_left
 	[[ $(conns_of ro) == 0 ]] || fail "ro's connection left"
+}
+
+@test "a server older than MySQL 5.7.5 or MariaDB 10.1.2, by its handshake: 69 in one line" {
+	local v port
+	for v in 5.5.5-10.1.1-MariaDB 5.5.5-10.0.38-MariaDB-log 5.7.4-m14 5.6.51-log; do
+		start_relay version "$v"
+		port=$(<"$T/relay.port")
+		run -69 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$port/dlock" -n K touch "$T/ran"
+		[[ $stderr =~ ^"dlock: K: mysql://127.0.0.1:$port: ""the server is "(MariaDB|MySQL)" "[0-9.]+", too old: dlock needs MySQL 5.7.5 or MariaDB 10.1.2 or later"$ ]] ||
+			fail "$v: $stderr"
+		rm "$T/relay.port"
+	done
+	[[ ! -e $T/ran ]] || fail "a command ran"
+	start_relay version 5.5.5-10.1.2-MariaDB
+	run -0 dlock -S "mysql://dl:secret@127.0.0.1:$(<"$T/relay.port")/dlock" K true
+	nothing_left
+}
+
+@test "what dlock does where the handshake says MySQL 8.0 (whole-second waits, PROCESSLIST without TIME_MS)" {
+	start_relay version 8.0.36
+	local u="mysql://dl:secret@127.0.0.1:$(<"$T/relay.port")/dlock" t0
+	hold h -S "$u" K
+	wait_ready h
+	run -0 dlock status -S "$u" K
+	assert_line --index 0 --regexp '^K: held, exclusive, fencing counter [0-9]+'
+	# -w 0.3: a GET_LOCK of the second begun, cancelled at the deadline
+	t0=$(now_ms)
+	run -1 dlock -S "$u" -w 0.3 K touch "$T/ran"
+	(($(now_ms) - t0 >= 300 && $(now_ms) - t0 < 900)) || fail "gave up after $(($(now_ms) - t0)) ms"
+	no_waiters || fail "a GET_LOCK still waits in the server"
+	finish h
+	assert_equal "$bg_status" 0
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	nothing_left
 }
 
 @test "refused at connect (69): a read-only server, a pooler that moves the session" {
@@ -468,14 +546,36 @@ assert ev[0]["held_ms"] >= 0 and ev[0]["host"], ev
 	assert_equal "$stderr" ''
 	run -0 dlock -S "mysql://tlsonly:tlspass@$base?tls=required" K true
 	run -0 dlock -S "mysql://tlsonly:tlspass@$base?tls=verify-ca" --tls-ca "$MY_TLS/ca.pem" K true
-	run -69 --separate-stderr dlock -S "mysql://tlsonly:tlspass@$base?tls=verify-full" \
-		--tls-ca "$MY_TLS/other-ca.pem" -n K touch "$T/ran"
-	[[ $stderr == "dlock: K: mysql://127.0.0.1:$MY_PORT: "*"certificate"* ]] || fail "$stderr"
+	local mode
+	for mode in verify-full verify-ca; do
+		run -69 --separate-stderr dlock -S "mysql://tlsonly:tlspass@$base?tls=$mode" \
+			--tls-ca "$MY_TLS/other-ca.pem" -n K touch "$T/ran"
+		[[ $stderr == "dlock: K: mysql://127.0.0.1:$MY_PORT: "*"certificate"* ]] || fail "$mode: $stderr"
+	done
 	run -77 dlock -S "mysql://tlsonly:tlspass@$base" K touch "$T/ran"
 	run -64 --separate-stderr dlock -S "$U" --tls-ca "$MY_TLS/ca.pem" K touch "$T/ran"
 	[[ ! -e $T/ran ]] || fail "a command ran"
 	nothing_left
 	[[ $(conns_of tlsonly) == 0 ]] || fail "a TLS connection left"
+}
+
+@test "TLS: a server that offers none (a man in the middle strips it) is refused before the login (69), in every tls= mode" {
+	start_relay no-tls
+	local port mode
+	port=$(<"$T/relay.port")
+	for mode in required verify-ca verify-full; do
+		run -69 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$port/dlock?tls=$mode" \
+			--tls-ca "$MY_TLS/ca.pem" -n K touch "$T/ran"
+		assert_equal "$stderr" "dlock: K: mysql://127.0.0.1:$port: the server offers no TLS (tls= in the URL): refused before logging in"
+	done
+	[[ ! -e $T/ran ]] || fail "a command ran"
+	# not a byte sent to the server: no login in clear text
+	wait_until 5 test "$(wc -l <"$T/relay.sent" 2>/dev/null)" -ge 3 ||
+		fail "the relay saw $(cat "$T/relay.sent" 2>/dev/null | wc -l) connections end"
+	assert_equal "$(sort -u "$T/relay.sent")" 0
+	# without tls= the same relay is a server like any other
+	run -0 dlock -S "mysql://dl:secret@127.0.0.1:$port/dlock" K true
+	nothing_left
 }
 
 @test "passwords: --password-file, DLOCK_PASSWORD, MYSQL_PWD, ~/.my.cnf [client] and [dlock]; never in ps" {

@@ -91,9 +91,11 @@ static bool uses_tls(const void *servers, size_t n)
 
 static int init(const struct settings *st, struct error *err)
 {
+	char why[256];
+
 	/* before any thread: the library's own set-up is not thread-safe */
-	if (mysql_library_init(0, NULL, NULL) != 0) {
-		error_set(err, EX_SOFTWARE, "cannot initialise the MariaDB client library");
+	if (my_library_init(uses_tls(st->servers, st->n_servers), why, sizeof why) < 0) {
+		error_set(err, EX_SOFTWARE, "%s", why);
 		return -1;
 	}
 	return 0;
@@ -274,8 +276,9 @@ static int begin(struct lock *lk, struct error *err)
 	struct mylock *m = M(lk);
 	const struct lock_params *p = lk->p;
 
+	/* before anything is contacted: a setting to fix */
 	if (!p->no_fence && !m->u->database[0]) {
-		error_set(err, EX_NOPERM, "%s: no database for the fencing counter's table: name one in the URL (%s://HOST/DATABASE), or --no-fence",
+		error_set(err, EX_USAGE, "%s: no database in the URL, where the fencing counter's table is: name one (%s://HOST/DATABASE), or --no-fence",
 			  m->u->text, m->u->scheme);
 		return -1;
 	}
@@ -593,6 +596,10 @@ static int start_wait(struct lock *lk, struct error *err)
 		return 0;
 	if (left_ms > WAIT_CHUNK_S * 1000)
 		left_ms = WAIT_CHUNK_S * 1000;
+	/* MySQL waits whole seconds (it rounds a fraction, 0.4 to none at
+	 * all): the second begun, and KILL QUERY at the deadline */
+	if (!m->c.mariadb)
+		left_ms = (left_ms + 999) / 1000 * 1000;
 	if (!(sql = acquire_sql(lk, (double)left_ms / 1000, WITH_GET,
 				&m->wait_batch))) {
 		error_set(err, EX_OSERR, "out of memory");

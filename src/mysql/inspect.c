@@ -52,15 +52,16 @@ static int ask(struct lock *lk, struct my_conn *c, const struct mylock *m,
 	size_t len;
 	int r;
 
+	/* dlock's waiters, as they wrote their GET_LOCK */
 	snprintf(pattern, sizeof pattern, "GET_LOCK(%s,", m->lit);
-	my_quote(pattern, pattern_lit);
-	/* no database: no row to read */
-	if (asprintf(&sql, "SELECT IS_USED_LOCK(%s), p.USER, p.HOST, p.TIME_MS, p.COMMAND "
+	my_hex_literal(pattern, strlen(pattern), pattern_lit);
+	/* no database: no row to read; MySQL's PROCESSLIST has no TIME_MS */
+	if (asprintf(&sql, "SELECT IS_USED_LOCK(%s), p.USER, p.HOST, %s, p.COMMAND "
 		     "FROM (SELECT 1) AS d LEFT JOIN information_schema.PROCESSLIST AS p "
 		     "ON p.ID = IS_USED_LOCK(%s);"
 		     "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
 		     "WHERE STATE = 'User lock' AND LOCATE(%s, INFO) > 0%s%s",
-		     m->lit, m->lit, pattern_lit,
+		     m->lit, c->mariadb ? "p.TIME_MS" : "p.TIME * 1000", m->lit, pattern_lit,
 		     m->u->database[0] ? ";SELECT fence, conn, token, holder, ttl_ms "
 					 "FROM dlock_locks WHERE name = " : "",
 		     m->u->database[0] ? m->rowkey : "") < 0) {
