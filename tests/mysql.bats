@@ -291,13 +291,89 @@ assert ev[0]["event"] == "released", ev[0]
 		((${#name} <= 64)) || fail "'$name' is longer than MySQL takes"
 	done
 	assert_equal "$(sql_name dlock: "${k64#dlock:}")" "$k64"
-	# two long names with the same first 32 bytes are two locks
+	# '#' marks hashed names: a key with one is hashed too
+	name=$(sql_name dlock: 'a#b')
+	run -0 dlock -S "$U" 'a#b' sh -c 'echo "$DLOCK_KEY"'
+	assert_output "$name"
+	[[ $name == dlock:a_b#* ]] || fail "'a#b' named $name"
+	# two long names with the same first 31 bytes are two locks
 	hold h -S "$U" "$long1"
 	wait_ready h
 	run -0 dlock -S "$U" -n "$long2" true
 	run -1 dlock -S "$U" -n "$long1" true
 	finish h
 	nothing_left "$(sql_name dlock: "$long1")"
+}
+
+@test "a key equal to a long key's hashed name is another lock" {
+	local long hashed
+	long=$(printf 'x%.0s' {1..70})
+	hold h -S "$U" "$long"
+	wait_ready h
+	hashed=$(job_var h DLOCK_KEY)
+	((${#hashed} == 64)) || fail "hashed name '$hashed'"
+	# the hashed name, less the prefix, as a key of its own
+	run -0 --separate-stderr dlock -S "$U" -n "${hashed#dlock:}" sh -c 'echo "$DLOCK_KEY"'
+	[[ $output != "$hashed" ]] || fail "the crafted key took the long key's lock"
+	finish h
+	nothing_left "$hashed"
+}
+
+@test "names and tokens are hex literals: under NO_BACKSLASH_ESCAPES a key with \\ and ' is the mariadb client's lock" {
+	my "SET GLOBAL sql_mode = CONCAT(@@GLOBAL.sql_mode, ',NO_BACKSLASH_ESCAPES')"
+	local key="a\\b'c" held
+	# the client writes the name as that sql_mode reads it
+	held="mariadb -S $MY_DIR/sock -uroot -N -B -e \"SELECT @@sql_mode LIKE '%NO_BACKSLASH_ESCAPES%', GET_LOCK('dlock:a\\b''c', 0)\""
+	run -0 dlock -S "$U" "$key" sh -c "$held"
+	assert_output $'1\t0'
+	# and the other way: the client holds, dlock does not get in
+	pyhold p "dlock:$key"
+	wait_until 5 test -e "$T/p.held"
+	run -1 dlock -S "$U" -n "$key" touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "dlock took the client's lock"
+	touch "$T/p.release"
+	wait_until 5 is_free_literal
+	# status and history under that mode
+	hold h -S "$U" "$key"
+	wait_ready h
+	run -0 dlock status -S "$U" "$key"
+	assert_line --index 0 --regexp '^a.+c: held, exclusive, fencing counter [0-9]+'
+	finish h
+	run -0 dlock history -S "$U" "$key"
+	assert_line --index 1 --regexp '^[0-9.]+s ago +released '
+	my "SET GLOBAL sql_mode = DEFAULT"
+	wait_until 5 no_conns || fail "connections of dl left"
+	is_free_literal || fail "still held"
+}
+
+# IS_USED_LOCK of dlock:a\b'c, typed without escapes
+is_free_literal() { [[ $(my "SELECT IFNULL(IS_USED_LOCK(X'646c6f636b3a615c622763'), 'NULL')") == NULL ]]; }
+
+@test "a SHA-256 that fails is an error (70), never a name: a long key with OpenSSL's default provider off" {
+	printf 'openssl_conf = init\n[init]\nproviders = p\n[p]\nnull = n\n[n]\nactivate = 1\n' >"$T/openssl.cnf"
+	local long
+	long=$(printf 'x%.0s' {1..70})
+	OPENSSL_CONF=$T/openssl.cnf run -70 --separate-stderr dlock -S "$U" "$long" touch "$T/ran"
+	assert_equal "$stderr" "dlock: $long: mysql://127.0.0.1:$MY_PORT: cannot compute the SHA-256 that names a long or non-ASCII key (libcrypto failed)"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	# a plain name needs no digest
+	OPENSSL_CONF=$T/openssl.cnf run -0 dlock -S "$U" K true
+	nothing_left
+}
+
+@test "counter rows are the names' byte for byte: 'k' and 'k ' count apart" {
+	local a b c
+	a=$(dlock -S "$U" k sh -c 'echo $DLOCK_FENCE')
+	b=$(dlock -S "$U" 'k ' sh -c 'echo $DLOCK_FENCE')
+	c=$(dlock -S "$U" k sh -c 'echo $DLOCK_FENCE')
+	assert_equal "$b" 1
+	assert_equal "$c" $((a + 1))
+	[[ $(my "SELECT COUNT(*) FROM dlock_locks WHERE name IN ('dlock:k', 'dlock:k ')") == 2 ]] ||
+		fail "one row: $(my "SELECT HEX(name), fence FROM dlock_locks")"
+	# and their histories
+	run -0 dlock history -S "$U" --json 'k '
+	[[ $(/usr/bin/python3 -c 'import json, sys; print(len(json.loads(sys.argv[1])["events"]))' "$output") == 2 ]] ||
+		fail "'k ' has k's events: $output"
 }
 
 # ---- refusals -------------------------------------------------------------

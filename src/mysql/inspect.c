@@ -148,7 +148,9 @@ static int status_one(struct lock *lk, struct my_conn *c, struct status_lock *s,
 	struct found f;
 	char note[48];
 
-	my_names(&m, lk->p->prefix, s->name);
+	if (my_names(&m, lk->p->prefix, s->name, err) < 0)
+		return -1;
+	my_rowkey(&m, c);
 	if (!(s->key = strdup(m.name))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -321,14 +323,18 @@ int my_history(struct lock *lk, long count, struct history_report *out,
 			  m->u->text);
 		return -1;
 	}
+	if (connect_to(lk, &c, err) < 0)
+		goto out;
+	/* the row key is the server's kind's */
+	my_rowkey(m, &c);
 	if (asprintf(&sql, "SELECT id, at_ms, event, token, holder, by_info, fence, exit_status, held_ms "
 		     "FROM dlock_history WHERE name = %s ORDER BY id DESC LIMIT %ld",
 		     m->rowkey, count > 0 ? count : 10) < 0) {
+		sql = NULL;
 		error_set(err, EX_OSERR, "out of memory");
-		return -1;
+		goto out;
 	}
-	if (connect_to(lk, &c, err) < 0 ||
-	    my_query(&c, sql, clock_now_ms() + lk->node_timeout_ms, err) < 0)
+	if (my_query(&c, sql, clock_now_ms() + lk->node_timeout_ms, err) < 0)
 		goto out;
 	out->n_ok = 1;
 	if (c.err_no == ER_NO_SUCH_TABLE) {
@@ -444,6 +450,7 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	*n = 0;
 	if (connect_to(lk, &c, err) < 0)
 		return err->exit;
+	my_rowkey(m, &c);
 	if (ask(lk, &c, m, &f, err) < 0) {
 		status = err->exit;
 		goto out;
