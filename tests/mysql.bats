@@ -258,6 +258,45 @@ assert ev[0]["event"] == "released", ev[0]
 	nothing_left
 }
 
+killed_in_history() {
+	dlock history -S "$U" --json K | /usr/bin/python3 -c '
+import json, sys
+ev = json.load(sys.stdin)["events"]
+sys.exit(0 if ev and ev[0]["event"] == "killed" else 1)'
+}
+
+@test "dlock killed with SIGKILL: its watchdog writes the 'killed' event" {
+	hold h -S "$U" -t 30 K
+	wait_ready h
+	local pid fence
+	pid=$(<"$T/h.dlock")
+	fence=$(job_var h DLOCK_FENCE)
+	sleep 0.3
+	kill -KILL "$pid"
+	wait_until 5 killed_in_history || fail "no killed event: $(dlock history -S "$U" K)"
+	run -0 dlock history -S "$U" --json K
+	/usr/bin/python3 -c '
+import json, sys
+ev = json.loads(sys.argv[1])["events"]
+k, a = ev[0], ev[1]
+assert k["event"] == "killed" and a["event"] == "acquired", ev
+assert k["pid"] == a["pid"] == int(sys.argv[2]), ev
+assert k["fence"] == a["fence"] == int(sys.argv[3]), ev
+assert k["held_ms"] >= 300 and k["token"] == a["token"], ev
+' "$output" "$pid" "$fence" || fail "$output"
+	nothing_left
+	# --history 0: none
+	local last
+	last=$(my "SELECT MAX(id) FROM dlock_history")
+	hold h2 -S "$U" -t 30 --history 0 K
+	wait_ready h2
+	kill -KILL "$(<"$T/h2.dlock")"
+	wait_until 5 is_free dlock:K
+	sleep 0.5	# the watchdog's writer would be done by now
+	assert_equal "$(my "SELECT MAX(id) FROM dlock_history")" "$last"
+	nothing_left
+}
+
 # ---- fences and names -----------------------------------------------------
 
 @test "fences strictly increase, also across a server restart" {

@@ -1014,6 +1014,45 @@ static void record_lost(struct lock *lk, const struct release_how *how)
 	free(info);
 }
 
+/* dlock was killed (kill -9): its watchdog, in a process of its own,
+ * writes the 'killed' event from a connection of its own (the lock's is
+ * the watchdog's until the job has stopped), and trims the history as a
+ * release does. Best effort, bounded by --node-timeout. A holder without
+ * a fence (--no-fence) wrote no history. */
+static void note_killed(struct lock *lk, int64_t held_ms)
+{
+	struct mylock *m = M(lk);
+	struct my_conn c;
+	struct error ignored;
+	char tok[MY_TOKEN_LIT], *info, *sql = NULL;
+	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
+
+	if (lk->p->history <= 0 || !m->u->database[0] || !lk->fence[0] ||
+	    lk->fence[strspn(lk->fence, "0123456789")])
+		return;
+	if (!(info = malloc(2 * strlen(lk->info) + 4)))
+		return;
+	my_hex_literal(lk->info, strlen(lk->info), info);
+	my_token_sql(lk->token, tok);
+	my_init(&c, m->u, lk->p->password, lk->p->tls);
+	if (my_connect(&c, deadline_ms, &ignored) == 0) {
+		my_rowkey(m, &c);
+		if (asprintf(&sql, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, held_ms) "
+			     "VALUES (%s, " MY_NOW_MS ", 'killed', %s, %s, %s, %" PRId64 ");"
+			     "DELETE FROM dlock_history WHERE name = %s AND id <= "
+			     "(SELECT id FROM (SELECT id FROM dlock_history WHERE name = %s "
+			     "ORDER BY id DESC LIMIT 1 OFFSET %ld) AS t)",
+			     m->rowkey, tok, info, lk->fence, held_ms, m->rowkey, m->rowkey,
+			     lk->p->history) < 0)
+			sql = NULL;
+		if (sql)
+			my_query(&c, sql, deadline_ms, &ignored);
+	}
+	my_close(&c);
+	free(sql);
+	free(info);
+}
+
 static char *release_sql(struct lock *lk, const struct release_how *how,
 			 int *release_at)
 {
@@ -1144,6 +1183,7 @@ const struct engine mysql_engine = {
 	.extend = extend,
 	.watch_fds = watch_fds,
 	.watch_events = watch_events,
+	.note_killed = note_killed,
 	.fds = fds,
 	.release = release,
 	.raise_fence = raise_fence,

@@ -299,9 +299,11 @@ out:
 
 static int kind_of(const char *s)
 {
-	static const char *const kinds[] = { "acquired", "broken", "released", "lost" };
+	static const char *const kinds[] = {
+		"acquired", "broken", "released", "lost", "killed",
+	};
 
-	for (int k = 0; s && k < 4; k++)
+	for (int k = 0; s && k < 5; k++)
 		if (strcmp(s, kinds[k]) == 0)
 			return k;
 	return -1;

@@ -29,7 +29,7 @@
 	"id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, " \
 	"name VARBINARY(64) NOT NULL, " \
 	"at_ms BIGINT NOT NULL, " \
-	"event ENUM('acquired', 'broken', 'released', 'lost') NOT NULL, " \
+	"event ENUM('acquired', 'broken', 'released', 'lost', 'killed') NOT NULL, " \
 	"token VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, " \
 	"holder VARBINARY(1024) NOT NULL, " \
 	"by_info VARBINARY(1024) NULL, " \
