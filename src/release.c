@@ -40,6 +40,9 @@ static void print_broken(const struct lock *lk, const struct broken_holder *b)
 	       servers);
 }
 
+/* A "broken:" line only for a break that happened: whatever an engine
+ * hands back with a failure (a KILL refused, too few servers) is no
+ * holder broken, and the one error line says why. */
 static int force(struct lock *lk)
 {
 	struct broken_holder *b = NULL;
@@ -47,7 +50,7 @@ static int force(struct lock *lk)
 	size_t n = 0;
 	int status = lk->eng->force(lk, &b, &n, &err);
 
-	for (size_t j = 0; j < n; j++)
+	for (size_t j = 0; status == EX_OK && j < n; j++)
 		print_broken(lk, &b[j]);
 	fflush(stdout);
 	broken_free(b, n);

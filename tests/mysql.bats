@@ -258,6 +258,45 @@ assert ev[0]["event"] == "released", ev[0]
 	nothing_left
 }
 
+killed_in_history() {
+	dlock history -S "$U" --json K | /usr/bin/python3 -c '
+import json, sys
+ev = json.load(sys.stdin)["events"]
+sys.exit(0 if ev and ev[0]["event"] == "killed" else 1)'
+}
+
+@test "dlock killed with SIGKILL: its watchdog writes the 'killed' event" {
+	hold h -S "$U" -t 30 K
+	wait_ready h
+	local pid fence
+	pid=$(<"$T/h.dlock")
+	fence=$(job_var h DLOCK_FENCE)
+	sleep 0.3
+	kill -KILL "$pid"
+	wait_until 5 killed_in_history || fail "no killed event: $(dlock history -S "$U" K)"
+	run -0 dlock history -S "$U" --json K
+	/usr/bin/python3 -c '
+import json, sys
+ev = json.loads(sys.argv[1])["events"]
+k, a = ev[0], ev[1]
+assert k["event"] == "killed" and a["event"] == "acquired", ev
+assert k["pid"] == a["pid"] == int(sys.argv[2]), ev
+assert k["fence"] == a["fence"] == int(sys.argv[3]), ev
+assert k["held_ms"] >= 300 and k["token"] == a["token"], ev
+' "$output" "$pid" "$fence" || fail "$output"
+	nothing_left
+	# --history 0: none
+	local last
+	last=$(my "SELECT MAX(id) FROM dlock_history")
+	hold h2 -S "$U" -t 30 --history 0 K
+	wait_ready h2
+	kill -KILL "$(<"$T/h2.dlock")"
+	wait_until 5 is_free dlock:K
+	sleep 0.5	# the watchdog's writer would be done by now
+	assert_equal "$(my "SELECT MAX(id) FROM dlock_history")" "$last"
+	nothing_left
+}
+
 # ---- fences and names -----------------------------------------------------
 
 @test "fences strictly increase, also across a server restart" {
@@ -291,13 +330,89 @@ assert ev[0]["event"] == "released", ev[0]
 		((${#name} <= 64)) || fail "'$name' is longer than MySQL takes"
 	done
 	assert_equal "$(sql_name dlock: "${k64#dlock:}")" "$k64"
-	# two long names with the same first 32 bytes are two locks
+	# '#' marks hashed names: a key with one is hashed too
+	name=$(sql_name dlock: 'a#b')
+	run -0 dlock -S "$U" 'a#b' sh -c 'echo "$DLOCK_KEY"'
+	assert_output "$name"
+	[[ $name == dlock:a_b#* ]] || fail "'a#b' named $name"
+	# two long names with the same first 31 bytes are two locks
 	hold h -S "$U" "$long1"
 	wait_ready h
 	run -0 dlock -S "$U" -n "$long2" true
 	run -1 dlock -S "$U" -n "$long1" true
 	finish h
 	nothing_left "$(sql_name dlock: "$long1")"
+}
+
+@test "a key equal to a long key's hashed name is another lock" {
+	local long hashed
+	long=$(printf 'x%.0s' {1..70})
+	hold h -S "$U" "$long"
+	wait_ready h
+	hashed=$(job_var h DLOCK_KEY)
+	((${#hashed} == 64)) || fail "hashed name '$hashed'"
+	# the hashed name, less the prefix, as a key of its own
+	run -0 --separate-stderr dlock -S "$U" -n "${hashed#dlock:}" sh -c 'echo "$DLOCK_KEY"'
+	[[ $output != "$hashed" ]] || fail "the crafted key took the long key's lock"
+	finish h
+	nothing_left "$hashed"
+}
+
+@test "names and tokens are hex literals: under NO_BACKSLASH_ESCAPES a key with \\ and ' is the mariadb client's lock" {
+	my "SET GLOBAL sql_mode = CONCAT(@@GLOBAL.sql_mode, ',NO_BACKSLASH_ESCAPES')"
+	local key="a\\b'c" held
+	# the client writes the name as that sql_mode reads it
+	held="mariadb -S $MY_DIR/sock -uroot -N -B -e \"SELECT @@sql_mode LIKE '%NO_BACKSLASH_ESCAPES%', GET_LOCK('dlock:a\\b''c', 0)\""
+	run -0 dlock -S "$U" "$key" sh -c "$held"
+	assert_output $'1\t0'
+	# and the other way: the client holds, dlock does not get in
+	pyhold p "dlock:$key"
+	wait_until 5 test -e "$T/p.held"
+	run -1 dlock -S "$U" -n "$key" touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "dlock took the client's lock"
+	touch "$T/p.release"
+	wait_until 5 is_free_literal
+	# status and history under that mode
+	hold h -S "$U" "$key"
+	wait_ready h
+	run -0 dlock status -S "$U" "$key"
+	assert_line --index 0 --regexp '^a.+c: held, exclusive, fencing counter [0-9]+'
+	finish h
+	run -0 dlock history -S "$U" "$key"
+	assert_line --index 1 --regexp '^[0-9.]+s ago +released '
+	my "SET GLOBAL sql_mode = DEFAULT"
+	wait_until 5 no_conns || fail "connections of dl left"
+	is_free_literal || fail "still held"
+}
+
+# IS_USED_LOCK of dlock:a\b'c, typed without escapes
+is_free_literal() { [[ $(my "SELECT IFNULL(IS_USED_LOCK(X'646c6f636b3a615c622763'), 'NULL')") == NULL ]]; }
+
+@test "a SHA-256 that fails is an error (70), never a name: a long key with OpenSSL's default provider off" {
+	printf 'openssl_conf = init\n[init]\nproviders = p\n[p]\nnull = n\n[n]\nactivate = 1\n' >"$T/openssl.cnf"
+	local long
+	long=$(printf 'x%.0s' {1..70})
+	OPENSSL_CONF=$T/openssl.cnf run -70 --separate-stderr dlock -S "$U" "$long" touch "$T/ran"
+	assert_equal "$stderr" "dlock: $long: mysql://127.0.0.1:$MY_PORT: cannot compute the SHA-256 that names a long or non-ASCII key (libcrypto failed)"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	# a plain name needs no digest
+	OPENSSL_CONF=$T/openssl.cnf run -0 dlock -S "$U" K true
+	nothing_left
+}
+
+@test "counter rows are the names' byte for byte: 'k' and 'k ' count apart" {
+	local a b c
+	a=$(dlock -S "$U" k sh -c 'echo $DLOCK_FENCE')
+	b=$(dlock -S "$U" 'k ' sh -c 'echo $DLOCK_FENCE')
+	c=$(dlock -S "$U" k sh -c 'echo $DLOCK_FENCE')
+	assert_equal "$b" 1
+	assert_equal "$c" $((a + 1))
+	[[ $(my "SELECT COUNT(*) FROM dlock_locks WHERE name IN ('dlock:k', 'dlock:k ')") == 2 ]] ||
+		fail "one row: $(my "SELECT HEX(name), fence FROM dlock_locks")"
+	# and their histories
+	run -0 dlock history -S "$U" --json 'k '
+	[[ $(/usr/bin/python3 -c 'import json, sys; print(len(json.loads(sys.argv[1])["events"]))' "$output") == 2 ]] ||
+		fail "'k ' has k's events: $output"
 }
 
 # ---- refusals -------------------------------------------------------------
@@ -349,10 +464,54 @@ assert ev[0]["event"] == "released", ev[0]
 	nothing_left
 }
 
-@test "no database, or no right to write the fence row: 77 naming what is missing, nothing left" {
+@test "no database in the URL: 64 before anything is contacted, unless --no-fence; one that does not exist: 64" {
+	local port
+	port=$(my_free_port)	# nobody listens: nothing is contacted
+	run -64 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$port" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: K: mysql://127.0.0.1:$port: no database in the URL, where the fencing counter's table is: name one (mysql://HOST/DATABASE), or --no-fence"
+	run -64 dlock -S "mysql://dl:secret@127.0.0.1:$MY_PORT/" K touch "$T/ran"
+	run -0 dlock -S "mysql://dl:secret@127.0.0.1:$MY_PORT" --no-fence K sh -c 'echo "${DLOCK_FENCE-unset}"'
+	assert_output unset
+	# status needs no database; history does
+	run -1 dlock status -S "mysql://dl:secret@127.0.0.1:$MY_PORT" K
+	run -64 dlock history -S "mysql://dl:secret@127.0.0.1:$MY_PORT" K
+	# a database the server says does not exist (an account that may see
+	# them all: root over the socket)
+	run -64 --separate-stderr dlock -S "mysql://root@localhost/nosuch?socket=$MY_DIR/sock" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: K: mysql://localhost?socket=$MY_DIR/sock: unknown database 'nosuch'"
+	# one the account may not see, whether or not it exists: access denied
+	run -77 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$MY_PORT/nosuch" K touch "$T/ran"
+	assert_equal "$stderr" "dlock: K: mysql://127.0.0.1:$MY_PORT: access denied for user 'dl'@'%' to database 'nosuch'"
+	[[ ! -e $T/ran ]] || fail "a command ran"
+	nothing_left
+}
+
+@test "too many connections (1040): 69, as an unreachable server" {
+	my "SET GLOBAL max_connections = 10"
+	/usr/bin/python3 - "$MY_PORT" "$T/full" <<'EOF' 3>&- &
+import os, sys, time, pymysql
+cs = []
+try:
+    while len(cs) < 20:
+        cs.append(pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="ro", password="ropass"))
+except pymysql.err.OperationalError:
+    pass
+open(sys.argv[2], "w").write("%d\n" % len(cs))
+time.sleep(30)
+EOF
+	local py=$!
+	track $py
+	wait_until 10 test -e "$T/full"
+	run -69 --separate-stderr dlock -S "$U" -n K touch "$T/ran"
+	kill "$py"
+	my "SET GLOBAL max_connections = DEFAULT"
+	assert_equal "$stderr" "dlock: K: mysql://127.0.0.1:$MY_PORT: too many connections"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	nothing_left
+}
+
+@test "no right to write the fence row, or no database right: 77 naming what is missing, nothing left" {
 	run -0 dlock -S "$U" K true	# the tables exist
-	run -77 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$MY_PORT" K touch "$T/ran"
-	[[ $stderr == *"no database for the fencing counter's table"*"--no-fence" ]] || fail "$stderr"
 	run -77 --separate-stderr dlock -S "mysql://ro:ropass@127.0.0.1:$MY_PORT/dlock" K touch "$T/ran"
 	[[ $stderr == "dlock: K: mysql://127.0.0.1:$MY_PORT: writing the fencing counter in dlock.dlock_locks"*"INSERT, UPDATE command denied to user 'ro'"* ]] ||
 		fail "$stderr"
@@ -361,6 +520,40 @@ assert ev[0]["event"] == "released", ev[0]
 	[[ ! -e $T/ran ]] || fail "a command ran"
 	nothing_left
 	[[ $(conns_of ro) == 0 ]] || fail "ro's connection left"
+}
+
+@test "a server older than MySQL 5.7.5 or MariaDB 10.1.2, by its handshake: 69 in one line" {
+	local v port
+	for v in 5.5.5-10.1.1-MariaDB 5.5.5-10.0.38-MariaDB-log 5.7.4-m14 5.6.51-log; do
+		start_relay version "$v"
+		port=$(<"$T/relay.port")
+		run -69 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$port/dlock" -n K touch "$T/ran"
+		[[ $stderr =~ ^"dlock: K: mysql://127.0.0.1:$port: ""the server is "(MariaDB|MySQL)" "[0-9.]+", too old: dlock needs MySQL 5.7.5 or MariaDB 10.1.2 or later"$ ]] ||
+			fail "$v: $stderr"
+		rm "$T/relay.port"
+	done
+	[[ ! -e $T/ran ]] || fail "a command ran"
+	start_relay version 5.5.5-10.1.2-MariaDB
+	run -0 dlock -S "mysql://dl:secret@127.0.0.1:$(<"$T/relay.port")/dlock" K true
+	nothing_left
+}
+
+@test "what dlock does where the handshake says MySQL 8.0 (whole-second waits, PROCESSLIST without TIME_MS)" {
+	start_relay version 8.0.36
+	local u="mysql://dl:secret@127.0.0.1:$(<"$T/relay.port")/dlock" t0
+	hold h -S "$u" K
+	wait_ready h
+	run -0 dlock status -S "$u" K
+	assert_line --index 0 --regexp '^K: held, exclusive, fencing counter [0-9]+'
+	# -w 0.3: a GET_LOCK of the second begun, cancelled at the deadline
+	t0=$(now_ms)
+	run -1 dlock -S "$u" -w 0.3 K touch "$T/ran"
+	(($(now_ms) - t0 >= 300 && $(now_ms) - t0 < 900)) || fail "gave up after $(($(now_ms) - t0)) ms"
+	no_waiters || fail "a GET_LOCK still waits in the server"
+	finish h
+	assert_equal "$bg_status" 0
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	nothing_left
 }
 
 @test "refused at connect (69): a read-only server, a pooler that moves the session" {
@@ -443,7 +636,10 @@ assert ev[0]["held_ms"] >= 0 and ev[0]["host"], ev
 	wait_ready h
 	sleep 0.6
 	run -77 --separate-stderr dlock release -S "mysql://ro:ropass@127.0.0.1:$MY_PORT/dlock" --force K
-	[[ $stderr == *"KILL CONNECTION"*"CONNECTION ADMIN"*"not owner of thread"* ]] || fail "$stderr"
+	# nothing was broken: no broken line, one error line naming lock and server
+	assert_output ''
+	[[ $stderr == "dlock: K: mysql://127.0.0.1:$MY_PORT: KILL CONNECTION"*"CONNECTION ADMIN"*"not owner of thread"* ]] || fail "$stderr"
+	[[ $stderr != *$'\n'* ]] || fail "more than one line: $stderr"
 	is_held dlock:K || fail "the lock was broken anyway"
 	run -0 dlock release -S "$U" --force K
 	assert_output --regexp "^broken: root@.* pid $(<"$T/h.dlock") .*, fence $(job_var h DLOCK_FENCE), token $(job_var h DLOCK_TOKEN)"
@@ -465,14 +661,36 @@ assert ev[0]["held_ms"] >= 0 and ev[0]["host"], ev
 	assert_equal "$stderr" ''
 	run -0 dlock -S "mysql://tlsonly:tlspass@$base?tls=required" K true
 	run -0 dlock -S "mysql://tlsonly:tlspass@$base?tls=verify-ca" --tls-ca "$MY_TLS/ca.pem" K true
-	run -69 --separate-stderr dlock -S "mysql://tlsonly:tlspass@$base?tls=verify-full" \
-		--tls-ca "$MY_TLS/other-ca.pem" -n K touch "$T/ran"
-	[[ $stderr == "dlock: K: mysql://127.0.0.1:$MY_PORT: "*"certificate"* ]] || fail "$stderr"
+	local mode
+	for mode in verify-full verify-ca; do
+		run -69 --separate-stderr dlock -S "mysql://tlsonly:tlspass@$base?tls=$mode" \
+			--tls-ca "$MY_TLS/other-ca.pem" -n K touch "$T/ran"
+		[[ $stderr == "dlock: K: mysql://127.0.0.1:$MY_PORT: "*"certificate"* ]] || fail "$mode: $stderr"
+	done
 	run -77 dlock -S "mysql://tlsonly:tlspass@$base" K touch "$T/ran"
 	run -64 --separate-stderr dlock -S "$U" --tls-ca "$MY_TLS/ca.pem" K touch "$T/ran"
 	[[ ! -e $T/ran ]] || fail "a command ran"
 	nothing_left
 	[[ $(conns_of tlsonly) == 0 ]] || fail "a TLS connection left"
+}
+
+@test "TLS: a server that offers none (a man in the middle strips it) is refused before the login (69), in every tls= mode" {
+	start_relay no-tls
+	local port mode
+	port=$(<"$T/relay.port")
+	for mode in required verify-ca verify-full; do
+		run -69 --separate-stderr dlock -S "mysql://dl:secret@127.0.0.1:$port/dlock?tls=$mode" \
+			--tls-ca "$MY_TLS/ca.pem" -n K touch "$T/ran"
+		assert_equal "$stderr" "dlock: K: mysql://127.0.0.1:$port: the server offers no TLS (tls= in the URL): refused before logging in"
+	done
+	[[ ! -e $T/ran ]] || fail "a command ran"
+	# not a byte sent to the server: no login in clear text
+	wait_until 5 test "$(wc -l <"$T/relay.sent" 2>/dev/null)" -ge 3 ||
+		fail "the relay saw $(cat "$T/relay.sent" 2>/dev/null | wc -l) connections end"
+	assert_equal "$(sort -u "$T/relay.sent")" 0
+	# without tls= the same relay is a server like any other
+	run -0 dlock -S "mysql://dl:secret@127.0.0.1:$port/dlock" K true
+	nothing_left
 }
 
 @test "passwords: --password-file, DLOCK_PASSWORD, MYSQL_PWD, ~/.my.cnf [client] and [dlock]; never in ps" {

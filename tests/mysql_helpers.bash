@@ -8,7 +8,10 @@
 #   nodb / nodbpass    nothing at all
 #   tlsonly / tlspass  as dl, but only over TLS
 # setup_file calls my_start_server, teardown_file my_stop_server (by PID,
-# pass or fail).
+# pass or fail). Set before my_start_server: MY_NO_TLS=1 for a server
+# without TLS, MY_FRESH=1 for mariadb-install-db's defaults (the test
+# database and its anonymous accounts, ''@localhost among them),
+# MY_CNF_EXTRA for more [mariadbd] lines.
 
 # cert NAME CA SUBJECT [SAN]: NAME.pem and NAME.key in $MY_TLS, signed by CA
 my_cert() {
@@ -90,13 +93,18 @@ innodb_buffer_pool_size=8M
 innodb_log_file_size=4M
 init-file=$MY_DIR/init.sql
 log-error=$MY_DIR/err.log
+${MY_CNF_EXTRA:-}
+EOF
+		[[ ${MY_NO_TLS:-0} == 1 ]] || cat >>"$MY_DIR/my.cnf" <<EOF
 ssl-ca=$MY_TLS/ca.pem
 ssl-cert=$MY_TLS/server.pem
 ssl-key=$MY_TLS/server.key
 EOF
 		if [[ ! -d $MY_DIR/data ]]; then
+			# shellcheck disable=SC2046
 			mariadb-install-db --defaults-file="$MY_DIR/my.cnf" --user=mysql \
-				--auth-root-authentication-method=socket --skip-test-db \
+				--auth-root-authentication-method=socket \
+				$([[ ${MY_FRESH:-0} == 1 ]] || echo --skip-test-db) \
 				>"$MY_DIR/install.log" 2>&1 ||
 				{ echo "# mariadb-install-db failed: $(tail -n 5 "$MY_DIR/install.log")" >&3; return 1; }
 		fi
@@ -130,7 +138,8 @@ my_setup() {
 	U="mysql://dl:secret@127.0.0.1:$MY_PORT/dlock"
 	# The server may have been stopped by a test that failed half-way.
 	my_up || my_run_server || fail "mariadbd does not come back"
-	my sql "SET GLOBAL read_only = 0"
+	# what a test that failed half-way may have left
+	my sql "SET GLOBAL read_only = 0, sql_mode = DEFAULT, max_connections = DEFAULT"
 }
 
 # my sql STATEMENTS: the mariadb client as root (unix socket), no headers
@@ -221,29 +230,48 @@ sql_name() {
 	my "$sql"
 }
 
-# A pooler that moves sessions, as far as dlock can tell: a TCP relay to
-# the server that changes the connection id in the handshake (the server's
-# first packet), as ProxySQL's own id differs from the backend's
-# CONNECTION_ID(). Listens on a free port, in $T/relay.port.
-start_id_relay() {
-	/usr/bin/python3 - "$MY_PORT" "$T/relay.port" <<'EOF' >"$T/relay.log" 2>&1 3>&- &
-import socket, sys, threading
-backend = int(sys.argv[1])
+# start_relay MODE [ARG]: a TCP relay to the server that rewrites the
+# handshake (the server's first packet) as a man in the middle, or a
+# pooler, would; listens on a free port, in $T/relay.port. The bytes each
+# client sent go to $T/relay.sent, one line per connection, when it ends.
+#   id          the connection id + 1000 (ProxySQL's own id differs from
+#               the backend's CONNECTION_ID())
+#   no-tls      CLIENT_SSL cleared: a server that offers no TLS
+#   version V   the server's version string replaced by V
+start_relay() {
+	/usr/bin/python3 - "$MY_PORT" "$T/relay.port" "$T/relay.sent" "$1" "${2:-}" <<'EOF' >"$T/relay.log" 2>&1 3>&- &
+import os, socket, sys, threading
+backend, portfile, sentfile, mode, arg = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 ls.bind(("127.0.0.1", 0)); ls.listen(16)
-open(sys.argv[2] + ".tmp", "w").write("%d\n" % ls.getsockname()[1])
-import os; os.rename(sys.argv[2] + ".tmp", sys.argv[2])
-def pipe(a, b, first=False):
+open(portfile + ".tmp", "w").write("%d\n" % ls.getsockname()[1])
+os.rename(portfile + ".tmp", portfile)
+lock = threading.Lock()
+def greeting(d):
+    # header(4: length 3 LE, seq 1) protocol(1) version NUL id(4)
+    # scramble(8) filler(1) capabilities, low 2 bytes (LE)
+    nul = d.index(b"\0", 5)
+    if mode == "id":
+        i = int.from_bytes(d[nul + 1:nul + 5], "little") + 1000
+        d = d[:nul + 1] + i.to_bytes(4, "little") + d[nul + 5:]
+    elif mode == "no-tls":
+        at = nul + 14
+        caps = int.from_bytes(d[at:at + 2], "little") & ~0x0800
+        d = d[:at] + caps.to_bytes(2, "little") + d[at + 2:]
+    elif mode == "version":
+        body = d[4:5] + arg.encode() + d[nul:]
+        d = len(body).to_bytes(3, "little") + d[3:4] + body
+    return d
+def pipe(a, b, first=False, count=False):
+    n = 0
     try:
         while True:
             d = a.recv(65536)
             if not d:
                 break
+            n += len(d)
             if first:
-                # header(4) version(1) server version NUL, then the id (4, LE)
-                nul = d.index(b"\0", 5)
-                i = int.from_bytes(d[nul + 1:nul + 5], "little") + 1000
-                d = d[:nul + 1] + i.to_bytes(4, "little") + d[nul + 5:]
+                d = greeting(d)
                 first = False
             b.sendall(d)
     except OSError:
@@ -251,12 +279,17 @@ def pipe(a, b, first=False):
     for s in (a, b):
         try: s.shutdown(socket.SHUT_RDWR)
         except OSError: pass
+    if count:
+        with lock:
+            with open(sentfile, "a") as f:
+                f.write("%d\n" % n)
 while True:
     c, _ = ls.accept()
     s = socket.create_connection(("127.0.0.1", backend))
     threading.Thread(target=pipe, args=(s, c, True), daemon=True).start()
-    threading.Thread(target=pipe, args=(c, s), daemon=True).start()
+    threading.Thread(target=pipe, args=(c, s, False, True), daemon=True).start()
 EOF
 	track $!
 	wait_until 5 test -e "$T/relay.port" || fail "the relay did not start: $(cat "$T/relay.log")"
 }
+start_id_relay() { start_relay id; }

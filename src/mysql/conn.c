@@ -13,10 +13,83 @@
 #include <mysqld_error.h>
 #include "clock.h"
 #include "conn.h"
+#include <mysql/plugin_auth.h>
 
 /* The stack Connector/C runs a non-blocking call on: its default (60 KB)
  * is tight for an OpenSSL 3 handshake. */
 #define NONBLOCK_STACK (256 * 1024)
+
+/* The server versions the engine needs (see dlock(1)): MySQL 5.7.5, whose
+ * GET_LOCK is the metadata lock (names compared without case, 64
+ * characters); MariaDB 10.1.2, whose GET_LOCK waits fractions of a second
+ * (MDEV-4018). */
+#define MYSQL_OLDEST 50705
+#define MYSQL_OLDEST_TEXT "5.7.5"
+#define MARIADB_OLDEST 100102
+#define MARIADB_OLDEST_TEXT "10.1.2"
+
+/* tls=: TLS or nothing, decided before anything of ours is sent.
+ * Connector/C 3.3 falls back to clear text when the server offers no TLS,
+ * MYSQL_OPT_SSL_ENFORCE or not, unless the certificate's host name is
+ * verified (verify-full). It runs the client's authentication plugin
+ * between reading the server's greeting and sending the first packet: a
+ * plugin of ours, the connection's first, looks at the greeting's
+ * CLIENT_SSL there. It then sends its empty answer (over TLS: the library
+ * starts it with that first packet), and the server names the account's
+ * own plugin, which the library runs: one round trip more, with tls=
+ * only. step() checks the cipher after the handshake too. */
+#define TLS_GUARD "dlock_tls_guard"
+#define NO_TLS "the server offers no TLS (tls= in the URL): refused before logging in"
+
+static int tls_guard(MYSQL_PLUGIN_VIO *vio, MYSQL *m)
+{
+	unsigned char *pkt;
+
+	if (!(m->server_capabilities & CLIENT_SSL)) {
+		SET_CLIENT_ERROR(m, CR_SSL_CONNECTION_ERROR, "HY000", NO_TLS);
+		return CR_ERROR;
+	}
+	/* -1: the server asks for another plugin (or refused us): the
+	 * library takes it from there */
+	return vio->read_packet(vio, &pkt) < 0 ? CR_ERROR : CR_OK_HANDSHAKE_COMPLETE;
+}
+
+/* An authentication plugin, as <mysql/client_plugin.h> lays it out (that
+ * header includes one Debian's libmariadb-dev lacks: ma_compress.h). */
+#define AUTH_PLUGIN_TYPE 2		/* MYSQL_CLIENT_AUTHENTICATION_PLUGIN */
+#define AUTH_PLUGIN_INTERFACE 0x0100
+struct auth_plugin {
+	MYSQL_CLIENT_PLUGIN_HEADER
+	int (*authenticate_user)(MYSQL_PLUGIN_VIO *vio, MYSQL *mysql);
+};
+
+static struct auth_plugin tls_guard_plugin = {
+	AUTH_PLUGIN_TYPE, AUTH_PLUGIN_INTERFACE,
+	TLS_GUARD, "dlock", "refuses a server that offers no TLS", { 1, 0, 0 },
+	"MIT", NULL, NULL, NULL, NULL, tls_guard,
+};
+
+int my_library_init(bool tls, char *err, size_t errlen)
+{
+	MYSQL *m;
+
+	if (mysql_library_init(0, NULL, NULL) != 0) {
+		snprintf(err, errlen, "cannot initialise the MariaDB client library");
+		return -1;
+	}
+	if (!tls)
+		return 0;
+	if (!(m = mysql_init(NULL)) ||
+	    !mysql_client_register_plugin(m, (struct st_mysql_client_plugin *)&tls_guard_plugin)) {
+		snprintf(err, errlen, "cannot set up the MariaDB client library's TLS check: %s",
+			 m ? mysql_error(m) : "out of memory");
+		if (m)
+			mysql_close(m);
+		return -1;
+	}
+	mysql_close(m);
+	return 0;
+}
 
 void my_init(struct my_conn *c, const struct my_url *u, const char *password,
 	     const struct tls_options *tls)
@@ -91,6 +164,30 @@ static void cloexec(const struct my_conn *c)
 		fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
 }
 
+/* The handshake is over: what it says of the server, checked. */
+static void connected(struct my_conn *c)
+{
+	unsigned long v = mysql_get_server_version(c->m);
+
+	c->mariadb = mariadb_connection(c->m);
+	c->version = v;
+	if (c->u->tls != MY_TLS_OFF && !mysql_get_ssl_cipher(c->m)) {
+		fail(c, CR_SSL_CONNECTION_ERROR, NO_TLS);
+		c->broken = true;
+		return;
+	}
+	if (v < (c->mariadb ? MARIADB_OLDEST : MYSQL_OLDEST)) {
+		char why[200];
+
+		snprintf(why, sizeof why, "the server is %s %lu.%lu.%lu, too old: dlock needs MySQL " MYSQL_OLDEST_TEXT " or MariaDB " MARIADB_OLDEST_TEXT " or later",
+			 c->mariadb ? "MariaDB" : "MySQL", v / 10000, v / 100 % 100, v % 100);
+		fail(c, MY_ER_TOO_OLD, why);
+		c->broken = true;
+		return;
+	}
+	c->thread_id = mysql_thread_id(c->m);
+}
+
 /* One step of the call under way, given what poll() saw (0 for a first
  * step). Sets c->wait, or c->op to OP_NONE once the call is over. */
 static void step(struct my_conn *c, int ready)
@@ -123,7 +220,7 @@ static void step(struct my_conn *c, int ready)
 				fail_mysql(c);
 				c->broken = true;
 			} else {
-				c->thread_id = mysql_thread_id(c->m);
+				connected(c);
 			}
 			return;
 		case OP_QUERY:
@@ -210,6 +307,7 @@ int my_connect_start(struct my_conn *c, struct error *err)
 		bool insecure = t && t->insecure;
 
 		mysql_options(c->m, MYSQL_OPT_SSL_ENFORCE, &yes);
+		mysql_options(c->m, MYSQL_DEFAULT_AUTH, TLS_GUARD);
 		mysql_options(c->m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT,
 			      c->u->tls == MY_TLS_VERIFY_FULL && !insecure ? &yes : &no);
 		/* A CA given is checked (as libpq's sslmode=require does
@@ -381,6 +479,8 @@ bool my_gone(unsigned err_no)
 	case CR_SSL_CONNECTION_ERROR:
 	case CR_COMMANDS_OUT_OF_SYNC:
 	case ER_CON_COUNT_ERROR:
+	case ER_TOO_MANY_USER_CONNECTIONS:
+	case ER_USER_LIMIT_REACHED:
 	case ER_SERVER_SHUTDOWN:
 	case ER_NORMAL_SHUTDOWN:
 	case ER_CONNECTION_KILLED:
@@ -390,44 +490,55 @@ bool my_gone(unsigned err_no)
 	case ER_NET_WRITE_INTERRUPTED:
 	case ER_NET_PACKETS_OUT_OF_ORDER:
 	case ER_HOST_IS_BLOCKED:
-	case ER_HOST_NOT_PRIVILEGED:
+	case MY_ER_TOO_OLD:
 		return true;
 	}
 	return false;
 }
 
-bool my_denied(unsigned err_no)
+/* The server's (or the library's) error as an exit status: the table in
+ * dlock(1)'s MySQL section. */
+int my_exit_of(unsigned err_no)
 {
 	switch (err_no) {
-	case ER_ACCESS_DENIED_ERROR:
-	case ER_DBACCESS_DENIED_ERROR:
-	case ER_ACCESS_DENIED_NO_PASSWORD_ERROR:
-	case ER_TABLEACCESS_DENIED_ERROR:
-	case ER_COLUMNACCESS_DENIED_ERROR:
-	case ER_SPECIFIC_ACCESS_DENIED_ERROR:
-	case ER_KILL_DENIED_ERROR:
-	case ER_PASSWORD_NO_MATCH:
-	case ER_BAD_DB_ERROR:
-	case ER_NO_DB_ERROR:
-	case CR_AUTH_PLUGIN_CANNOT_LOAD:
-		return true;
+	/* refused credentials or rights: 77 */
+	case ER_ACCESS_DENIED_ERROR:		/* 1045 */
+	case ER_DBACCESS_DENIED_ERROR:		/* 1044: also a database the
+						 * account cannot see */
+	case ER_ACCESS_DENIED_NO_PASSWORD_ERROR:	/* 1698 */
+	case ER_HOST_NOT_PRIVILEGED:		/* 1130 */
+	case ER_TABLEACCESS_DENIED_ERROR:	/* 1142 */
+	case ER_COLUMNACCESS_DENIED_ERROR:	/* 1143 */
+	case ER_SPECIFIC_ACCESS_DENIED_ERROR:	/* 1227 */
+	case ER_KILL_DENIED_ERROR:		/* 1095 */
+	case ER_PASSWORD_NO_MATCH:		/* 1133 */
+	case ER_NOT_SUPPORTED_AUTH_MODE:	/* 1251 */
+	case ER_MUST_CHANGE_PASSWORD_LOGIN:	/* 1862 */
+	case ER_ACCOUNT_HAS_BEEN_LOCKED:	/* 4151, MariaDB's */
+	case 3118:				/* MySQL's account locked */
+	case CR_AUTH_PLUGIN_CANNOT_LOAD:	/* 2059 */
+	case CR_PLUGIN_NOT_ALLOWED:		/* 5010 */
+		return EX_NOPERM;
+	/* a setting to fix: 64 */
+	case ER_BAD_DB_ERROR:			/* 1049: no such database */
+	case ER_NO_DB_ERROR:			/* 1046 */
+	case ER_WRONG_DB_NAME:			/* 1102 */
+		return EX_USAGE;
+	/* the lock cannot be taken now; the next try may: 69 */
+	case ER_LOCK_DEADLOCK:			/* 1213 */
+	case ER_LOCK_WAIT_TIMEOUT:		/* 1205 */
+	case ER_OPTION_PREVENTS_STATEMENT:	/* 1290: read-only now */
+		return EX_UNAVAILABLE;
 	}
-	return false;
-}
-
-/* What the next try may not meet: waited out as an outage (69). */
-static bool transient(unsigned err_no)
-{
-	return err_no == ER_LOCK_DEADLOCK || err_no == ER_LOCK_WAIT_TIMEOUT ||
-	       err_no == ER_OPTION_PREVENTS_STATEMENT;	/* read-only now */
+	return my_gone(err_no) ? EX_UNAVAILABLE : EX_SOFTWARE;
 }
 
 void my_error(const struct my_conn *c, const char *what, struct error *err)
 {
-	int exit = my_denied(c->err_no) ? EX_NOPERM :
-		   my_gone(c->err_no) || c->broken || transient(c->err_no) ?
-		   EX_UNAVAILABLE : EX_SOFTWARE;
+	int exit = c->err_no ? my_exit_of(c->err_no) : EX_UNAVAILABLE;
 
+	if (exit == EX_SOFTWARE && c->broken)
+		exit = EX_UNAVAILABLE;
 	error_set(err, exit, "%s: %s%s%s", c->u->text, what ? what : "",
 		  what ? ": " : "", c->err_no ? c->err_msg : "connection lost");
 }

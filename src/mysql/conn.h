@@ -13,6 +13,9 @@
 #include "url.h"
 
 #define MY_MAX_STMTS 8
+/* err_no of a server older than the engine needs (dlock's own, beyond
+ * the library's and the server's numbers) */
+#define MY_ER_TOO_OLD 90001
 
 /* One statement's outcome, in the order sent. */
 struct my_result {
@@ -28,6 +31,8 @@ struct my_conn {
 	const char *password;		/* for a URL without one; NULL */
 	const struct tls_options *tls;
 	unsigned long thread_id;	/* the handshake's connection id */
+	bool mariadb;			/* the handshake's server is MariaDB */
+	unsigned long version;		/* its version, 100011 for 10.0.11 */
 	enum my_op op;			/* the call under way */
 	bool started;			/* its _start() was called */
 	int wait;			/* MYSQL_WAIT_* it waits for */
@@ -81,12 +86,19 @@ const char *my_field(const struct my_conn *c, size_t i, size_t col,
 		     size_t *len);
 
 /* Fills err from the batch's failure or the connection's, prefixed with
- * the server's URL (its password left out), as exit status: 77 refused
- * credentials or rights, 69 unreachable or gone, 70 anything else. what,
+ * the server's URL (its password left out), with my_exit_of()'s exit
+ * status (70 becomes 69 when the failure ended the connection). what,
  * when not NULL, says what was being done ("creating dlock_locks"). */
 void my_error(const struct my_conn *c, const char *what, struct error *err);
 /* Whether err_no says the server or the connection went away (the lock
  * with it), rather than a statement failing. */
 bool my_gone(unsigned err_no);
-/* Whether err_no is a refusal of credentials or rights (77). */
-bool my_denied(unsigned err_no);
+/* The exit status err_no means: 77 refused credentials or rights, 64 a
+ * setting to fix (no such database), 69 unreachable, gone or busy now, 70
+ * anything else (dlock(1) lists them). */
+int my_exit_of(unsigned err_no);
+
+/* Once, before any connection and thread: the client library, and with
+ * tls the check that refuses a server offering no TLS before we log in.
+ * Returns 0, or -1 with the reason in err. */
+int my_library_init(bool tls, char *err, size_t errlen);

@@ -91,9 +91,11 @@ static bool uses_tls(const void *servers, size_t n)
 
 static int init(const struct settings *st, struct error *err)
 {
+	char why[256];
+
 	/* before any thread: the library's own set-up is not thread-safe */
-	if (mysql_library_init(0, NULL, NULL) != 0) {
-		error_set(err, EX_SOFTWARE, "cannot initialise the MariaDB client library");
+	if (my_library_init(uses_tls(st->servers, st->n_servers), why, sizeof why) < 0) {
+		error_set(err, EX_SOFTWARE, "%s", why);
 		return -1;
 	}
 	return 0;
@@ -125,32 +127,42 @@ static const char *cannot(unsigned cap)
 
 /* ---- helpers (inspect.c uses them too) ----------------------------------- */
 
-void my_sha256(const void *a, size_t alen, const void *b, size_t blen,
-	       unsigned char *md)
+int my_sha256(const void *a, size_t alen, const void *b, size_t blen,
+	      unsigned char *md)
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned len = 32;
+	unsigned len = 0;
+	int r = -1;
 
-	memset(md, 0, 32);
-	if (!ctx)
-		return;
-	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
-	    EVP_DigestUpdate(ctx, a, alen) != 1 ||
-	    EVP_DigestUpdate(ctx, b, blen) != 1 ||
-	    EVP_DigestFinal_ex(ctx, md, &len) != 1)
-		memset(md, 0, 32);
+	if (ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+	    EVP_DigestUpdate(ctx, a, alen) == 1 &&
+	    EVP_DigestUpdate(ctx, b, blen) == 1 &&
+	    EVP_DigestFinal_ex(ctx, md, &len) == 1 && len == 32)
+		r = 0;
 	EVP_MD_CTX_free(ctx);
+	return r;
 }
 
-void my_names(struct mylock *m, const char *prefix, const char *key)
+void my_token_sql(const char *token, char *out)
+{
+	size_t len = strnlen(token, LOCK_TOKEN_MAX);
+
+	my_hex_literal(token, len, out);
+}
+
+int my_names(struct mylock *m, const char *prefix, const char *key,
+	     struct error *err)
 {
 	size_t plen = strlen(prefix), klen = strlen(key);
 	char full[1024];
 
-	my_lock_name(prefix, key, my_sha256, m->name);
-	my_quote(m->name, m->lit);
-	snprintf(m->rowkey, sizeof m->rowkey,
-		 "IF(VERSION() LIKE '%%MariaDB%%', %s, LOWER(%s))", m->lit, m->lit);
+	if (my_lock_name(prefix, key, my_sha256, m->name) < 0) {
+		error_set(err, EX_SOFTWARE, "%s: cannot compute the SHA-256 that names a long or non-ASCII key (libcrypto failed)",
+			  m->u->text);
+		return -1;
+	}
+	my_hex_literal(m->name, strlen(m->name), m->lit);
+	m->rowkey[0] = '\0';
 	/* for status without KEY: the name as given, cut to the column's
 	 * 1024 bytes (a longer one is listed by its first 1024) */
 	if (plen > sizeof full)
@@ -160,6 +172,19 @@ void my_names(struct mylock *m, const char *prefix, const char *key)
 	memcpy(full, prefix, plen);
 	memcpy(full + plen, key, klen);
 	my_hex_literal(full, plen + klen, m->full_hex);
+	return 0;
+}
+
+void my_rowkey(struct mylock *m, const struct my_conn *c)
+{
+	char lower[MY_NAME_MAX + 1];
+
+	if (c->mariadb) {
+		my_hex_literal(m->name, strlen(m->name), m->rowkey);
+		return;
+	}
+	my_lower(m->name, lower);
+	my_hex_literal(lower, strlen(lower), m->rowkey);
 }
 
 int my_connect(struct my_conn *c, int64_t deadline_ms, struct error *err)
@@ -242,7 +267,11 @@ static int open_lock(struct lock *lk, struct error *err)
 	m->u = lk->p->servers;
 	m->fence = -1;
 	my_init(&m->c, m->u, lk->p->password, lk->p->tls);
-	my_names(m, lk->p->prefix, lk->p->name);
+	if (my_names(m, lk->p->prefix, lk->p->name, err) < 0) {
+		free(m);
+		lk->e = NULL;
+		return -1;
+	}
 	lk->key = m->name;
 	return 0;
 }
@@ -274,14 +303,15 @@ static int begin(struct lock *lk, struct error *err)
 	struct mylock *m = M(lk);
 	const struct lock_params *p = lk->p;
 
+	/* before anything is contacted: a setting to fix */
 	if (!p->no_fence && !m->u->database[0]) {
-		error_set(err, EX_NOPERM, "%s: no database for the fencing counter's table: name one in the URL (%s://HOST/DATABASE), or --no-fence",
+		error_set(err, EX_USAGE, "%s: no database in the URL, where the fencing counter's table is: name one (%s://HOST/DATABASE), or --no-fence",
 			  m->u->text, m->u->scheme);
 		return -1;
 	}
 	if (p->token) {
 		for (const char *t = p->token; *t; t++)
-			if (*t < 0x21 || *t > 0x7e || *t == '\'' || *t == '\\') {
+			if (*t < 0x21 || *t > 0x7e) {
 				error_set(err, EX_SOFTWARE, "bad token for MySQL");
 				return -1;
 			}
@@ -316,7 +346,10 @@ static int connect_lock(struct lock *lk, int64_t deadline_ms, struct error *err)
 	if (m->c.m)
 		return 0;
 	m->session_set = false;
-	return my_connect(&m->c, deadline_ms, err);
+	if (my_connect(&m->c, deadline_ms, err) < 0)
+		return -1;
+	my_rowkey(m, &m->c);
+	return 0;
 }
 
 /* What acquire_sql() puts in a batch besides the fence row and the
@@ -333,7 +366,7 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 	struct mylock *m = M(lk);
 	const struct lock_params *p = lk->p;
 	char *info = my_info_sql(lk->info), *sql = NULL;
-	char tok[2 * LOCK_TOKEN_MAX + 3], *s = NULL;
+	char tok[MY_TOKEN_LIT], *s = NULL;
 	size_t len = 0;
 	FILE *f;
 	int n = 0;
@@ -343,7 +376,7 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 		free(info);
 		return NULL;
 	}
-	my_quote(lk->token, tok);
+	my_token_sql(lk->token, tok);
 	if (!(with & WITH_GET)) {
 		/* the lock is held: the fence row and event only */
 	} else if (!m->session_set) {
@@ -593,6 +626,10 @@ static int start_wait(struct lock *lk, struct error *err)
 		return 0;
 	if (left_ms > WAIT_CHUNK_S * 1000)
 		left_ms = WAIT_CHUNK_S * 1000;
+	/* MySQL waits whole seconds (it rounds a fraction, 0.4 to none at
+	 * all): the second begun, and KILL QUERY at the deadline */
+	if (!m->c.mariadb)
+		left_ms = (left_ms + 999) / 1000 * 1000;
 	if (!(sql = acquire_sql(lk, (double)left_ms / 1000, WITH_GET,
 				&m->wait_batch))) {
 		error_set(err, EX_OSERR, "out of memory");
@@ -658,7 +695,7 @@ static enum lock_result answer(struct lock *lk, const struct my_batch *b,
 static int reentered(struct lock *lk, int64_t deadline_ms, struct error *err)
 {
 	struct mylock *m = M(lk);
-	char tok[2 * LOCK_TOKEN_MAX + 3], sql[800];
+	char tok[MY_TOKEN_LIT], sql[800];
 	long long yes = 0;
 	size_t len;
 	const char *f;
@@ -668,7 +705,7 @@ static int reentered(struct lock *lk, int64_t deadline_ms, struct error *err)
 	for (const char *t = lk->reentry_token; *t; t++)
 		if (*t < 0x21 || *t > 0x7e)
 			return 0;
-	my_quote(lk->reentry_token, tok);
+	my_token_sql(lk->reentry_token, tok);
 	snprintf(sql, sizeof sql, "SELECT IS_USED_LOCK(%s) = conn AND token = %s, fence FROM dlock_locks WHERE name = %s",
 		 m->lit, tok, m->rowkey);
 	if (my_query(&m->c, sql, deadline_ms, err) < 0)
@@ -953,12 +990,12 @@ static void record_lost(struct lock *lk, const struct release_how *how)
 	struct mylock *m = M(lk);
 	struct my_conn c;
 	struct error ignored;
-	char *info = NULL, tok[2 * LOCK_TOKEN_MAX + 3], *sql = NULL, status[16];
+	char *info = NULL, tok[MY_TOKEN_LIT], *sql = NULL, status[16];
 	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
 
 	if (lk->p->no_fence || lk->p->history <= 0 || !how->job || m->fence < 0)
 		return;
-	my_quote(lk->token, tok);
+	my_token_sql(lk->token, tok);
 	info = malloc(2 * strlen(lk->info) + 4);
 	if (!info)
 		return;
@@ -977,12 +1014,51 @@ static void record_lost(struct lock *lk, const struct release_how *how)
 	free(info);
 }
 
+/* dlock was killed (kill -9): its watchdog, in a process of its own,
+ * writes the 'killed' event from a connection of its own (the lock's is
+ * the watchdog's until the job has stopped), and trims the history as a
+ * release does. Best effort, bounded by --node-timeout. A holder without
+ * a fence (--no-fence) wrote no history. */
+static void note_killed(struct lock *lk, int64_t held_ms)
+{
+	struct mylock *m = M(lk);
+	struct my_conn c;
+	struct error ignored;
+	char tok[MY_TOKEN_LIT], *info, *sql = NULL;
+	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
+
+	if (lk->p->history <= 0 || !m->u->database[0] || !lk->fence[0] ||
+	    lk->fence[strspn(lk->fence, "0123456789")])
+		return;
+	if (!(info = malloc(2 * strlen(lk->info) + 4)))
+		return;
+	my_hex_literal(lk->info, strlen(lk->info), info);
+	my_token_sql(lk->token, tok);
+	my_init(&c, m->u, lk->p->password, lk->p->tls);
+	if (my_connect(&c, deadline_ms, &ignored) == 0) {
+		my_rowkey(m, &c);
+		if (asprintf(&sql, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, held_ms) "
+			     "VALUES (%s, " MY_NOW_MS ", 'killed', %s, %s, %s, %" PRId64 ");"
+			     "DELETE FROM dlock_history WHERE name = %s AND id <= "
+			     "(SELECT id FROM (SELECT id FROM dlock_history WHERE name = %s "
+			     "ORDER BY id DESC LIMIT 1 OFFSET %ld) AS t)",
+			     m->rowkey, tok, info, lk->fence, held_ms, m->rowkey, m->rowkey,
+			     lk->p->history) < 0)
+			sql = NULL;
+		if (sql)
+			my_query(&c, sql, deadline_ms, &ignored);
+	}
+	my_close(&c);
+	free(sql);
+	free(info);
+}
+
 static char *release_sql(struct lock *lk, const struct release_how *how,
 			 int *release_at)
 {
 	struct mylock *m = M(lk);
 	const struct lock_params *p = lk->p;
-	char tok[2 * LOCK_TOKEN_MAX + 3], *s = NULL, *info, status[16];
+	char tok[MY_TOKEN_LIT], *s = NULL, *info, status[16];
 	size_t len = 0;
 	FILE *f;
 	int n = 0;
@@ -992,7 +1068,7 @@ static char *release_sql(struct lock *lk, const struct release_how *how,
 	if (!(info = malloc(2 * strlen(lk->info) + 4)))
 		return NULL;
 	my_hex_literal(lk->info, strlen(lk->info), info);
-	my_quote(lk->token, tok);
+	my_token_sql(lk->token, tok);
 	if (!(f = open_memstream(&s, &len))) {
 		free(info);
 		return NULL;
@@ -1107,6 +1183,7 @@ const struct engine mysql_engine = {
 	.extend = extend,
 	.watch_fds = watch_fds,
 	.watch_events = watch_events,
+	.note_killed = note_killed,
 	.fds = fds,
 	.release = release,
 	.raise_fence = raise_fence,

@@ -52,15 +52,16 @@ static int ask(struct lock *lk, struct my_conn *c, const struct mylock *m,
 	size_t len;
 	int r;
 
+	/* dlock's waiters, as they wrote their GET_LOCK */
 	snprintf(pattern, sizeof pattern, "GET_LOCK(%s,", m->lit);
-	my_quote(pattern, pattern_lit);
-	/* no database: no row to read */
-	if (asprintf(&sql, "SELECT IS_USED_LOCK(%s), p.USER, p.HOST, p.TIME_MS, p.COMMAND "
+	my_hex_literal(pattern, strlen(pattern), pattern_lit);
+	/* no database: no row to read; MySQL's PROCESSLIST has no TIME_MS */
+	if (asprintf(&sql, "SELECT IS_USED_LOCK(%s), p.USER, p.HOST, %s, p.COMMAND "
 		     "FROM (SELECT 1) AS d LEFT JOIN information_schema.PROCESSLIST AS p "
 		     "ON p.ID = IS_USED_LOCK(%s);"
 		     "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
 		     "WHERE STATE = 'User lock' AND LOCATE(%s, INFO) > 0%s%s",
-		     m->lit, m->lit, pattern_lit,
+		     m->lit, c->mariadb ? "p.TIME_MS" : "p.TIME * 1000", m->lit, pattern_lit,
 		     m->u->database[0] ? ";SELECT fence, conn, token, holder, ttl_ms "
 					 "FROM dlock_locks WHERE name = " : "",
 		     m->u->database[0] ? m->rowkey : "") < 0) {
@@ -147,7 +148,9 @@ static int status_one(struct lock *lk, struct my_conn *c, struct status_lock *s,
 	struct found f;
 	char note[48];
 
-	my_names(&m, lk->p->prefix, s->name);
+	if (my_names(&m, lk->p->prefix, s->name, err) < 0)
+		return -1;
+	my_rowkey(&m, c);
 	if (!(s->key = strdup(m.name))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -296,9 +299,11 @@ out:
 
 static int kind_of(const char *s)
 {
-	static const char *const kinds[] = { "acquired", "broken", "released", "lost" };
+	static const char *const kinds[] = {
+		"acquired", "broken", "released", "lost", "killed",
+	};
 
-	for (int k = 0; s && k < 4; k++)
+	for (int k = 0; s && k < 5; k++)
 		if (strcmp(s, kinds[k]) == 0)
 			return k;
 	return -1;
@@ -320,14 +325,18 @@ int my_history(struct lock *lk, long count, struct history_report *out,
 			  m->u->text);
 		return -1;
 	}
+	if (connect_to(lk, &c, err) < 0)
+		goto out;
+	/* the row key is the server's kind's */
+	my_rowkey(m, &c);
 	if (asprintf(&sql, "SELECT id, at_ms, event, token, holder, by_info, fence, exit_status, held_ms "
 		     "FROM dlock_history WHERE name = %s ORDER BY id DESC LIMIT %ld",
 		     m->rowkey, count > 0 ? count : 10) < 0) {
+		sql = NULL;
 		error_set(err, EX_OSERR, "out of memory");
-		return -1;
+		goto out;
 	}
-	if (connect_to(lk, &c, err) < 0 ||
-	    my_query(&c, sql, clock_now_ms() + lk->node_timeout_ms, err) < 0)
+	if (my_query(&c, sql, clock_now_ms() + lk->node_timeout_ms, err) < 0)
 		goto out;
 	out->n_ok = 1;
 	if (c.err_no == ER_NO_SUCH_TABLE) {
@@ -433,7 +442,7 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	     struct error *err)
 {
 	struct mylock *m = M(lk);
-	struct broken_holder *b;
+	struct broken_holder *b = NULL;
 	struct my_conn c;
 	struct found f;
 	char sql[64], what[160];
@@ -443,6 +452,7 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	*n = 0;
 	if (connect_to(lk, &c, err) < 0)
 		return err->exit;
+	my_rowkey(m, &c);
 	if (ask(lk, &c, m, &f, err) < 0) {
 		status = err->exit;
 		goto out;
@@ -456,8 +466,6 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 		status = EX_OSERR;
 		goto out;
 	}
-	*out = b;
-	*n = 1;
 	b->n_servers = 1;
 	b->info = info_of(&f);
 	b->info_len = b->info ? strlen(b->info) : 0;
@@ -489,8 +497,13 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 		goto out;
 	}
 	record_broken(lk, &c, m, &f, b);
+	/* only now: a holder not broken is nobody's to print */
+	*out = b;
+	*n = 1;
+	b = NULL;
 	status = EX_OK;
 out:
+	broken_free(b, b ? 1 : 0);
 	my_close(&c);
 	return status;
 }

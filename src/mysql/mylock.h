@@ -11,10 +11,12 @@
  * the same, for an administrator to create them ahead). dlock_locks: one
  * row per lock name, its fencing counter and its last holder; the holder
  * is the one IS_USED_LOCK() names only while conn is that connection's
- * id. dlock_history: events, newest last, trimmed to --history. */
+ * id. dlock_history: events, newest last, trimmed to --history. Names are
+ * VARBINARY: compared byte for byte (a _ci collation makes Foo and foo,
+ * and any PAD SPACE one 'a' and 'a ', one row). */
 #define MY_DDL_LOCKS \
 	"CREATE TABLE IF NOT EXISTS dlock_locks (" \
-	"name VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, " \
+	"name VARBINARY(64) NOT NULL PRIMARY KEY, " \
 	"fence BIGINT UNSIGNED NOT NULL, " \
 	"conn BIGINT UNSIGNED NOT NULL, " \
 	"token VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, " \
@@ -25,9 +27,9 @@
 #define MY_DDL_HISTORY \
 	"CREATE TABLE IF NOT EXISTS dlock_history (" \
 	"id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, " \
-	"name VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, " \
+	"name VARBINARY(64) NOT NULL, " \
 	"at_ms BIGINT NOT NULL, " \
-	"event ENUM('acquired', 'broken', 'released', 'lost') NOT NULL, " \
+	"event ENUM('acquired', 'broken', 'released', 'lost', 'killed') NOT NULL, " \
 	"token VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, " \
 	"holder VARBINARY(1024) NOT NULL, " \
 	"by_info VARBINARY(1024) NULL, " \
@@ -53,11 +55,12 @@ struct mylock {
 	struct lock *lk;
 	const struct my_url *u;
 	char name[MY_NAME_MAX + 1];		/* GET_LOCK's */
-	char lit[2 * MY_NAME_MAX + 3];		/* name as an SQL literal */
-	/* dlock_locks' key for it: MySQL compares lock names without case
-	 * (MariaDB 10.11 with), so there the row is the lower-case name's,
-	 * one counter for every spelling that is one lock */
-	char rowkey[4 * MY_NAME_MAX + 80];
+	char lit[2 * MY_NAME_MAX + 4];		/* name as a hex literal */
+	/* dlock_locks' key for it, a hex literal: MySQL compares lock names
+	 * without case (MariaDB 10.11 with), so there the row is the
+	 * lower-case name's, one counter for every spelling that is one
+	 * lock (my_rowkey(), once the server is known) */
+	char rowkey[2 * MY_NAME_MAX + 4];
 	char full_hex[MY_HEX_MAX];		/* prefix + key, as hex */
 	struct my_conn c;			/* the lock's own connection */
 	bool session_set;	/* wait_timeout set, the server checked */
@@ -89,9 +92,14 @@ int my_query(struct my_conn *c, const char *sql, int64_t deadline_ms,
 /* Holder info as SQL: CONCAT() of info with its since replaced by the
  * server's clock, or its hex literal when it has no since. */
 char *my_info_sql(const char *info);
-/* The SHA-256 my_lock_name() wants (libcrypto's) */
-void my_sha256(const void *a, size_t alen, const void *b, size_t blen,
-	       unsigned char *md);
+/* The SHA-256 my_lock_name() wants (libcrypto's): 0, or -1 when it
+ * failed. */
+int my_sha256(const void *a, size_t alen, const void *b, size_t blen,
+	      unsigned char *md);
+/* A token (or any short string) as a hex literal; out has room for
+ * MY_TOKEN_LIT bytes. */
+#define MY_TOKEN_LIT (2 * LOCK_TOKEN_MAX + 4)
+void my_token_sql(const char *token, char *out);
 
 /* inspect.c: status, list, history, force (engine.h) */
 int my_status(struct lock *lk, struct status_lock *locks, size_t n,
@@ -101,5 +109,9 @@ int my_history(struct lock *lk, long count, struct history_report *out,
 	       struct error *err);
 int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	     struct error *err);
-/* Fills m's names for prefix + key. */
-void my_names(struct mylock *m, const char *prefix, const char *key);
+/* Fills m's names for prefix + key but the row key. Returns 0, or -1
+ * with err (70) when the SHA-256 a long name needs failed. */
+int my_names(struct mylock *m, const char *prefix, const char *key,
+	     struct error *err);
+/* m's row key for the server c is connected to. */
+void my_rowkey(struct mylock *m, const struct my_conn *c);

@@ -133,15 +133,16 @@ int my_url_parse(const char *s, struct my_url *u, char *err, size_t errlen)
 	return 0;
 }
 
-static bool printable(unsigned char c)
+/* A byte a plain name may have: printable ASCII but the mark */
+static bool plain_byte(unsigned char c)
 {
-	return c >= 0x20 && c <= 0x7e;
+	return c >= 0x20 && c <= 0x7e && c != MY_NAME_MARK;
 }
 
-void my_lock_name(const char *prefix, const char *key,
-		  void (*sha256)(const void *a, size_t alen, const void *b,
-				 size_t blen, unsigned char *md),
-		  char *out)
+int my_lock_name(const char *prefix, const char *key,
+		 int (*sha256)(const void *a, size_t alen, const void *b,
+			       size_t blen, unsigned char *md),
+		 char *out)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t plen = strlen(prefix), klen = strlen(key), len = plen + klen, n;
@@ -149,38 +150,35 @@ void my_lock_name(const char *prefix, const char *key,
 	bool plain = len <= MY_NAME_MAX;
 
 	for (size_t i = 0; plain && i < len; i++)
-		plain = printable((unsigned char)(i < plen ? prefix[i] : key[i - plen]));
+		plain = plain_byte((unsigned char)(i < plen ? prefix[i] : key[i - plen]));
 	if (plain) {
 		memcpy(out, prefix, plen);
 		memcpy(out + plen, key, klen + 1);
-		return;
+		return 0;
 	}
-	n = len < 32 ? len : 32;
+	out[0] = '\0';
+	if (sha256(prefix, plen, key, klen, md) < 0)
+		return -1;
+	n = len < MY_NAME_MAX - 33 ? len : MY_NAME_MAX - 33;
 	for (size_t i = 0; i < n; i++) {
 		char c = i < plen ? prefix[i] : key[i - plen];
 
-		out[i] = printable((unsigned char)c) ? c : '_';
+		out[i] = plain_byte((unsigned char)c) ? c : '_';
 	}
-	sha256(prefix, plen, key, klen, md);
+	out[n] = MY_NAME_MARK;
 	for (size_t i = 0; i < 16; i++) {
-		out[n + 2 * i] = hex[md[i] >> 4];
-		out[n + 1 + 2 * i] = hex[md[i] & 15];
+		out[n + 1 + 2 * i] = hex[md[i] >> 4];
+		out[n + 2 + 2 * i] = hex[md[i] & 15];
 	}
-	out[n + 32] = '\0';
+	out[n + 33] = '\0';
+	return 0;
 }
 
-void my_quote(const char *s, char *out)
+void my_lower(const char *s, char *out)
 {
-	size_t o = 0;
-
-	out[o++] = '\'';
-	for (; *s; s++) {
-		if (*s == '\'' || *s == '\\')
-			out[o++] = *s;
-		out[o++] = *s;
-	}
-	out[o++] = '\'';
-	out[o] = '\0';
+	for (; *s; s++)
+		*out++ = *s >= 'A' && *s <= 'Z' ? (char)(*s - 'A' + 'a') : *s;
+	*out = '\0';
 }
 
 void my_hex_literal(const void *data, size_t len, char *out)

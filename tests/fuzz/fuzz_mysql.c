@@ -1,10 +1,12 @@
 /* fuzz_mysql.c - libFuzzer target for the MySQL engine's pure parts: its
  * server URLs (mysql://, mariadb://), the GET_LOCK name of a prefix and a
- * key, and the SQL literals dlock writes them in. Byte 0 picks, the rest
- * is the input (for a name: prefix NUL key). Checks what the engine relies
- * on: a URL's text names no user or password (before a socket's path); a name is at most
- * 64 bytes of printable ASCII and its literal reads back as itself. See
- * tests/fuzz/README.md. */
+ * key, and the SQL hex literals dlock writes them in. Byte 0 picks, the
+ * rest is the input (for a name: prefix NUL key). Checks what the engine
+ * relies on: a URL's text names no user or password (before a socket's
+ * path); a name is at most 64 bytes of printable ASCII, has the hashed
+ * names' mark exactly when it is hashed, and its literal reads back as
+ * itself. See tests/fuzz/README.md. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +15,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Not SHA-256: the name's shape does not depend on which hash. */
-static void fake_sha256(const void *a, size_t alen, const void *b, size_t blen,
-			unsigned char *md)
+static int fake_sha256(const void *a, size_t alen, const void *b, size_t blen,
+		       unsigned char *md)
 {
 	const unsigned char *p = a, *q = b;
 
@@ -23,30 +25,50 @@ static void fake_sha256(const void *a, size_t alen, const void *b, size_t blen,
 		md[i % 32] = (unsigned char)(md[i % 32] * 31 + p[i]);
 	for (size_t i = 0; i < blen; i++)
 		md[(alen + i) % 32] = (unsigned char)(md[(alen + i) % 32] * 31 + q[i]);
+	return 0;
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A name is at most 64 bytes of printable ASCII; it has the mark only when
+ * it is not the name as given (hashed), so no key's plain name is another
+ * key's hashed one; its hex literal reads back as itself. */
 static void check_name(const char *prefix, const char *key)
 {
-	char name[MY_NAME_MAX + 1], lit[2 * MY_NAME_MAX + 3], back[MY_NAME_MAX + 1];
-	size_t len, o = 0;
+	char name[MY_NAME_MAX + 1], lit[2 * MY_NAME_MAX + 4], back[MY_NAME_MAX + 1];
+	size_t len, plen = strlen(prefix), o = 0;
+	bool as_given;
 
-	my_lock_name(prefix, key, fake_sha256, name);
+	if (my_lock_name(prefix, key, fake_sha256, name) < 0)
+		abort();
 	len = strlen(name);
 	if (len > MY_NAME_MAX)
 		abort();
 	for (size_t i = 0; i < len; i++)
 		if (name[i] < 0x20 || name[i] > 0x7e)
 			abort();
-	my_quote(name, lit);
-	/* '...' with '' and \\ doubled: read it back */
-	if (lit[0] != '\'' || lit[strlen(lit) - 1] != '\'')
+	as_given = len == plen + strlen(key) && strncmp(name, prefix, plen) == 0 &&
+		   strcmp(name + plen, key) == 0;
+	if ((strchr(name, MY_NAME_MARK) != NULL) == as_given)
 		abort();
-	for (size_t i = 1; i + 1 < strlen(lit); i++) {
-		if ((lit[i] == '\'' || lit[i] == '\\') && lit[i + 1] == lit[i])
-			i++;
-		else if (lit[i] == '\'' || lit[i] == '\\')
+	my_hex_literal(name, len, lit);
+	if (len == 0) {
+		if (strcmp(lit, "''") != 0)
 			abort();
-		back[o++] = lit[i];
+		return;
+	}
+	if (lit[0] != 'X' || lit[1] != '\'' || lit[2 * len + 2] != '\'' ||
+	    lit[2 * len + 3] != '\0')
+		abort();
+	for (size_t i = 0; i < len; i++) {
+		int hi = hexval(lit[2 + 2 * i]), lo = hexval(lit[3 + 2 * i]);
+
+		if (hi < 0 || lo < 0)
+			abort();
+		back[o++] = (char)(hi * 16 + lo);
 	}
 	back[o] = '\0';
 	if (strcmp(back, name) != 0)

@@ -44,20 +44,29 @@ static void bad(const char *s)
 }
 
 /* Not SHA-256: every byte is 16 * the prefix's length + the key's. */
-static void fake(const void *a, size_t alen, const void *b, size_t blen,
-		 unsigned char *md)
+static int fake(const void *a, size_t alen, const void *b, size_t blen,
+		unsigned char *md)
 {
 	memset(md, (int)(alen * 16 + blen), 32);
 	(void)a;
 	(void)b;
+	return 0;
+}
+
+/* A digest that fails (libcrypto out of memory, a provider missing) */
+static int failing(const void *a, size_t alen, const void *b, size_t blen,
+		   unsigned char *md)
+{
+	memset(md, 0, 32);
+	return -1;
 }
 
 static void name_is(const char *prefix, const char *key, const char *want)
 {
 	char name[MY_NAME_MAX + 1];
+	int r = my_lock_name(prefix, key, fake, name);
 
-	my_lock_name(prefix, key, fake, name);
-	ok(strcmp(name, want) == 0, "name of \"%s\" + \"%s\": \"%s\" (got \"%s\")",
+	ok(r == 0 && strcmp(name, want) == 0, "name of \"%s\" + \"%s\": \"%s\" (got \"%s\")",
 	   prefix, key, want, name);
 }
 
@@ -116,15 +125,34 @@ int main(void)
 	key[58] = '\0';
 	name_is("dlock:", key, "dlock:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
 	key[58] = 'a';
-	key[59] = '\0';	/* 65 bytes: hashed, first 32 kept */
-	name_is("dlock:", key, "dlock:aaaaaaaaaaaaaaaaaaaaaaaaaa" "9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b");
+	key[59] = '\0';	/* 65 bytes: hashed, first 31 kept, then '#' */
+	name_is("dlock:", key, "dlock:aaaaaaaaaaaaaaaaaaaaaaaaa#" "9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b");
 	/* not printable: hashed even when short, each such byte as '_' */
-	name_is("dlock:", "\xc3\xa9t\xc3\xa9", "dlock:__t__" "65656565656565656565656565656565");
-	name_is("dlock:", "tab\there", "dlock:tab_here" "68686868686868686868686868686868");
+	name_is("dlock:", "\xc3\xa9t\xc3\xa9", "dlock:__t__#" "65656565656565656565656565656565");
+	name_is("dlock:", "tab\there", "dlock:tab_here#" "68686868686868686868686868686868");
 	name_is("p:", "'x\\", "p:'x\\");
+	/* '#' marks hashed names: a key with one is hashed, so that no key
+	 * is another's hashed name (a long key's, here) */
+	name_is("dlock:", "a#b", "dlock:a_b#" "63636363636363636363636363636363");
+	memset(key, 'x', 70);
+	key[70] = '\0';
+	{
+		char hashed[MY_NAME_MAX + 1], crafted[MY_NAME_MAX + 1];
 
-	my_quote("a'b\\c", lit);
-	ok(strcmp(lit, "'a''b\\\\c'") == 0, "my_quote doubles ' and \\ (%s)", lit);
+		my_lock_name("dlock:", key, fake, hashed);
+		/* the hashed name less the prefix, as a key of its own */
+		my_lock_name("dlock:", hashed + 6, fake, crafted);
+		ok(strlen(hashed) == 64 && strcmp(crafted, hashed) != 0,
+		   "a key equal to a long key's hashed name is another lock (%s, %s)",
+		   hashed, crafted);
+		ok(my_lock_name("dlock:", key, failing, hashed) == -1 && hashed[0] == '\0',
+		   "a failed SHA-256 is an error, never a name");
+		ok(my_lock_name("dlock:", "short", failing, hashed) == 0 &&
+		   strcmp(hashed, "dlock:short") == 0, "a plain name needs no digest");
+	}
+	my_lower("dlock:NightLy#AB", key);
+	ok(strcmp(key, "dlock:nightly#ab") == 0, "my_lower (%s)", key);
+
 	my_hex_literal("\x01\xff", 2, lit);
 	ok(strcmp(lit, "X'01ff'") == 0, "my_hex_literal (%s)", lit);
 	my_hex_literal("", 0, lit);
