@@ -24,9 +24,9 @@ struct etcd_cluster {
 	const struct etcd_url *url;
 	const struct tls_options *tls;
 	const char *user, *password;	/* NULL: no authentication */
-	struct http_addr addr[ETCD_MAX_ENDPOINTS];
+	struct net_addrs addr[ETCD_MAX_ENDPOINTS];
 	bool resolved[ETCD_MAX_ENDPOINTS];
-	char resolve_err[ETCD_MAX_ENDPOINTS][128];
+	char resolve_err[ETCD_MAX_ENDPOINTS][320];
 	bool resolved_all;
 	char *token;		/* etcd's auth token; NULL: none yet */
 	size_t cur;		/* the member that answered last */
