@@ -629,6 +629,94 @@ assert b["state"] == "held" and len(b["holders"]) == 1 and b["waiting"] == 0, b'
 	run -0 dlock release -S "$S" "$K"
 }
 
+# lease_ttl KEY-OF-A-HOLDER: the granted TTL of the lease its key is on
+lease_ttl() {
+	local id
+	id=$(ectl get "$1" -w json | python3 -c 'import json,sys; print("%x" % json.load(sys.stdin)["kvs"][0]["lease"])')
+	ectl lease timetolive "$id" | sed -n 's/.*granted with TTL(\([0-9]*\)s).*/\1/p'
+}
+
+@test "extend -t 30 after acquire -t 3: the key moves to a 30 s lease, keeping its name, fence and place; the token stays" {
+	local key vars
+	vars=$(dlock acquire -S "$S" --export -t 3 "$K")
+	key=$(lock_keys "$K")
+	[[ $(lease_ttl "$key") == 3 ]]
+	start_bg w -S "$S" -t 3 "$K" touch "$T/w.ran"	# a waiter behind it
+	wait_until 5 n_keys "$K" 2
+	eval "$vars"
+	run -0 --separate-stderr dlock extend -S "$S" -t 30 "$K"
+	assert_output ''
+	[[ $(lease_ttl "$key") == 30 ]]
+	sleep 4	# past the first lease's end
+	run -1 env -u DLOCK_KEY -u DLOCK_TOKEN "$DLOCK" -S "$S" -n "$K" true
+	[[ ! -e $T/w.ran ]] || fail "the waiter got the lock"
+	lock_keys "$K" | grep -qx "$key"
+	run -0 dlock status -S "$S" --json "$K"
+	python3 -c 'import json,sys; l=json.loads(sys.argv[1])["locks"][0]
+h=l["holders"][0]
+assert l["waiting"] == 1 and h["token"] == sys.argv[2], l
+assert h["fence"] == int(sys.argv[3]) and 20000 < h["ttl_ms"] <= 30000, l' \
+		"$output" "$DLOCK_TOKEN" "$DLOCK_FENCE"
+	# the token still names it: re-entry, extend and release by it
+	run -0 dlock -S "$S" -n "$K" sh -c 'echo $DLOCK_FENCE'
+	[[ $output == "$DLOCK_FENCE" ]]
+	run -0 dlock extend -S "$S" -t 60 "$K"
+	[[ $(lease_ttl "$key") == 60 ]]
+	run -0 dlock extend -S "$S" -t 2 "$K"	# never shorter
+	[[ $(lease_ttl "$key") == 60 ]]
+	run -0 dlock release -S "$S" "$K"
+	reap w
+	((bg_status == 0))
+	[[ -e $T/w.ran ]]
+	no_lock_key "$K"
+	no_lease_left
+	run -1 dlock extend -S "$S" -t 30 "$K"
+}
+
+@test "extend -t past the lease of a lock etcdctl lock waits for: it still waits, and gets it after the release" {
+	eval "$(dlock acquire -S "$S" --export -t 2 "$K")"
+	run -0 dlock extend -S "$S" -t 20 "$K"
+	etcdctl --endpoints="$EP" lock "dlock:$K" touch "$T/e.ran" >"$T/e.out" 2>&1 &
+	track $!
+	wait_until 5 n_keys "$K" 2
+	sleep 3	# past the first lease
+	[[ ! -e $T/e.ran ]] || fail "etcdctl lock got in"
+	run -0 dlock release -S "$S" "$K"
+	wait_until 10 test -e "$T/e.ran" || fail "$(cat "$T/e.out")"
+}
+
+@test "a job's own dlock extend -t 30 under dlock -t 3: its dlock keeps the new lease alive, then revokes it" {
+	run -0 --separate-stderr dlock -S "$S" -t 3 "$K" sh -c '
+		"$DLOCK" extend -S "$0" -t 30 "$1" || exit 9
+		sleep 4.5
+		"$DLOCK" status -S "$0" --json "$1"' "$S" "$K"
+	python3 -c 'import json,sys; h=json.loads(sys.argv[1])["locks"][0]["holders"][0]
+assert 20000 < h["ttl_ms"] <= 30000, h' "$output"
+	[[ -z $stderr ]] || fail "$stderr"
+	no_lock_key "$K"
+	no_lease_left
+	# moved just before the release, no renewal in between
+	run -0 dlock -S "$S" -t 30 "$K" sh -c '"$DLOCK" extend -S "$0" -t 60 "$1"' "$S" "$K"
+	no_lock_key "$K"
+	no_lease_left
+}
+
+@test "the README's pipeline holds on etcd: extend -t 900 between its steps" {
+	local script
+	script=$(sed -n '/^    #!\/bin\/sh$/,/^$/p' "$BATS_TEST_DIRNAME/../README.md" | sed 's/^    //')
+	[[ $script == *'dlock extend -t 900 staging'* ]] || fail "README: $script"
+	mkdir -p "$T/bin"
+	ln -s "$DLOCK" "$T/bin/dlock"
+	# the last step shows the lease it runs under
+	printf '%s\n' "${script//sleep 1/dlock status --json staging}" >"$T/pipeline.sh"
+	DLOCK_SERVERS=$S PATH=$T/bin:$PATH run -0 --separate-stderr sh "$T/pipeline.sh"
+	[[ ${lines[0]} == "migrating, fence "[0-9]* && ${lines[1]} == deploying ]] || fail "$output"
+	python3 -c 'import json,sys; h=json.loads(sys.argv[1])["locks"][0]["holders"][0]
+assert 800000 < h["ttl_ms"] <= 900000, h' "${lines[2]}"
+	no_lock_key staging
+	no_lease_left
+}
+
 # ---- a cluster of three -------------------------------------------------------------
 
 @test "three members: one killed, the job goes on; all killed, 75 holding and 69 acquiring" {

@@ -790,15 +790,26 @@ static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
 
 	if (etcd_keepalive(e, e->lease, deadline_ms, &ttl_s, err) < 0)
 		return EXTEND_FAILED;
-	if (ttl_s <= 0) {
-		error_set(err, EX_TEMPFAIL, "%s: our lease %" PRIx64 " expired or was revoked",
-			  e->cl.url->text, (uint64_t)e->lease);
-		return EXTEND_LOST;
-	}
 	if (etcd_range_call(e, etcd_range_req(e->my_key, strlen(e->my_key), NULL, 0,
 					      0, false, 0, false, true),
 			    deadline_ms, &mine, &rev, err) < 0)
 		return EXTEND_FAILED;
+	if (mine.n == 1 && mine.kvs[0].create_rev == e->my_rev &&
+	    mine.kvs[0].lease && mine.kvs[0].lease != e->lease) {
+		/* `dlock extend -t` moved our key to a longer lease (the
+		 * job's own, with our token): that one is ours to keep alive */
+		e->lease = mine.kvs[0].lease;
+		if (etcd_keepalive(e, e->lease, deadline_ms, &ttl_s, err) < 0) {
+			etcd_range_free(&mine);
+			return EXTEND_FAILED;
+		}
+	}
+	if (ttl_s <= 0) {
+		etcd_range_free(&mine);
+		error_set(err, EX_TEMPFAIL, "%s: our lease %" PRIx64 " expired or was revoked",
+			  e->cl.url->text, (uint64_t)e->lease);
+		return EXTEND_LOST;
+	}
 	if (mine.n != 1 || mine.kvs[0].create_rev != e->my_rev) {
 		etcd_range_free(&mine);
 		error_set(err, EX_TEMPFAIL, "%s: our key %s was deleted (the lock broken, or its lease revoked)",
@@ -893,7 +904,7 @@ static int release(struct lock *lk, const struct release_how *how,
 		return 0;
 	json_object_array_add(cmp, etcd_cmp_create(e->my_key, klen, NULL, 0, "EQUAL",
 						   e->my_rev));
-	json_object_array_add(ok, etcd_op_delete(e->my_key, klen));
+	json_object_array_add(ok, etcd_op_delete_prev(e->my_key, klen));
 	if (how->job && (op = etcd_history_put(lk, "released", e->token, lk->info,
 					      e->my_rev, how->exit_status, held_ms,
 					      NULL))) {
@@ -936,7 +947,12 @@ static int release(struct lock *lk, const struct release_how *how,
 	json_object_put(fail);
 	if (r == 0) {
 		struct etcd_range c;
+		int64_t moved_to = succeeded ? etcd_txn_deleted_lease(reply, 0) : 0;
 
+		/* moved to another lease by `dlock extend -t` since our last
+		 * renewal: that one goes too */
+		if (moved_to && moved_to != e->lease)
+			etcd_revoke(e, moved_to, etcd_deadline(lk), &(struct error){ 0 });
 		lk->lost_at_release = !succeeded;
 		if (succeeded && how->job && lk->p->history > 0 &&
 		    etcd_txn_range(reply, 2, &c, err) == 0) {
