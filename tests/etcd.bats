@@ -276,6 +276,27 @@ EOS
 	wait_until 5 no_lease_left
 }
 
+@test "dlock killed with -9: its watchdog writes 'killed' to the history, with the holder's token, fence and time held" {
+	envjob
+	start_bg h -S "$S" -t 3 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 10 eval '[[ $(dlock history -S "$S" "$K") == *killed* ]]' ||
+		fail "no killed event: $(dlock history -S "$S" "$K")"
+	run -0 dlock history -S "$S" --json "$K"
+	python3 -c 'import json,sys; ev=json.loads(sys.argv[1])["events"]
+assert [e["event"] for e in ev] == ["killed", "acquired"], ev
+k=ev[0]
+assert k["token"] == sys.argv[2] and k["fence"] == int(sys.argv[3]), k
+assert k["held_ms"] >= 0 and "envjob" in json.dumps(k), k' \
+		"$output" "$(sed -n 's/^DLOCK_TOKEN=//p' "$T/h.env")" \
+		"$(sed -n 's/^DLOCK_FENCE=//p' "$T/h.env")"
+	run -0 dlock history -S "$S" "$K"
+	[[ ${lines[1]} == *killed* ]] || fail "$output"
+	touch "$T/h.release"
+	wait_until 5 no_lease_left	# lapsed with its lease
+}
+
 # ---- modes -------------------------------------------------------------------------
 
 @test "-s: shared holders together, an exclusive one waits for them all" {

@@ -874,6 +874,33 @@ static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 	return true;
 }
 
+/* dlock was killed (kill -9): its watchdog, in a process of its own,
+ * writes the 'killed' event as release writes 'released'; the lock
+ * lapses with its lease. */
+static void note_killed(struct lock *lk, int64_t held_ms)
+{
+	struct etcd *e = etcd_of(lk);
+	json_object *ops, *op, *reply = NULL;
+	struct error err;
+	int64_t fence = 0;
+	bool ok;
+	int r;
+
+	etcd_parse_i64(lk->fence, strlen(lk->fence), &fence);
+	if (!(op = etcd_history_put(lk, "killed", lk->token, lk->info, fence, -1,
+				    held_ms, NULL)))
+		return;
+	ops = json_object_new_array();
+	json_object_array_add(ops, op);
+	r = etcd_txn(e, NULL, json_object_get(ops), NULL, etcd_deadline(lk), &reply,
+		     &ok, &err);
+	if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), &err) == 0)
+		r = etcd_txn(e, NULL, json_object_get(ops), NULL, etcd_deadline(lk),
+			     &reply, &ok, &err);
+	json_object_put(ops);
+	json_object_put(reply);
+}
+
 static size_t fds(const struct lock *lk, int *out, size_t max)
 {
 	const struct etcd *e = etcd_of(lk);
@@ -995,6 +1022,7 @@ const struct engine etcd_engine = {
 	.extend = extend,
 	.watch_fds = watch_fds,
 	.watch_events = watch_events,
+	.note_killed = note_killed,
 	.fds = fds,
 	.release = release,
 	.status = etcd_status,

@@ -216,7 +216,8 @@ int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 	return 0;
 }
 
-static const char *const kinds[] = { "acquired", "broken", "released", "lost" };
+/* as enum history_kind */
+static const char *const kinds[] = { "acquired", "broken", "released", "lost", "killed" };
 
 static char *json_text(json_object *o, const char *key, size_t *len)
 {
@@ -275,7 +276,7 @@ int etcd_history(struct lock *lk, long count, struct history_report *out,
 		if (!o)
 			continue;
 		if ((kind = json_text(o, "event", &len)))
-			for (int j = 0; j < 4; j++)
+			for (int j = 0; j < (int)(sizeof kinds / sizeof *kinds); j++)
 				if (strcmp(kind, kinds[j]) == 0)
 					k = j;
 		free(kind);
