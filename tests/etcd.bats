@@ -87,6 +87,52 @@ EOS
 	[[ ! -e $T/ran ]]
 }
 
+# old_etcd PORT VERSION: answers as an etcd of VERSION before 3.4 does
+# (its gateway under /v3beta/: 404 on /v3/, the v2 API's text), and
+# GET /version as every etcd does
+old_etcd() {
+	cat >"$T/old_etcd.py" <<'EOS'
+import http.server, json, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def reply(self, code, ctype, body):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.reply(404, "text/plain; charset=utf-8", b"404 page not found\n")
+    def do_GET(self):
+        if self.path == "/version":
+            self.reply(200, "application/json", json.dumps(
+                {"etcdserver": sys.argv[2], "etcdcluster": sys.argv[2][:3] + ".0"}).encode())
+        else:
+            self.reply(404, "text/plain; charset=utf-8", b"404 page not found\n")
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+EOS
+	python3 "$T/old_etcd.py" "$1" "$2" >/dev/null 2>&1 3>&- &
+	track $!
+	wait_until 10 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$1"
+}
+
+@test "an etcd older than 3.4 (no /v3/ gateway): one line naming its version, 69, nothing run; the next member serves" {
+	local port
+	port=$(free_port)
+	old_etcd "$port" 3.3.25
+	run -69 --separate-stderr dlock -S "etcd://127.0.0.1:$port" -n "$K" touch "$T/ran"
+	[[ $stderr == "dlock: $K: etcd://127.0.0.1:$port: etcd 3.3.25 is too old: dlock needs etcd 3.4 or later" ]] ||
+		fail "$stderr"
+	[[ ! -e $T/ran ]]
+	run -69 --separate-stderr dlock status -S "etcd://127.0.0.1:$port" "$K"
+	[[ $stderr == *"etcd 3.3.25 is too old"* ]] || fail "$stderr"
+	# a member left behind in an upgrade: the next one in the URL serves
+	run -0 dlock -S "etcd://127.0.0.1:$port,$EP" -n "$K" true
+}
+
 @test "a waiter interrupted gives its place back: no key, no lease left" {
 	envjob
 	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"

@@ -108,9 +108,9 @@ static int connect_any(struct etcd_client *c, int64_t deadline_ms,
 /* One request on the connection, its whole answer in r. -1: the
  * connection failed (why), -2: what came is not HTTP as etcd speaks it;
  * closed either way. */
-static int request(struct etcd_client *c, const char *path, const char *body,
-		   bool auth, int64_t deadline_ms, struct http_resp *r, char *why,
-		   size_t whylen)
+static int request(struct etcd_client *c, const char *method, const char *path,
+		   const char *body, bool auth, int64_t deadline_ms,
+		   struct http_resp *r, char *why, size_t whylen)
 {
 	const struct etcd_endpoint *ep = &c->cl->url->ep[c->ep];
 	size_t len = strlen(body);
@@ -118,9 +118,9 @@ static int request(struct etcd_client *c, const char *path, const char *body,
 	int n, done;
 
 	n = asprintf(&req, ep->v6 ?
-		     "POST %s HTTP/1.1\r\nHost: [%s]:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n%s" :
-		     "POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n%s",
-		     path, ep->host, ep->port, len,
+		     "%s %s HTTP/1.1\r\nHost: [%s]:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n%s" :
+		     "%s %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n%s",
+		     method, path, ep->host, ep->port, len,
 		     auth && c->cl->token && c->cl->token[0] ? "Authorization: " : "",
 		     auth && c->cl->token && c->cl->token[0] ? c->cl->token : "",
 		     auth && c->cl->token && c->cl->token[0] ? "\r\n" : "", body);
@@ -176,6 +176,47 @@ static int exit_of(int code, const char *msg)
 static int authenticate(struct etcd_client *c, int64_t deadline_ms,
 			struct error *err);
 
+/* The oldest etcd whose JSON gateway serves /v3/ (3.3 has /v3beta/, 3.2
+ * /v3alpha/): every call dlock makes is there since. */
+#define MIN_MAJOR 3
+#define MIN_MINOR 4
+
+/* After a /v3/ path was not found: whether the member is an etcd older
+ * than that, by its GET /version, asked then only (nothing on the way of
+ * a server that has /v3/). why names it. */
+static bool too_old(struct etcd_client *c, int64_t deadline_ms, char *why,
+		    size_t whylen)
+{
+	struct http_resp r;
+	json_object *o = NULL, *v;
+	const char *version;
+	unsigned major, minor;
+	bool old = false;
+	bool refused;
+	char ignored[256];
+
+	if (c->conn.fd < 0 &&
+	    http_connect(&c->conn, &c->cl->url->ep[c->ep], &c->cl->addr[c->ep],
+			 c->cl->url->tls, c->cl->tls, deadline_ms, ignored,
+			 sizeof ignored, &refused) < 0)
+		return false;
+	if (request(c, "GET", "/version", "", false, deadline_ms, &r, ignored,
+		    sizeof ignored) < 0)
+		return false;
+	if (r.status == 200 && (o = etcd_json_parse(r.body ? r.body : "", r.body_len)) &&
+	    json_object_object_get_ex(o, "etcdserver", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    sscanf(version = json_object_get_string(v), "%u.%u", &major, &minor) == 2 &&
+	    (major < MIN_MAJOR || (major == MIN_MAJOR && minor < MIN_MINOR))) {
+		snprintf(why, whylen, "etcd %.32s is too old: dlock needs etcd %d.%d or later",
+			 version, MIN_MAJOR, MIN_MINOR);
+		old = true;
+	}
+	json_object_put(o);
+	http_resp_free(&r);
+	return old;
+}
+
 /* A request and its answer: 0 and *reply for 200; -1 with err and *code. */
 static int call_once(struct etcd_client *c, const char *path, const char *body,
 		     bool auth, int64_t deadline_ms, json_object **reply, int *code,
@@ -189,7 +230,8 @@ static int call_once(struct etcd_client *c, const char *path, const char *body,
 	int n;
 
 	*retry = false;
-	if ((n = request(c, path, body, auth, deadline_ms, &r, why, sizeof why)) == -2) {
+	if ((n = request(c, "POST", path, body, auth, deadline_ms, &r, why,
+			 sizeof why)) == -2) {
 		fail(c, c->ep, err, EX_SOFTWARE, why);
 		return -1;
 	}
@@ -206,12 +248,21 @@ static int call_once(struct etcd_client *c, const char *path, const char *body,
 		return 0;
 	}
 	if (!o || etcd_error_parse(o, &msg, code) < 0) {
-		snprintf(why, sizeof why, r.status == 200 ? "an answer that is not etcd's JSON" :
-			 "HTTP status %d%s", r.status,
-			 r.status == 404 ? " (not etcd v3.4 or later?)" : "");
-		fail(c, c->ep, err, EX_SOFTWARE, why);
+		int status = r.status;
+
 		http_resp_free(&r);
 		json_object_put(o);
+		/* an older etcd: a setting to fix, but a member of its own,
+		 * so the next member is asked (an upgrade under way) */
+		if (status == 404 && too_old(c, deadline_ms, why, sizeof why)) {
+			c->cl->too_old = true;
+			fail(c, c->ep, err, EX_UNAVAILABLE, why);
+			return -1;
+		}
+		snprintf(why, sizeof why, status == 200 ? "an answer that is not etcd's JSON" :
+			 "HTTP status %d%s", status,
+			 status == 404 ? " (not etcd v3.4 or later?)" : "");
+		fail(c, c->ep, err, EX_SOFTWARE, why);
 		return -1;
 	}
 	n = exit_of(*code, msg);

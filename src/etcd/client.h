@@ -31,6 +31,7 @@ struct etcd_cluster {
 	char *token;		/* etcd's auth token; NULL: none yet */
 	size_t cur;		/* the member that answered last */
 	bool tls_refused;	/* a TLS handshake failed on a certificate */
+	bool too_old;		/* a member is older than dlock needs */
 };
 
 struct etcd_client {

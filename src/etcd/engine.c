@@ -166,7 +166,8 @@ static void close_lock(struct lock *lk)
 
 static void copy_out(struct lock *lk)
 {
-	lk->misconfigured |= etcd_of(lk)->cl.tls_refused;
+	/* a certificate or a server to fix, not an outage */
+	lk->misconfigured |= etcd_of(lk)->cl.tls_refused || etcd_of(lk)->cl.too_old;
 }
 
 /* Our key's value: who we are, for status and the waiters' line. */
