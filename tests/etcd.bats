@@ -832,6 +832,62 @@ assert 800000 < h["ttl_ms"] <= 900000, h' "${lines[2]}"
 	run -77 dlock -S "etcd://ann:annpw@$ep" --prefix other: "$K" true
 }
 
+@test "etcd auth, a user who may only read: status and history work; taking or breaking the lock is 77, one line naming lock, server and user, nothing broken" {
+	start_etcd "$T" a2
+	CLUSTER=a2
+	local ep
+	ep=$(<"$T/a2/ep")
+	etcdctl --endpoints="$ep" user add root:rootpw >/dev/null
+	etcdctl --endpoints="$ep" user add ann:annpw >/dev/null
+	etcdctl --endpoints="$ep" user add bob:bobpw >/dev/null
+	etcdctl --endpoints="$ep" role add locker >/dev/null
+	etcdctl --endpoints="$ep" role add reader >/dev/null
+	etcdctl --endpoints="$ep" role grant-permission locker --prefix=true readwrite dlock: >/dev/null
+	etcdctl --endpoints="$ep" role grant-permission reader --prefix=true read dlock: >/dev/null
+	etcdctl --endpoints="$ep" user grant-role ann locker >/dev/null
+	etcdctl --endpoints="$ep" user grant-role bob reader >/dev/null
+	etcdctl --endpoints="$ep" auth enable >/dev/null 2>&1
+	envjob
+	start_bg h -S "etcd://ann:annpw@$ep" -t 30 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready" || fail "$(cat "$T/h.err")"
+	run -0 dlock status -S "etcd://bob:bobpw@$ep" "$K"
+	[[ $output == *"held, exclusive"* ]]
+	run -0 dlock history -S "etcd://bob:bobpw@$ep" "$K"
+	[[ $output == *acquired* ]]
+	run -77 --separate-stderr dlock release -S "etcd://bob:bobpw@$ep" --force "$K"
+	assert_output ''	# no 'broken' line
+	[[ $stderr == "dlock: $K: etcd://$ep: etcdserver: permission denied (etcd user bob)" ]] ||
+		fail "$stderr"
+	run -77 --separate-stderr dlock -S "etcd://bob:bobpw@$ep" -n "${K}b" touch "$T/ran"
+	[[ $stderr == "dlock: ${K}b: etcd://$ep: etcdserver: permission denied (etcd user bob)" ]] ||
+		fail "$stderr"
+	[[ ! -e $T/ran ]]
+	run -77 --separate-stderr dlock -S "etcd://nobody:x@$ep" -n "$K" true
+	[[ $stderr == *"authentication failed, invalid user ID or password" ]] || fail "$stderr"
+	alive "$(<"$T/h.dlock")" || fail "the holder went: $(cat "$T/h.err")"
+	touch "$T/h.release"
+	reap h
+	((bg_status == 0)) || fail "$(cat "$T/h.err")"
+}
+
+@test "a member cut off from the majority: 69 (transient), never 70, whatever --node-timeout" {
+	start_etcd "$T" m1 m2 m3
+	CLUSTER="m1 m2 m3"
+	local one="etcd://$(<"$T/m1/ep")"
+	kill -STOP "$(<"$T/m2/pid")" "$(<"$T/m3/pid")"
+	sleep 1	# two election timeouts: m1 knows it has no leader
+	# past etcd's own request timeout: its answer ("context deadline
+	# exceeded", gRPC Unknown) is a cluster that cannot serve now
+	run -69 --separate-stderr dlock -S "$one" --node-timeout 9 -t 30 -n "$K" touch "$T/ran"
+	[[ $stderr == "dlock: $K: $one: "* ]] || fail "$stderr"
+	run -69 dlock -S "$one" -n "$K" touch "$T/ran"
+	run -69 dlock status -S "$one" --node-timeout 9 "$K"
+	[[ ! -e $T/ran ]]
+	kill -CONT "$(<"$T/m2/pid")" "$(<"$T/m3/pid")"
+	wait_until 10 etcd_up "$T/m1"
+	run -0 dlock -S "$one" -n "$K" true
+}
+
 @test "etcds://: TLS with a test CA; a server the CA did not sign is refused" {
 	command -v openssl >/dev/null || skip_unless_strict "no openssl"
 	local d=$T/pki port pport

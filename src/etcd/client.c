@@ -153,20 +153,60 @@ static int request(struct etcd_client *c, const char *method, const char *path,
 	return n;
 }
 
-/* etcd's words for a failure, as an exit status. */
-static int exit_of(int code, const char *msg)
+/* etcd's words for a failure, as an exit status (the man page's list):
+ * 77 for credentials and rights, 69 for a cluster that cannot serve now
+ * (no leader, a minority member, too many requests, no space left, a
+ * learner), 70 for anything else, an answer dlock did not expect. */
+int etcd_exit_of(int code, const char *msg)
 {
 	switch (code) {
 	case GRPC_UNAUTHENTICATED:
 	case GRPC_PERMISSION_DENIED:
 		return EX_NOPERM;
 	case GRPC_INVALID_ARGUMENT:
-		return strstr(msg, "authentication failed") ||
-		       strstr(msg, "user name is empty") ? EX_NOPERM : EX_SOFTWARE;
-	case GRPC_UNAVAILABLE:
+		if (strstr(msg, "authentication failed") || strstr(msg, "user name is empty"))
+			return EX_NOPERM;
+		/* a name longer than the server's --max-request-bytes */
+		if (strstr(msg, "request is too large"))
+			return EX_USAGE;
+		/* the users and roles changed since we authenticated */
+		return strstr(msg, "revision of auth store is old") ? EX_UNAVAILABLE :
+		       EX_SOFTWARE;
+	case GRPC_FAILED_PRECONDITION:
+		if (strstr(msg, "user name not found") || strstr(msg, "role name not found") ||
+		    strstr(msg, "root user does not have root role"))
+			return EX_NOPERM;
+		/* a member that lost its leadership as it answered */
+		return strstr(msg, "not leader") ? EX_UNAVAILABLE : EX_SOFTWARE;
+	case GRPC_CANCELLED:
 	case GRPC_DEADLINE_EXCEEDED:
-	case 10:	/* Aborted */
-	case 8:		/* ResourceExhausted: too many requests */
+	case GRPC_RESOURCE_EXHAUSTED:	/* too many requests; no space (an alarm) */
+	case GRPC_ABORTED:
+	case GRPC_UNAVAILABLE:		/* no leader, timed out, a learner */
+	case GRPC_DATA_LOSS:		/* corrupt: an alarm the cluster raised */
+		return EX_UNAVAILABLE;
+	case GRPC_UNKNOWN:
+		/* a member cut off from the majority times out its proposals
+		 * (a lease grant) with the gateway's own deadline */
+		return strstr(msg, "context deadline exceeded") ||
+		       strstr(msg, "context canceled") ? EX_UNAVAILABLE : EX_SOFTWARE;
+	default:
+		return EX_SOFTWARE;
+	}
+}
+
+/* An HTTP status without etcd's JSON (a proxy in front, or not etcd). */
+static int exit_of_status(int status)
+{
+	switch (status) {
+	case 401:
+	case 403:
+	case 407:
+		return EX_NOPERM;
+	case 429:
+	case 502:
+	case 503:
+	case 504:
 		return EX_UNAVAILABLE;
 	default:
 		return EX_SOFTWARE;
@@ -262,11 +302,15 @@ static int call_once(struct etcd_client *c, const char *path, const char *body,
 		snprintf(why, sizeof why, status == 200 ? "an answer that is not etcd's JSON" :
 			 "HTTP status %d%s", status,
 			 status == 404 ? " (not etcd v3.4 or later?)" : "");
-		fail(c, c->ep, err, EX_SOFTWARE, why);
+		fail(c, c->ep, err, exit_of_status(status), why);
 		return -1;
 	}
-	n = exit_of(*code, msg);
-	fail(c, c->ep, err, n, msg);
+	n = etcd_exit_of(*code, msg);
+	if (*code == GRPC_PERMISSION_DENIED && c->cl->user)
+		snprintf(why, sizeof why, "%s (etcd user %s)", msg, c->cl->user);
+	else
+		snprintf(why, sizeof why, "%s", msg);
+	fail(c, c->ep, err, n, why);
 	http_resp_free(&r);
 	json_object_put(o);
 	return -1;
@@ -338,7 +382,9 @@ int etcd_call(struct etcd_client *c, const char *path, json_object *body,
 			stale_retried = true;
 			continue;
 		}
-		if (*code == GRPC_UNAUTHENTICATED && cl->user && !reauthed) {
+		if ((*code == GRPC_UNAUTHENTICATED ||
+		     strstr(err->msg, "revision of auth store is old")) &&
+		    cl->user && !reauthed) {
 			reauthed = true;
 			free(cl->token);
 			cl->token = NULL;
@@ -425,7 +471,7 @@ int etcd_stream_next(struct etcd_client *c, json_object **msg, struct error *err
 				goto read_more;
 			o = etcd_json_parse(r->body ? r->body : "", r->body_len);
 			if (etcd_error_parse(o, &m, &code) == 0)
-				fail(c, c->ep, err, exit_of(code, m), m);
+				fail(c, c->ep, err, etcd_exit_of(code, m), m);
 			else
 				fail(c, c->ep, err, EX_SOFTWARE, "a stream refused");
 			json_object_put(o);

@@ -428,13 +428,13 @@ int etcd_keepalive(struct etcd *e, int64_t id, int64_t deadline_ms,
 
 		if (json_object_object_get_ex(reply, "error", &error))
 			etcd_error_parse(error, &msg, &c);
-		if (msg) {
+		if (msg && etcd_exit_of(c, msg) == EX_UNAVAILABLE) {
 			/* the member could not renew (no leader): the next one,
 			 * next time */
 			http_close(&e->rpc.conn);
 			e->cl.cur = (e->rpc.ep + 1) % e->cl.url->n_ep;
 		}
-		error_set(err, msg ? EX_UNAVAILABLE : EX_SOFTWARE, "%s: keepalive: %s",
+		error_set(err, msg ? etcd_exit_of(c, msg) : EX_SOFTWARE, "%s: keepalive: %s",
 			  e->cl.url->text, msg ? msg : "an answer not understood");
 		json_object_put(reply);
 		return -1;
