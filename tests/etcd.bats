@@ -76,6 +76,26 @@ EOS
 	[[ ! -e $T/ran ]]
 }
 
+@test "--unavailable run: nothing listening runs the command without the lock; a held lock or an old etcd never does" {
+	local port old
+	port=$(free_port)
+	run -0 --separate-stderr dlock -S "etcd://127.0.0.1:$port" --unavailable run "$K" \
+		sh -c 'echo "[$DLOCK_TOKEN] ${DLOCK_FENCE-unset}"'
+	[[ $output == "[] unset" ]]
+	[[ $stderr == "dlock: $K: lock service unavailable (etcd://127.0.0.1:$port: connection refused); running without the lock" ]] ||
+		fail "$stderr"
+	envjob
+	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	run -1 dlock -S "$S" --unavailable run -n "$K" touch "$T/ran"
+	old=$(free_port)
+	old_etcd "$old" 3.3.25
+	run -69 dlock -S "etcd://127.0.0.1:$old" --unavailable run "$K" touch "$T/ran"
+	[[ ! -e $T/ran ]]
+	touch "$T/h.release"
+	reap h
+}
+
 @test "a server that is not etcd's gateway: 70, naming what it said" {
 	local port
 	port=$(free_port)

@@ -82,8 +82,6 @@ static const char *cannot(unsigned cap)
 		return "several -S: one etcd cluster keeps the lock, its members in one URL";
 	case CAP_WAIT_REPLICAS:
 		return "etcd's writes are on a majority of members already";
-	case CAP_UNAVAILABLE_RUN:
-		return "a lock service that is down is no lock to skip (not written for etcd)";
 	}
 	return NULL;
 }
@@ -1003,7 +1001,7 @@ static int release(struct lock *lk, const struct release_how *how,
 const struct engine etcd_engine = {
 	.name = "etcd",
 	.caps = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_STEPS | CAP_HISTORY |
-		CAP_FORCE | CAP_NO_FORK | CAP_LIST,
+		CAP_FORCE | CAP_NO_FORK | CAP_LIST | CAP_UNAVAILABLE_RUN,
 	.min_ttl_ms = 1000,
 	.watch_after_ms = 500,
 	.cannot = cannot,
