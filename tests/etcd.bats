@@ -330,6 +330,8 @@ EOS
 	kill -CONT "$pid"
 	((bg_status == 75))
 	grep -q "lease lost" "$T/h.err"
+	# one line: no 'release failed' after it
+	(($(wc -l <"$T/h.err") == 1)) || fail "$(cat "$T/h.err")"
 }
 
 @test "dlock killed with -9: the lock lapses with its lease" {

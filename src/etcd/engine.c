@@ -991,6 +991,17 @@ static int release(struct lock *lk, const struct release_how *how,
 	 * deletes our key all the same */
 	if (etcd_revoke(e, e->lease, etcd_deadline(lk), &(struct error){ 0 }) == 0)
 		r = 0;
+	if (r < 0 && how->job && clock_now_ms() >= lk->valid_until_ms) {
+		/* No renewal got through before the lease could have run
+		 * out: the lock lapsed on our own clock, and the job was told
+		 * (or is now: 75). A release that cannot reach etcd after
+		 * that is no second failure to report. */
+		char why[sizeof err->msg];
+
+		snprintf(why, sizeof why, "%s", err->msg);
+		error_set(err, EX_TEMPFAIL, "the lease ran out before the release (%s)", why);
+		lk->lost_at_release = true;
+	}
 	e->have_lease = false;
 	if (r == 0 && count > 0)
 		etcd_history_trim(lk, count, etcd_deadline(lk));
