@@ -395,6 +395,11 @@ assert k["held_ms"] >= 0 and "envjob" in json.dumps(k), k' \
 	start_bg b -S "$S" --limit 2 "$K" "$T/envjob" "$T/b"
 	wait_until 5 test -e "$T/a.ready" -a -e "$T/b.ready"
 	run -1 dlock -S "$S" --limit 2 -n "$K" true
+	run -0 dlock status -S "$S" --json "$K"
+	python3 -c 'import json,sys; l=json.loads(sys.argv[1])["locks"][0]
+assert [h["slot"] for h in l["holders"]] == [1, 2], l' "$output"
+	run -0 dlock status -S "$S" "$K"
+	[[ $output == *"SLOT"* ]] || fail "$output"
 	start_bg c -S "$S" --limit 2 "$K" touch "$T/c.ran"
 	wait_until 5 n_keys "$K" 3
 	touch "$T/b.release"

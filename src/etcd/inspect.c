@@ -89,6 +89,7 @@ static int one_status(struct lock *lk, struct status_lock *m, struct error *err)
 
 		if (etcd_holds(all.kvs, all.n, i, &blocker)) {
 			struct status_holder *h = &m->holders[m->n_holders++];
+			struct etcd_value v;
 			int64_t ttl_s = -1;
 			struct error ignored;
 
@@ -101,6 +102,11 @@ static int one_status(struct lock *lk, struct status_lock *m, struct error *err)
 				h->left_ms = ttl_s > 0 ? ttl_s * 1000 : 0;
 			h->fence = kv->create_rev;
 			h->slot = -1;
+			/* --limit N: its place among the holders, 1..N, oldest
+			 * first (it moves up as those before it leave) */
+			if (etcd_value_parse(kv->value, kv->value_len, &v) &&
+			    v.mode[0] != 'x' && v.mode[0] != 's')
+				h->slot = (long)m->n_holders;
 			h->n_servers = 1;
 			if (asprintf(&h->note, "lease %" PRIx64, (uint64_t)kv->lease) < 0)
 				h->note = NULL;
@@ -109,8 +115,6 @@ static int one_status(struct lock *lk, struct status_lock *m, struct error *err)
 			if (kv->create_rev > m->fence)
 				m->fence = kv->create_rev;
 			if (m->n_holders == 1) {
-				struct etcd_value v;
-
 				m->foreign = !h->info;
 				if (etcd_value_parse(kv->value, kv->value_len, &v) &&
 				    v.mode[0] != 'x')
