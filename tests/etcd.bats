@@ -915,6 +915,65 @@ assert 800000 < h["ttl_ms"] <= 900000, h' "${lines[2]}"
 	run -0 dlock -S "$one" -n "$K" true
 }
 
+# readme_block N: the README's etcd section's Nth code block (1-based),
+# unindented, its example members and password file this test's
+readme_block() {
+	awk -v n="$1" '
+		/^### / { inside = ($0 == "### etcd") }
+		inside && /^    / { if (!in_block) k++; in_block = 1; if (k == n) print substr($0, 5); next }
+		{ in_block = 0 }' "$BATS_TEST_DIRNAME/../README.md" |
+		sed "s|10\.0\.0\.1:2379,10\.0\.0\.2:2379,10\.0\.0\.3:2379|$MEMBERS|g; s|/etc/dlock\.pw|$T/dlock.pw|g"
+}
+
+@test "the README's etcd examples run as written: the URL of every member, etcdctl lock, the role for auth, etcdctl get and lease timetolive" {
+	start_etcd "$T" r1 r2 r3
+	CLUSTER="r1 r2 r3"
+	MEMBERS="$(<"$T/r1/ep"),$(<"$T/r2/ep"),$(<"$T/r3/ep")"
+	local a b c line
+	a=$(readme_block 1) b=$(readme_block 2) c=$(readme_block 3)
+	[[ $a == *"dlock -S etcd://$MEMBERS nightly ./nightly.sh"* && $b == *"role grant-permission"* &&
+		$c == *"lease timetolive"* ]] || fail "README: $a / $b / $c"
+	mkdir -p "$T/bin"
+	ln -s "$DLOCK" "$T/bin/dlock"
+	export PATH=$T/bin:$PATH
+	cd "$T"
+	printf '#!/bin/sh\necho start >>runs\nsleep 1\necho end >>runs\n' >nightly.sh
+	chmod +x nightly.sh
+	# 1: dlock and etcdctl lock, each waiting for the other
+	while read -r line; do
+		bash -c "$line" >>block1.out 2>&1 &
+		track $!
+		wait_until 5 test -s runs || fail "$line: $(cat block1.out)"
+	done <<<"$a"
+	wait_until 10 eval '(($(wc -l <runs) == 4))' || fail "$(cat runs block1.out)"
+	[[ $(<runs) == $'start\nend\nstart\nend' ]] || fail "runs: $(cat runs)"
+	# 2: a role for the prefix, a user with it, dlock as that user
+	etcdctl --endpoints="$MEMBERS" user add root:rootpw >/dev/null
+	etcdctl --endpoints="$MEMBERS" auth enable >/dev/null 2>&1
+	printf 'cronpw\n' >"$T/dlock.pw"
+	chmod 600 "$T/dlock.pw"
+	: >runs
+	ETCDCTL_USER=root:rootpw run -0 bash -e -c "$b"
+	[[ $(<runs) == $'start\nend' ]] || fail "$output"
+	run -0 dlock history -S "etcd://cron@$MEMBERS" --password-file "$T/dlock.pw" --json nightly
+	[[ $output == *'"event":"released"'* ]] || fail "$output"
+	# 3: the holder's key first, and its lease's time left
+	start_bg h -S "etcd://cron@$MEMBERS" --password-file "$T/dlock.pw" -t 20 nightly sleep 30
+	wait_until 10 eval '[[ $(ETCDCTL_USER=root:rootpw etcdctl --endpoints="$MEMBERS" get --prefix --keys-only dlock:nightly/ | grep -c .) == 1 ]]' ||
+		fail "$(cat "$T/h.err")"
+	start_bg w -S "etcd://cron@$MEMBERS" --password-file "$T/dlock.pw" nightly true
+	wait_until 10 eval '[[ $(ETCDCTL_USER=root:rootpw etcdctl --endpoints="$MEMBERS" get --prefix --keys-only dlock:nightly/ | grep -c .) == 2 ]]' ||
+		fail "$(cat "$T/h.err" "$T/w.err"; ETCDCTL_USER=root:rootpw etcdctl --endpoints="$MEMBERS" get --prefix dlock:nightly/)"
+	ETCDCTL_USER=root:rootpw ETCDCTL_ENDPOINTS=$MEMBERS run -0 bash -e -c "$c"
+	[[ ${lines[0]} == dlock:nightly/* && ${lines[1]} == "dlock1 "*" x" && ${lines[2]} == *"sleep 30" ]] ||
+		fail "$output"
+	[[ ${lines[-1]} == "lease "*" granted with TTL(20s), remaining("*"s)"* ]] || fail "$output"
+	kill -TERM "$(<"$T/h.dlock")"
+	reap h
+	reap w
+	((bg_status == 0))
+}
+
 @test "etcds://: TLS with a test CA; a server the CA did not sign is refused" {
 	command -v openssl >/dev/null || skip_unless_strict "no openssl"
 	local d=$T/pki port pport
