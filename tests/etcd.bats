@@ -76,6 +76,26 @@ EOS
 	[[ ! -e $T/ran ]]
 }
 
+@test "--unavailable run: nothing listening runs the command without the lock; a held lock or an old etcd never does" {
+	local port old
+	port=$(free_port)
+	run -0 --separate-stderr dlock -S "etcd://127.0.0.1:$port" --unavailable run "$K" \
+		sh -c 'echo "[$DLOCK_TOKEN] ${DLOCK_FENCE-unset}"'
+	[[ $output == "[] unset" ]]
+	[[ $stderr == "dlock: $K: lock service unavailable (etcd://127.0.0.1:$port: connection refused); running without the lock" ]] ||
+		fail "$stderr"
+	envjob
+	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	run -1 dlock -S "$S" --unavailable run -n "$K" touch "$T/ran"
+	old=$(free_port)
+	old_etcd "$old" 3.3.25
+	run -69 dlock -S "etcd://127.0.0.1:$old" --unavailable run "$K" touch "$T/ran"
+	[[ ! -e $T/ran ]]
+	touch "$T/h.release"
+	reap h
+}
+
 @test "a server that is not etcd's gateway: 70, naming what it said" {
 	local port
 	port=$(free_port)
@@ -85,6 +105,52 @@ EOS
 	run -70 --separate-stderr dlock -S "etcd://127.0.0.1:$port" "$K" touch "$T/ran"
 	[[ $stderr == *"etcd://127.0.0.1:$port: HTTP status 501"* ]]
 	[[ ! -e $T/ran ]]
+}
+
+# old_etcd PORT VERSION: answers as an etcd of VERSION before 3.4 does
+# (its gateway under /v3beta/: 404 on /v3/, the v2 API's text), and
+# GET /version as every etcd does
+old_etcd() {
+	cat >"$T/old_etcd.py" <<'EOS'
+import http.server, json, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def reply(self, code, ctype, body):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.reply(404, "text/plain; charset=utf-8", b"404 page not found\n")
+    def do_GET(self):
+        if self.path == "/version":
+            self.reply(200, "application/json", json.dumps(
+                {"etcdserver": sys.argv[2], "etcdcluster": sys.argv[2][:3] + ".0"}).encode())
+        else:
+            self.reply(404, "text/plain; charset=utf-8", b"404 page not found\n")
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+EOS
+	python3 "$T/old_etcd.py" "$1" "$2" >/dev/null 2>&1 3>&- &
+	track $!
+	wait_until 10 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$1"
+}
+
+@test "an etcd older than 3.4 (no /v3/ gateway): one line naming its version, 69, nothing run; the next member serves" {
+	local port
+	port=$(free_port)
+	old_etcd "$port" 3.3.25
+	run -69 --separate-stderr dlock -S "etcd://127.0.0.1:$port" -n "$K" touch "$T/ran"
+	[[ $stderr == "dlock: $K: etcd://127.0.0.1:$port: etcd 3.3.25 is too old: dlock needs etcd 3.4 or later" ]] ||
+		fail "$stderr"
+	[[ ! -e $T/ran ]]
+	run -69 --separate-stderr dlock status -S "etcd://127.0.0.1:$port" "$K"
+	[[ $stderr == *"etcd 3.3.25 is too old"* ]] || fail "$stderr"
+	# a member left behind in an upgrade: the next one in the URL serves
+	run -0 dlock -S "etcd://127.0.0.1:$port,$EP" -n "$K" true
 }
 
 @test "a waiter interrupted gives its place back: no key, no lease left" {
@@ -264,6 +330,8 @@ EOS
 	kill -CONT "$pid"
 	((bg_status == 75))
 	grep -q "lease lost" "$T/h.err"
+	# one line: no 'release failed' after it
+	(($(wc -l <"$T/h.err") == 1)) || fail "$(cat "$T/h.err")"
 }
 
 @test "dlock killed with -9: the lock lapses with its lease" {
@@ -274,6 +342,27 @@ EOS
 	touch "$T/h.release"
 	run -0 dlock -S "$S" -w 5 "$K" true
 	wait_until 5 no_lease_left
+}
+
+@test "dlock killed with -9: its watchdog writes 'killed' to the history, with the holder's token, fence and time held" {
+	envjob
+	start_bg h -S "$S" -t 3 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 10 eval '[[ $(dlock history -S "$S" "$K") == *killed* ]]' ||
+		fail "no killed event: $(dlock history -S "$S" "$K")"
+	run -0 dlock history -S "$S" --json "$K"
+	python3 -c 'import json,sys; ev=json.loads(sys.argv[1])["events"]
+assert [e["event"] for e in ev] == ["killed", "acquired"], ev
+k=ev[0]
+assert k["token"] == sys.argv[2] and k["fence"] == int(sys.argv[3]), k
+assert k["held_ms"] >= 0 and "envjob" in json.dumps(k), k' \
+		"$output" "$(sed -n 's/^DLOCK_TOKEN=//p' "$T/h.env")" \
+		"$(sed -n 's/^DLOCK_FENCE=//p' "$T/h.env")"
+	run -0 dlock history -S "$S" "$K"
+	[[ ${lines[1]} == *killed* ]] || fail "$output"
+	touch "$T/h.release"
+	wait_until 5 no_lease_left	# lapsed with its lease
 }
 
 # ---- modes -------------------------------------------------------------------------
@@ -306,6 +395,11 @@ EOS
 	start_bg b -S "$S" --limit 2 "$K" "$T/envjob" "$T/b"
 	wait_until 5 test -e "$T/a.ready" -a -e "$T/b.ready"
 	run -1 dlock -S "$S" --limit 2 -n "$K" true
+	run -0 dlock status -S "$S" --json "$K"
+	python3 -c 'import json,sys; l=json.loads(sys.argv[1])["locks"][0]
+assert [h["slot"] for h in l["holders"]] == [1, 2], l' "$output"
+	run -0 dlock status -S "$S" "$K"
+	[[ $output == *"SLOT"* ]] || fail "$output"
 	start_bg c -S "$S" --limit 2 "$K" touch "$T/c.ran"
 	wait_until 5 n_keys "$K" 3
 	touch "$T/b.release"
@@ -629,6 +723,94 @@ assert b["state"] == "held" and len(b["holders"]) == 1 and b["waiting"] == 0, b'
 	run -0 dlock release -S "$S" "$K"
 }
 
+# lease_ttl KEY-OF-A-HOLDER: the granted TTL of the lease its key is on
+lease_ttl() {
+	local id
+	id=$(ectl get "$1" -w json | python3 -c 'import json,sys; print("%x" % json.load(sys.stdin)["kvs"][0]["lease"])')
+	ectl lease timetolive "$id" | sed -n 's/.*granted with TTL(\([0-9]*\)s).*/\1/p'
+}
+
+@test "extend -t 30 after acquire -t 3: the key moves to a 30 s lease, keeping its name, fence and place; the token stays" {
+	local key vars
+	vars=$(dlock acquire -S "$S" --export -t 3 "$K")
+	key=$(lock_keys "$K")
+	[[ $(lease_ttl "$key") == 3 ]]
+	start_bg w -S "$S" -t 3 "$K" touch "$T/w.ran"	# a waiter behind it
+	wait_until 5 n_keys "$K" 2
+	eval "$vars"
+	run -0 --separate-stderr dlock extend -S "$S" -t 30 "$K"
+	assert_output ''
+	[[ $(lease_ttl "$key") == 30 ]]
+	sleep 4	# past the first lease's end
+	run -1 env -u DLOCK_KEY -u DLOCK_TOKEN "$DLOCK" -S "$S" -n "$K" true
+	[[ ! -e $T/w.ran ]] || fail "the waiter got the lock"
+	lock_keys "$K" | grep -qx "$key"
+	run -0 dlock status -S "$S" --json "$K"
+	python3 -c 'import json,sys; l=json.loads(sys.argv[1])["locks"][0]
+h=l["holders"][0]
+assert l["waiting"] == 1 and h["token"] == sys.argv[2], l
+assert h["fence"] == int(sys.argv[3]) and 20000 < h["ttl_ms"] <= 30000, l' \
+		"$output" "$DLOCK_TOKEN" "$DLOCK_FENCE"
+	# the token still names it: re-entry, extend and release by it
+	run -0 dlock -S "$S" -n "$K" sh -c 'echo $DLOCK_FENCE'
+	[[ $output == "$DLOCK_FENCE" ]]
+	run -0 dlock extend -S "$S" -t 60 "$K"
+	[[ $(lease_ttl "$key") == 60 ]]
+	run -0 dlock extend -S "$S" -t 2 "$K"	# never shorter
+	[[ $(lease_ttl "$key") == 60 ]]
+	run -0 dlock release -S "$S" "$K"
+	reap w
+	((bg_status == 0))
+	[[ -e $T/w.ran ]]
+	no_lock_key "$K"
+	no_lease_left
+	run -1 dlock extend -S "$S" -t 30 "$K"
+}
+
+@test "extend -t past the lease of a lock etcdctl lock waits for: it still waits, and gets it after the release" {
+	eval "$(dlock acquire -S "$S" --export -t 2 "$K")"
+	run -0 dlock extend -S "$S" -t 20 "$K"
+	etcdctl --endpoints="$EP" lock "dlock:$K" touch "$T/e.ran" >"$T/e.out" 2>&1 &
+	track $!
+	wait_until 5 n_keys "$K" 2
+	sleep 3	# past the first lease
+	[[ ! -e $T/e.ran ]] || fail "etcdctl lock got in"
+	run -0 dlock release -S "$S" "$K"
+	wait_until 10 test -e "$T/e.ran" || fail "$(cat "$T/e.out")"
+}
+
+@test "a job's own dlock extend -t 30 under dlock -t 3: its dlock keeps the new lease alive, then revokes it" {
+	run -0 --separate-stderr dlock -S "$S" -t 3 "$K" sh -c '
+		"$DLOCK" extend -S "$0" -t 30 "$1" || exit 9
+		sleep 4.5
+		"$DLOCK" status -S "$0" --json "$1"' "$S" "$K"
+	python3 -c 'import json,sys; h=json.loads(sys.argv[1])["locks"][0]["holders"][0]
+assert 20000 < h["ttl_ms"] <= 30000, h' "$output"
+	[[ -z $stderr ]] || fail "$stderr"
+	no_lock_key "$K"
+	no_lease_left
+	# moved just before the release, no renewal in between
+	run -0 dlock -S "$S" -t 30 "$K" sh -c '"$DLOCK" extend -S "$0" -t 60 "$1"' "$S" "$K"
+	no_lock_key "$K"
+	no_lease_left
+}
+
+@test "the README's pipeline holds on etcd: extend -t 900 between its steps" {
+	local script
+	script=$(sed -n '/^    #!\/bin\/sh$/,/^$/p' "$BATS_TEST_DIRNAME/../README.md" | sed 's/^    //')
+	[[ $script == *'dlock extend -t 900 staging'* ]] || fail "README: $script"
+	mkdir -p "$T/bin"
+	ln -s "$DLOCK" "$T/bin/dlock"
+	# the last step shows the lease it runs under
+	printf '%s\n' "${script//sleep 1/dlock status --json staging}" >"$T/pipeline.sh"
+	DLOCK_SERVERS=$S PATH=$T/bin:$PATH run -0 --separate-stderr sh "$T/pipeline.sh"
+	[[ ${lines[0]} == "migrating, fence "[0-9]* && ${lines[1]} == deploying ]] || fail "$output"
+	python3 -c 'import json,sys; h=json.loads(sys.argv[1])["locks"][0]["holders"][0]
+assert 800000 < h["ttl_ms"] <= 900000, h' "${lines[2]}"
+	no_lock_key staging
+	no_lease_left
+}
+
 # ---- a cluster of three -------------------------------------------------------------
 
 @test "three members: one killed, the job goes on; all killed, 75 holding and 69 acquiring" {
@@ -675,6 +857,121 @@ assert b["state"] == "held" and len(b["holders"]) == 1 and b["waiting"] == 0, b'
 	[[ $stderr == *"authentication failed"* ]]
 	run -77 dlock -S "etcd://$ep" "$K" true
 	run -77 dlock -S "etcd://ann:annpw@$ep" --prefix other: "$K" true
+}
+
+@test "etcd auth, a user who may only read: status and history work; taking or breaking the lock is 77, one line naming lock, server and user, nothing broken" {
+	start_etcd "$T" a2
+	CLUSTER=a2
+	local ep
+	ep=$(<"$T/a2/ep")
+	etcdctl --endpoints="$ep" user add root:rootpw >/dev/null
+	etcdctl --endpoints="$ep" user add ann:annpw >/dev/null
+	etcdctl --endpoints="$ep" user add bob:bobpw >/dev/null
+	etcdctl --endpoints="$ep" role add locker >/dev/null
+	etcdctl --endpoints="$ep" role add reader >/dev/null
+	etcdctl --endpoints="$ep" role grant-permission locker --prefix=true readwrite dlock: >/dev/null
+	etcdctl --endpoints="$ep" role grant-permission reader --prefix=true read dlock: >/dev/null
+	etcdctl --endpoints="$ep" user grant-role ann locker >/dev/null
+	etcdctl --endpoints="$ep" user grant-role bob reader >/dev/null
+	etcdctl --endpoints="$ep" auth enable >/dev/null 2>&1
+	envjob
+	start_bg h -S "etcd://ann:annpw@$ep" -t 30 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready" || fail "$(cat "$T/h.err")"
+	run -0 dlock status -S "etcd://bob:bobpw@$ep" "$K"
+	[[ $output == *"held, exclusive"* ]]
+	run -0 dlock history -S "etcd://bob:bobpw@$ep" "$K"
+	[[ $output == *acquired* ]]
+	run -77 --separate-stderr dlock release -S "etcd://bob:bobpw@$ep" --force "$K"
+	assert_output ''	# no 'broken' line
+	[[ $stderr == "dlock: $K: etcd://$ep: etcdserver: permission denied (etcd user bob)" ]] ||
+		fail "$stderr"
+	run -77 --separate-stderr dlock -S "etcd://bob:bobpw@$ep" -n "${K}b" touch "$T/ran"
+	[[ $stderr == "dlock: ${K}b: etcd://$ep: etcdserver: permission denied (etcd user bob)" ]] ||
+		fail "$stderr"
+	[[ ! -e $T/ran ]]
+	run -77 --separate-stderr dlock -S "etcd://nobody:x@$ep" -n "$K" true
+	[[ $stderr == *"authentication failed, invalid user ID or password" ]] || fail "$stderr"
+	alive "$(<"$T/h.dlock")" || fail "the holder went: $(cat "$T/h.err")"
+	touch "$T/h.release"
+	reap h
+	((bg_status == 0)) || fail "$(cat "$T/h.err")"
+}
+
+@test "a member cut off from the majority: 69 (transient), never 70, whatever --node-timeout" {
+	start_etcd "$T" m1 m2 m3
+	CLUSTER="m1 m2 m3"
+	local one="etcd://$(<"$T/m1/ep")"
+	kill -STOP "$(<"$T/m2/pid")" "$(<"$T/m3/pid")"
+	sleep 1	# two election timeouts: m1 knows it has no leader
+	# past etcd's own request timeout: its answer ("context deadline
+	# exceeded", gRPC Unknown) is a cluster that cannot serve now
+	run -69 --separate-stderr dlock -S "$one" --node-timeout 9 -t 30 -n "$K" touch "$T/ran"
+	[[ $stderr == "dlock: $K: $one: "* ]] || fail "$stderr"
+	run -69 dlock -S "$one" -n "$K" touch "$T/ran"
+	run -69 dlock status -S "$one" --node-timeout 9 "$K"
+	[[ ! -e $T/ran ]]
+	kill -CONT "$(<"$T/m2/pid")" "$(<"$T/m3/pid")"
+	wait_until 10 etcd_up "$T/m1"
+	run -0 dlock -S "$one" -n "$K" true
+}
+
+# readme_block N: the README's etcd section's Nth code block (1-based),
+# unindented, its example members and password file this test's
+readme_block() {
+	awk -v n="$1" '
+		/^### / { inside = ($0 == "### etcd") }
+		inside && /^    / { if (!in_block) k++; in_block = 1; if (k == n) print substr($0, 5); next }
+		{ in_block = 0 }' "$BATS_TEST_DIRNAME/../README.md" |
+		sed "s|10\.0\.0\.1:2379,10\.0\.0\.2:2379,10\.0\.0\.3:2379|$MEMBERS|g; s|/etc/dlock\.pw|$T/dlock.pw|g"
+}
+
+@test "the README's etcd examples run as written: the URL of every member, etcdctl lock, the role for auth, etcdctl get and lease timetolive" {
+	start_etcd "$T" r1 r2 r3
+	CLUSTER="r1 r2 r3"
+	MEMBERS="$(<"$T/r1/ep"),$(<"$T/r2/ep"),$(<"$T/r3/ep")"
+	local a b c line
+	a=$(readme_block 1) b=$(readme_block 2) c=$(readme_block 3)
+	[[ $a == *"dlock -S etcd://$MEMBERS nightly ./nightly.sh"* && $b == *"role grant-permission"* &&
+		$c == *"lease timetolive"* ]] || fail "README: $a / $b / $c"
+	mkdir -p "$T/bin"
+	ln -s "$DLOCK" "$T/bin/dlock"
+	export PATH=$T/bin:$PATH
+	cd "$T"
+	printf '#!/bin/sh\necho start >>runs\nsleep 1\necho end >>runs\n' >nightly.sh
+	chmod +x nightly.sh
+	# 1: dlock and etcdctl lock, each waiting for the other
+	while read -r line; do
+		bash -c "$line" >>block1.out 2>&1 &
+		track $!
+		wait_until 5 test -s runs || fail "$line: $(cat block1.out)"
+	done <<<"$a"
+	wait_until 10 eval '(($(wc -l <runs) == 4))' || fail "$(cat runs block1.out)"
+	[[ $(<runs) == $'start\nend\nstart\nend' ]] || fail "runs: $(cat runs)"
+	# 2: a role for the prefix, a user with it, dlock as that user
+	etcdctl --endpoints="$MEMBERS" user add root:rootpw >/dev/null
+	etcdctl --endpoints="$MEMBERS" auth enable >/dev/null 2>&1
+	printf 'cronpw\n' >"$T/dlock.pw"
+	chmod 600 "$T/dlock.pw"
+	: >runs
+	ETCDCTL_USER=root:rootpw run -0 bash -e -c "$b"
+	[[ $(<runs) == $'start\nend' ]] || fail "$output"
+	run -0 dlock history -S "etcd://cron@$MEMBERS" --password-file "$T/dlock.pw" --json nightly
+	[[ $output == *'"event":"released"'* ]] || fail "$output"
+	# 3: the holder's key first, and its lease's time left
+	start_bg h -S "etcd://cron@$MEMBERS" --password-file "$T/dlock.pw" -t 20 nightly sleep 30
+	wait_until 10 eval '[[ $(ETCDCTL_USER=root:rootpw etcdctl --endpoints="$MEMBERS" get --prefix --keys-only dlock:nightly/ | grep -c .) == 1 ]]' ||
+		fail "$(cat "$T/h.err")"
+	start_bg w -S "etcd://cron@$MEMBERS" --password-file "$T/dlock.pw" nightly true
+	wait_until 10 eval '[[ $(ETCDCTL_USER=root:rootpw etcdctl --endpoints="$MEMBERS" get --prefix --keys-only dlock:nightly/ | grep -c .) == 2 ]]' ||
+		fail "$(cat "$T/h.err" "$T/w.err"; ETCDCTL_USER=root:rootpw etcdctl --endpoints="$MEMBERS" get --prefix dlock:nightly/)"
+	ETCDCTL_USER=root:rootpw ETCDCTL_ENDPOINTS=$MEMBERS run -0 bash -e -c "$c"
+	[[ ${lines[0]} == dlock:nightly/* && ${lines[1]} == "dlock1 "*" x" && ${lines[2]} == *"sleep 30" ]] ||
+		fail "$output"
+	[[ ${lines[-1]} == "lease "*" granted with TTL(20s), remaining("*"s)"* ]] || fail "$output"
+	kill -TERM "$(<"$T/h.dlock")"
+	reap h
+	reap w
+	((bg_status == 0))
 }
 
 @test "etcds://: TLS with a test CA; a server the CA did not sign is refused" {

@@ -108,9 +108,9 @@ static int connect_any(struct etcd_client *c, int64_t deadline_ms,
 /* One request on the connection, its whole answer in r. -1: the
  * connection failed (why), -2: what came is not HTTP as etcd speaks it;
  * closed either way. */
-static int request(struct etcd_client *c, const char *path, const char *body,
-		   bool auth, int64_t deadline_ms, struct http_resp *r, char *why,
-		   size_t whylen)
+static int request(struct etcd_client *c, const char *method, const char *path,
+		   const char *body, bool auth, int64_t deadline_ms,
+		   struct http_resp *r, char *why, size_t whylen)
 {
 	const struct etcd_endpoint *ep = &c->cl->url->ep[c->ep];
 	size_t len = strlen(body);
@@ -118,9 +118,9 @@ static int request(struct etcd_client *c, const char *path, const char *body,
 	int n, done;
 
 	n = asprintf(&req, ep->v6 ?
-		     "POST %s HTTP/1.1\r\nHost: [%s]:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n%s" :
-		     "POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n%s",
-		     path, ep->host, ep->port, len,
+		     "%s %s HTTP/1.1\r\nHost: [%s]:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n%s" :
+		     "%s %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n%s",
+		     method, path, ep->host, ep->port, len,
 		     auth && c->cl->token && c->cl->token[0] ? "Authorization: " : "",
 		     auth && c->cl->token && c->cl->token[0] ? c->cl->token : "",
 		     auth && c->cl->token && c->cl->token[0] ? "\r\n" : "", body);
@@ -153,20 +153,60 @@ static int request(struct etcd_client *c, const char *path, const char *body,
 	return n;
 }
 
-/* etcd's words for a failure, as an exit status. */
-static int exit_of(int code, const char *msg)
+/* etcd's words for a failure, as an exit status (the man page's list):
+ * 77 for credentials and rights, 69 for a cluster that cannot serve now
+ * (no leader, a minority member, too many requests, no space left, a
+ * learner), 70 for anything else, an answer dlock did not expect. */
+int etcd_exit_of(int code, const char *msg)
 {
 	switch (code) {
 	case GRPC_UNAUTHENTICATED:
 	case GRPC_PERMISSION_DENIED:
 		return EX_NOPERM;
 	case GRPC_INVALID_ARGUMENT:
-		return strstr(msg, "authentication failed") ||
-		       strstr(msg, "user name is empty") ? EX_NOPERM : EX_SOFTWARE;
-	case GRPC_UNAVAILABLE:
+		if (strstr(msg, "authentication failed") || strstr(msg, "user name is empty"))
+			return EX_NOPERM;
+		/* a name longer than the server's --max-request-bytes */
+		if (strstr(msg, "request is too large"))
+			return EX_USAGE;
+		/* the users and roles changed since we authenticated */
+		return strstr(msg, "revision of auth store is old") ? EX_UNAVAILABLE :
+		       EX_SOFTWARE;
+	case GRPC_FAILED_PRECONDITION:
+		if (strstr(msg, "user name not found") || strstr(msg, "role name not found") ||
+		    strstr(msg, "root user does not have root role"))
+			return EX_NOPERM;
+		/* a member that lost its leadership as it answered */
+		return strstr(msg, "not leader") ? EX_UNAVAILABLE : EX_SOFTWARE;
+	case GRPC_CANCELLED:
 	case GRPC_DEADLINE_EXCEEDED:
-	case 10:	/* Aborted */
-	case 8:		/* ResourceExhausted: too many requests */
+	case GRPC_RESOURCE_EXHAUSTED:	/* too many requests; no space (an alarm) */
+	case GRPC_ABORTED:
+	case GRPC_UNAVAILABLE:		/* no leader, timed out, a learner */
+	case GRPC_DATA_LOSS:		/* corrupt: an alarm the cluster raised */
+		return EX_UNAVAILABLE;
+	case GRPC_UNKNOWN:
+		/* a member cut off from the majority times out its proposals
+		 * (a lease grant) with the gateway's own deadline */
+		return strstr(msg, "context deadline exceeded") ||
+		       strstr(msg, "context canceled") ? EX_UNAVAILABLE : EX_SOFTWARE;
+	default:
+		return EX_SOFTWARE;
+	}
+}
+
+/* An HTTP status without etcd's JSON (a proxy in front, or not etcd). */
+static int exit_of_status(int status)
+{
+	switch (status) {
+	case 401:
+	case 403:
+	case 407:
+		return EX_NOPERM;
+	case 429:
+	case 502:
+	case 503:
+	case 504:
 		return EX_UNAVAILABLE;
 	default:
 		return EX_SOFTWARE;
@@ -175,6 +215,47 @@ static int exit_of(int code, const char *msg)
 
 static int authenticate(struct etcd_client *c, int64_t deadline_ms,
 			struct error *err);
+
+/* The oldest etcd whose JSON gateway serves /v3/ (3.3 has /v3beta/, 3.2
+ * /v3alpha/): every call dlock makes is there since. */
+#define MIN_MAJOR 3
+#define MIN_MINOR 4
+
+/* After a /v3/ path was not found: whether the member is an etcd older
+ * than that, by its GET /version, asked then only (nothing on the way of
+ * a server that has /v3/). why names it. */
+static bool too_old(struct etcd_client *c, int64_t deadline_ms, char *why,
+		    size_t whylen)
+{
+	struct http_resp r;
+	json_object *o = NULL, *v;
+	const char *version;
+	unsigned major, minor;
+	bool old = false;
+	bool refused;
+	char ignored[256];
+
+	if (c->conn.fd < 0 &&
+	    http_connect(&c->conn, &c->cl->url->ep[c->ep], &c->cl->addr[c->ep],
+			 c->cl->url->tls, c->cl->tls, deadline_ms, ignored,
+			 sizeof ignored, &refused) < 0)
+		return false;
+	if (request(c, "GET", "/version", "", false, deadline_ms, &r, ignored,
+		    sizeof ignored) < 0)
+		return false;
+	if (r.status == 200 && (o = etcd_json_parse(r.body ? r.body : "", r.body_len)) &&
+	    json_object_object_get_ex(o, "etcdserver", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    sscanf(version = json_object_get_string(v), "%u.%u", &major, &minor) == 2 &&
+	    (major < MIN_MAJOR || (major == MIN_MAJOR && minor < MIN_MINOR))) {
+		snprintf(why, whylen, "etcd %.32s is too old: dlock needs etcd %d.%d or later",
+			 version, MIN_MAJOR, MIN_MINOR);
+		old = true;
+	}
+	json_object_put(o);
+	http_resp_free(&r);
+	return old;
+}
 
 /* A request and its answer: 0 and *reply for 200; -1 with err and *code. */
 static int call_once(struct etcd_client *c, const char *path, const char *body,
@@ -189,7 +270,8 @@ static int call_once(struct etcd_client *c, const char *path, const char *body,
 	int n;
 
 	*retry = false;
-	if ((n = request(c, path, body, auth, deadline_ms, &r, why, sizeof why)) == -2) {
+	if ((n = request(c, "POST", path, body, auth, deadline_ms, &r, why,
+			 sizeof why)) == -2) {
 		fail(c, c->ep, err, EX_SOFTWARE, why);
 		return -1;
 	}
@@ -206,16 +288,29 @@ static int call_once(struct etcd_client *c, const char *path, const char *body,
 		return 0;
 	}
 	if (!o || etcd_error_parse(o, &msg, code) < 0) {
-		snprintf(why, sizeof why, r.status == 200 ? "an answer that is not etcd's JSON" :
-			 "HTTP status %d%s", r.status,
-			 r.status == 404 ? " (not etcd v3.4 or later?)" : "");
-		fail(c, c->ep, err, EX_SOFTWARE, why);
+		int status = r.status;
+
 		http_resp_free(&r);
 		json_object_put(o);
+		/* an older etcd: a setting to fix, but a member of its own,
+		 * so the next member is asked (an upgrade under way) */
+		if (status == 404 && too_old(c, deadline_ms, why, sizeof why)) {
+			c->cl->too_old = true;
+			fail(c, c->ep, err, EX_UNAVAILABLE, why);
+			return -1;
+		}
+		snprintf(why, sizeof why, status == 200 ? "an answer that is not etcd's JSON" :
+			 "HTTP status %d%s", status,
+			 status == 404 ? " (not etcd v3.4 or later?)" : "");
+		fail(c, c->ep, err, exit_of_status(status), why);
 		return -1;
 	}
-	n = exit_of(*code, msg);
-	fail(c, c->ep, err, n, msg);
+	n = etcd_exit_of(*code, msg);
+	if (*code == GRPC_PERMISSION_DENIED && c->cl->user)
+		snprintf(why, sizeof why, "%s (etcd user %s)", msg, c->cl->user);
+	else
+		snprintf(why, sizeof why, "%s", msg);
+	fail(c, c->ep, err, n, why);
 	http_resp_free(&r);
 	json_object_put(o);
 	return -1;
@@ -287,7 +382,9 @@ int etcd_call(struct etcd_client *c, const char *path, json_object *body,
 			stale_retried = true;
 			continue;
 		}
-		if (*code == GRPC_UNAUTHENTICATED && cl->user && !reauthed) {
+		if ((*code == GRPC_UNAUTHENTICATED ||
+		     strstr(err->msg, "revision of auth store is old")) &&
+		    cl->user && !reauthed) {
 			reauthed = true;
 			free(cl->token);
 			cl->token = NULL;
@@ -374,7 +471,7 @@ int etcd_stream_next(struct etcd_client *c, json_object **msg, struct error *err
 				goto read_more;
 			o = etcd_json_parse(r->body ? r->body : "", r->body_len);
 			if (etcd_error_parse(o, &m, &code) == 0)
-				fail(c, c->ep, err, exit_of(code, m), m);
+				fail(c, c->ep, err, etcd_exit_of(code, m), m);
 			else
 				fail(c, c->ep, err, EX_SOFTWARE, "a stream refused");
 			json_object_put(o);

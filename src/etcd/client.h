@@ -9,13 +9,18 @@
 #include "http.h"
 #include "url.h"
 
-/* gRPC codes the gateway passes on in "code" */
+/* gRPC codes the gateway passes on in "code" ("grpc_code" in a stream) */
+#define GRPC_CANCELLED 1
+#define GRPC_UNKNOWN 2
 #define GRPC_INVALID_ARGUMENT 3
 #define GRPC_DEADLINE_EXCEEDED 4
 #define GRPC_NOT_FOUND 5
 #define GRPC_PERMISSION_DENIED 7
+#define GRPC_RESOURCE_EXHAUSTED 8
 #define GRPC_FAILED_PRECONDITION 9
+#define GRPC_ABORTED 10
 #define GRPC_UNAVAILABLE 14
+#define GRPC_DATA_LOSS 15
 #define GRPC_UNAUTHENTICATED 16
 
 /* What the clients of one lock share: the cluster, its addresses (looked
@@ -24,13 +29,14 @@ struct etcd_cluster {
 	const struct etcd_url *url;
 	const struct tls_options *tls;
 	const char *user, *password;	/* NULL: no authentication */
-	struct http_addr addr[ETCD_MAX_ENDPOINTS];
+	struct net_addrs addr[ETCD_MAX_ENDPOINTS];
 	bool resolved[ETCD_MAX_ENDPOINTS];
-	char resolve_err[ETCD_MAX_ENDPOINTS][128];
+	char resolve_err[ETCD_MAX_ENDPOINTS][320];
 	bool resolved_all;
 	char *token;		/* etcd's auth token; NULL: none yet */
 	size_t cur;		/* the member that answered last */
 	bool tls_refused;	/* a TLS handshake failed on a certificate */
+	bool too_old;		/* a member is older than dlock needs */
 };
 
 struct etcd_client {
@@ -68,6 +74,11 @@ int etcd_stream_start(struct etcd_client *c, const char *path, json_object *body
 /* The next whole message of the stream, without waiting: 1 with *msg, 0
  * none yet, -1 the stream ended or failed (err says). */
 int etcd_stream_next(struct etcd_client *c, json_object **msg, struct error *err);
+
+/* An error etcd gave (its gRPC code and words) as dlock's exit status:
+ * 77 credentials and rights, 69 a cluster that cannot serve now, 70 the
+ * rest. */
+int etcd_exit_of(int code, const char *msg);
 
 /* "etcd://host:port" of member i, for messages. */
 const char *etcd_member_text(const struct etcd_cluster *cl, size_t i, char *buf,

@@ -291,6 +291,28 @@ json_object *etcd_op_delete(const char *key, size_t len)
 	return op;
 }
 
+json_object *etcd_op_delete_prev(const char *key, size_t len)
+{
+	json_object *op = etcd_op_delete(key, len), *r;
+
+	if (json_object_object_get_ex(op, "request_delete_range", &r))
+		json_object_object_add(r, "prev_kv", json_object_new_boolean(1));
+	return op;
+}
+
+int64_t etcd_txn_deleted_lease(json_object *reply, size_t i)
+{
+	json_object *d = etcd_txn_response(reply, i, "response_delete_range"), *prev;
+	int64_t lease;
+
+	if (!d || !json_object_object_get_ex(d, "prev_kvs", &prev) ||
+	    !json_object_is_type(prev, json_type_array) ||
+	    json_object_array_length(prev) != 1 ||
+	    etcd_i64(json_object_array_get_idx(prev, 0), "lease", &lease) < 0)
+		return 0;
+	return lease;
+}
+
 json_object *etcd_cmp_create(const char *key, size_t len, const char *end,
 			     size_t end_len, const char *result, int64_t rev)
 {
@@ -302,6 +324,17 @@ json_object *etcd_cmp_create(const char *key, size_t len, const char *end,
 	json_object_object_add(c, "target", json_object_new_string("CREATE"));
 	json_object_object_add(c, "result", json_object_new_string(result));
 	json_object_object_add(c, "create_revision", etcd_int(rev));
+	return c;
+}
+
+json_object *etcd_cmp_mod(const char *key, size_t len, int64_t rev)
+{
+	json_object *c = json_object_new_object();
+
+	json_object_object_add(c, "key", etcd_bytes(key, len));
+	json_object_object_add(c, "target", json_object_new_string("MOD"));
+	json_object_object_add(c, "result", json_object_new_string("EQUAL"));
+	json_object_object_add(c, "mod_revision", etcd_int(rev));
 	return c;
 }
 
@@ -366,7 +399,7 @@ int etcd_grant(struct etcd *e, int64_t id, int64_t ttl_s, int64_t deadline_ms,
 		       err) < 0)
 		/* ours already: a grant whose answer was lost */
 		return code == GRPC_FAILED_PRECONDITION &&
-		       strstr(err->msg, "lease already exists") ? 0 : -1;
+		       strstr(err->msg, "lease already exists") ? 1 : -1;
 	if (etcd_i64(reply, "TTL", granted_s) < 0 || *granted_s <= 0) {
 		error_set(err, EX_SOFTWARE, "%s: a lease grant answer not understood",
 			  e->cl.url->text);
@@ -395,13 +428,13 @@ int etcd_keepalive(struct etcd *e, int64_t id, int64_t deadline_ms,
 
 		if (json_object_object_get_ex(reply, "error", &error))
 			etcd_error_parse(error, &msg, &c);
-		if (msg) {
+		if (msg && etcd_exit_of(c, msg) == EX_UNAVAILABLE) {
 			/* the member could not renew (no leader): the next one,
 			 * next time */
 			http_close(&e->rpc.conn);
 			e->cl.cur = (e->rpc.ep + 1) % e->cl.url->n_ep;
 		}
-		error_set(err, msg ? EX_UNAVAILABLE : EX_SOFTWARE, "%s: keepalive: %s",
+		error_set(err, msg ? etcd_exit_of(c, msg) : EX_SOFTWARE, "%s: keepalive: %s",
 			  e->cl.url->text, msg ? msg : "an answer not understood");
 		json_object_put(reply);
 		return -1;
@@ -495,7 +528,7 @@ int etcd_history_lease(struct etcd *e, int64_t deadline_ms, struct error *err)
 	int64_t granted;
 
 	return etcd_grant(e, history_lease(e, clock_wall_ms() / 86400000),
-			  HISTORY_TTL_S, deadline_ms, &granted, err);
+			  HISTORY_TTL_S, deadline_ms, &granted, err) < 0 ? -1 : 0;
 }
 
 void etcd_history_trim(struct lock *lk, int64_t count, int64_t deadline_ms)

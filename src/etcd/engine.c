@@ -82,8 +82,6 @@ static const char *cannot(unsigned cap)
 		return "several -S: one etcd cluster keeps the lock, its members in one URL";
 	case CAP_WAIT_REPLICAS:
 		return "etcd's writes are on a majority of members already";
-	case CAP_UNAVAILABLE_RUN:
-		return "a lock service that is down is no lock to skip (not written for etcd)";
 	}
 	return NULL;
 }
@@ -166,7 +164,8 @@ static void close_lock(struct lock *lk)
 
 static void copy_out(struct lock *lk)
 {
-	lk->misconfigured |= etcd_of(lk)->cl.tls_refused;
+	/* a certificate or a server to fix, not an outage */
+	lk->misconfigured |= etcd_of(lk)->cl.tls_refused || etcd_of(lk)->cl.too_old;
 }
 
 /* Our key's value: who we are, for status and the waiters' line. */
@@ -790,15 +789,26 @@ static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
 
 	if (etcd_keepalive(e, e->lease, deadline_ms, &ttl_s, err) < 0)
 		return EXTEND_FAILED;
-	if (ttl_s <= 0) {
-		error_set(err, EX_TEMPFAIL, "%s: our lease %" PRIx64 " expired or was revoked",
-			  e->cl.url->text, (uint64_t)e->lease);
-		return EXTEND_LOST;
-	}
 	if (etcd_range_call(e, etcd_range_req(e->my_key, strlen(e->my_key), NULL, 0,
 					      0, false, 0, false, true),
 			    deadline_ms, &mine, &rev, err) < 0)
 		return EXTEND_FAILED;
+	if (mine.n == 1 && mine.kvs[0].create_rev == e->my_rev &&
+	    mine.kvs[0].lease && mine.kvs[0].lease != e->lease) {
+		/* `dlock extend -t` moved our key to a longer lease (the
+		 * job's own, with our token): that one is ours to keep alive */
+		e->lease = mine.kvs[0].lease;
+		if (etcd_keepalive(e, e->lease, deadline_ms, &ttl_s, err) < 0) {
+			etcd_range_free(&mine);
+			return EXTEND_FAILED;
+		}
+	}
+	if (ttl_s <= 0) {
+		etcd_range_free(&mine);
+		error_set(err, EX_TEMPFAIL, "%s: our lease %" PRIx64 " expired or was revoked",
+			  e->cl.url->text, (uint64_t)e->lease);
+		return EXTEND_LOST;
+	}
 	if (mine.n != 1 || mine.kvs[0].create_rev != e->my_rev) {
 		etcd_range_free(&mine);
 		error_set(err, EX_TEMPFAIL, "%s: our key %s was deleted (the lock broken, or its lease revoked)",
@@ -863,6 +873,33 @@ static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 	return true;
 }
 
+/* dlock was killed (kill -9): its watchdog, in a process of its own,
+ * writes the 'killed' event as release writes 'released'; the lock
+ * lapses with its lease. */
+static void note_killed(struct lock *lk, int64_t held_ms)
+{
+	struct etcd *e = etcd_of(lk);
+	json_object *ops, *op, *reply = NULL;
+	struct error err;
+	int64_t fence = 0;
+	bool ok;
+	int r;
+
+	etcd_parse_i64(lk->fence, strlen(lk->fence), &fence);
+	if (!(op = etcd_history_put(lk, "killed", lk->token, lk->info, fence, -1,
+				    held_ms, NULL)))
+		return;
+	ops = json_object_new_array();
+	json_object_array_add(ops, op);
+	r = etcd_txn(e, NULL, json_object_get(ops), NULL, etcd_deadline(lk), &reply,
+		     &ok, &err);
+	if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), &err) == 0)
+		r = etcd_txn(e, NULL, json_object_get(ops), NULL, etcd_deadline(lk),
+			     &reply, &ok, &err);
+	json_object_put(ops);
+	json_object_put(reply);
+}
+
 static size_t fds(const struct lock *lk, int *out, size_t max)
 {
 	const struct etcd *e = etcd_of(lk);
@@ -893,7 +930,7 @@ static int release(struct lock *lk, const struct release_how *how,
 		return 0;
 	json_object_array_add(cmp, etcd_cmp_create(e->my_key, klen, NULL, 0, "EQUAL",
 						   e->my_rev));
-	json_object_array_add(ok, etcd_op_delete(e->my_key, klen));
+	json_object_array_add(ok, etcd_op_delete_prev(e->my_key, klen));
 	if (how->job && (op = etcd_history_put(lk, "released", e->token, lk->info,
 					      e->my_rev, how->exit_status, held_ms,
 					      NULL))) {
@@ -936,7 +973,12 @@ static int release(struct lock *lk, const struct release_how *how,
 	json_object_put(fail);
 	if (r == 0) {
 		struct etcd_range c;
+		int64_t moved_to = succeeded ? etcd_txn_deleted_lease(reply, 0) : 0;
 
+		/* moved to another lease by `dlock extend -t` since our last
+		 * renewal: that one goes too */
+		if (moved_to && moved_to != e->lease)
+			etcd_revoke(e, moved_to, etcd_deadline(lk), &(struct error){ 0 });
 		lk->lost_at_release = !succeeded;
 		if (succeeded && how->job && lk->p->history > 0 &&
 		    etcd_txn_range(reply, 2, &c, err) == 0) {
@@ -949,6 +991,17 @@ static int release(struct lock *lk, const struct release_how *how,
 	 * deletes our key all the same */
 	if (etcd_revoke(e, e->lease, etcd_deadline(lk), &(struct error){ 0 }) == 0)
 		r = 0;
+	if (r < 0 && how->job && clock_now_ms() >= lk->valid_until_ms) {
+		/* No renewal got through before the lease could have run
+		 * out: the lock lapsed on our own clock, and the job was told
+		 * (or is now: 75). A release that cannot reach etcd after
+		 * that is no second failure to report. */
+		char why[sizeof err->msg];
+
+		snprintf(why, sizeof why, "%s", err->msg);
+		error_set(err, EX_TEMPFAIL, "the lease ran out before the release (%s)", why);
+		lk->lost_at_release = true;
+	}
 	e->have_lease = false;
 	if (r == 0 && count > 0)
 		etcd_history_trim(lk, count, etcd_deadline(lk));
@@ -959,7 +1012,7 @@ static int release(struct lock *lk, const struct release_how *how,
 const struct engine etcd_engine = {
 	.name = "etcd",
 	.caps = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_STEPS | CAP_HISTORY |
-		CAP_FORCE | CAP_NO_FORK | CAP_LIST,
+		CAP_FORCE | CAP_NO_FORK | CAP_LIST | CAP_UNAVAILABLE_RUN,
 	.min_ttl_ms = 1000,
 	.watch_after_ms = 500,
 	.cannot = cannot,
@@ -979,6 +1032,7 @@ const struct engine etcd_engine = {
 	.extend = extend,
 	.watch_fds = watch_fds,
 	.watch_events = watch_events,
+	.note_killed = note_killed,
 	.fds = fds,
 	.release = release,
 	.status = etcd_status,

@@ -112,8 +112,15 @@ json_object *etcd_op_range(const char *key, size_t len, const char *end,
 json_object *etcd_op_put(const char *key, size_t len, const char *value,
 			 size_t vlen, int64_t lease);
 json_object *etcd_op_delete(const char *key, size_t len);
+/* The same, its answer holding the key as it was (its lease). */
+json_object *etcd_op_delete_prev(const char *key, size_t len);
+/* The lease of the key a txn's response i (an etcd_op_delete_prev)
+ * deleted; 0: none, or nothing deleted. */
+int64_t etcd_txn_deleted_lease(json_object *reply, size_t i);
 json_object *etcd_cmp_create(const char *key, size_t len, const char *end,
 			     size_t end_len, const char *result, int64_t rev);
+/* key's mod revision is rev: the key exactly as it was read. */
+json_object *etcd_cmp_mod(const char *key, size_t len, int64_t rev);
 /* A txn; *reply and *succeeded. The arrays are taken (put). */
 int etcd_txn(struct etcd *e, json_object *cmp, json_object *ok, json_object *fail,
 	     int64_t deadline_ms, json_object **reply, bool *succeeded,
@@ -122,7 +129,9 @@ int etcd_txn(struct etcd *e, json_object *cmp, json_object *ok, json_object *fai
 int etcd_txn_range(json_object *reply, size_t i, struct etcd_range *r,
 		   struct error *err);
 
-/* Lease calls. keepalive: *ttl_s, <= 0 when the lease is gone. */
+/* Lease calls. grant: 0, or 1 when the lease existed already (a grant
+ * whose answer was lost: its time left may be less than ttl_s).
+ * keepalive: *ttl_s, the lease's granted TTL, <= 0 when it is gone. */
 int etcd_grant(struct etcd *e, int64_t id, int64_t ttl_s, int64_t deadline_ms,
 	       int64_t *granted_s, struct error *err);
 int etcd_keepalive(struct etcd *e, int64_t id, int64_t deadline_ms,

@@ -11,15 +11,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <curl/curl.h>
 #include "clock.h"
 #include "http.h"
@@ -93,22 +90,10 @@ void http_tls_end(void)
 
 /* ---- connections ---------------------------------------------------- */
 
-int http_resolve(const struct etcd_endpoint *ep, struct http_addr *a,
+int http_resolve(const struct etcd_endpoint *ep, struct net_addrs *a,
 		 char *err, size_t errlen)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
-	char port[8];
-	int e;
-
-	snprintf(port, sizeof port, "%d", ep->port);
-	if ((e = getaddrinfo(ep->host, port, &hints, &res)) != 0) {
-		snprintf(err, errlen, "%s: %s", ep->host, gai_strerror(e));
-		return -1;
-	}
-	memcpy(&a->sa, res->ai_addr, res->ai_addrlen);
-	a->len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
+	return net_resolve(ep->host, ep->port, AF_UNSPEC, a, err, errlen);
 }
 
 static int wait_fd(int fd, short events, int64_t deadline_ms)
@@ -126,39 +111,6 @@ static int wait_fd(int fd, short events, int64_t deadline_ms)
 		if (n < 0 && errno != EINTR)
 			return -1;
 	}
-}
-
-static int connect_plain(struct http_conn *c, const struct http_addr *a,
-			 int64_t deadline_ms, char *err, size_t errlen)
-{
-	int fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	int one = 1, e = 0;
-	socklen_t elen = sizeof e;
-
-	if (fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -1;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	if (connect(fd, (const struct sockaddr *)&a->sa, a->len) < 0) {
-		if (errno != EINPROGRESS) {
-			e = errno;
-		} else if (wait_fd(fd, POLLOUT, deadline_ms) <= 0) {
-			snprintf(err, errlen, "connection timed out");
-			close(fd);
-			return -1;
-		} else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0) {
-			e = errno;
-		}
-	}
-	if (e) {
-		snprintf(err, errlen, "%s", strerror(e));
-		log_lower_first(err);
-		close(fd);
-		return -1;
-	}
-	c->fd = fd;
-	return 0;
 }
 
 static int connect_tls(struct http_conn *c, const struct etcd_endpoint *ep,
@@ -219,7 +171,7 @@ static int connect_tls(struct http_conn *c, const struct etcd_endpoint *ep,
 }
 
 int http_connect(struct http_conn *c, const struct etcd_endpoint *ep,
-		 const struct http_addr *a, bool tls,
+		 const struct net_addrs *a, bool tls,
 		 const struct tls_options *o, int64_t deadline_ms,
 		 char *err, size_t errlen, bool *tls_refused)
 {
@@ -227,7 +179,7 @@ int http_connect(struct http_conn *c, const struct etcd_endpoint *ep,
 	http_close(c);
 	if (tls)
 		return connect_tls(c, ep, o, deadline_ms, err, errlen, tls_refused);
-	return connect_plain(c, a, deadline_ms, err, errlen);
+	return net_dial(a, deadline_ms, &c->fd, err, errlen);
 }
 
 void http_close(struct http_conn *c)

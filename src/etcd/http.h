@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/socket.h>
 #include "engine.h"
+#include "net.h"
 #include "url.h"
 
 /* The longest answer taken: a status of a lock with very many waiters. */
@@ -36,18 +36,15 @@ struct http_resp {
 int http_tls_init(struct error *err);
 void http_tls_end(void);
 
-/* A resolved address of an endpoint (resolved on the main thread: the
- * renewal thread must not wait on a name lookup). */
-struct http_addr {
-	struct sockaddr_storage sa;
-	socklen_t len;
-};
-int http_resolve(const struct etcd_endpoint *ep, struct http_addr *a,
+/* An endpoint's addresses, looked up on the main thread (net.h): the
+ * renewal thread must not wait on a name lookup. */
+int http_resolve(const struct etcd_endpoint *ep, struct net_addrs *a,
 		 char *err, size_t errlen);
 
-/* Connects by the deadline (absolute, clock.h). tls: o's files. */
+/* Connects by the deadline (absolute, clock.h), to each of a's addresses
+ * in turn (plain TCP; libcurl walks them for TLS). tls: o's files. */
 int http_connect(struct http_conn *c, const struct etcd_endpoint *ep,
-		 const struct http_addr *a, bool tls,
+		 const struct net_addrs *a, bool tls,
 		 const struct tls_options *o, int64_t deadline_ms,
 		 char *err, size_t errlen, bool *tls_refused);
 void http_close(struct http_conn *c);

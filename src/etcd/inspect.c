@@ -89,6 +89,7 @@ static int one_status(struct lock *lk, struct status_lock *m, struct error *err)
 
 		if (etcd_holds(all.kvs, all.n, i, &blocker)) {
 			struct status_holder *h = &m->holders[m->n_holders++];
+			struct etcd_value v;
 			int64_t ttl_s = -1;
 			struct error ignored;
 
@@ -101,6 +102,11 @@ static int one_status(struct lock *lk, struct status_lock *m, struct error *err)
 				h->left_ms = ttl_s > 0 ? ttl_s * 1000 : 0;
 			h->fence = kv->create_rev;
 			h->slot = -1;
+			/* --limit N: its place among the holders, 1..N, oldest
+			 * first (it moves up as those before it leave) */
+			if (etcd_value_parse(kv->value, kv->value_len, &v) &&
+			    v.mode[0] != 'x' && v.mode[0] != 's')
+				h->slot = (long)m->n_holders;
 			h->n_servers = 1;
 			if (asprintf(&h->note, "lease %" PRIx64, (uint64_t)kv->lease) < 0)
 				h->note = NULL;
@@ -109,8 +115,6 @@ static int one_status(struct lock *lk, struct status_lock *m, struct error *err)
 			if (kv->create_rev > m->fence)
 				m->fence = kv->create_rev;
 			if (m->n_holders == 1) {
-				struct etcd_value v;
-
 				m->foreign = !h->info;
 				if (etcd_value_parse(kv->value, kv->value_len, &v) &&
 				    v.mode[0] != 'x')
@@ -216,7 +220,8 @@ int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 	return 0;
 }
 
-static const char *const kinds[] = { "acquired", "broken", "released", "lost" };
+/* as enum history_kind */
+static const char *const kinds[] = { "acquired", "broken", "released", "lost", "killed" };
 
 static char *json_text(json_object *o, const char *key, size_t *len)
 {
@@ -275,7 +280,7 @@ int etcd_history(struct lock *lk, long count, struct history_report *out,
 		if (!o)
 			continue;
 		if ((kind = json_text(o, "event", &len)))
-			for (int j = 0; j < 4; j++)
+			for (int j = 0; j < (int)(sizeof kinds / sizeof *kinds); j++)
 				if (strcmp(kind, kinds[j]) == 0)
 					k = j;
 		free(kind);
@@ -352,6 +357,8 @@ int etcd_release_token(struct lock *lk, const char *token, struct error *err)
 	}
 	etcd_value_parse(r.kvs[0].value, r.kvs[0].value_len, &v);
 	info = engine_dup(v.info, v.info_len);
+	if (r.kvs[0].lease)	/* the one it moved to, if extended */
+		lease = r.kvs[0].lease;
 	cmp = json_object_new_array();
 	ok = json_object_new_array();
 	json_object_array_add(cmp, etcd_cmp_create(key, strlen(key), NULL, 0, "EQUAL",
@@ -452,21 +459,94 @@ int etcd_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	return *n ? 0 : 1;
 }
 
+/* The lease a lock moves to when extended past its lease's TTL: derived
+ * from the token and the lease it leaves, so that a move whose grant
+ * answer was lost, tried again, finds the same lease. */
+static int64_t next_lease(const struct etcd *e, const char *token, int64_t from,
+			  int64_t ttl_s)
+{
+	char salt[LOCK_TOKEN_MAX + 64];
+
+	snprintf(salt, sizeof salt, "%s moved from %" PRIx64 " for %" PRId64,
+		 token, (uint64_t)from, ttl_s);
+	return etcd_lease_of(salt, e->name_key);
+}
+
+/* Moves kv (the token's key, as read) onto a new lease of ttl_s: one txn
+ * that puts it again, value unchanged, if nothing wrote it since; its
+ * create revision (its place in the queue, the fence) stays, and so does
+ * its name, so the token still names it. Then the old lease goes.
+ * 0 moved, 1 the key changed meanwhile, -1 err. */
+static int move_lease(struct lock *lk, const struct etcd_kv *kv, int64_t ttl_s,
+		      struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	int64_t to = next_lease(e, lk->token, kv->lease, ttl_s), granted, ttl_now;
+	json_object *cmp, *ok, *reply = NULL;
+	bool moved = false;
+	int existed = etcd_grant(e, to, ttl_s, etcd_deadline(lk), &granted, err);
+
+	if (existed < 0)
+		return -1;
+	cmp = json_object_new_array();
+	ok = json_object_new_array();
+	json_object_array_add(cmp, etcd_cmp_mod(kv->key, kv->key_len, kv->mod_rev));
+	json_object_array_add(ok, etcd_op_put(kv->key, kv->key_len, kv->value,
+					      kv->value_len, to));
+	if (etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &moved, err) < 0) {
+		etcd_revoke(e, to, etcd_deadline(lk), &(struct error){ 0 });
+		return -1;
+	}
+	json_object_put(reply);
+	if (!moved) {
+		etcd_revoke(e, to, etcd_deadline(lk), &(struct error){ 0 });
+		return 1;
+	}
+	/* a lease granted by an earlier try: its full TTL again */
+	if (existed && etcd_keepalive(e, to, etcd_deadline(lk), &ttl_now, err) < 0)
+		return -1;
+	/* the key is off the old lease: revoking it deletes nothing of
+	 * ours, and a revoke that fails only lets it lapse */
+	etcd_revoke(e, kv->lease, etcd_deadline(lk), &(struct error){ 0 });
+	return 0;
+}
+
+/* extend --token: the lease ends --ttl from now at the earliest. A
+ * lease's TTL cannot change: a keepalive renews it to the TTL it was
+ * granted; a longer --ttl moves the key to a lease of its own. */
 enum extend_result etcd_extend_token(struct lock *lk, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
-	struct etcd_range r = { 0 };
-	char *key = NULL;
-	int64_t lease, ttl_s;
-	int found = find_token(lk, lk->token, &r, &key, &lease, err);
+	int64_t want_s = (lk->ttl_ms + 999) / 1000;
 
-	etcd_range_free(&r);
-	free(key);
-	if (found < 0)
-		return EXTEND_FAILED;
-	if (found > 0)
-		return EXTEND_LOST;
-	if (etcd_keepalive(e, lease, etcd_deadline(lk), &ttl_s, err) < 0)
-		return EXTEND_FAILED;
-	return ttl_s > 0 ? EXTEND_OK : EXTEND_LOST;
+	for (int round = 0; round < 3; round++) {
+		struct etcd_range r = { 0 };
+		char *key = NULL;
+		int64_t lease, ttl_s;
+		int found = find_token(lk, lk->token, &r, &key, &lease, err);
+
+		free(key);
+		if (found != 0 || !r.kvs[0].lease) {
+			etcd_range_free(&r);
+			return found < 0 ? EXTEND_FAILED : EXTEND_LOST;
+		}
+		/* the lease the key is on: the token's own, or one it moved to */
+		if (etcd_keepalive(e, r.kvs[0].lease, etcd_deadline(lk), &ttl_s, err) < 0) {
+			etcd_range_free(&r);
+			return EXTEND_FAILED;
+		}
+		if (ttl_s <= 0 || ttl_s >= want_s) {
+			etcd_range_free(&r);
+			return ttl_s > 0 ? EXTEND_OK : EXTEND_LOST;
+		}
+		found = move_lease(lk, &r.kvs[0], want_s, err);
+		etcd_range_free(&r);
+		if (found <= 0)
+			return found < 0 ? EXTEND_FAILED : EXTEND_OK;
+		/* written meanwhile (another extend moved it, or it went):
+		 * look again */
+	}
+	error_set(err, EX_UNAVAILABLE, "%s: the lock's key kept changing while we extended it",
+		  e->cl.url->text);
+	return EXTEND_FAILED;
 }

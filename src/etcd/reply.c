@@ -238,7 +238,8 @@ int etcd_error_parse(json_object *o, const char **msg, int *code)
 	     json_object_object_get_ex(o, "error", &m)) &&
 	    json_object_is_type(m, json_type_string))
 		*msg = json_object_get_string(m);
-	if (json_object_object_get_ex(o, "code", &c) &&
+	if ((json_object_object_get_ex(o, "code", &c) ||
+	     json_object_object_get_ex(o, "grpc_code", &c)) &&
 	    json_object_is_type(c, json_type_int)) {
 		int64_t v = json_object_get_int64(c);
 

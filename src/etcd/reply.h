@@ -40,7 +40,8 @@ void etcd_range_free(struct etcd_range *r);
 /* A txn answer's i-th response of kind ("response_range", ...), or NULL. */
 json_object *etcd_txn_response(json_object *txn, size_t i, const char *kind);
 
-/* An error answer's words and gRPC code ({"error": ..., "code": N}). */
+/* An error answer's words and gRPC code ({"error": ..., "code": N}, or a
+ * stream's {"grpc_code": N, "message": ...}). */
 int etcd_error_parse(json_object *o, const char **msg, int *code);
 
 /* The whole text as one JSON object (nothing after it but blanks). */

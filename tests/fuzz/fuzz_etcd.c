@@ -1,7 +1,8 @@
 /* fuzz_etcd.c - libFuzzer target for what the etcd engine reads from
  * outside: etcd:// URLs, the gateway's HTTP/1.1 answers (heads, lengths,
  * chunked bodies fed in pieces, as a socket gives them), its JSON (ranges,
- * txns, errors, int64 fields as strings), the values of lock keys as
+ * txns, errors and the exit status they map to, int64 fields as strings,
+ * a delete's previous key), the values of lock keys as
  * other clients may have written them, and who holds by them. Byte 0
  * picks the scenario, byte 1 the piece size, the rest is the input. See
  * tests/fuzz/README.md.
@@ -20,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * error, leases; each range's holders by the lock's rules. */
 static void json_reply(const char *s, size_t len)
 {
-	json_object *o = etcd_json_parse(s, len), *res;
+	json_object *o = etcd_json_parse(s, len), *res, *stream_err;
 	struct etcd_range r;
 	const char *msg;
 	int64_t v;
@@ -33,7 +34,13 @@ static void json_reply(const char *s, size_t len)
 	etcd_i64(o, "TTL", &v);
 	etcd_i64(o, "ID", &v);
 	etcd_bool(o, "succeeded", &b);
-	etcd_error_parse(o, &msg, &code);
+	if (etcd_error_parse(o, &msg, &code) == 0)
+		etcd_exit_of(code, msg);
+	/* a stream's error: {"error": {"grpc_code": N, "message": ...}} */
+	if (json_object_object_get_ex(o, "error", &stream_err) &&
+	    etcd_error_parse(stream_err, &msg, &code) == 0)
+		etcd_exit_of(code, msg);
+	etcd_txn_deleted_lease(o, 0);
 	if (json_object_object_get_ex(o, "result", &res)) {
 		etcd_i64(res, "TTL", &v);
 		etcd_bool(res, "canceled", &b);
