@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "config.h"
 #include "fanout.h"
+#include "keys.h"
 #include "rlock.h"
 #include "quorum.h"
 #include "scripts.h"
@@ -29,28 +30,6 @@
  * src/redis/lua/lib/fence.lua), so that they mostly hand out one value and the
  * write-back round is seldom needed. */
 #define FENCE_GRAIN_REDLOCK "1000000"
-
-/* A key in the lock key's Redis Cluster hash slot: "{key}suffix", or
- * "key suffix" when the key already has a {hash tag} of its own. */
-static char *derived_key(const char *key, const char *suffix)
-{
-	const char *open = strchr(key, '{');
-	const char *close = open ? strchr(open + 1, '}') : NULL;
-	char *out;
-
-	if (open && close && close > open + 1) {
-		if (asprintf(&out, "%s%s", key, suffix) < 0)
-			return NULL;
-	} else if (asprintf(&out, "{%s}%s", key, suffix) < 0) {
-		return NULL;
-	}
-	return out;
-}
-
-char *rlock_derived_key(const char *key, const char *suffix)
-{
-	return derived_key(key, suffix);
-}
 
 /* RedLock counts servers: one named twice would count twice, and its
  * failure would cost two votes. A usage error, before anything is sent. */
@@ -87,18 +66,24 @@ int rlock_init(struct rlock *lk, struct lock *core, struct error *err)
 	lk->granted = calloc(lk->n_nodes, sizeof *lk->granted);
 	if (!lk->nodes || !lk->why || !lk->granted ||
 	    asprintf(&lk->key, "%s%s", p->prefix, p->name) < 0 ||
-	    !(lk->fence_key = derived_key(lk->key, ":fence")) ||
-	    !(lk->owner_key = derived_key(lk->key, ":owner")) ||
-	    !(lk->mode_key = derived_key(lk->key, ":mode")) ||
-	    !(lk->queue_key = derived_key(lk->key, ":queue")) ||
-	    !(lk->alive_key = derived_key(lk->key, ":alive")) ||
-	    !(lk->ticket_key = derived_key(lk->key, ":ticket")) ||
-	    !(lk->slots_key = derived_key(lk->key, ":slots")) ||
-	    !(lk->wake_key = derived_key(lk->key, ":wake")) ||
-	    !(lk->writers_key = derived_key(lk->key, ":writers")) ||
-	    !(lk->history_key = derived_key(lk->key, ":history")) ||
-	    !(lk->notice_key = derived_key(lk->key, ":notice"))) {
+	    /* each tail is one of keys.c's: no lock key can be these */
+	    !(lk->fence_key = keys_derived(lk->key, ":fence")) ||
+	    !(lk->owner_key = keys_derived(lk->key, ":owner")) ||
+	    !(lk->mode_key = keys_derived(lk->key, ":mode")) ||
+	    !(lk->queue_key = keys_derived(lk->key, ":queue")) ||
+	    !(lk->alive_key = keys_derived(lk->key, ":alive")) ||
+	    !(lk->ticket_key = keys_derived(lk->key, ":ticket")) ||
+	    !(lk->slots_key = keys_derived(lk->key, ":slots")) ||
+	    !(lk->wake_key = keys_derived(lk->key, ":wake")) ||
+	    !(lk->writers_key = keys_derived(lk->key, ":writers")) ||
+	    !(lk->history_key = keys_derived(lk->key, ":history")) ||
+	    !(lk->notice_key = keys_derived(lk->key, ":notice"))) {
 		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	/* "" is status's listing, which names no lock of its own */
+	if (*p->name && keys_check(lk->key, err->msg, sizeof err->msg) < 0) {
+		err->exit = EX_USAGE;
 		return -1;
 	}
 	for (size_t i = 0; i < p->n_servers; i++) {
