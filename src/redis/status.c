@@ -782,9 +782,12 @@ static int publish(const struct status *s, const struct entry *e,
 		const struct merged_holder *mh = &m->holders[i];
 		struct status_holder *h = &out->holders[i];
 
+		/* slot i's key is :slots:i, 0 to n-1; every engine shows
+		 * slots as 1 to n */
 		*h = (struct status_holder){
 			.left_ms = mh->left_ms, .fence = mh->fence,
-			.slot = mh->h->slot, .n_servers = mh->n_servers,
+			.slot = mh->h->slot >= 0 ? mh->h->slot + 1 : -1,
+			.n_servers = mh->n_servers,
 		};
 		if (dup_to(mh->h->token, mh->h->token_len, &h->token, &h->token_len) < 0 ||
 		    dup_to(mh->h->info, mh->h->info_len, &h->info, &h->info_len) < 0)
