@@ -30,6 +30,10 @@
  * src/redis/lua/lib/fence.lua), so that they mostly hand out one value and the
  * write-back round is seldom needed. */
 #define FENCE_GRAIN_REDLOCK "1000000"
+/* Sentinel: what a holder on a failed-over master may take beyond its
+ * next renewal round to learn of the failover (the sentinels switch
+ * within about a second of each other, and tell one another within 2). */
+#define SENTINEL_SETTLE_MS 2000
 
 /* RedLock counts servers: one named twice would count twice, and its
  * failure would cost two votes. A usage error, before anything is sent. */
@@ -89,6 +93,7 @@ int rlock_init(struct rlock *lk, struct lock *core, struct error *err)
 	for (size_t i = 0; i < p->n_servers; i++) {
 		node_init(&lk->nodes[i], &((struct url *)p->servers)[i], p->password);
 		node_resolve(&lk->nodes[i]);	/* before any round */
+		lk->nodes[i].follow_master = true;
 	}
 	if (same_server_twice(lk, err) < 0)
 		return -1;
@@ -405,7 +410,71 @@ static void give_back(struct rlock *lk, const bool *stray)
 	all_servers(lk);
 }
 
+/* Sentinel: a failover leaves a holder on the old master, which goes on
+ * acting as master for seconds, until its next renewal round asks the
+ * sentinels (every round does, node_confirm_master()) and moves to the new
+ * master: there its lock is renewed if it was replicated, and lost (the
+ * job told) if not. That takes up to TTL/3 and a round's deadline after
+ * the sentinels switched. Until then a new master lacks what the old one
+ * had not replicated, so a master the sentinels named as recently as that
+ * is not asked for the lock: a refusal, tried again once that is over.
+ * (Holders of one lock are taken to use one --ttl.) Returns how many
+ * servers were left out so (skip), with when to try again in *fresh_ms. */
+static size_t hold_off_fresh(struct rlock *lk, int64_t *fresh_ms)
+{
+	int64_t settle_ms = lk->ttl_ms / 3 + 2 * lk->node_timeout_ms +
+			    SENTINEL_SETTLE_MS, age_ms;
+	size_t n_fresh = 0;
+
+	for (size_t i = 0; i < lk->n_nodes; i++) {
+		struct node *n = &lk->nodes[i];
+
+		if (n->url->kind != URL_SENTINEL ||
+		    node_confirm_master(n, clock_now_ms() + lk->node_timeout_ms,
+					true) < 0 ||
+		    (age_ms = node_master_age_ms(n)) < 0 || age_ms >= settle_ms)
+			continue;
+		n->skip = true;
+		n->next_asked = false;	/* no round there to use the answer */
+		n_fresh++;
+		if (*fresh_ms < 0 || settle_ms - age_ms < *fresh_ms)
+			*fresh_ms = settle_ms - age_ms;
+		if (lk->p->verbose && n->failing_over)
+			log_event(LOG_INFO, lk->p->name, "failover", NULL, 0,
+				  "%s: the sentinels fail %s:%d over: no lock until they are done and %.1fs more, so that any holder on the old master has moved or been told",
+				  n->url->text, n->master_host, n->master_port,
+				  (double)settle_ms / 1000);
+		else if (lk->p->verbose)
+			log_event(LOG_INFO, lk->p->name, "failover", NULL, 0,
+				  "%s: the sentinels made %s:%d the master %.1fs ago: no lock there for %.1fs more, so that any holder on the old master has moved or been told",
+				  n->url->text, n->master_host, n->master_port,
+				  (double)age_ms / 1000,
+				  (double)(settle_ms - age_ms) / 1000);
+	}
+	return n_fresh;
+}
+
+static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
+				    int64_t *retry_ms, struct error *err);
+
 enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *err)
+{
+	int64_t fresh_ms = -1;
+	size_t n_fresh = hold_off_fresh(lk, &fresh_ms);
+	enum lock_result r = try_servers(lk, n_fresh, retry_ms, err);
+
+	if (n_fresh == 0)
+		return r;
+	all_servers(lk);
+	if (r == LOCK_HELD && (*retry_ms < 0 || fresh_ms < *retry_ms))
+		*retry_ms = fresh_ms;
+	return r;
+}
+
+/* One try on the servers but the n_fresh that hold_off_fresh() left out
+ * (skip), which count as refusals. */
+static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
+				    int64_t *retry_ms, struct error *err)
 {
 	const char *argv[] = {
 		lk->key, lk->fence_key, lk->history_key, lk->owner_key,
@@ -449,6 +518,8 @@ enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *er
 	/* the short call found the lock taken: {3}, the full one then */
 	if (short_call && n_answered == 1 && short_again(lk->nodes[0].replies[0]))
 		n_answered = fanout_round(lk->nodes, 1, &cmd, 1, lk->node_timeout_ms);
+	n_answered += n_fresh;
+	lk->refused |= n_fresh > 0;
 	*retry_ms = -1;
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		struct node *n = &lk->nodes[i];
@@ -637,11 +708,18 @@ enum extend_result rlock_extend(struct rlock *lk, int64_t timeout_ms,
 		return EXTEND_OK;
 	}
 	if (n_no > lk->n_nodes - need) {
-		error_set(err, EX_TEMPFAIL, lk->n_nodes == 1 ?
-			  "the lock was deleted or taken over%s%s" :
-			  "the lock was deleted or taken over on a majority%s%s",
-			  lk->n_nodes == 1 ? " on " : "",
-			  lk->n_nodes == 1 ? lk->nodes[0].url->text : "");
+		const struct node *n = &lk->nodes[0];
+
+		if (lk->n_nodes == 1 && n->moved[0])
+			error_set(err, EX_TEMPFAIL, "%s: the sentinels failed %s over to %s:%d, which does not have the lock (not replicated in time)",
+				  n->url->text, n->moved, n->master_host,
+				  n->master_port);
+		else
+			error_set(err, EX_TEMPFAIL, lk->n_nodes == 1 ?
+				  "the lock was deleted or taken over%s%s" :
+				  "the lock was deleted or taken over on a majority%s%s",
+				  lk->n_nodes == 1 ? " on " : "",
+				  lk->n_nodes == 1 ? n->url->text : "");
 		return EXTEND_LOST;
 	}
 	no_quorum(lk, n_yes, err, "renewed the lease");
