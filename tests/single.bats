@@ -502,9 +502,10 @@ holder_user() {
 		hold s$round -S "$U" -s "$name"
 		wait_ready s$round
 		start_bg x$round -S "$U" -w 30 "$name" true
-		start_bg f$round -S "$U" --fair -s -w 30 "$name" true
 		wait_until 5 key_exists r "$(side "$lock" :writers)" ||
 			fail "$name: no exclusive waiter: $(cat "$T/x$round.err") $(all_keys r)"
+		# behind the writer: a shared request waits too
+		start_bg f$round -S "$U" --fair -s -w 30 "$name" true
 		wait_until 5 key_exists r "$(side "$lock" :queue:info)" ||
 			fail "$name: no fair waiter: $(cat "$T/f$round.err") $(all_keys r)"
 		all_keys r >>"$T/seen"
