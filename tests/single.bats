@@ -451,6 +451,8 @@ holder_user() {
 		run -64 --separate-stderr dlock -S "$U" -n "$name" touch "$T/ran"
 		assert_equal "$stderr" "dlock: $name: bad lock name for Redis: its key 'dlock:$name' is the '${name#'{app}:x'}' key dlock keeps beside the lock 'dlock:{app}:x' (see REDIS KEYS in dlock(1))"
 	done
+	# -k: refused before any key is taken
+	run -64 dlock -S "$U" -k a -k '{app}:x:fence' -k z touch "$T/ran"
 	[[ ! -e $T/ran ]] || fail "the command ran"
 	assert_equal "$(all_keys r)" ''
 	# the lock {app}:x keeps its side keys to itself; the other name
