@@ -436,3 +436,34 @@ EOF
 	finish s
 	assert_equal "$bg_status" 0
 }
+
+# Every engine numbers --limit slots 1 to n in status and --json (issue 29,
+# 7); the keys stay :slots:0 to :slots:n-1.
+check_limit_slots() {
+	hold a "${SRV[@]}" --limit 2 K
+	wait_ready a
+	hold b "${SRV[@]}" --limit 2 K
+	wait_ready b
+	every_server 1 exists '{dlock:K}:slots:0'
+	every_server 1 exists '{dlock:K}:slots:1'
+	run -0 --separate-stderr dlock status "${SRV[@]}" --json K
+	assert_regex "$output" '"slot": ?1[,}]'
+	assert_regex "$output" '"slot": ?2[,}]'
+	refute_regex "$output" '"slot": ?0[,}]'
+	# the SLOT column of the two holders' rows (SINCE is two words: "0.5s ago")
+	run -0 --separate-stderr dlock status "${SRV[@]}" K
+	assert_equal "$(awk 'NR == 2 { for (f = 1; f <= NF; f++) if ($f == "SLOT") c = f + 1 }
+		(NR == 3 || NR == 4) && c { print $c }' <<<"$output" | sort | tr '\n' ' ')" '1 2 '
+	finish a
+	finish b
+}
+
+@test "--limit: status numbers the slots 1 to n" {
+	servers 1
+	check_limit_slots
+}
+
+@test "RedLock: --limit: status numbers the slots 1 to n" {
+	servers 3
+	check_limit_slots
+}

@@ -13,6 +13,11 @@ setup() {
 
 elapsed_ms() { echo $(($(now_ms) - t0)); }
 
+# side LOCK-KEY TAIL: a side key of the lock, as REDIS KEYS names it
+side() {
+	if [[ $1 =~ \{[^}]+\} ]]; then echo "$1$2"; else echo "{$1}$2"; fi
+}
+
 @test "-n exits 1 at once, silently, while the lock is held" {
 	hold h -S "$U" K
 	wait_ready h
@@ -434,4 +439,103 @@ holder_user() {
 	wait "$pid" || fail "exit $?: $(cat "$T/err")"
 	run cat "$T/err"
 	assert_output ""
+}
+
+# Issue 26 item 4: the side keys of "{app}:x" are "dlock:{app}:x:fence"
+# and so on, the lock key of the lock "{app}:x:fence": taking "{app}:x"
+# overwrote a running holder's key (it learned only at release, 75). Such
+# a name is refused before anything is sent, and the lock "{app}:x" works.
+@test "a hash-tagged name that is another lock's side key is refused (64), contacting nothing" {
+	local name
+	for name in '{app}:x:fence' '{app}:x:queue:info' '{app}:x:slots:1' '{app}:x:notice:ab12'; do
+		run -64 --separate-stderr dlock -S "$U" -n "$name" touch "$T/ran"
+		assert_equal "$stderr" "dlock: $name: bad lock name for Redis: its key 'dlock:$name' is the '${name#'{app}:x'}' key dlock keeps beside the lock 'dlock:{app}:x' (see REDIS KEYS in dlock(1))"
+	done
+	# -k: refused before any key is taken
+	run -64 dlock -S "$U" -k a -k '{app}:x:fence' -k z touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	assert_equal "$(all_keys r)" ''
+	# the lock {app}:x keeps its side keys to itself; the other name
+	# stays refused while it is held, in every subcommand
+	hold h -S "$U" '{app}:x'
+	wait_ready h
+	key_exists r 'dlock:{app}:x:fence'
+	run -64 dlock -S "$U" -w 1 '{app}:x:fence' true
+	run -64 dlock -S "$U" acquire '{app}:x:fence'
+	run -64 dlock -S "$U" release --force '{app}:x:fence'
+	run -64 dlock -S "$U" status '{app}:x' '{app}:x:fence'
+	run -64 dlock -S "$U" history '{app}:x:fence'
+	finish h
+	assert_equal "$bg_status" 0
+	# names that only look alike are locks of their own
+	run -0 dlock -S "$U" -n '{app}:x:fences' true
+	run -0 dlock -S "$U" -n 'app:x:fence' true
+}
+
+# With --prefix '' plain names met the same way: the lock "{dlock:x}:fence"
+# is the fencing counter of the lock "x" (default prefix), and the lock
+# "{x}" would share every side key of the lock "x".
+@test "--prefix '': a key that is a side key or all hash tag is refused; one with '}' and no tag too" {
+	hold h -S "$U" x
+	wait_ready h
+	run -64 --separate-stderr dlock -S "$U" --prefix '' -n '{dlock:x}:fence' touch "$T/ran"
+	assert_equal "$stderr" "dlock: {dlock:x}:fence: bad lock name for Redis: its key '{dlock:x}:fence' is the ':fence' key dlock keeps beside the lock 'dlock:x' (see REDIS KEYS in dlock(1))"
+	run -64 --separate-stderr dlock -S "$U" --prefix '' -n '{dlock:x}' touch "$T/ran"
+	assert_equal "$stderr" "dlock: {dlock:x}: bad lock name for Redis: its key '{dlock:x}' is all hash tag, so the keys dlock keeps beside it would be those of the lock 'dlock:x' (see REDIS KEYS in dlock(1))"
+	# its side keys would hash to slot "a", not the lock's
+	run -64 --separate-stderr dlock -S "$U" -n 'a}b' touch "$T/ran"
+	assert_regex "$stderr" "^dlock: a\}b: bad lock name for Redis: its key 'dlock:a\}b' has a '\}' but no hash tag"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	finish h
+	assert_equal "$bg_status" 0
+	assert_equal "$(rcli r get '{dlock:x}:fence' | cut -f1)" "$(job_var h DLOCK_FENCE)"
+}
+
+# Every key dlock keeps beside a lock, as the server has it (exclusive,
+# shared, --limit, --fair and exclusive waiters, the notice to a broken
+# holder, the history), is refused as a lock key under any prefix: no lock can
+# overwrite another's side key.
+@test "every side key a lock makes, in every mode, is refused as a lock key" {
+	local name lock key n round=0
+	for name in K '{app}:x'; do
+		round=$((round + 1))
+		lock=dlock:$name
+		: >"$T/seen"
+		hold s$round -S "$U" -s "$name"
+		wait_ready s$round
+		start_bg x$round -S "$U" -w 30 "$name" true
+		wait_until 5 key_exists r "$(side "$lock" :writers)" ||
+			fail "$name: no exclusive waiter: $(cat "$T/x$round.err") $(all_keys r)"
+		# behind the writer: a shared request waits too
+		start_bg f$round -S "$U" --fair -s -w 30 "$name" true
+		wait_until 5 key_exists r "$(side "$lock" :queue:info)" ||
+			fail "$name: no fair waiter: $(cat "$T/f$round.err") $(all_keys r)"
+		all_keys r >>"$T/seen"
+		finish s$round
+		reap x$round
+		reap f$round
+		# a holder that does not watch: its notice stays
+		run -0 dlock -S "$U" acquire --limit 2 "$name"
+		all_keys r >>"$T/seen"
+		run -0 dlock -S "$U" release --force "$name"
+		all_keys r >>"$T/seen"
+		n=0
+		for key in "$(side "$lock" :fence)" "$(side "$lock" :owner)" \
+			"$(side "$lock" :mode)" "$(side "$lock" :slots)" \
+			"$(side "$lock" :slots:0)" "$(side "$lock" :alive)" \
+			"$(side "$lock" :writers)" "$(side "$lock" :queue)" \
+			"$(side "$lock" :queue:info)" "$(side "$lock" :ticket)" \
+			"$(side "$lock" :history)"; do
+			grep -qxF -- "$key" "$T/seen" || fail "$key never seen: $(sort -u "$T/seen")"
+		done
+		grep -q -- "$(side "$lock" :notice:)" "$T/seen" || fail "no notice key: $(sort -u "$T/seen")"
+		while read -r key; do
+			[[ $key != "$lock" ]] || continue
+			run -64 dlock -S "$U" --prefix '' -n "$key" touch "$T/ran"
+			n=$((n + 1))
+		done < <(sort -u "$T/seen")
+		((n >= 12)) || fail "$n side keys"
+		[[ ! -e $T/ran ]] || fail "the command ran"
+		rcli r flushall >/dev/null
+	done
 }

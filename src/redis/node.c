@@ -33,7 +33,7 @@
 
 void node_init(struct node *n, struct url *url, const char *password)
 {
-	*n = (struct node){ .url = url, .password = password };
+	*n = (struct node){ .url = url, .password = password, .master_age_ms = -1 };
 }
 
 int node_fd(const struct node *n)
@@ -58,6 +58,7 @@ static void fail(struct node *n, int exit, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static int connect_start(struct node *n);
+static bool same_addr(const struct url_addr *a, const struct url_addr *b);
 static void queue_round(struct node *n);
 static void flush(struct node *n);
 
@@ -332,25 +333,24 @@ static int wait_for(int fd, short events, int64_t deadline_ms, char *why,
 	return -1;
 }
 
-/* One question to a sentinel over TLS (rediss-sentinel://), each step
- * with poll() and the deadline: connect, handshake, command, reply.
- * Returns the reply, or NULL with why. */
-static redisReply *sentinel_ask_tls(const struct url_addr *a, const char *host,
-				    const char *master, int64_t deadline_ms,
-				    char *why, size_t whylen)
+/* Questions to a sentinel over TLS (rediss-sentinel://), each step with
+ * poll() and the deadline: connect, handshake, the commands (cmd, len
+ * bytes, all at once), n replies. Returns 0, or -1 with why. */
+static int sentinel_ask_tls(const struct url_addr *a, const char *host,
+			    const char *cmd, size_t len, redisReply **replies,
+			    int n, int64_t deadline_ms, char *why, size_t whylen)
 {
-	int fd = tcp_socket(a), e = 0, r, len = -1;
+	int fd = tcp_socket(a), e = 0, r, got = 0;
 	socklen_t elen = sizeof e;
 	struct tls *t = NULL;
 	redisReader *reader = NULL;
-	void *reply = NULL;
-	char *cmd = NULL, buf[4096];
+	char buf[4096];
 	short ev = POLLOUT;
 
 	if (fd < 0) {
 		snprintf(why, whylen, "%s", strerror(errno));
 		log_lower_first(why);
-		return NULL;
+		return -1;
 	}
 	if (wait_for(fd, POLLOUT, deadline_ms, why, whylen) < 0)
 		goto out;
@@ -368,80 +368,216 @@ static redisReply *sentinel_ask_tls(const struct url_addr *a, const char *host,
 			goto out;
 	if (r < 0)
 		goto out;
-	len = redisFormatCommand(&cmd, "SENTINEL get-master-addr-by-name %s", master);
-	reader = redisReaderCreate();
-	if (len < 0 || !reader) {
+	if (!(reader = redisReaderCreate())) {
 		snprintf(why, whylen, "out of memory");
 		goto out;
 	}
-	for (int done = 0; done < len;) {
-		ssize_t n = tls_write(t, cmd + done, (size_t)(len - done), &ev, why, whylen);
+	for (size_t done = 0; done < len;) {
+		ssize_t w = tls_write(t, cmd + done, len - done, &ev, why, whylen);
 
-		if (n > 0)
-			done += (int)n;
-		else if (n != TLS_WANT || wait_for(fd, ev, deadline_ms, why, whylen) < 0)
+		if (w > 0)
+			done += (size_t)w;
+		else if (w != TLS_WANT || wait_for(fd, ev, deadline_ms, why, whylen) < 0)
 			goto out;
 	}
-	while (!reply) {
-		ssize_t n = tls_read(t, buf, sizeof buf, &ev, why, whylen);
+	while (got < n) {
+		void *reply = NULL;
+		ssize_t w = tls_read(t, buf, sizeof buf, &ev, why, whylen);
 
-		if (n == TLS_WANT) {
+		if (w == TLS_WANT) {
 			if (wait_for(fd, ev, deadline_ms, why, whylen) < 0)
 				goto out;
-		} else if (n <= 0) {
+			continue;
+		}
+		if (w <= 0)
 			goto out;
-		} else if (redisReaderFeed(reader, buf, (size_t)n) != REDIS_OK ||
-			   redisReaderGetReply(reader, &reply) != REDIS_OK) {
-			snprintf(why, whylen, "bad reply: %s", reader->errstr);
-			goto out;
+		if (redisReaderFeed(reader, buf, (size_t)w) != REDIS_OK)
+			goto bad;
+		for (;;) {
+			if (redisReaderGetReply(reader, &reply) != REDIS_OK)
+				goto bad;
+			if (!reply)
+				break;
+			if (got < n)
+				replies[got++] = reply;
+			else
+				freeReplyObject(reply);
 		}
 	}
+	goto out;
+bad:
+	snprintf(why, whylen, "bad reply: %s", reader->errstr);
 out:
 	tls_free(t);
 	if (reader)
 		redisReaderFree(reader);
-	if (len >= 0)
-		redisFreeCommand(cmd);
 	close(fd);
-	return reply;
+	if (got == n)
+		return 0;
+	while (got > 0)
+		freeReplyObject(replies[--got]);
+	return -1;
 }
 
-/* The reply of sentinel i to SENTINEL get-master-addr-by-name, or NULL
- * with why. */
-static redisReply *sentinel_ask(const struct node *n, int i, char *why,
-				size_t whylen)
+/* Sentinel i's replies to n commands (argv each, argc[] words), sent at
+ * once, by deadline_ms. Returns 0, or -1 with why. */
+static int sentinel_ask(const struct node *n, int i, int64_t deadline_ms,
+			const char **const *argv, const int *argc,
+			redisReply **replies, int n_cmds, char *why, size_t whylen)
 {
 	const struct url *u = n->url;
-	int64_t left = n->deadline_ms - clock_now_ms();
-	redisContext *c;
-	redisReply *r;
+	int64_t left = deadline_ms - clock_now_ms();
+	sds cmds = sdsempty();
+	redisContext *c = NULL;
+	int got = 0;
 
-	if (u->tls)
-		return sentinel_ask_tls(&u->sentinels[i].addr, u->sentinels[i].host,
-					u->master, n->deadline_ms, why, whylen);
+	for (int k = 0; cmds && k < n_cmds; k++) {
+		sds one = NULL;
+
+		if (redisFormatSdsCommandArgv(&one, argc[k], argv[k], NULL) < 0) {
+			sdsfree(cmds);
+			cmds = NULL;
+			break;
+		}
+		cmds = sdscatsds(cmds, one);
+		sdsfree(one);
+	}
+	if (!cmds) {
+		snprintf(why, whylen, "out of memory");
+		return -1;
+	}
+	if (u->tls) {
+		int r = sentinel_ask_tls(&u->sentinels[i].addr, u->sentinels[i].host,
+					 cmds, sdslen(cmds), replies, n_cmds,
+					 deadline_ms, why, whylen);
+
+		sdsfree(cmds);
+		return r;
+	}
 	c = sentinel_connect(&u->sentinels[i].addr, left, why, whylen);
-	if (!c)
-		return NULL;
-	r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", u->master);
-	if (!r) {
-		snprintf(why, whylen, "%s", c->errstr);
+	if (c && redisAppendFormattedCommand(c, cmds, sdslen(cmds)) == REDIS_OK)
+		while (got < n_cmds &&
+		       redisGetReply(c, (void **)&replies[got]) == REDIS_OK)
+			got++;
+	if (c && got < n_cmds) {
+		snprintf(why, whylen, "%s", c->errstr[0] ? c->errstr : "out of memory");
 		log_lower_first(why);
 	}
-	redisFree(c);
-	return r;
+	sdsfree(cmds);
+	if (c)
+		redisFree(c);
+	if (got == n_cmds)
+		return 0;
+	while (got > 0)
+		freeReplyObject(replies[--got]);
+	return -1;
 }
 
-/* Asks the sentinels, one after another, for the master's address; its
- * host as they name it goes to n->master_host. */
-static int sentinel_resolve(struct node *n, struct url_addr *master)
+/* What a sentinel says of the master. */
+struct master_view {
+	char host[256];		/* as the sentinels name it */
+	int port;
+	int64_t age_ms;		/* since this sentinel has it as the master
+				 * (or started); 0 while it fails the master
+				 * over; -1 unknown */
+	bool failing_over;
+};
+
+static bool is_bulk(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS;
+}
+
+/* SENTINEL MASTER's field name, or NULL. */
+static const char *field(const redisReply *r, const char *name)
+{
+	for (size_t i = 0; i + 1 < r->elements; i += 2)
+		if (is_bulk(r->element[i]) && is_bulk(r->element[i + 1]) &&
+		    strcmp(r->element[i]->str, name) == 0)
+			return r->element[i + 1]->str;
+	return NULL;
+}
+
+/* A reply to SENTINEL MASTER (a list of names and values) or, where
+ * that is not allowed, to SENTINEL get-master-addr-by-name (host, port)
+ * into v. Returns 0, or -1 with why. */
+static int master_of(const redisReply *r, struct master_view *v, char *why,
+		     size_t whylen)
+{
+	const char *host = NULL, *port = NULL, *flags, *role, *since;
+
+	v->failing_over = false;
+
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    is_bulk(r->element[0]) && is_bulk(r->element[1])) {
+		host = r->element[0]->str;
+		port = r->element[1]->str;
+		v->age_ms = -1;
+	} else if (r->type == REDIS_REPLY_ARRAY) {
+		host = field(r, "ip");
+		port = field(r, "port");
+		flags = field(r, "flags");
+		role = field(r, "role-reported");
+		since = field(r, "role-reported-time");
+		v->age_ms = since ? strtoll(since, NULL, 10) : -1;
+		/* a failover under way: the old master may still take locks
+		 * that the new one will not have */
+		v->failing_over = (flags && strstr(flags, "failover_in_progress")) ||
+				  (role && strcmp(role, "master") != 0);
+		if (v->failing_over || v->age_ms < -1)
+			v->age_ms = 0;
+	}
+	if (!host || !port || strlen(host) >= sizeof v->host) {
+		snprintf(why, whylen, "%s", r->type == REDIS_REPLY_ERROR ? r->str :
+			 "does not know the master");
+		return -1;
+	}
+	snprintf(v->host, sizeof v->host, "%s", host);
+	v->port = (int)strtol(port, NULL, 10);
+	if (v->port <= 0 || v->port >= 65536) {
+		snprintf(why, whylen, "master %s: port out of range", host);
+		return -1;
+	}
+	return 0;
+}
+
+/* The sentinel's uptime in ms from INFO server, or -1. */
+static int64_t uptime_ms(const redisReply *r)
+{
+	const char *at = r->type == REDIS_REPLY_STRING ?
+			 strstr(r->str, "\nuptime_in_seconds:") : NULL;
+
+	return at ? 1000 * strtoll(at + 19, NULL, 10) : -1;
+}
+
+/* Asks the sentinels, one after another until one answers by
+ * deadline_ms, where the master is: SENTINEL MASTER, which also says since
+ * when it is the master (get-master-addr-by-name only where an ACL refuses
+ * it). Each sentinel gets its share of the time left, so that one that
+ * does not answer at all leaves time for the next. With with_age, the
+ * same request asks the sentinel's uptime too: a master it has had since
+ * it started was not just promoted. Returns 0 with v, and its address in
+ * a (len 0, why said, when the name cannot be looked up now); or -1 with
+ * why when no sentinel answered. */
+static int sentinel_query(struct node *n, int64_t deadline_ms, bool with_age,
+			  struct master_view *v, struct url_addr *a, char *why,
+			  size_t whylen)
 {
 	struct url *u = n->url;
-	char why[384] = "no sentinel answered";
+	const char *master[] = { "SENTINEL", "MASTER", u->master };
+	const char *addr[] = { "SENTINEL", "get-master-addr-by-name", u->master };
+	const char *info[] = { "INFO", "server" };
+	const char **const both[] = { master, info };
+	const char **const fallback[] = { addr };
+	const int argc[] = { 3, 2 };
 
+	snprintf(why, whylen, "no sentinel answered");
 	for (int i = 0; i < u->n_sentinels; i++) {
-		int64_t left = n->deadline_ms - clock_now_ms();
+		int64_t left = deadline_ms - clock_now_ms();
+		int64_t until_ms = clock_now_ms() + left / (u->n_sentinels - i);
 		char sentinel[300], what[320];
-		redisReply *r;
+		redisReply *r[2] = { NULL, NULL };
+		int got;
 
 		if (left <= 0)
 			break;
@@ -449,35 +585,104 @@ static int sentinel_resolve(struct node *n, struct url_addr *master)
 			 u->sentinels[i].port);
 		if (address(n, u->sentinels[i].host, u->sentinels[i].port,
 			    &u->sentinels[i].addr, what, sizeof what) < 0 ||
-		    !(r = sentinel_ask(n, i, what, sizeof what))) {
-			snprintf(why, sizeof why, "%.150s: %.200s", sentinel, what);
+		    sentinel_ask(n, i, until_ms, both, argc, r, with_age ? 2 : 1,
+				 what, sizeof what) < 0) {
+			snprintf(why, whylen, "%.150s: %.200s", sentinel, what);
 			continue;
 		}
-		if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-		    r->element[0]->type == REDIS_REPLY_STRING &&
-		    r->element[1]->type == REDIS_REPLY_STRING &&
-		    r->element[0]->len < 256) {
-			const char *host = r->element[0]->str;
-			long p = strtol(r->element[1]->str, NULL, 10);
-
-			if (p > 0 && p < 65536 &&
-			    (url_numeric_addr(host, (int)p, master) == 0 ||
-			     address(n, host, (int)p, master, what, sizeof what) == 0)) {
-				snprintf(n->master_host, sizeof n->master_host, "%s", host);
-				freeReplyObject(r);
-				return 0;
+		if (r[0]->type == REDIS_REPLY_ERROR && !strstr(r[0]->str, "No such master")) {
+			freeReplyObject(r[0]);
+			r[0] = NULL;
+			if (sentinel_ask(n, i, until_ms, fallback, argc, r, 1, what,
+					 sizeof what) < 0) {
+				if (r[1])
+					freeReplyObject(r[1]);
+				snprintf(why, whylen, "%.150s: %.200s", sentinel, what);
+				continue;
 			}
-			snprintf(why, sizeof why, "%.150s: master %.200s", sentinel,
-				 p > 0 && p < 65536 ? what : "port out of range");
-		} else {
-			snprintf(why, sizeof why, "%.150s: %.200s", sentinel,
-				 r->type == REDIS_REPLY_ERROR ? r->str :
-				 "does not know the master");
 		}
-		freeReplyObject(r);
+		got = master_of(r[0], v, what, sizeof what);
+		/* the role it reported since the sentinel started: no news */
+		if (got == 0 && r[1] && v->age_ms > 0 && v->age_ms + 1000 >= uptime_ms(r[1]))
+			v->age_ms = -1;
+		freeReplyObject(r[0]);
+		if (r[1])
+			freeReplyObject(r[1]);
+		if (got < 0) {
+			snprintf(why, whylen, "%.150s: %.200s", sentinel, what);
+			continue;
+		}
+		a->len = 0;
+		if (url_numeric_addr(v->host, v->port, a) < 0 &&
+		    address(n, v->host, v->port, a, what, sizeof what) < 0)
+			snprintf(why, whylen, "%.150s: master %.200s", sentinel, what);
+		return 0;
 	}
-	fail(n, EX_UNAVAILABLE, "%s", why);
 	return -1;
+}
+
+/* Asks the sentinels for the master's address (the answer this round
+ * already had, if any); its host as they name it goes to n->master_host. */
+static int sentinel_resolve(struct node *n, struct url_addr *master)
+{
+	struct master_view v;
+	char why[384];
+
+	if (n->next_asked && !n->next_addr.len) {	/* asked, no answer */
+		fail(n, EX_UNAVAILABLE, "%s", n->next_why);
+		return -1;
+	}
+	if (n->next_asked) {
+		*master = n->next_addr;
+		return 0;
+	}
+	if (sentinel_query(n, n->deadline_ms, false, &v, master, why, sizeof why) < 0 ||
+	    !master->len) {
+		fail(n, EX_UNAVAILABLE, "%s", why);
+		return -1;
+	}
+	snprintf(n->master_host, sizeof n->master_host, "%s", v.host);
+	n->master_port = v.port;
+	n->master_age_ms = -1;	/* not asked with its age */
+	return 0;
+}
+
+int node_confirm_master(struct node *n, int64_t deadline_ms, bool with_age)
+{
+	struct master_view v;
+	struct url_addr a;
+
+	if (n->url->kind != URL_SENTINEL || n->next_asked)
+		return n->next_asked && n->next_addr.len ? 0 : -1;
+	n->next_asked = true;
+	n->next_addr.len = 0;
+	if (sentinel_query(n, deadline_ms, with_age, &v, &a, n->next_why,
+			   sizeof n->next_why) < 0)
+		return -1;
+	n->master_age_ms = v.age_ms;
+	n->master_seen_ms = clock_now_ms();
+	n->failing_over = v.failing_over;
+	/* a master named by a host name not looked up (the renewal thread
+	 * looks nothing up): the same name, or another server */
+	if (n->c && (a.len ? !same_addr(&a, &n->master_addr) :
+		     v.port != n->master_port || strcmp(v.host, n->master_host) != 0)) {
+		/* a failover: this round goes to the new master, where the
+		 * lock is ours only if it was replicated in time */
+		snprintf(n->moved, sizeof n->moved, "%s:%d", n->master_host,
+			 n->master_port);
+		node_close(n);
+	}
+	snprintf(n->master_host, sizeof n->master_host, "%s", v.host);
+	n->master_port = v.port;
+	n->next_addr = a;
+	return 0;
+}
+
+int64_t node_master_age_ms(const struct node *n)
+{
+	if (n->url->kind != URL_SENTINEL || n->master_age_ms < 0)
+		return -1;
+	return n->master_age_ms + (clock_now_ms() - n->master_seen_ms);
 }
 
 /* A connection to a, started; for rediss://, a TLS session on it for
@@ -525,6 +730,7 @@ static int connect_start(struct node *n)
 	case URL_SENTINEL:
 		if (sentinel_resolve(n, &master) < 0)
 			return -1;
+		n->master_addr = master;
 		return tcp_start(n, &master, n->master_host);
 	case URL_TCP:
 		/* a cluster node that a MOVED or ASK named, checked against
@@ -714,12 +920,21 @@ void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 		n->round.asking = false;
 	}
 	n->state = NODE_BUSY;
+	/* redis-sentinel://: a round goes where the sentinels say the master
+	 * is now, asking them once (rlock_try() may have already) */
+	n->moved[0] = '\0';
+	if (n->c && n->follow_master)	/* the rest for the round itself */
+		node_confirm_master(n, clock_now_ms() +
+				    (deadline_ms - clock_now_ms()) / 2, false);
 	if (!n->c) {
 		n->via[0] = '\0';
 		/* failed, or (redis+cluster://) passed on to the next seed */
-		if (connect_start(n) < 0)
+		if (connect_start(n) < 0) {
+			n->next_asked = false;
 			return;
+		}
 	}
+	n->next_asked = false;
 	queue_round(n);
 	/* Write at once: an idle socket is writable, and one still connecting
 	 * says EAGAIN and is written when poll() finds it writable (or fails

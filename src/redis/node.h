@@ -67,6 +67,21 @@ struct node {
 	size_t tls_wlen;	/* the length a write to retry passed */
 	char master_host[256];	/* a sentinel's master as the sentinels name
 				 * it: what its certificate must name */
+	int master_port;
+	/* redis-sentinel://: where the connection goes, and whether each
+	 * round first asks a sentinel that it is still the master (the
+	 * lock's own rounds; not a BLPOP's or BRPOP's, which wait without a
+	 * deadline). A failover moves the next round to the new master. */
+	bool follow_master;
+	struct url_addr master_addr;
+	bool next_asked;	/* a sentinel was asked for this round: */
+	struct url_addr next_addr;	/* its answer (len 0: none), */
+	char next_why[384];	/* or why none */
+	int64_t master_age_ms;	/* since when the sentinel had the master
+				 * as master when last asked: -1 unknown */
+	int64_t master_seen_ms;	/* when it was last asked (monotonic) */
+	bool failing_over;	/* it said it fails the master over */
+	char moved[300];	/* "HOST:PORT" this round's failover left */
 	/* Set before another thread drives the node (the renewal thread):
 	 * connecting never looks a name up then, as getaddrinfo() blocks
 	 * beyond any deadline. A host not resolved before fails the node
@@ -121,6 +136,19 @@ void node_resolve(struct node *n);
  * not exist), or the same sentinels' master. why gets "ADDRESS". */
 bool node_same_server(const struct node *a, const struct node *b, char *why,
 		      size_t whylen);
+/* redis-sentinel://: asks the sentinels (one answer, by deadline_ms)
+ * where the master is, for the coming round, which then asks no more; a
+ * connection to another server is closed (its host:port in moved), so
+ * that the round opens one to the master named. with_age: also for how
+ * long it has been the master (node_master_age_ms()). Returns 0, or -1
+ * when none answered (the round keeps a connection it has, and fails to
+ * open one). Asked again in a round, the same answer. */
+int node_confirm_master(struct node *n, int64_t deadline_ms, bool with_age);
+/* redis-sentinel://: how long the master of the last answer has been the
+ * master, by the sentinel that gave it (0 while it fails the master over);
+ * -1 unknown (another URL, not asked with_age, an older or restricted
+ * sentinel, or one that has had it since it started). */
+int64_t node_master_age_ms(const struct node *n);
 /* Starts a round: connects if needed and queues the handshake and cmds. */
 void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 		int64_t deadline_ms);

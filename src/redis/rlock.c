@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "config.h"
 #include "fanout.h"
+#include "keys.h"
 #include "rlock.h"
 #include "quorum.h"
 #include "scripts.h"
@@ -29,28 +30,10 @@
  * src/redis/lua/lib/fence.lua), so that they mostly hand out one value and the
  * write-back round is seldom needed. */
 #define FENCE_GRAIN_REDLOCK "1000000"
-
-/* A key in the lock key's Redis Cluster hash slot: "{key}suffix", or
- * "key suffix" when the key already has a {hash tag} of its own. */
-static char *derived_key(const char *key, const char *suffix)
-{
-	const char *open = strchr(key, '{');
-	const char *close = open ? strchr(open + 1, '}') : NULL;
-	char *out;
-
-	if (open && close && close > open + 1) {
-		if (asprintf(&out, "%s%s", key, suffix) < 0)
-			return NULL;
-	} else if (asprintf(&out, "{%s}%s", key, suffix) < 0) {
-		return NULL;
-	}
-	return out;
-}
-
-char *rlock_derived_key(const char *key, const char *suffix)
-{
-	return derived_key(key, suffix);
-}
+/* Sentinel: what a holder on a failed-over master may take beyond its
+ * next renewal round to learn of the failover (the sentinels switch
+ * within about a second of each other, and tell one another within 2). */
+#define SENTINEL_SETTLE_MS 2000
 
 /* RedLock counts servers: one named twice would count twice, and its
  * failure would cost two votes. A usage error, before anything is sent. */
@@ -87,23 +70,30 @@ int rlock_init(struct rlock *lk, struct lock *core, struct error *err)
 	lk->granted = calloc(lk->n_nodes, sizeof *lk->granted);
 	if (!lk->nodes || !lk->why || !lk->granted ||
 	    asprintf(&lk->key, "%s%s", p->prefix, p->name) < 0 ||
-	    !(lk->fence_key = derived_key(lk->key, ":fence")) ||
-	    !(lk->owner_key = derived_key(lk->key, ":owner")) ||
-	    !(lk->mode_key = derived_key(lk->key, ":mode")) ||
-	    !(lk->queue_key = derived_key(lk->key, ":queue")) ||
-	    !(lk->alive_key = derived_key(lk->key, ":alive")) ||
-	    !(lk->ticket_key = derived_key(lk->key, ":ticket")) ||
-	    !(lk->slots_key = derived_key(lk->key, ":slots")) ||
-	    !(lk->wake_key = derived_key(lk->key, ":wake")) ||
-	    !(lk->writers_key = derived_key(lk->key, ":writers")) ||
-	    !(lk->history_key = derived_key(lk->key, ":history")) ||
-	    !(lk->notice_key = derived_key(lk->key, ":notice"))) {
+	    /* each tail is one of keys.c's: no lock key can be these */
+	    !(lk->fence_key = keys_derived(lk->key, ":fence")) ||
+	    !(lk->owner_key = keys_derived(lk->key, ":owner")) ||
+	    !(lk->mode_key = keys_derived(lk->key, ":mode")) ||
+	    !(lk->queue_key = keys_derived(lk->key, ":queue")) ||
+	    !(lk->alive_key = keys_derived(lk->key, ":alive")) ||
+	    !(lk->ticket_key = keys_derived(lk->key, ":ticket")) ||
+	    !(lk->slots_key = keys_derived(lk->key, ":slots")) ||
+	    !(lk->wake_key = keys_derived(lk->key, ":wake")) ||
+	    !(lk->writers_key = keys_derived(lk->key, ":writers")) ||
+	    !(lk->history_key = keys_derived(lk->key, ":history")) ||
+	    !(lk->notice_key = keys_derived(lk->key, ":notice"))) {
 		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	/* "" is status's listing, which names no lock of its own */
+	if (*p->name && keys_check(lk->key, err->msg, sizeof err->msg) < 0) {
+		err->exit = EX_USAGE;
 		return -1;
 	}
 	for (size_t i = 0; i < p->n_servers; i++) {
 		node_init(&lk->nodes[i], &((struct url *)p->servers)[i], p->password);
 		node_resolve(&lk->nodes[i]);	/* before any round */
+		lk->nodes[i].follow_master = true;
 	}
 	if (same_server_twice(lk, err) < 0)
 		return -1;
@@ -420,7 +410,71 @@ static void give_back(struct rlock *lk, const bool *stray)
 	all_servers(lk);
 }
 
+/* Sentinel: a failover leaves a holder on the old master, which goes on
+ * acting as master for seconds, until its next renewal round asks the
+ * sentinels (every round does, node_confirm_master()) and moves to the new
+ * master: there its lock is renewed if it was replicated, and lost (the
+ * job told) if not. That takes up to TTL/3 and a round's deadline after
+ * the sentinels switched. Until then a new master lacks what the old one
+ * had not replicated, so a master the sentinels named as recently as that
+ * is not asked for the lock: a refusal, tried again once that is over.
+ * (Holders of one lock are taken to use one --ttl.) Returns how many
+ * servers were left out so (skip), with when to try again in *fresh_ms. */
+static size_t hold_off_fresh(struct rlock *lk, int64_t *fresh_ms)
+{
+	int64_t settle_ms = lk->ttl_ms / 3 + 2 * lk->node_timeout_ms +
+			    SENTINEL_SETTLE_MS, age_ms;
+	size_t n_fresh = 0;
+
+	for (size_t i = 0; i < lk->n_nodes; i++) {
+		struct node *n = &lk->nodes[i];
+
+		if (n->url->kind != URL_SENTINEL ||
+		    node_confirm_master(n, clock_now_ms() + lk->node_timeout_ms,
+					true) < 0 ||
+		    (age_ms = node_master_age_ms(n)) < 0 || age_ms >= settle_ms)
+			continue;
+		n->skip = true;
+		n->next_asked = false;	/* no round there to use the answer */
+		n_fresh++;
+		if (*fresh_ms < 0 || settle_ms - age_ms < *fresh_ms)
+			*fresh_ms = settle_ms - age_ms;
+		if (lk->p->verbose && n->failing_over)
+			log_event(LOG_INFO, lk->p->name, "failover", NULL, 0,
+				  "%s: the sentinels fail %s:%d over: no lock until they are done and %.1fs more, so that any holder on the old master has moved or been told",
+				  n->url->text, n->master_host, n->master_port,
+				  (double)settle_ms / 1000);
+		else if (lk->p->verbose)
+			log_event(LOG_INFO, lk->p->name, "failover", NULL, 0,
+				  "%s: the sentinels made %s:%d the master %.1fs ago: no lock there for %.1fs more, so that any holder on the old master has moved or been told",
+				  n->url->text, n->master_host, n->master_port,
+				  (double)age_ms / 1000,
+				  (double)(settle_ms - age_ms) / 1000);
+	}
+	return n_fresh;
+}
+
+static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
+				    int64_t *retry_ms, struct error *err);
+
 enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *err)
+{
+	int64_t fresh_ms = -1;
+	size_t n_fresh = hold_off_fresh(lk, &fresh_ms);
+	enum lock_result r = try_servers(lk, n_fresh, retry_ms, err);
+
+	if (n_fresh == 0)
+		return r;
+	all_servers(lk);
+	if (r == LOCK_HELD && (*retry_ms < 0 || fresh_ms < *retry_ms))
+		*retry_ms = fresh_ms;
+	return r;
+}
+
+/* One try on the servers but the n_fresh that hold_off_fresh() left out
+ * (skip), which count as refusals. */
+static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
+				    int64_t *retry_ms, struct error *err)
 {
 	const char *argv[] = {
 		lk->key, lk->fence_key, lk->history_key, lk->owner_key,
@@ -464,6 +518,8 @@ enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *er
 	/* the short call found the lock taken: {3}, the full one then */
 	if (short_call && n_answered == 1 && short_again(lk->nodes[0].replies[0]))
 		n_answered = fanout_round(lk->nodes, 1, &cmd, 1, lk->node_timeout_ms);
+	n_answered += n_fresh;
+	lk->refused |= n_fresh > 0;
 	*retry_ms = -1;
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		struct node *n = &lk->nodes[i];
@@ -652,11 +708,18 @@ enum extend_result rlock_extend(struct rlock *lk, int64_t timeout_ms,
 		return EXTEND_OK;
 	}
 	if (n_no > lk->n_nodes - need) {
-		error_set(err, EX_TEMPFAIL, lk->n_nodes == 1 ?
-			  "the lock was deleted or taken over%s%s" :
-			  "the lock was deleted or taken over on a majority%s%s",
-			  lk->n_nodes == 1 ? " on " : "",
-			  lk->n_nodes == 1 ? lk->nodes[0].url->text : "");
+		const struct node *n = &lk->nodes[0];
+
+		if (lk->n_nodes == 1 && n->moved[0])
+			error_set(err, EX_TEMPFAIL, "%s: the sentinels failed %s over to %s:%d, which does not have the lock (not replicated in time)",
+				  n->url->text, n->moved, n->master_host,
+				  n->master_port);
+		else
+			error_set(err, EX_TEMPFAIL, lk->n_nodes == 1 ?
+				  "the lock was deleted or taken over%s%s" :
+				  "the lock was deleted or taken over on a majority%s%s",
+				  lk->n_nodes == 1 ? " on " : "",
+				  lk->n_nodes == 1 ? n->url->text : "");
 		return EXTEND_LOST;
 	}
 	no_quorum(lk, n_yes, err, "renewed the lease");

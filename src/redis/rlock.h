@@ -88,6 +88,3 @@ int rlock_raise_fence(struct rlock *lk, const char *fence, struct error *err);
  * answered with (TRYAGAIN, LOADING, BUSY...), none a server that could not
  * be reached. */
 bool rlock_busy(const struct rlock *lk);
-/* A key beside the lock key, in its Redis Cluster hash slot:
- * "{key}suffix", or key + suffix when key has a {hash tag}. malloc'd. */
-char *rlock_derived_key(const char *key, const char *suffix);

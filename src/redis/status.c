@@ -9,6 +9,7 @@
 #include "cluster.h"
 #include "config.h"
 #include "fanout.h"
+#include "keys.h"
 #include "quorum.h"
 #include "rcommands.h"
 #include "rlock.h"
@@ -140,7 +141,7 @@ static int add_entry(struct status *s, const char *name, size_t len)
 		return -1;
 	}
 	for (size_t k = 1; k < 8; k++)
-		if (!(e->keys[k] = rlock_derived_key(e->keys[0], suffix[k])))
+		if (!(e->keys[k] = keys_derived(e->keys[0], suffix[k])))
 			return -1;
 	return 0;
 }
@@ -305,57 +306,6 @@ static void ask(struct status *s, size_t first, size_t n)
 
 /* ---- every lock under the prefix ------------------------------------- */
 
-/* A key beside a lock: LOCK + tail, where tail is one of the lock's
- * suffixes (see lock.c and REDIS KEYS). */
-static bool side_tail(const char *t, size_t n)
-{
-	static const char *const whole[] = {
-		":fence", ":owner", ":mode", ":queue", ":queue:info", ":alive",
-		":ticket", ":slots", ":wake", ":writers", ":history", ":notice",
-		NULL,
-	};
-	static const char *const open[] = { ":slots:", ":wake:", ":notice:", NULL };
-
-	for (const char *const *w = whole; *w; w++)
-		if (n == strlen(*w) && memcmp(t, *w, n) == 0)
-			return true;
-	for (const char *const *o = open; *o; o++)
-		if (n > strlen(*o) && memcmp(t, *o, strlen(*o)) == 0)
-			return true;
-	return false;
-}
-
-/* A {hash tag}, as rlock_derived_key() tells one. */
-static bool has_tag(const char *k, size_t n)
-{
-	const char *open = memchr(k, '{', n);
-	const char *close = open ? memchr(open + 1, '}', n - (size_t)(open + 1 - k)) : NULL;
-
-	return close && close > open + 1;
-}
-
-static bool under(const char *k, size_t n, const char *prefix)
-{
-	size_t p = strlen(prefix);
-
-	return n >= p && memcmp(k, prefix, p) == 0;
-}
-
-static bool is_side_key(const char *k, size_t n, const char *prefix)
-{
-	/* "{LOCK}tail", for a LOCK without a hash tag */
-	for (size_t i = 1; n > 0 && k[0] == '{' && i < n; i++)
-		if (k[i] == '}' && side_tail(k + i + 1, n - i - 1) &&
-		    under(k + 1, i - 1, prefix) && !has_tag(k + 1, i - 1))
-			return true;
-	/* "LOCKtail", for a LOCK with one */
-	for (size_t i = 0; i < n; i++)
-		if (k[i] == ':' && side_tail(k + i, n - i) && has_tag(k, i) &&
-		    under(k, i, prefix))
-			return true;
-	return false;
-}
-
 /* SCAN's MATCH pattern: the prefix, its glob characters escaped, '*'. */
 static char *pattern_of(const char *prefix)
 {
@@ -407,7 +357,7 @@ static int scan_node(struct status *s, struct node *n, const char *pattern)
 
 			/* a name with a NUL byte is no name a command line gives */
 			if (!is_str(k) || k->len <= plen || memchr(k->str, '\0', k->len) ||
-			    is_side_key(k->str, k->len, s->p->prefix))
+			    keys_is_side(k->str, k->len, s->p->prefix))
 				continue;
 			if (add_entry(s, k->str + plen, k->len - plen) < 0) {
 				node_end(n);
@@ -832,9 +782,12 @@ static int publish(const struct status *s, const struct entry *e,
 		const struct merged_holder *mh = &m->holders[i];
 		struct status_holder *h = &out->holders[i];
 
+		/* slot i's key is :slots:i, 0 to n-1; every engine shows
+		 * slots as 1 to n */
 		*h = (struct status_holder){
 			.left_ms = mh->left_ms, .fence = mh->fence,
-			.slot = mh->h->slot, .n_servers = mh->n_servers,
+			.slot = mh->h->slot >= 0 ? mh->h->slot + 1 : -1,
+			.n_servers = mh->n_servers,
 		};
 		if (dup_to(mh->h->token, mh->h->token_len, &h->token, &h->token_len) < 0 ||
 		    dup_to(mh->h->info, mh->h->info_len, &h->info, &h->info_len) < 0)
@@ -861,6 +814,23 @@ int redis_status(struct lock *lk, struct status_lock *locks, size_t n,
 	struct status s = { .p = lk->p, .rl = redis_rlock(lk) };
 	int r = 0;
 
+	/* names given (the first was checked when lk was opened); a listing
+	 * shows whatever keys it found */
+	for (size_t i = 1; *lk->p->name && i < n; i++) {
+		char *key;
+		int bad;
+
+		if (asprintf(&key, "%s%s", lk->p->prefix, locks[i].name) < 0) {
+			error_set(err, EX_OSERR, "out of memory");
+			return -1;
+		}
+		bad = keys_check(key, err->msg, sizeof err->msg);
+		free(key);
+		if (bad) {
+			err->exit = EX_USAGE;
+			return -1;
+		}
+	}
 	for (size_t i = 0; i < n && r == 0; i++)
 		r = add_entry(&s, locks[i].name, strlen(locks[i].name));
 	for (size_t e = 0; r == 0 && e < s.n_entries; e += NODE_MAX_CMDS)

@@ -1,0 +1,238 @@
+#!/usr/bin/env bats
+# sentinel.bats - redis-sentinel:// through a failover: a real master and
+# replica and three sentinels on free ports, started once for the file.
+# SENTINEL FAILOVER switches the sentinels to the replica at once while the
+# old master goes on acting as master until Sentinel converts it, about
+# 10 s later (issue 27): a holder must move to the new master with its
+# next renewal round (its lock there if it was replicated, lost and told
+# if not), and nobody may take the lock on the new master while a holder
+# on the old one runs.
+
+load helpers
+
+S=${BATS_FILE_TMPDIR:-/nonexistent}/sentinel
+
+# sc NAME ARGS...: redis-cli to a node (n1, n2) or a sentinel (s1..s3)
+sc() { local d=$S/$1; shift; redis-cli -p "$(<"$d/port")" "$@"; }
+port_of() { cat "$S/$1/port"; }
+
+setup_file() {
+	local n i p m
+	mkdir -p "$S"
+	for n in n1 n2; do
+		mkdir -p "$S/$n"
+		p=$(free_port)
+		echo "$p" >"$S/$n/port"
+		redis-server --port "$p" --bind 127.0.0.1 --dir "$S/$n" --save '' \
+			--appendonly no $([[ $n == n2 ]] && echo --replicaof 127.0.0.1 "$(port_of n1)") \
+			>"$S/$n/log" 2>&1 </dev/null 3>&- &
+		echo $! >"$S/$n/pid"
+		wait_until 5 eval "[[ \$(sc $n ping 2>/dev/null) == PONG ]]" ||
+			{ echo "redis $n did not start: $(cat "$S/$n/log")" >&2; return 1; }
+	done
+	m=$(port_of n1)
+	for i in 1 2 3; do
+		mkdir -p "$S/s$i"
+		p=$(free_port)
+		echo "$p" >"$S/s$i/port"
+		# a master that stops answering is down after 2 s; SENTINEL
+		# FAILOVER does not wait for that
+		printf '%s\n' "port $p" "bind 127.0.0.1" "dir $S/s$i" \
+			"sentinel monitor m 127.0.0.1 $m 2" \
+			"sentinel down-after-milliseconds m 2000" \
+			"sentinel failover-timeout m 5000" >"$S/s$i/sentinel.conf"
+		redis-server "$S/s$i/sentinel.conf" --sentinel \
+			>"$S/s$i/log" 2>&1 </dev/null 3>&- &
+		echo $! >"$S/s$i/pid"
+	done
+	SU=redis-sentinel://127.0.0.1:$(port_of s1),127.0.0.1:$(port_of s2),127.0.0.1:$(port_of s3)/m
+	echo "$SU" >"$S/url"
+	wait_until 20 settled || { echo "no settled master and replica" >&2; return 1; }
+}
+
+teardown_file() {
+	local f pid
+	for f in "$S"/*/pid; do
+		[[ -e $f ]] && kill "$(<"$f")" 2>/dev/null
+	done
+	for f in "$S"/*/pid; do
+		[[ -e $f ]] || continue
+		pid=$(<"$f")
+		wait_until 5 dead "$pid" || kill -KILL "$pid" 2>/dev/null
+	done
+	true
+}
+
+setup() {
+	common_setup
+	SU=$(<"$S/url")
+	wait_until 30 settled || fail "no settled master and replica: $(sentinels_say)"
+	M=$(master_node) R=$(other "$M")
+	rm -f "$T/pttl"
+}
+
+teardown() {
+	local f
+	for f in "$S"/*/pid; do kill -CONT "$(<"$f")" 2>/dev/null || true; done
+	stop_all
+	restore
+}
+
+# the master's port, as each sentinel says it
+sentinels_say() {
+	local i
+	for i in 1 2 3; do
+		sc "s$i" sentinel get-master-addr-by-name m 2>/dev/null | sed -n 2p
+	done | tr '\n' ' '
+}
+master_node() {	# n1 or n2: the node the sentinels call the master
+	local p n
+	p=$(sc s1 sentinel get-master-addr-by-name m | sed -n 2p)
+	for n in n1 n2; do [[ $(port_of "$n") != "$p" ]] || echo "$n"; done
+}
+other() { [[ $1 == n1 ]] && echo n2 || echo n1; }
+field() { sc "$1" info replication | tr -d '\r' | sed -n "s/^$2://p"; }
+sentinel_field() {	# sentinel_field SENTINEL FIELD: of SENTINEL MASTER m
+	sc "$1" sentinel master m | paste - - | awk -F'\t' -v f="$2" '$1 == f { print $2 }'
+}
+
+# settled: the three sentinels agree on the master, none is failing over,
+# the other node replicates from it, and the master has been the master
+# longer than a -t 3 acquisition waits after a failover (5 s)
+settled() {
+	local says m r i ports
+	says=$(sentinels_say)
+	read -r -a ports <<<"$says"
+	((${#ports[@]} == 3)) && [[ ${ports[0]} == "${ports[1]}" && ${ports[0]} == "${ports[2]}" ]] ||
+		return 1
+	m=$(master_node) && [[ -n $m ]] || return 1
+	r=$(other "$m")
+	for i in 1 2 3; do
+		[[ $(sentinel_field "s$i" flags) == master ]] || return 1
+		(($(sentinel_field "s$i" role-reported-time) > 6000)) || return 1
+	done
+	[[ $(field "$m" role) == master && $(field "$r" role) == slave &&
+		$(field "$r" master_port) == $(port_of "$m") &&
+		$(field "$r" master_link_status) == up ]]
+}
+
+# restore: after a failover, the old master replicates from the new one
+# at once (Sentinel would convert it some 10 s later), read-only again
+restore() {
+	local m r
+	m=$(master_node) || return 0
+	[[ -n $m ]] || return 0
+	r=$(other "$m")
+	[[ $(field "$r" role) == slave ]] || sc "$r" replicaof 127.0.0.1 "$(port_of "$m")" >/dev/null
+	sc n1 config set replica-read-only yes >/dev/null
+	sc n2 config set replica-read-only yes >/dev/null
+}
+
+has_token() { [[ $(sc "$1" get dlock:K) == "$2" ]]; }	# has_token NODE TOKEN
+switched_to() {	# switched_to NODE: every sentinel names it the master
+	local p; p=$(port_of "$1")
+	[[ $(sentinels_say) == "$p $p $p " ]]
+}
+# ttl_rises NODE: dlock:K's PTTL on NODE is higher than when last asked
+ttl_rises() {
+	local now before
+	now=$(sc "$1" pttl dlock:K)
+	before=$(cat "$T/pttl" 2>/dev/null || echo 999999)
+	echo "$now" >"$T/pttl"
+	((now > before + 100))
+}
+
+# $T/timed P: a job that writes P.start, P.ready, then waits for P.release
+# and writes P.end (times in microseconds); SIGTERM writes P.told and
+# ends it (11).
+write_timed() {
+	cat >"$T/timed" <<'EOF'
+#!/bin/sh
+p=$1
+stamp() { date +%s%6N >"$p.$1"; }
+trap 'stamp told; exit 11' TERM
+stamp start
+echo "$DLOCK_TOKEN" >"$p.token"
+: >"$p.ready"
+while [ ! -e "$p.release" ]; do sleep 0.05; done
+stamp end
+EOF
+	chmod +x "$T/timed"
+}
+
+@test "SENTINEL FAILOVER mid-job: the holder renews on the new master and no second job starts while it runs" {
+	write_timed
+	start_bg h -S "$SU" -t 3 K "$T/timed" "$T/h"
+	wait_until 5 test -e "$T/h.ready" || fail "not acquired: $(cat "$T/h.err")"
+	local token; token=$(<"$T/h.token")
+	wait_until 5 has_token "$R" "$token" || fail "the lock did not reach the replica"
+	run -0 sc s1 sentinel failover m
+	wait_until 10 switched_to "$R" || fail "no failover: $(sentinels_say)"
+	# the old master still acts as master
+	[[ $(field "$M" role) == master ]] || skip "Sentinel converted the old master at once"
+	# a second job waits for the lock through the sentinels meanwhile
+	start_bg c -S "$SU" -t 3 -w 60 K "$T/timed" "$T/c"
+	touch "$T/c.release"
+	# the holder's renewals go to the new master: its copy's TTL rises
+	sc "$R" pttl dlock:K >"$T/pttl"
+	wait_until 6 ttl_rises "$R" ||
+		fail "the holder never renewed on the new master (PTTL there $(sc "$R" pttl dlock:K) ms, on the old one $(sc "$M" pttl dlock:K) ms); the second job $([[ -e $T/c.start ]] && echo started || echo waits)"
+	has_token "$R" "$token" || fail "the new master has $(sc "$R" get dlock:K)"
+	[[ ! -e $T/c.start ]] || fail "a second job started while the first runs: $(cat "$T/c.err")"
+	touch "$T/h.release"
+	reap h
+	assert_equal "$bg_status" 0
+	reap c 30
+	assert_equal "$bg_status" 0
+	(($(<"$T/c.start") > $(<"$T/h.end"))) ||
+		fail "the second job started $((($(<"$T/h.end") - $(<"$T/c.start")) / 1000)) ms before the first ended"
+}
+
+@test "SENTINEL FAILOVER to a replica without the lock: the holder is told (75) before anyone else starts" {
+	write_timed
+	start_bg h -S "$SU" -t 3 K "$T/timed" "$T/h"
+	wait_until 5 test -e "$T/h.ready" || fail "not acquired: $(cat "$T/h.err")"
+	local token; token=$(<"$T/h.token")
+	# the replica loses the lock, as if the grant had not reached it
+	wait_until 5 has_token "$R" "$token" || fail "the lock did not reach the replica"
+	sc "$R" config set replica-read-only no >/dev/null
+	sc "$R" del dlock:K >/dev/null
+	run -0 sc s1 sentinel failover m
+	wait_until 10 switched_to "$R" || fail "no failover: $(sentinels_say)"
+	# a second job asks the sentinels now: the new master has no lock
+	start_bg c -S "$SU" -t 3 -w 60 K "$T/timed" "$T/c"
+	touch "$T/c.release"
+	wait_until 10 eval '[[ -e $T/h.told || -e $T/c.start ]]' ||
+		fail "the holder was not told: $(cat "$T/h.err")"
+	[[ -e $T/h.told ]] || fail "a second job started while the first runs, untold"
+	reap h
+	assert_equal "$bg_status" 75
+	grep -q "lease lost: .*the sentinels failed 127.0.0.1:$(port_of "$M") over to 127.0.0.1:$(port_of "$R"), which does not have the lock" "$T/h.err" ||
+		fail "$(cat "$T/h.err")"
+	reap c 30
+	assert_equal "$bg_status" 0
+	[[ -e $T/h.told ]] || fail "the job was not told"
+	(($(<"$T/c.start") > $(<"$T/h.told"))) ||
+		fail "the second job started $((($(<"$T/h.told") - $(<"$T/c.start")) / 1000)) ms before the first was told"
+	echo "# told $((($(<"$T/c.start") - $(<"$T/h.told")) / 1000)) ms before the next job started" >&3
+}
+
+# Each round asks a sentinel: one that hangs (SIGSTOP) gets its share of
+# the round's time, the next one answers, and the lease is renewed.
+@test "a hung first sentinel costs a holder nothing: its rounds ask the next one" {
+	local round
+	write_timed
+	kill -STOP "$(<"$S/s1/pid")"
+	start_bg h -S "$SU" -t 3 K "$T/timed" "$T/h"
+	wait_until 5 test -e "$T/h.ready" || fail "not acquired: $(cat "$T/h.err")"
+	# three renewal rounds on the master, each after asking a sentinel
+	sc "$M" pttl dlock:K >"$T/pttl"
+	for round in 1 2 3; do
+		wait_until 3 ttl_rises "$M" || fail "round $round: no renewal: $(cat "$T/h.err")"
+	done
+	touch "$T/h.release"
+	reap h
+	assert_equal "$bg_status" 0
+	assert_equal "$(cat "$T/h.err")" ''
+	kill -CONT "$(<"$S/s1/pid")"
+}
