@@ -79,22 +79,22 @@ static const struct scheme etcd_schemes[] = {
 	END_SCHEMES
 };
 
-/* --help's lines, after the store's title: 64 columns at most. */
+/* --help's lines, after the store's title: 62 columns at most. */
 static const char *const redis_usage[] = {
-	"redis://[[user]:password@]host[:port][/db], unix:/path[?db=N],",
-	"redis-sentinel://host:port[,host:port...]/MASTER,",
-	"redis+cluster://host:port[,host:port...] (a Cluster's nodes);",
-	"rediss://, rediss-sentinel://, rediss+cluster:// for TLS;",
+	"redis://[[user]:password@]host[:port][/db], unix:/path[?db=N]",
+	"redis-sentinel://host:port[,host:port...]/MASTER",
+	"redis+cluster://host:port[,host:port...] (a Cluster's nodes)",
+	"rediss://, rediss-sentinel://, rediss+cluster:// for TLS",
 	"several -S: RedLock over independent masters",
 	NULL
 };
 static const char *const postgres_usage[] = {
-	"postgres://[user[:password]@]host[:port][/database][?...],",
-	"postgresql://...: libpq's URI (sslmode, .pgpass work)",
+	"postgres://[user[:password]@]host[:port][/database][?...]",
+	"postgresql://..., libpq's URI (sslmode, .pgpass work)",
 	NULL
 };
 static const char *const mysql_usage[] = {
-	"mysql://[user[:password]@]host[:port][/database][?...],",
+	"mysql://[user[:password]@]host[:port][/database][?...]",
 	"mariadb://... (socket=PATH, tls=...)",
 	NULL
 };
@@ -103,7 +103,7 @@ static const char *const zookeeper_usage[] = {
 	NULL
 };
 static const char *const etcd_usage[] = {
-	"etcd://[user[:password]@]host[:port][,host[:port]...],",
+	"etcd://[user[:password]@]host[:port][,host[:port]...]",
 	"etcds://... for TLS",
 	NULL
 };
