@@ -246,7 +246,8 @@ struct history_report {
 struct broken_holder {
 	char *token, *info;	/* info NULL: a foreign holder */
 	size_t token_len, info_len;
-	int64_t left_ms;
+	int64_t left_ms;	/* lease left; -1: no expiry; -2: unknown (a
+				 * foreign holder's, a session's) */
 	size_t n_servers;
 };
 
