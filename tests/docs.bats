@@ -116,6 +116,21 @@ engine_titles() {
 	((${#bad[@]} == 0)) || fail "missing: ${bad[*]}"
 }
 
+@test "EXIT STATUS and README's exit table state one rule for every engine: 64, 69, 70, 77" {
+	local rule
+	rule=$(sed -n '/^# EXIT STATUS/,/^\[\[/p' "$TOP/man/dlock.1.scd" | tr -s '\n\t' '  ')
+	[[ $rule == *"every engine"* ]] || fail "EXIT STATUS states no rule for every engine: $rule"
+	[[ $rule == *"64 is a setting to fix"*"database the server says does not exist"*"key the store cannot represent"* ]] ||
+		fail "EXIT STATUS: 64 $rule"
+	[[ $rule == *"69 is a store that could not be reached or was busy"* ]] || fail "EXIT STATUS: 69 $rule"
+	[[ $rule == *"70 is an answer"* && $rule == *"77 is credentials the server refused"* ]] ||
+		fail "EXIT STATUS: 70, 77 $rule"
+	[[ $rule == *"Each engine's section under *ENGINES* lists"* ]] || fail "EXIT STATUS: per engine $rule"
+	rule=$(sed -n '/^## Exit status/,$p' "$TOP/README.md" | tr -s '\n' ' ')
+	[[ $rule == *"same on every engine: 64 for a setting to fix, 69 for a store unreachable or busy, 70 for an answer dlock did not expect, 77 for credentials refused"* ]] ||
+		fail "README's exit status: $rule"
+}
+
 @test "--help and the man page give --node-timeout the same default" {
 	dlock --help >"$T/help"
 	grep -A1 -- '--node-timeout' "$T/help" | tr -s ' \n' ' ' | grep -q 'default 1, or TTL/3 if that is less' ||
