@@ -129,7 +129,8 @@ static void usage(void)
 "  dlock release [options] KEY [--token TOKEN | --force]\n"
 "  dlock acquire [options] KEY\n"
 "  dlock extend [options] KEY [--token TOKEN]\n"
-"  dlock [options] FD           flock's descriptor form: lock the file FD is\n"
+"  dlock [options] [--export] FD\n"
+"                               flock's descriptor form: lock the file FD is\n"
 "                               open on until the caller exits or -u FD\n"
 "  dlock -u FD\n"
 "  dlock [options] --fd N [--] COMMAND [ARG...]\n"
@@ -205,9 +206,9 @@ static void usage(void)
 "      --token TOKEN            the holder's token (default DLOCK_TOKEN when\n"
 "                               DLOCK_KEY names the lock)\n"
 "      --force                  release: break the lock, whoever holds it\n"
-"acquire:\n"
+"acquire, dlock FD:\n"
 "      --export                 print DLOCK_KEY=, DLOCK_TOKEN=, DLOCK_FENCE=\n"
-"                               lines for eval, not the token alone\n"
+"                               lines for eval (acquire: not the token alone)\n"
 "status:\n"
 "      --watch                  refresh every second until Ctrl-C: in place on\n"
 "                               a terminal, a block per change on a pipe\n"
@@ -320,7 +321,7 @@ static const struct form {
 	int min_keys, max_keys;	/* KEY positionals; -1: any number */
 } forms[] = {
 	{ "run", CMD_RUN, G_COMMON | G_MODE | G_WAIT | G_TTL | G_JOB |
-	  G_REPLICAS | G_HISTORY | G_KEYS, "+:" SHORT, 1, 1 },
+	  G_REPLICAS | G_HISTORY | G_KEYS | G_EXPORT, "+:" SHORT, 1, 1 },
 	{ "status", CMD_STATUS, G_COMMON | G_OUTPUT | G_WATCH, "-:" SHORT, 0, -1 },
 	{ "history", CMD_HISTORY, G_COMMON | G_OUTPUT | G_COUNT,
 	  "-:n:" SHORT, 1, 1 },	/* -n COUNT */
@@ -756,6 +757,9 @@ static char *fd_path(int fd)
  * wait for it or tell of a lost lease but a signal. */
 static void check_fd(struct options *opts, int n_keys, bool has_command)
 {
+	/* a job gets the variables in its environment */
+	if (opts->export_vars && opts->cmd == CMD_RUN && (!opts->fd_form || opts->unlock))
+		errx(EX_USAGE, "--export prints the variables of a lock held for the caller: dlock acquire --export KEY, or the descriptor form, dlock --export FD");
 	if (opts->unlock && !opts->fd_form)
 		errx(EX_USAGE, "-u releases the descriptor form's lock: dlock -u FD, nothing more");
 	if (opts->fd < 0)

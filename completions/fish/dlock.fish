@@ -256,7 +256,7 @@ complete -c dlock -n '__dlock_takes status history' -s q -l quiet -d 'Print noth
 complete -c dlock -n '__dlock_takes history' -s n -l count -r -f -d 'The last N events (default 10)'
 complete -c dlock -n '__dlock_takes release extend' -l token -r -f -d 'The holder'"'"'s token'
 complete -c dlock -n '__dlock_takes release' -l force -d 'Break the lock, whoever holds it'
-complete -c dlock -n '__dlock_takes acquire' -l export -d 'Print DLOCK_* lines for eval'
+complete -c dlock -n '__dlock_takes run acquire' -l export -d 'Print DLOCK_* lines for eval (acquire, dlock FD)'
 complete -c dlock -n '__dlock_takes status' -l watch -d 'Refresh every second until Ctrl-C'
 complete -c dlock -n '__dlock_takes run' -l metrics-dir -r -F -a '(__fish_complete_directories)' -d 'Write DIR/dlock_NAME.prom for node_exporter'
 complete -c dlock -n '__dlock_takes run' -l notify -d 'Tell systemd: READY=1 once the lock is held, STATUS=, WATCHDOG=1'
