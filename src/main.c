@@ -38,7 +38,7 @@ static void report_conflict(const struct options *opts, const struct lock *lk)
 	if (!opts->verbose)
 		return;
 	waitline_describe(lk->held_by, who, sizeof who);
-	log_event(LOG_INFO, opts->key, "conflict", NULL, 0, "lock is %s", who);
+	log_event(LOG_INFO, lk->p->name, "conflict", NULL, 0, "lock is %s", who);
 }
 
 /* A release that did not reach a majority leaves the lock to lapse: say so
@@ -50,17 +50,19 @@ static void report_conflict(const struct options *opts, const struct lock *lk)
 static int report_release(const struct options *opts, const struct lock *lk,
 			  int r, const struct error *err, int status, bool quiet)
 {
+	const char *name = lk->p->name;
+
 	if (r == LOCK_RELEASE_LOST) {
 		if (quiet)
 			return status;
-		log_line(opts->key, "lease lost: %s", err->msg);
+		log_line(name, "lease lost: %s", err->msg);
 		return EX_TEMPFAIL;
 	}
 	if (r < 0)
-		log_line(opts->key, "release failed: %s; the lock lapses within %.3g s",
+		log_line(name, "release failed: %s; the lock lapses within %.3g s",
 			 err->msg, (double)lk->ttl_ms / 1000);
 	else if (r > 0 && opts->verbose)
-		log_error(opts->key, err);
+		log_error(name, err);
 	return status;
 }
 
