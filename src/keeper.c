@@ -10,6 +10,10 @@
  * if the keeper itself is killed. The caller is never left running on
  * without the lock unless it asked (dlock -u).
  *
+ * dlock --export FD prints the lock's DLOCK_* variables once the keeper
+ * holds it, for the caller to eval; the caller is then the process that
+ * reads them (find_caller()).
+ *
  * The keeper listens on an abstract unix socket named by the user, the
  * caller's pid and the lock (dlock-keeper/UID/PID/HASH): dlock -u FD looks
  * for it from its own caller up through that one's ancestors (flock -u
@@ -20,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
@@ -29,7 +34,6 @@
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
-#include <limits.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -522,8 +526,8 @@ static bool read_end(pid_t pid, const char *fd)
 	return (flags & O_ACCMODE) == O_RDONLY;
 }
 
-/* Whether pid reads the pipe named pipe ("pipe:[123]"). */
-static bool reads_pipe(pid_t pid, const char *pipe)
+/* Whether pid reads the pipe of that name ("pipe:[123]"). */
+static bool reads_pipe(pid_t pid, const char *pipe_name)
 {
 	char dir[64], link[600], target[256];
 	struct dirent *e;
@@ -541,7 +545,7 @@ static bool reads_pipe(pid_t pid, const char *pipe)
 		if (n <= 0)
 			continue;
 		target[n] = '\0';
-		found = strcmp(target, pipe) == 0 && read_end(pid, e->d_name);
+		found = strcmp(target, pipe_name) == 0 && read_end(pid, e->d_name);
 	}
 	closedir(d);
 	return found;
@@ -557,16 +561,16 @@ static bool reads_pipe(pid_t pid, const char *pipe)
  * would it be?). */
 static pid_t find_caller(const struct options *opts)
 {
-	char pipe[256];
+	char pipe_name[256];
 	pid_t p = getppid();
 
 	if (!opts->export_vars)
 		return p;
-	stdout_pipe(pipe, sizeof pipe);
-	if (!pipe[0])
+	stdout_pipe(pipe_name, sizeof pipe_name);
+	if (!pipe_name[0])
 		return p;
 	for (int depth = 0; p > 1 && depth < 64; p = parent_of(p), depth++)
-		if (reads_pipe(p, pipe))
+		if (reads_pipe(p, pipe_name))
 			return p;
 	return 0;
 }
