@@ -384,10 +384,11 @@ enum engine_hosts {
 enum engine_hosts engine_hosts_of(const char *url);
 /* Whether an engine claims url's scheme. */
 bool engine_claims(const char *url);
-/* --help's words, from the engines' table (none is loaded for them): the
- * stores by name ("Redis, PostgreSQL... or etcd"), the URLs that ask for
- * TLS ("rediss://, ..."), each as snprintf() writes and counts; and the
- * URL lines, a store's title in the first title_width columns. */
+/* Words for --help and messages, from the engines' table (none is loaded
+ * for them): the stores by name ("Redis, PostgreSQL... or etcd"), the URLs
+ * that ask for TLS ("rediss://, ..."), each as snprintf() writes and
+ * counts; and --help's URL lines, a store's title in the first title_width
+ * columns. */
 size_t engine_stores(char *out, size_t len);
 size_t engine_tls_urls(char *out, size_t len);
 void engine_usage(FILE *out, int indent, int title_width);
