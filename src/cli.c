@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "cli.h"
+#include "engine.h"
 #include "parse.h"
 #include "version.h"
 
@@ -115,6 +116,8 @@ static const struct option longopts[] = {
 
 static void usage(void)
 {
+	char stores[256];
+
 	fputs(
 "Usage:\n"
 "  dlock [options] KEY [--] COMMAND [ARG...]\n"
@@ -126,16 +129,20 @@ static void usage(void)
 "  dlock release [options] KEY [--token TOKEN | --force]\n"
 "  dlock acquire [options] KEY\n"
 "  dlock extend [options] KEY [--token TOKEN]\n"
-"  dlock [options] FD           flock's descriptor form: lock the file FD is\n"
+"  dlock [options] [--export] FD\n"
+"                               flock's descriptor form: lock the file FD is\n"
 "                               open on until the caller exits or -u FD\n"
 "  dlock -u FD\n"
 "  dlock [options] --fd N [--] COMMAND [ARG...]\n"
 "  dlock help | version\n"
 "Options may come before a subcommand too; the first word that is no\n"
 "option names the form (a lock named as a subcommand: dlock run NAME --).\n"
-"\n"
-"Run COMMAND while holding the lock KEY in Redis, as flock(1) does with a file.\n"
-"\n"
+"\n", stdout);
+	engine_stores(stores, sizeof stores);
+	printf("Run COMMAND while holding the lock KEY, as flock(1) does with a file,\n"
+	       "but in a store that every host reaches (the server URL names it):\n"
+	       "%s.\n\n", stores);
+	fputs(
 "  -k, --key KEY                a lock to take, repeated for several: all are\n"
 "                               taken or none (no KEY positional then)\n"
 "\n"
@@ -161,16 +168,18 @@ static void usage(void)
 "                               when COMMAND ends sooner (default 0: off)\n"
 "\n"
 "Servers:\n"
-"  -S, --server URL             a Redis server; repeat for RedLock over masters\n"
-"      --prefix STRING          Redis key prefix (default 'dlock:')\n"
+"  -S, --server URL             a server of the store that keeps the locks\n"
+"                               (URLs below)\n"
+"      --prefix STRING          lock names in the store begin with STRING\n"
+"                               (default 'dlock:')\n"
 "      --config FILE            config file (default /etc/dlock.conf and\n"
 "                               $XDG_CONFIG_HOME/dlock/config)\n"
-"      --password-file FILE     read the Redis password from FILE\n"
-"      --tls-ca FILE            rediss://: trust the CAs in FILE (default: the\n"
+"      --password-file FILE     read the servers' password from FILE\n"
+"      --tls-ca FILE            TLS: trust the CAs in FILE (default: the\n"
 "                               system's)\n"
-"      --tls-cert FILE          rediss://: a client certificate (mutual TLS)\n"
-"      --tls-key FILE           rediss://: the client certificate's key\n"
-"      --tls-insecure           rediss://: check no certificate (unsafe)\n"
+"      --tls-cert FILE          TLS: a client certificate (mutual TLS)\n"
+"      --tls-key FILE           TLS: the client certificate's key\n"
+"      --tls-insecure           TLS: check no certificate (unsafe)\n"
 "      --node-timeout SECS      deadline for one server's answer (default 1,\n"
 "                               or TTL/3 if that is less)\n"
 "      --wait-replicas N        count the lock once N replicas have it\n"
@@ -197,9 +206,9 @@ static void usage(void)
 "      --token TOKEN            the holder's token (default DLOCK_TOKEN when\n"
 "                               DLOCK_KEY names the lock)\n"
 "      --force                  release: break the lock, whoever holds it\n"
-"acquire:\n"
+"acquire, dlock FD:\n"
 "      --export                 print DLOCK_KEY=, DLOCK_TOKEN=, DLOCK_FENCE=\n"
-"                               lines for eval, not the token alone\n"
+"                               lines for eval (acquire: not the token alone)\n"
 "status:\n"
 "      --watch                  refresh every second until Ctrl-C: in place on\n"
 "                               a terminal, a block per change on a pipe\n"
@@ -221,11 +230,10 @@ static void usage(void)
 "  -h, --help                   show this help\n"
 "  -V, --version                show the version\n"
 "\n"
-"URLs: redis://[[user]:password@]host[:port][/db], unix:/path[?db=N],\n"
-"      redis-sentinel://host:port[,host:port...]/MASTER,\n"
-"      redis+cluster://host:port[,host:port...] (seed nodes of one Redis\n"
-"      Cluster; a redis:// URL may name any node of one too; several -S\n"
-"      are RedLock); rediss://, rediss-sentinel://, rediss+cluster:// for TLS\n"
+"URLs (one store for a lock; default " DEFAULT_SERVER "):\n",
+	      stdout);
+	engine_usage(stdout, 2, 15);
+	fputs(
 "Environment: DLOCK_SERVERS, DLOCK_PASSWORD, DLOCK_PREFIX, DLOCK_METRICS_DIR,\n"
 "DLOCK_LOG_FORMAT.\n"
 "The command gets DLOCK_KEY, DLOCK_KEYS, DLOCK_TOKEN, DLOCK_FENCE, DLOCK_JOB.\n"
@@ -313,7 +321,7 @@ static const struct form {
 	int min_keys, max_keys;	/* KEY positionals; -1: any number */
 } forms[] = {
 	{ "run", CMD_RUN, G_COMMON | G_MODE | G_WAIT | G_TTL | G_JOB |
-	  G_REPLICAS | G_HISTORY | G_KEYS, "+:" SHORT, 1, 1 },
+	  G_REPLICAS | G_HISTORY | G_KEYS | G_EXPORT, "+:" SHORT, 1, 1 },
 	{ "status", CMD_STATUS, G_COMMON | G_OUTPUT | G_WATCH, "-:" SHORT, 0, -1 },
 	{ "history", CMD_HISTORY, G_COMMON | G_OUTPUT | G_COUNT,
 	  "-:n:" SHORT, 1, 1 },	/* -n COUNT */
@@ -749,6 +757,9 @@ static char *fd_path(int fd)
  * wait for it or tell of a lost lease but a signal. */
 static void check_fd(struct options *opts, int n_keys, bool has_command)
 {
+	/* a job gets the variables in its environment */
+	if (opts->export_vars && opts->cmd == CMD_RUN && (!opts->fd_form || opts->unlock))
+		errx(EX_USAGE, "--export prints the variables of a lock held for the caller: dlock acquire --export KEY, or the descriptor form, dlock --export FD");
 	if (opts->unlock && !opts->fd_form)
 		errx(EX_USAGE, "-u releases the descriptor form's lock: dlock -u FD, nothing more");
 	if (opts->fd < 0)

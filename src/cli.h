@@ -45,7 +45,7 @@ struct options {
 	long count;		/* history -n COUNT, default 10 */
 	const char *token;	/* --token */
 	bool force;		/* release --force */
-	bool export_vars;	/* acquire --export */
+	bool export_vars;	/* acquire --export, dlock --export FD */
 	bool watch;		/* status --watch */
 	bool notify;		/* --notify: tell systemd (notify.c) */
 	bool notify_pass;	/* --notify-pass: and the command may too */

@@ -33,3 +33,9 @@ int extend_main(const struct lock_params *base, const struct command_args *a);
 /* The holder's token for release and extend: --token, else DLOCK_TOKEN
  * when DLOCK_KEY is lk's key. NULL: none. */
 const char *command_token(const struct lock *lk, const struct command_args *a);
+/* acquire --export, dlock --export FD: on stdout, the lines for eval that
+ * set DLOCK_KEY, DLOCK_TOKEN and DLOCK_FENCE (fence "": unset, for
+ * --no-fence) and, unless reentered, unset DLOCK_JOB; -1 when stdout could
+ * not take them. */
+int steps_export(const char *key, const char *token, const char *fence,
+		 bool reentered);

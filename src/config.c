@@ -208,42 +208,28 @@ int config_parse(char *text, size_t len, struct config_file *cf, char *err,
 }
 
 /* Whether a URL starts at p: a scheme (letters, digits, '+', '-', '.')
- * and "://", or "unix:/". */
+ * and "://", or one an engine claims (unix:). */
 static bool starts_url(const char *p)
 {
 	size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789+-.");
 
 	if (n > 0 && strncmp(p + n, "://", 3) == 0)
 		return true;
-	return strncmp(p, "unix:/", 6) == 0;
-}
-
-/* URLs that name several hosts, comma-separated: a comma in them is
- * theirs unless another URL starts after it. */
-static bool multi_host(const char *p)
-{
-	static const char *const schemes[] = {
-		"redis+cluster://", "rediss+cluster://", "zk://", "etcd://",
-		"etcds://", "postgres://", "postgresql://", NULL
-	};
-
-	for (const char *const *s = schemes; *s; s++)
-		if (strncmp(p, *s, strlen(*s)) == 0)
-			return true;
-	return false;
+	return engine_claims(p);
 }
 
 /* The length of the URL that starts at p. A comma or blank ends it, but
- * for the commas that separate a sentinel URL's sentinels, before its '/':
- * "redis-sentinel://h1:26379,h2:26379/mymaster,unix:/x" is two URLs (and
- * so with rediss-sentinel://); and for those between the hosts of a URL
- * that names several, up to a comma followed by another URL:
- * "redis+cluster://h1:7000,h2:7000,redis://h3" is two URLs. */
+ * for the commas of a URL that names several hosts (its engine says which,
+ * by its scheme): up to its '/' for a sentinel URL,
+ * "redis-sentinel://h1:26379,h2:26379/mymaster,unix:/x" being two URLs;
+ * up to a comma followed by another URL for the others,
+ * "redis+cluster://h1:7000,h2:7000,redis://h3" being two URLs. */
 static size_t url_length(const char *p, const char *seps)
 {
 	size_t len = 0;
 
-	if (multi_host(p)) {
+	switch (engine_hosts_of(p)) {
+	case HOSTS_SEVERAL:
 		for (;;) {
 			len += strcspn(p + len, seps);
 			if (p[len] != ',' || !p[len + 1] ||
@@ -252,14 +238,14 @@ static size_t url_length(const char *p, const char *seps)
 				return len;
 			len++;
 		}
-	}
-
-	if (strncmp(p, "redis-sentinel://", 17) == 0 ||
-	    strncmp(p, "rediss-sentinel://", 18) == 0) {
-		len = p[5] == 's' ? 18 : 17;	/* past "://" */
+	case HOSTS_BEFORE_PATH:
+		len = (size_t)(strstr(p, "://") - p) + 3;
 		len += strcspn(p + len, "/ \t\n");
 		if (p[len] != '/')
-			return len;	/* no master name: url_parse says so */
+			return len;	/* no path: the engine's parse says so */
+		break;
+	case HOSTS_ONE:
+		break;
 	}
 	return len + strcspn(p + len, seps);
 }
@@ -660,8 +646,11 @@ static int resolve_tls(const struct config_flags *fl, const struct config_file *
 	st->tls = st->engine->uses_tls &&
 		  st->engine->uses_tls(st->servers, st->n_servers);
 	if (flag && !st->tls) {
-		snprintf(err, errlen, "%s: no server asks for TLS (rediss://, rediss-sentinel://, postgres://...?sslmode=require, mysql://...?tls=, etcds://; servers from %s)",
-			 flag, st->servers_from);
+		char tls_urls[256];
+
+		engine_tls_urls(tls_urls, sizeof tls_urls);
+		snprintf(err, errlen, "%s: no server asks for TLS (%s; servers from %s)",
+			 flag, tls_urls, st->servers_from);
 		return -1;
 	}
 	if (insecure && strcmp(insecure, "yes") != 0 && strcmp(insecure, "no") != 0) {

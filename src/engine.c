@@ -21,49 +21,119 @@
 
 extern const struct engine redis_engine;
 
+/* A URL scheme an engine claims, and how far such a URL reaches in a
+ * list of servers. */
+struct scheme {
+	const char *prefix;
+	enum engine_hosts hosts;
+	bool listed;		/* in --help and messages; false: claimed
+				 * only for its engine to refuse it with
+				 * the reason (zks://) */
+};
+
+/* An engine as the core knows it without loading it: its name, the
+ * schemes it claims and what --help says of its URLs. No file above the
+ * engines names one. */
 struct slot {
 	const char *name;		/* for messages */
-	const char *const *prefixes;	/* the URL schemes it claims */
-	const char *schemes;		/* the same, for messages */
+	const char *title;		/* --help's name for the store */
+	const struct scheme *schemes;	/* the URL schemes it claims */
+	const char *const *usage;	/* --help's URL lines */
+	const char *tls;		/* the URLs that ask for TLS, for
+					 * messages; NULL: none */
 	const char *module;		/* NULL: built in */
 	const char *symbol;		/* its struct engine */
 	const struct engine *engine;	/* built in, or once loaded */
 };
 
-static const char *const redis_prefixes[] = {
-	"redis://", "rediss://", "unix:", "redis-sentinel://",
-	"rediss-sentinel://", "redis+cluster://", "rediss+cluster://", NULL
-};
-static const char *const postgres_prefixes[] = {
-	"postgres://", "postgresql://", NULL
-};
-static const char *const mysql_prefixes[] = { "mysql://", "mariadb://", NULL };
-static const char *const zookeeper_prefixes[] = { "zk://", "zks://", NULL };
-static const char *const etcd_prefixes[] = { "etcd://", "etcds://", NULL };
+#define END_SCHEMES { NULL, HOSTS_ONE, false }
 
-/* The engines' own files read their slot's names here, too: one list. */
+static const struct scheme redis_schemes[] = {
+	{ "redis://", HOSTS_ONE, true },
+	{ "rediss://", HOSTS_ONE, true },
+	{ "unix:", HOSTS_ONE, true },
+	{ "redis-sentinel://", HOSTS_BEFORE_PATH, true },
+	{ "rediss-sentinel://", HOSTS_BEFORE_PATH, true },
+	{ "redis+cluster://", HOSTS_SEVERAL, true },
+	{ "rediss+cluster://", HOSTS_SEVERAL, true },
+	END_SCHEMES
+};
+static const struct scheme postgres_schemes[] = {	/* libpq's host lists */
+	{ "postgres://", HOSTS_SEVERAL, true },
+	{ "postgresql://", HOSTS_SEVERAL, true },
+	END_SCHEMES
+};
+static const struct scheme mysql_schemes[] = {
+	{ "mysql://", HOSTS_ONE, true },
+	{ "mariadb://", HOSTS_ONE, true },
+	END_SCHEMES
+};
+static const struct scheme zookeeper_schemes[] = {
+	{ "zk://", HOSTS_SEVERAL, true },
+	{ "zks://", HOSTS_SEVERAL, false },
+	END_SCHEMES
+};
+static const struct scheme etcd_schemes[] = {
+	{ "etcd://", HOSTS_SEVERAL, true },
+	{ "etcds://", HOSTS_SEVERAL, true },
+	END_SCHEMES
+};
+
+/* --help's lines, after the store's title: 62 columns at most. */
+static const char *const redis_usage[] = {
+	"redis://[[user]:password@]host[:port][/db], unix:/path[?db=N]",
+	"redis-sentinel://host:port[,host:port...]/MASTER",
+	"redis+cluster://host:port[,host:port...] (a Cluster's nodes)",
+	"rediss://, rediss-sentinel://, rediss+cluster:// for TLS",
+	"several -S: RedLock over independent masters",
+	NULL
+};
+static const char *const postgres_usage[] = {
+	"postgres://[user[:password]@]host[:port][/database][?...]",
+	"postgresql://..., libpq's URI (sslmode, .pgpass work)",
+	NULL
+};
+static const char *const mysql_usage[] = {
+	"mysql://[user[:password]@]host[:port][/database][?...]",
+	"mariadb://... (socket=PATH, tls=...)",
+	NULL
+};
+static const char *const zookeeper_usage[] = {
+	"zk://[user[:password]@]host[:port][,host[:port]...][/chroot]",
+	NULL
+};
+static const char *const etcd_usage[] = {
+	"etcd://[user[:password]@]host[:port][,host[:port]...]",
+	"etcds://... for TLS",
+	NULL
+};
+
 static struct slot slots[] = {
-	{ "Redis", redis_prefixes,
-	  "redis://, rediss://, unix:, redis-sentinel://, rediss-sentinel://, redis+cluster://, rediss+cluster://",
-	  NULL, NULL, &redis_engine },
-	{ "PostgreSQL", postgres_prefixes, "postgres://, postgresql://",
-	  "dlock-postgres.so", "postgres_engine", NULL },
-	{ "MySQL", mysql_prefixes, "mysql://, mariadb://",
+	{ "Redis", "Redis", redis_schemes, redis_usage,
+	  "rediss://, rediss-sentinel://", NULL, NULL, &redis_engine },
+	{ "PostgreSQL", "PostgreSQL", postgres_schemes, postgres_usage,
+	  "postgres://...?sslmode=require", "dlock-postgres.so",
+	  "postgres_engine", NULL },
+	{ "MySQL", "MySQL/MariaDB", mysql_schemes, mysql_usage, "mysql://...?tls=",
 	  "dlock-mysql.so", "mysql_engine", NULL },
-	{ "ZooKeeper", zookeeper_prefixes, "zk://",
+	{ "ZooKeeper", "ZooKeeper", zookeeper_schemes, zookeeper_usage, NULL,
 	  "dlock-zookeeper.so", "zookeeper_engine", NULL },
-	{ "etcd", etcd_prefixes, "etcd://, etcds://",
-	  "dlock-etcd.so", "etcd_engine", NULL },
+	{ "etcd", "etcd", etcd_schemes, etcd_usage, "etcds://", "dlock-etcd.so",
+	  "etcd_engine", NULL },
 };
 
 #define N_SLOTS (sizeof slots / sizeof slots[0])
 
-static bool claims(const struct slot *s, const char *url)
+/* The scheme of url's, or NULL. */
+static const struct scheme *scheme_of(const char *url, struct slot **slot)
 {
-	for (const char *const *p = s->prefixes; *p; p++)
-		if (strncmp(url, *p, strlen(*p)) == 0)
-			return true;
-	return false;
+	for (size_t i = 0; i < N_SLOTS; i++)
+		for (const struct scheme *c = slots[i].schemes; c->prefix; c++)
+			if (strncmp(url, c->prefix, strlen(c->prefix)) == 0) {
+				*slot = &slots[i];
+				return c;
+			}
+	return NULL;
 }
 
 /* Opens the module beside the executable, else in DLOCK_ENGINE_DIR. */
@@ -104,7 +174,7 @@ static const struct engine *load(struct slot *s, char *err, size_t errlen)
 		return s->engine;
 	if (!(h = open_module(s->module, why, sizeof why))) {
 		snprintf(err, errlen, "%s needs dlock's %s engine, which is not installed here (%s)",
-			 s->prefixes[0], s->name, why);
+			 s->schemes[0].prefix, s->name, why);
 		return NULL;
 	}
 	/* Never closed: its code runs until dlock exits. */
@@ -119,26 +189,77 @@ static const struct engine *load(struct slot *s, char *err, size_t errlen)
 const struct engine *engine_of(const char *url, char *err, size_t errlen)
 {
 	char want[1024] = "";
+	struct slot *s;
 
+	if (scheme_of(url, &s))
+		return load(s, err, errlen);
 	for (size_t i = 0; i < N_SLOTS; i++)
-		if (claims(&slots[i], url))
-			return load(&slots[i], err, errlen);
-	for (size_t i = 0; i < N_SLOTS; i++) {
-		strncat(want, i ? "; " : "", sizeof want - strlen(want) - 1);
-		strncat(want, slots[i].schemes, sizeof want - strlen(want) - 1);
-	}
+		for (const struct scheme *c = slots[i].schemes; c->prefix; c++) {
+			if (!c->listed)
+				continue;
+			strncat(want, !want[0] ? "" : c == slots[i].schemes ? "; " : ", ",
+				sizeof want - strlen(want) - 1);
+			strncat(want, c->prefix, sizeof want - strlen(want) - 1);
+		}
 	snprintf(err, errlen, "unknown scheme (want %s)", want);
 	return NULL;
 }
 
 bool engine_known(const char *url, bool *built_in, char *why, size_t whylen)
 {
-	for (size_t i = 0; i < N_SLOTS; i++)
-		if (claims(&slots[i], url)) {
-			*built_in &= slots[i].engine != NULL;
-			return true;
-		}
+	struct slot *s;
+
+	if (scheme_of(url, &s)) {
+		*built_in &= s->engine != NULL;
+		return true;
+	}
 	return engine_of(url, why, whylen) != NULL;	/* the reason */
+}
+
+bool engine_claims(const char *url)
+{
+	struct slot *s;
+
+	return scheme_of(url, &s) != NULL;
+}
+
+enum engine_hosts engine_hosts_of(const char *url)
+{
+	struct slot *s;
+	const struct scheme *c = scheme_of(url, &s);
+
+	return c ? c->hosts : HOSTS_ONE;
+}
+
+size_t engine_stores(char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < N_SLOTS; i++)
+		n += (size_t)snprintf(out + (n < len ? n : len), n < len ? len - n : 0,
+				      "%s%s", i == 0 ? "" : i + 1 < N_SLOTS ? ", " : " or ",
+				      slots[i].title);
+	return n;
+}
+
+size_t engine_tls_urls(char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < N_SLOTS; i++)
+		if (slots[i].tls)
+			n += (size_t)snprintf(out + (n < len ? n : len),
+					      n < len ? len - n : 0, "%s%s",
+					      n ? ", " : "", slots[i].tls);
+	return n;
+}
+
+void engine_usage(FILE *out, int indent, int title_width)
+{
+	for (size_t i = 0; i < N_SLOTS; i++)
+		for (const char *const *line = slots[i].usage; *line; line++)
+			fprintf(out, "%*s%-*s%s\n", indent, "", title_width,
+				line == slots[i].usage ? slots[i].title : "", *line);
 }
 
 void engine_bad_url(const char *url, const char *why, char *err, size_t errlen)

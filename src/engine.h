@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "log.h"
 
 #define LOCK_SHARED (-1)	/* lock_params.limit of a shared lock */
@@ -245,7 +246,8 @@ struct history_report {
 struct broken_holder {
 	char *token, *info;	/* info NULL: a foreign holder */
 	size_t token_len, info_len;
-	int64_t left_ms;
+	int64_t left_ms;	/* lease left; -1: no expiry; -2: unknown (a
+				 * foreign holder's, a session's) */
 	size_t n_servers;
 };
 
@@ -370,6 +372,26 @@ const struct engine *engine_of(const char *url, char *err, size_t errlen);
  * with the reason in why; *built_in cleared when the engine is a module
  * not loaded yet. */
 bool engine_known(const char *url, bool *built_in, char *why, size_t whylen);
+/* How far a server URL reaches in a list of them (config.c splits lists
+ * at commas and blanks), by its scheme. */
+enum engine_hosts {
+	HOSTS_ONE,		/* one host: a comma ends it */
+	HOSTS_SEVERAL,		/* host,host,...: a comma is the URL's unless
+				 * another URL starts after it */
+	HOSTS_BEFORE_PATH,	/* host,host.../NAME: the commas before its
+				 * '/' are its own (a sentinel URL) */
+};
+enum engine_hosts engine_hosts_of(const char *url);
+/* Whether an engine claims url's scheme. */
+bool engine_claims(const char *url);
+/* Words for --help and messages, from the engines' table (none is loaded
+ * for them): the stores by name ("Redis, PostgreSQL... or etcd"), the URLs
+ * that ask for TLS ("rediss://, ..."), each as snprintf() writes and
+ * counts; and --help's URL lines, a store's title in the first title_width
+ * columns. */
+size_t engine_stores(char *out, size_t len);
+size_t engine_tls_urls(char *out, size_t len);
+void engine_usage(FILE *out, int indent, int title_width);
 /* "bad server URL 'URL': why", the URL left out where it may hold a
  * password: for engines' parse(). */
 void engine_bad_url(const char *url, const char *why, char *err, size_t errlen);

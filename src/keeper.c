@@ -10,15 +10,21 @@
  * if the keeper itself is killed. The caller is never left running on
  * without the lock unless it asked (dlock -u).
  *
+ * dlock --export FD prints the lock's DLOCK_* variables once the keeper
+ * holds it, for the caller to eval; the caller is then the process that
+ * reads them (find_caller()).
+ *
  * The keeper listens on an abstract unix socket named by the user, the
  * caller's pid and the lock (dlock-keeper/UID/PID/HASH): dlock -u FD looks
  * for it from its own caller up through that one's ancestors (flock -u
  * from a nested subshell unlocks too), and a second dlock FD of the same
  * caller finds its lock held already, as flock's second flock(2) on the
  * same descriptor does. Only the same user (or root) is answered. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
@@ -30,11 +36,13 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include "clock.h"
+#include "commands.h"
 #include "keeper.h"
 #include "lease.h"
 #include "log.h"
@@ -119,27 +127,30 @@ static bool same_user(int s, bool root_too)
 	return cr.uid == getuid() || (root_too && cr.uid == 0);
 }
 
-/* Asks the keeper of caller for the lock name: 'Q' (which mode do you
- * hold?) or 'U' (release). Returns 1 with its one-byte answer, 0 when
- * there is no keeper, -1 when one did not answer in time. */
-static int ask(pid_t caller, const struct settings *st, const char *name,
-	       char what, char *answer)
+/* Asks the keeper of caller for the lock name: 'Q' (what do you hold?
+ * the mode, then the key, token and fence, each NUL-terminated, for
+ * --export) or 'U' (release: one byte once done). Returns the answer's
+ * length (1 or more, at most len: the rest is cut), 0 when there is no
+ * keeper, -1 when one did not answer in time. */
+static ssize_t ask(pid_t caller, const struct settings *st, const char *name,
+		   char what, char *answer, size_t len)
 {
 	struct sockaddr_un sa;
-	socklen_t len = sock_name(&sa, caller, st, name);
+	socklen_t sa_len = sock_name(&sa, caller, st, name);
 	struct pollfd pfd;
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), r = 0;
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ssize_t r = 0;
 
 	if (s < 0)
 		return -1;
-	if (connect(s, (struct sockaddr *)&sa, len) < 0 || !same_user(s, false))
+	if (connect(s, (struct sockaddr *)&sa, sa_len) < 0 || !same_user(s, false))
 		goto out;
 	r = -1;
 	if (send(s, &what, 1, MSG_NOSIGNAL) != 1)
 		goto out;
 	pfd = (struct pollfd){ s, POLLIN, 0 };
-	if (poll(&pfd, 1, ANSWER_MS) == 1 && recv(s, answer, 1, 0) == 1)
-		r = 1;
+	if (poll(&pfd, 1, ANSWER_MS) == 1 && (r = recv(s, answer, len, 0)) < 1)
+		r = -1;
 out:
 	close(s);
 	return r;
@@ -172,7 +183,7 @@ int keeper_unlock(const struct options *opts, const struct settings *st)
 
 	for (pid_t p = getppid(), depth = 0; p > 1 && depth < 64;
 	     p = parent_of(p), depth++) {
-		int r = ask(p, st, opts->key, 'U', &answer);
+		ssize_t r = ask(p, st, opts->key, 'U', &answer, 1);
 
 		if (r == 0)
 			continue;
@@ -204,6 +215,7 @@ struct keeper {
 	int pidfd, listen_fd, answer_fd;
 	bool lost, caller_gone;
 	int64_t kill_at_ms, max_hold_at_ms;
+	int64_t start_us;	/* when dlock FD began: --verbose's "took" */
 };
 
 static void signal_caller(const struct keeper *k, int sig)
@@ -236,6 +248,27 @@ static void lose(struct keeper *k, const char *why, int64_t end_ms)
 	k->kill_at_ms = end_ms >= 0 && end_ms < kill_at_ms ? end_ms : kill_at_ms;
 }
 
+/* 'Q': the mode, then what dlock --export FD prints (a second dlock FD of
+ * the same caller finds its lock held). One message: key, token, fence. */
+static void answer_held(const struct keeper *k, int s, char mode)
+{
+	const struct lock *lk = k->lk;
+	size_t key_len = strlen(lk->key) + 1, token_len = strlen(lk->token) + 1;
+	size_t fence_len = strlen(lk->fence) + 1;
+	char *msg = malloc(1 + key_len + token_len + fence_len);
+
+	if (!msg) {
+		(void)!send(s, &mode, 1, MSG_NOSIGNAL);
+		return;
+	}
+	msg[0] = mode;
+	memcpy(msg + 1, lk->key, key_len);
+	memcpy(msg + 1 + key_len, lk->token, token_len);
+	memcpy(msg + 1 + key_len + token_len, lk->fence, fence_len);
+	(void)!send(s, msg, 1 + key_len + token_len + fence_len, MSG_NOSIGNAL);
+	free(msg);
+}
+
 /* A connection on the socket: 'Q' is answered at once, 'U' once the lock
  * is released (answer_fd). */
 static void on_ask(struct keeper *k)
@@ -255,7 +288,7 @@ static void on_ask(struct keeper *k)
 		return;
 	}
 	if (what == 'Q') {
-		(void)!send(s, &mode, 1, MSG_NOSIGNAL);
+		answer_held(k, s, mode);
 		close(s);
 		return;
 	}
@@ -455,10 +488,273 @@ static int listen_on(pid_t caller, const struct settings *st,
 	return -1;
 }
 
+/* --verbose: flock's line on stdout; not with --export, whose stdout is
+ * for eval. */
 static void say_took(const struct options *opts, int64_t start_us)
 {
-	if (opts->verbose)
+	if (opts->verbose && !opts->export_vars)
 		log_flock_took(start_us);
+}
+
+/* The pipe our standard output is, as /proc names it ("pipe:[123]"); ""
+ * when it is none. */
+static void stdout_pipe(char *name, size_t len)
+{
+	struct stat sb;
+	ssize_t n = -1;
+
+	if (fstat(STDOUT_FILENO, &sb) == 0 && S_ISFIFO(sb.st_mode))
+		n = readlink("/proc/self/fd/1", name, len - 1);
+	name[n > 0 ? n : 0] = '\0';
+}
+
+/* Whether descriptor fd (a name in /proc/PID/fd) of pid is open for
+ * reading only: the read end of a pipe. */
+static bool read_end(pid_t pid, const char *fd)
+{
+	char path[300], line[128];
+	unsigned flags = O_WRONLY;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/fdinfo/%s", (int)pid, fd);
+	if (!(f = fopen(path, "re")))
+		return false;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "flags: %o", &flags) == 1)
+			break;
+	fclose(f);
+	return (flags & O_ACCMODE) == O_RDONLY;
+}
+
+/* Whether pid reads the pipe of that name ("pipe:[123]"). */
+static bool reads_pipe(pid_t pid, const char *pipe_name)
+{
+	char dir[64], link[600], target[256];
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+
+	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+	if (!(d = opendir(dir)))
+		return false;
+	while (!found && (e = readdir(d))) {
+		ssize_t n;
+
+		snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+		n = readlink(link, target, sizeof target - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		found = strcmp(target, pipe_name) == 0 && read_end(pid, e->d_name);
+	}
+	closedir(d);
+	return found;
+}
+
+/* The process whose life the lock lasts: our parent, the shell that runs
+ * dlock FD. With --export, the shell that reads our standard output to
+ * eval it. In $(dlock --export 9) shells run dlock as their own child, but
+ * bash forks a subshell in between when the command has a redirection
+ * ($(dlock --export 9 2>/dev/null)), which exits with dlock: the lock
+ * would go with it. So the nearest ancestor that reads the pipe our
+ * stdout is; 0 when none does (a pipe to another command: whose lock
+ * would it be?). */
+static pid_t find_caller(const struct options *opts)
+{
+	char pipe_name[256];
+	pid_t p = getppid();
+
+	if (!opts->export_vars)
+		return p;
+	stdout_pipe(pipe_name, sizeof pipe_name);
+	if (!pipe_name[0])
+		return p;
+	for (int depth = 0; p > 1 && depth < 64; p = parent_of(p), depth++)
+		if (reads_pipe(p, pipe_name))
+			return p;
+	return 0;
+}
+
+static bool is_ancestor(pid_t pid)
+{
+	for (pid_t p = getppid(), depth = 0; p > 1 && depth < 64;
+	     p = parent_of(p), depth++)
+		if (p == pid)
+			return true;
+	return false;
+}
+
+/* k->caller, pinned by a pidfd before it could be another's pid, and its
+ * process group. 0, or dlock's exit status. */
+static int pin_caller(struct keeper *k)
+{
+	const struct options *opts = k->opts;
+
+	k->caller = find_caller(opts);
+	if (k->caller == 0) {
+		log_line(opts->key, "dlock --export %d: no process above dlock reads its output: eval \"$(dlock --export %d)\" in the shell that does the work",
+			 opts->fd, opts->fd);
+		return EX_USAGE;
+	}
+	k->pidfd = k->caller > 1 ? (int)syscall(SYS_pidfd_open, k->caller, 0) : -1;
+	k->pgid = k->caller > 1 ? getpgid(k->caller) : -1;
+	if (k->pidfd < 0 && k->caller > 1) {	/* before Linux 5.3, valgrind */
+		log_line(opts->key, "dlock %d: pidfd_open: %s", opts->fd, strerror(errno));
+		return EX_OSERR;
+	}
+	if (k->caller <= 1 || k->pgid <= 1 || !is_ancestor(k->caller)) {
+		log_line(opts->key, "dlock %d: no calling process to hold the lock for (%s)",
+			 opts->fd, k->caller <= 1 || getppid() <= 1 ? "its parent is init" :
+			 k->pgid <= 1 ? "it is in init's process group" : "it exited");
+		if (k->pidfd >= 0)
+			close(k->pidfd);
+		return EX_USAGE;
+	}
+	return 0;
+}
+
+/* The NUL-terminated string at *p, before end; *p moves past it. NULL
+ * when there is none. */
+static const char *next_field(const char **p, const char *end)
+{
+	const char *s = *p, *nul = s < end ? memchr(s, '\0', (size_t)(end - s)) : NULL;
+
+	if (!nul)
+		return NULL;
+	*p = nul + 1;
+	return s;
+}
+
+/* --export: what a keeper's answer to 'Q' holds after the mode byte. */
+static int export_held(const struct options *opts, const char *answer, size_t len)
+{
+	const char *p = answer + 1, *end = answer + len;
+	const char *key = next_field(&p, end);
+	const char *token = key ? next_field(&p, end) : NULL;
+	const char *fence = token ? next_field(&p, end) : NULL;
+
+	if (!fence) {
+		log_line(opts->key, "dlock --export %d: the keeper that holds the lock does not tell its token (another dlock version's): dlock -u %d first",
+			 opts->fd, opts->fd);
+		return EX_SOFTWARE;
+	}
+	return steps_export(key, token, fence, false) < 0 ? EX_IOERR : 0;
+}
+
+/* dlock FD again by the same caller (flock(2) again on the same
+ * descriptor): 0 where it holds the lock in that mode; -1 where no keeper
+ * of the caller's holds it. */
+static int held_already(const struct keeper *k, const struct settings *st)
+{
+	const struct options *opts = k->opts;
+	char answer[1 + PATH_MAX + 256 + LOCK_TOKEN_MAX + 32];
+	ssize_t n = ask(k->caller, st, opts->key, 'Q', answer, sizeof answer);
+
+	if (n <= 0)
+		return -1;
+	if (answer[0] != mode_of(opts)) {
+		log_line(opts->key, "process %d holds this lock %s already: dlock -u %d first",
+			 (int)k->caller, answer[0] == 's' ? "shared" : answer[0] == 'x' ?
+			 "exclusive" : "with --limit", opts->fd);
+		return EX_USAGE;
+	}
+	return opts->export_vars ? export_held(opts, answer, (size_t)n) : 0;
+}
+
+/* Takes the lock: LOCK_ACQUIRED, else dlock's exit status in *status. */
+static enum lock_result take(struct keeper *k, struct lock *lk, int *status)
+{
+	const struct options *opts = k->opts;
+	struct error err = { 0 };
+	enum lock_result got;
+	int signo = 0;
+
+	got = wait_acquire(lk, opts->nonblock ? 0 : opts->wait_ms, k->sig, &signo, &err);
+	switch (got) {
+	case LOCK_ACQUIRED:
+		break;
+	case LOCK_REENTERED:
+		/* A job that holds it runs us: its lock outlives our caller. */
+		*status = opts->export_vars &&
+			  steps_export(lk->key, lk->token, lk->fence, true) < 0 ?
+			  EX_IOERR : 0;
+		break;
+	case LOCK_HELD:
+		if (opts->verbose) {
+			char who[320];
+
+			waitline_describe(lk->held_by, who, sizeof who);
+			log_line(opts->key, "lock is %s", who);
+		}
+		*status = opts->conflict_exit;
+		break;
+	case LOCK_INTERRUPTED:
+		*status = 128 + signo;
+		break;
+	case LOCK_FAILED:
+		if (opts->verbose)
+			lock_log_servers(lk);
+		log_error(opts->key, &err);
+		*status = err.exit;
+		break;
+	}
+	return got;
+}
+
+/* The lock is ours: the keeper takes it over. Returns dlock's exit status
+ * when it could not start (the lock ours to give back); else ends dlock,
+ * with what the keeper said and, for --export, the variables printed. */
+static int hand_over(struct keeper *k, struct lock *lk, const struct settings *st)
+{
+	const struct options *opts = k->opts;
+	struct error err = { 0 };
+	int ready[2] = { -1, -1 };
+	char answer;
+	pid_t pid;
+
+	k->listen_fd = listen_on(k->caller, st, opts, &err);
+	if (k->listen_fd < 0 || pipe2(ready, O_CLOEXEC) < 0) {
+		if (k->listen_fd >= 0) {
+			error_set(&err, EX_OSERR, "pipe: %s", strerror(errno));
+			close(k->listen_fd);
+		}
+		log_error(opts->key, &err);
+		return err.exit;
+	}
+	if (opts->max_hold_ms >= 0)
+		k->max_hold_at_ms = clock_now_ms() + opts->max_hold_ms;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		keeper(k, ready[1]);
+	}
+	close(ready[1]);
+	close(k->listen_fd);
+	if (pid < 0) {
+		log_line(opts->key, "fork: %s", strerror(errno));
+		close(ready[0]);
+		return EX_OSERR;
+	}
+	/* The keeper has the lock now (and its connections): not a word more
+	 * to the servers from here, whatever it says. */
+	if (read(ready[0], &answer, 1) != 1) {
+		log_line(opts->key, "dlock's keeper process died; the lock lapses within %.3g s",
+			 (double)lk->ttl_ms / 1000);
+		_exit(EX_OSERR);
+	}
+	if (answer != 0)
+		_exit((unsigned char)answer);
+	/* Nobody would learn the token: the keeper gives the lock back. */
+	if (opts->export_vars && steps_export(lk->key, lk->token, lk->fence, false) < 0) {
+		log_line(opts->key, "cannot write the variables: %s; lock given back",
+			 strerror(errno ? errno : EIO));
+		ask(k->caller, st, opts->key, 'U', &answer, 1);
+		_exit(EX_IOERR);
+	}
+	say_took(opts, k->start_us);
+	_exit(0);
 }
 
 int keeper_lock(const struct options *opts, const struct settings *st,
@@ -466,42 +762,20 @@ int keeper_lock(const struct options *opts, const struct settings *st,
 {
 	struct keeper k = { .opts = opts, .sig = sig, .answer_fd = -1,
 			    .kill_at_ms = -1, .max_hold_at_ms = -1,
-			    .wd = { .fd = -1 } };
+			    .wd = { .fd = -1 }, .start_us = log_now_us() };
 	struct lock lk;
 	struct error err = { 0 };
 	enum lock_result got;
-	char command[256], mode, answer;
-	int64_t start_us = log_now_us();
-	int status, signo = 0, ready[2] = { -1, -1 };
-	pid_t pid;
+	char command[256];
+	int status, signo;
 
-	/* The caller, pinned by a pidfd before it could be another's pid. */
-	k.caller = getppid();
-	k.pidfd = k.caller > 1 ? (int)syscall(SYS_pidfd_open, k.caller, 0) : -1;
-	k.pgid = k.caller > 1 ? getpgid(k.caller) : -1;
-	if (k.pidfd < 0 && k.caller > 1) {	/* before Linux 5.3, valgrind */
-		log_line(opts->key, "dlock %d: pidfd_open: %s", opts->fd, strerror(errno));
-		return EX_OSERR;
-	}
-	if (k.caller <= 1 || k.pgid <= 1 || getppid() != k.caller) {
-		log_line(opts->key, "dlock %d: no calling process to hold the lock for (%s)",
-			 opts->fd, k.caller <= 1 || getppid() <= 1 ? "its parent is init" :
-			 "it is in init's process group");
-		if (k.pidfd >= 0)
-			close(k.pidfd);
-		return EX_USAGE;
-	}
-	/* Held by this caller already: flock(2) again on the same descriptor. */
-	if (ask(k.caller, st, opts->key, 'Q', &mode) > 0) {
+	if ((status = pin_caller(&k)) != 0)
+		return status;
+	if ((status = held_already(&k, st)) >= 0) {
+		if (status == 0)
+			say_took(opts, k.start_us);
 		close(k.pidfd);
-		if (mode != mode_of(opts)) {
-			log_line(opts->key, "process %d holds this lock %s already: dlock -u %d first",
-				 (int)k.caller, mode == 's' ? "shared" : mode == 'x' ?
-				 "exclusive" : "with --limit", opts->fd);
-			return EX_USAGE;
-		}
-		say_took(opts, start_us);
-		return 0;
+		return status;
 	}
 	caller_command(k.caller, opts->fd, command, sizeof command);
 	params->command = command;
@@ -513,81 +787,20 @@ int keeper_lock(const struct options *opts, const struct settings *st,
 		goto out;
 	}
 	config_report(&opts->cfg, st);
-	got = wait_acquire(&lk, opts->nonblock ? 0 : opts->wait_ms, sig, &signo, &err);
-	switch (got) {
-	case LOCK_ACQUIRED:
-		break;
-	case LOCK_REENTERED:
-		/* A job that holds it runs us: its lock outlives our caller. */
-		say_took(opts, start_us);
-		status = 0;
+	got = take(&k, &lk, &status);
+	if (got == LOCK_REENTERED && status == 0)
+		say_took(opts, k.start_us);
+	if (got != LOCK_ACQUIRED)
 		goto out;
-	case LOCK_HELD:
-		if (opts->verbose) {
-			char who[320];
-
-			waitline_describe(lk.held_by, who, sizeof who);
-			log_line(opts->key, "lock is %s", who);
-		}
-		status = opts->conflict_exit;
-		goto out;
-	case LOCK_INTERRUPTED:
+	if ((signo = signals_interrupt(sig)) != 0)
 		status = 128 + signo;
-		goto out;
-	case LOCK_FAILED:
-		if (opts->verbose)
-			lock_log_servers(&lk);
-		log_error(opts->key, &err);
-		status = err.exit;
-		goto out;
-	}
-	if ((signo = signals_interrupt(sig)) != 0) {
-		status = 128 + signo;
-		goto release;
-	}
-	k.listen_fd = listen_on(k.caller, st, opts, &err);
-	if (k.listen_fd < 0 || pipe2(ready, O_CLOEXEC) < 0) {
-		if (k.listen_fd >= 0)
-			error_set(&err, EX_OSERR, "pipe: %s", strerror(errno));
-		log_error(opts->key, &err);
-		status = err.exit;
-		goto release;
-	}
-	if (opts->max_hold_ms >= 0)
-		k.max_hold_at_ms = clock_now_ms() + opts->max_hold_ms;
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid == 0) {
-		close(ready[0]);
-		keeper(&k, ready[1]);
-	}
-	close(ready[1]);
-	close(k.listen_fd);
-	if (pid < 0) {
-		log_line(opts->key, "fork: %s", strerror(errno));
-		close(ready[0]);
-		status = EX_OSERR;
-		goto release;
-	}
-	/* The keeper has the lock now (and its connections): not a word more
-	 * to the servers from here, whatever it says. */
-	if (read(ready[0], &answer, 1) != 1) {
-		log_line(opts->key, "dlock's keeper process died; the lock lapses within %.3g s",
-			 (double)lk.ttl_ms / 1000);
-		_exit(EX_OSERR);
-	}
-	if (answer != 0)
-		_exit((unsigned char)answer);
-	say_took(opts, start_us);
-	_exit(0);
-release:
+	else
+		status = hand_over(&k, &lk, st);	/* only if it failed */
 	if (lock_release(&lk, &err) < 0)
 		log_line(opts->key, "release failed: %s; the lock lapses within %.3g s",
 			 err.msg, (double)lk.ttl_ms / 1000);
 out:
-	if (k.lk)
-		lock_free(&lk);
+	lock_free(&lk);
 	close(k.pidfd);
 	return status;
 }

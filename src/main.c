@@ -38,7 +38,7 @@ static void report_conflict(const struct options *opts, const struct lock *lk)
 	if (!opts->verbose)
 		return;
 	waitline_describe(lk->held_by, who, sizeof who);
-	log_event(LOG_INFO, opts->key, "conflict", NULL, 0, "lock is %s", who);
+	log_event(LOG_INFO, lk->p->name, "conflict", NULL, 0, "lock is %s", who);
 }
 
 /* A release that did not reach a majority leaves the lock to lapse: say so
@@ -50,17 +50,19 @@ static void report_conflict(const struct options *opts, const struct lock *lk)
 static int report_release(const struct options *opts, const struct lock *lk,
 			  int r, const struct error *err, int status, bool quiet)
 {
+	const char *name = lk->p->name;
+
 	if (r == LOCK_RELEASE_LOST) {
 		if (quiet)
 			return status;
-		log_line(opts->key, "lease lost: %s", err->msg);
+		log_line(name, "lease lost: %s", err->msg);
 		return EX_TEMPFAIL;
 	}
 	if (r < 0)
-		log_line(opts->key, "release failed: %s; the lock lapses within %.3g s",
+		log_line(name, "release failed: %s; the lock lapses within %.3g s",
 			 err->msg, (double)lk->ttl_ms / 1000);
 	else if (r > 0 && opts->verbose)
-		log_error(opts->key, err);
+		log_error(name, err);
 	return status;
 }
 
@@ -283,142 +285,6 @@ static const char *job_token(const struct options *opts, enum lock_result got,
 	return opts->close && got != LOCK_REENTERED ? "" : token;
 }
 
-/* -k: run() for several locks, taken all or none. */
-static int run_multi(struct options *opts, struct settings *st,
-		     const struct signals *sig, int *die_by)
-{
-	struct multi m = { 0 };
-	struct lock_params base;
-	struct job job;
-	struct observe ob;
-	struct error err = { 0 };
-	enum lock_result got = LOCK_FAILED;
-	enum run_outcome outcome = RUN_FAILED;
-	char command[256];
-	int status, signo = 0, r;
-	int64_t start_us;
-	bool lost;
-	size_t n = 0;
-
-	size_t keys_len = 0;
-
-	while (opts->keys[n])
-		keys_len += strlen(st->prefix) + strlen(opts->keys[n++]) + 1;
-	observe_init(&ob, opts, st, opts->keys);
-	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0 ||
-	    child_check_size(&job, keys_len, &err) < 0) {
-		/* dlock -k A -k B C cmd: C was meant as a KEY */
-		if (err.exit == 127 && opts->argv && !cli_is_option(opts->argv[0]))
-			error_set(&err, 127, "%s: command not found (with -k, every lock is a -k: what follows the options is the command)",
-				  opts->argv[0]);
-		misplaced_option(opts, &err);
-		log_error(opts->key, &err);
-		child_free(&job);
-		observe_end(&ob, RUN_FAILED, err.exit);
-		return err.exit;
-	}
-	command_line(opts, command, sizeof command);
-	lock_params_of(opts, st, command, &base);
-	if (multi_init(&m, &base, opts->keys, n, &err) < 0) {
-		log_error(m.locks ? multi_failed_name(&m) : opts->key, &err);
-		status = err.exit;
-		goto out;
-	}
-	config_report(&opts->cfg, st);
-	start_us = log_now_us();
-	got = multi_acquire(&m, opts->nonblock ? 0 : opts->wait_ms, sig, &signo,
-			    &err);
-	switch (got) {
-	case LOCK_ACQUIRED:
-	case LOCK_REENTERED:
-		break;
-	case LOCK_HELD:
-		if (opts->verbose) {
-			char who[320];
-
-			waitline_describe(m.locks[m.failed].held_by, who, sizeof who);
-			log_event(LOG_INFO, multi_failed_name(&m), "conflict", NULL, 0,
-				  "lock is %s", who);
-		}
-		outcome = RUN_CONFLICT;
-		status = opts->conflict_exit;
-		goto out;
-	case LOCK_INTERRUPTED:
-		outcome = RUN_INTERRUPTED;
-		status = 128 + signo;
-		if (from_terminal(signo, false))
-			*die_by = signo;
-		goto out;
-	case LOCK_FAILED:
-		if (opts->verbose)
-			lock_log_servers(&m.locks[m.failed]);
-		log_error(multi_failed_name(&m), &err);
-		if (err.exit == EX_UNAVAILABLE)
-			outcome = RUN_UNAVAILABLE;
-		status = err.exit;
-		goto out;
-	}
-	if (got == LOCK_ACQUIRED)
-		observe_acquired(&ob, m.fence);
-	if ((signo = signals_interrupt(sig)) != 0) {
-		outcome = RUN_INTERRUPTED;
-		status = 128 + signo;
-		goto release;
-	}
-	if (child_set_env(&job, got == LOCK_REENTERED ?
-			  outer_var("DLOCK_KEY", m.first_key) : m.first_key,
-			  got == LOCK_REENTERED ?
-			  outer_var("DLOCK_KEYS", m.keys) : m.keys,
-			  job_token(opts, got, m.token), m.fence[0] ? m.fence : NULL,
-			  got == LOCK_REENTERED, NULL, &err) < 0) {
-		log_error(opts->key, &err);
-		status = err.exit;
-		goto release;
-	}
-	if (opts->verbose)
-		log_flock_took(start_us);
-	say_executing(opts, &job);
-	if (got == LOCK_REENTERED) {
-		multi_free(&m);
-		child_exec_reentered(&job, &err);
-		log_error(opts->key, &err);
-		child_free(&job);
-		return err.exit;
-	}
-	if (opts->no_fork) {
-		status = run_no_fork(opts, m.locks, m.n, &job, sig, &ob);
-		multi_free(&m);
-		child_free(&job);
-		return status;	/* exec failed; the helper releases */
-	}
-	status = run_job(opts, st, m.locks, m.n, &job, sig, &ob);
-	outcome = job.lost ? RUN_LOST : job.ran ? RUN_ACQUIRED : RUN_FAILED;
-	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))
-		*die_by = job.term_signal;
-release:
-	if (got == LOCK_ACQUIRED)
-		observe_stopping(&ob, job.lost);
-	lost = job.lost || !job.ran;	/* told already, or nothing ran */
-	for (size_t i = 0; got == LOCK_ACQUIRED && i < m.n; i++) {
-		r = lock_release_job(&m.locks[i], status, job.ran && !job.lost, &err);
-		if (r == LOCK_RELEASE_LOST && !lost) {
-			log_line(m.locks[i].p->name, "lease lost: %s", err.msg);
-			status = EX_TEMPFAIL;
-			lost = true;
-		} else if (r < 0) {
-			log_line(m.locks[i].p->name, "release failed: %s; the lock lapses within %.3g s",
-				 err.msg, (double)m.locks[i].ttl_ms / 1000);
-		} else if (r == 1 && opts->verbose) {
-			log_error(m.locks[i].p->name, &err);
-		}
-	}
-out:
-	observe_end(&ob, outcome, status);
-	multi_free(&m);
-	child_free(&job);
-	return status;
-}
-
 /* --unavailable run applies to an outage only: not when a server said
  * the lock is held, nor when a TLS handshake failed (a certificate to fix
  * is no outage, and every host would run at once); --fair is refused
@@ -497,130 +363,199 @@ static int unavailable_fits(const struct options *opts, const struct settings *s
 	return -1;
 }
 
-static int run(struct options *opts, struct settings *st,
-	       const struct signals *sig, int *die_by)
-{
-	struct lock lk;
-	struct lock_params params;
+/* One run of the first forms, for the steps below: the locks (one, or
+ * several with -k: one lock is a multi-lock of one), the job, what is
+ * observed of it. */
+struct run {
+	struct options *opts;
+	const struct settings *st;
+	const struct signals *sig;
+	int *die_by;		/* the signal dlock ends by, as the job did */
+	struct multi m;
 	struct job job;
 	struct observe ob;
-	struct error err = { 0 };
-	enum lock_result got = LOCK_FAILED;
-	enum run_outcome outcome = RUN_FAILED;
-	char command[256];
-	int status, signo = 0, r;
+	enum lock_result got;
+	enum run_outcome outcome;
+	bool handed_over;	/* the command took our place (re-entered, -F):
+				 * nothing to release, nothing to observe */
 	int64_t start_us;
+	char command[256];	/* the holder info's (lock_params.command) */
+};
+
+/* The command, before anything is contacted: one that cannot be run never
+ * takes the lock. 0, or dlock's exit status with the line said. */
+static int prepare_job(struct run *r)
+{
+	struct options *opts = r->opts;
+	struct error err = { 0 };
+	size_t keys_len = 0, n = 0;
+
+	for (; opts->keys[n]; n++)	/* DLOCK_KEYS: the keys and a blank each */
+		keys_len += (n ? 1 : 0) + strlen(r->st->prefix) + strlen(opts->keys[n]);
+	if (child_prepare(&r->job, opts->argv, opts->shell_cmd, r->sig, &err) == 0 &&
+	    child_check_size(&r->job, keys_len, &err) == 0)
+		return 0;
+	/* dlock -k A -k B C cmd: C was meant as a KEY */
+	if (opts->multi && err.exit == 127 && opts->argv && !cli_is_option(opts->argv[0]))
+		error_set(&err, 127, "%s: command not found (with -k, every lock is a -k: what follows the options is the command)",
+			  opts->argv[0]);
+	misplaced_option(opts, &err);
+	log_error(opts->key, &err);
+	return err.exit;
+}
+
+/* Takes the locks: -1 once they are ours (acquired, or re-entered), else
+ * dlock's exit status, r->outcome saying why. */
+static int take_locks(struct run *r)
+{
+	struct options *opts = r->opts;
+	struct lock_params base;
+	struct error err = { 0 };
+	struct lock *failed;
+	int signo = 0;
+	size_t n = 0;
+
+	while (opts->keys[n])
+		n++;
+	command_line(opts, r->command, sizeof r->command);
+	lock_params_of(opts, r->st, r->command, &base);
+	if (multi_init(&r->m, &base, opts->keys, n, &err) < 0) {
+		log_error(r->m.locks ? multi_failed_name(&r->m) : opts->key, &err);
+		return err.exit;
+	}
+	/* After the locks' set-up: a server named twice is one line (64). */
+	config_report(&opts->cfg, r->st);	/* --verbose: the servers' source */
+	r->start_us = log_now_us();
+	r->got = multi_acquire(&r->m, opts->nonblock ? 0 : opts->wait_ms, r->sig,
+			       &signo, &err);
+	failed = &r->m.locks[r->m.failed];
+	switch (r->got) {
+	case LOCK_ACQUIRED:
+		observe_acquired(&r->ob, r->m.fence);
+		return -1;
+	case LOCK_REENTERED:
+		return -1;
+	case LOCK_HELD:
+		report_conflict(opts, failed);
+		r->outcome = RUN_CONFLICT;
+		return opts->conflict_exit;
+	case LOCK_INTERRUPTED:
+		r->outcome = RUN_INTERRUPTED;
+		if (from_terminal(signo, false))
+			*r->die_by = signo;
+		return 128 + signo;
+	case LOCK_FAILED:
+		break;
+	}
+	if (opts->verbose)
+		lock_log_servers(failed);
+	if (err.exit == EX_UNAVAILABLE)
+		r->outcome = RUN_UNAVAILABLE;
+	if (r->st->unavailable_run && err.exit == EX_UNAVAILABLE &&
+	    only_unreachable(failed))
+		return run_unlocked(opts, failed, &r->job, r->sig, &err, r->die_by,
+				    &r->ob);
+	log_error(failed->p->name, &err);
+	return err.exit;
+}
+
+/* The locks are ours: the command runs under them, or takes our place
+ * (re-entered: the outer dlock keeps the lease; -F: a helper keeps it).
+ * Returns its exit status, or dlock's. */
+static int start_job(struct run *r)
+{
+	struct options *opts = r->opts;
+	struct multi *m = &r->m;
+	bool in = r->got == LOCK_REENTERED;
+	struct error err = { 0 };
+	int signo, status;
+
+	/* A signal that came while we acquired: the command must not start. */
+	if ((signo = signals_interrupt(r->sig)) != 0) {
+		r->outcome = RUN_INTERRUPTED;
+		return 128 + signo;
+	}
+	/* Re-entered: the same DLOCK_* values as the outer command's. One
+	 * lock: its engine's variables too (etcd's ETCD_LOCK_KEY...). */
+	if (child_set_env(&r->job, in ? outer_var("DLOCK_KEY", m->first_key) : m->first_key,
+			  in ? outer_var("DLOCK_KEYS", m->keys) : m->keys,
+			  job_token(opts, r->got, m->token), m->fence[0] ? m->fence : NULL,
+			  in, m->n == 1 ? m->locks[0].env : NULL, &err) < 0) {
+		log_error(opts->key, &err);
+		return err.exit;
+	}
+	if (opts->verbose)
+		log_flock_took(r->start_us);
+	say_executing(opts, &r->job);
+	if (in) {	/* in the outer job's process group, in our place */
+		r->handed_over = true;
+		multi_free(m);
+		child_exec_reentered(&r->job, &err);
+		log_error(opts->key, &err);
+		return err.exit;
+	}
+	if (opts->no_fork) {
+		r->handed_over = true;
+		return run_no_fork(opts, m->locks, m->n, &r->job, r->sig, &r->ob);
+	}
+	status = run_job(opts, r->st, m->locks, m->n, &r->job, r->sig, &r->ob);
+	r->outcome = r->job.lost ? RUN_LOST : r->job.ran ? RUN_ACQUIRED : RUN_FAILED;
+	if (r->job.term_signal && from_terminal(r->job.term_signal, r->job.tty_handed))
+		*r->die_by = r->job.term_signal;
+	return status;
+}
+
+/* Every lock given back once the job is over (or never started); a lease
+ * lost that the job was not told of is 75. Returns the exit status. */
+static int release_locks(struct run *r, int status)
+{
+	struct error err = { 0 };
+	bool lost = r->job.lost || !r->job.ran;	/* told already, or nothing ran */
+
+	if (r->got != LOCK_ACQUIRED)
+		return status;
+	observe_stopping(&r->ob, r->job.lost);
+	for (size_t i = 0; i < r->m.n; i++) {
+		struct lock *lk = &r->m.locks[i];
+		int rel = lock_release_job(lk, status, r->job.ran && !r->job.lost, &err);
+
+		status = report_release(r->opts, lk, rel, &err, status, lost);
+		lost |= rel == LOCK_RELEASE_LOST;
+	}
+	return status;
+}
+
+static int run(struct options *opts, const struct settings *st,
+	       const struct signals *sig, int *die_by)
+{
+	struct run r = { .opts = opts, .st = st, .sig = sig, .die_by = die_by,
+			 .got = LOCK_FAILED, .outcome = RUN_FAILED };
+	int status;
 
 	if (min_hold_fits(st) < 0 || unavailable_fits(opts, st) < 0)
 		return EX_USAGE;
-	if (opts->multi)
-		return run_multi(opts, st, sig, die_by);
-	/* Nothing touched yet: a command that cannot be run never takes it. */
-	observe_init(&ob, opts, st, opts->keys);
-	if (child_prepare(&job, opts->argv, opts->shell_cmd, sig, &err) < 0 ||
-	    child_check_size(&job, strlen(st->prefix) + strlen(opts->key), &err) < 0) {
-		misplaced_option(opts, &err);
-		log_error(opts->key, &err);
-		child_free(&job);
-		observe_end(&ob, RUN_FAILED, err.exit);
-		return err.exit;
+	observe_init(&r.ob, opts, st, opts->keys);
+	if ((status = prepare_job(&r)) != 0) {
+		child_free(&r.job);
+		observe_end(&r.ob, RUN_FAILED, status);
+		return status;
 	}
 	/* --fd N: the descriptor is the lock's, not the command's (flock -o
 	 * closes it there); without -o the command has it, as under flock. */
 	if (opts->fd >= 0 && opts->close)
 		fcntl(opts->fd, F_SETFD, FD_CLOEXEC);
-	command_line(opts, command, sizeof command);
-	lock_params_of(opts, st, command, &params);
-	if (lock_init(&lk, &params, &err) < 0) {
-		log_error(opts->key, &err);
-		status = err.exit;
-		goto out;
-	}
-	/* After lock_init: a server named twice is one line (64), no more. */
-	config_report(&opts->cfg, st);	/* --verbose: the servers' source; even N */
-	start_us = log_now_us();
-	got = wait_acquire(&lk, opts->nonblock ? 0 : opts->wait_ms, sig, &signo,
-			   &err);
-	switch (got) {
-	case LOCK_ACQUIRED:
-	case LOCK_REENTERED:
-		break;
-	case LOCK_HELD:
-		report_conflict(opts, &lk);
-		outcome = RUN_CONFLICT;
-		status = opts->conflict_exit;
-		goto out;
-	case LOCK_INTERRUPTED:
-		outcome = RUN_INTERRUPTED;
-		status = 128 + signo;
-		if (from_terminal(signo, false))
-			*die_by = signo;
-		goto out;
-	case LOCK_FAILED:
-		if (opts->verbose)
-			lock_log_servers(&lk);
-		if (err.exit == EX_UNAVAILABLE)
-			outcome = RUN_UNAVAILABLE;
-		if (st->unavailable_run && err.exit == EX_UNAVAILABLE &&
-		    only_unreachable(&lk)) {
-			status = run_unlocked(opts, &lk, &job, sig, &err, die_by, &ob);
-			goto out;
+	if ((status = take_locks(&r)) < 0) {
+		status = start_job(&r);
+		if (r.handed_over) {	/* exec failed; -F's helper releases */
+			multi_free(&r.m);
+			child_free(&r.job);
+			return status;
 		}
-		log_error(opts->key, &err);
-		status = err.exit;
-		goto out;
+		status = release_locks(&r, status);
 	}
-	if (got == LOCK_ACQUIRED)
-		observe_acquired(&ob, lk.fence);
-	/* A signal that came while we acquired: the command must not start. */
-	if ((signo = signals_interrupt(sig)) != 0) {
-		outcome = RUN_INTERRUPTED;
-		status = 128 + signo;
-		goto release;
-	}
-	/* Re-entered: the same DLOCK_* values as the outer command's. */
-	if (child_set_env(&job, got == LOCK_REENTERED ? outer_var("DLOCK_KEY", lk.key) :
-			  lk.key, got == LOCK_REENTERED ?
-			  outer_var("DLOCK_KEYS", lk.key) : lk.key,
-			  job_token(opts, got, lk.token), lk.fence[0] ? lk.fence : NULL,
-			  got == LOCK_REENTERED, lk.env, &err) < 0) {
-		log_error(opts->key, &err);
-		status = err.exit;
-		goto release;
-	}
-	if (opts->verbose)
-		log_flock_took(start_us);
-	say_executing(opts, &job);
-	/* Re-entered: the outer dlock keeps the lease and releases; the
-	 * command takes our place, in the outer job's process group. */
-	if (got == LOCK_REENTERED) {
-		lock_free(&lk);
-		child_exec_reentered(&job, &err);
-		log_error(opts->key, &err);
-		child_free(&job);
-		return err.exit;
-	}
-	if (opts->no_fork) {
-		status = run_no_fork(opts, &lk, 1, &job, sig, &ob);
-		lock_free(&lk);
-		child_free(&job);
-		return status;	/* exec failed; the helper releases */
-	}
-	status = run_job(opts, st, &lk, 1, &job, sig, &ob);
-	outcome = job.lost ? RUN_LOST : job.ran ? RUN_ACQUIRED : RUN_FAILED;
-	if (job.term_signal && from_terminal(job.term_signal, job.tty_handed))
-		*die_by = job.term_signal;
-release:
-	if (got == LOCK_ACQUIRED) {
-		observe_stopping(&ob, job.lost);
-		r = lock_release_job(&lk, status, job.ran && !job.lost, &err);
-		status = report_release(opts, &lk, r, &err, status,
-					job.lost || !job.ran);
-	}
-out:
-	observe_end(&ob, outcome, status);
-	lock_free(&lk);
-	child_free(&job);
+	observe_end(&r.ob, r.outcome, status);
+	multi_free(&r.m);
+	child_free(&r.job);
 	return status;
 }
 

@@ -1,4 +1,5 @@
-/* multi.c - several locks, all or none (-k), built on the single lock.
+/* multi.c - several locks, all or none (-k), built on the single lock;
+ * one lock is the case of one (main.c runs every job through here).
  *
  * The keys are taken one by one in the order of their Redis keys, the
  * classic remedy for deadlock: a job waits only for a key greater than
@@ -41,13 +42,17 @@ int multi_init(struct multi *m, const struct lock_params *base,
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	arc4random_buf(raw, sizeof raw);
-	for (size_t i = 0; i < sizeof raw; i++)
-		snprintf(m->token + 2 * i, 3, "%02x", raw[i]);
+	/* One token for all the keys; one key keeps the engine's own. */
+	if (n > 1) {
+		arc4random_buf(raw, sizeof raw);
+		for (size_t i = 0; i < sizeof raw; i++)
+			snprintf(m->token + 2 * i, 3, "%02x", raw[i]);
+	}
 	for (size_t i = 0; i < n; i++) {
 		m->params[i] = *base;
 		m->params[i].name = names[i];
-		m->params[i].token = m->token;
+		if (n > 1)
+			m->params[i].token = m->token;
 		if (lock_init(&m->locks[i], &m->params[i], err) < 0) {
 			m->failed = i;
 			return -1;
@@ -143,22 +148,17 @@ static enum lock_result take_all(struct multi *m, int64_t deadline_ms,
 	return LOCK_ACQUIRED;
 }
 
-/* The one fence of all the keys: the largest. */
+/* The one fence of all the keys: the largest, as its engine wrote it
+ * ("" with --no-fence: none to hand on). */
 static void largest_fence(struct multi *m)
 {
-	long long fence = 0;
+	size_t largest = 0;
 
-	if (!m->locks[0].fence[0]) {	/* --no-fence: none to hand on */
-		m->fence[0] = '\0';
-		return;
-	}
-	for (size_t i = 0; i < m->n; i++) {
-		long long f = strtoll(m->locks[i].fence, NULL, 10);
-
-		if (f > fence)
-			fence = f;
-	}
-	snprintf(m->fence, sizeof m->fence, "%lld", fence);
+	for (size_t i = 1; i < m->n; i++)
+		if (strtoll(m->locks[i].fence, NULL, 10) >
+		    strtoll(m->locks[largest].fence, NULL, 10))
+			largest = i;
+	snprintf(m->fence, sizeof m->fence, "%s", m->locks[largest].fence);
 }
 
 /* Every key taken: the job gets one fence, the largest of the keys'. Each
@@ -238,7 +238,7 @@ enum lock_result multi_acquire(struct multi *m, int64_t wait_ms,
 
 		r = take_all(m, deadline_ms, sig, signo, &again, err);
 		if (r == LOCK_ACQUIRED && (r = reentered(m, err)) == LOCK_ACQUIRED &&
-		    (raise_fences(m, err) < 0 || check_all(m, err) < 0)) {
+		    m->n > 1 && (raise_fences(m, err) < 0 || check_all(m, err) < 0)) {
 			give_back(m);
 			r = LOCK_FAILED;
 			again = true;
@@ -246,6 +246,13 @@ enum lock_result multi_acquire(struct multi *m, int64_t wait_ms,
 		if (!again || round >= MAX_ROUNDS ||
 		    (deadline_ms >= 0 && clock_now_ms() >= deadline_ms))
 			break;
+	}
+	/* One key: no other aged while it was waited for, no fence to raise
+	 * (the job's start checks it as it checks every key); its token and
+	 * fence are the engine's. */
+	if (r == LOCK_ACQUIRED && m->n == 1) {
+		snprintf(m->token, sizeof m->token, "%s", m->locks[0].token);
+		largest_fence(m);
 	}
 	return r;
 }
@@ -259,4 +266,5 @@ void multi_free(struct multi *m)
 	free(m->params);
 	free(m->got);
 	free(m->keys);
+	*m = (struct multi){ 0 };	/* freed once, whoever calls it again */
 }

@@ -1,4 +1,5 @@
-/* multi.h - several locks taken all or none (-k KEY -k KEY...) */
+/* multi.h - several locks taken all or none (-k KEY -k KEY...); one lock
+ * is a multi-lock of one */
 #pragma once
 #include <stdint.h>
 #include "lock.h"
@@ -6,15 +7,16 @@
 #include "signals.h"
 
 struct multi {
-	struct lock *locks;	/* n, sorted by Redis key: the order taken */
+	struct lock *locks;	/* n, sorted by key: the order taken */
 	struct lock_params *params;	/* each lock's: base, with its name */
 	enum lock_result *got;	/* what each lock's acquisition gave */
 	size_t n, n_taken;	/* locks[0..n_taken-1] are acquired or re-entered */
 	size_t failed;		/* the lock the last failure is about */
-	char token[LOCK_TOKEN_MAX + 1];	/* one token for every key */
+	char token[LOCK_TOKEN_MAX + 1];	/* one token for every key (one
+					 * key: the engine's, once taken) */
 	char fence[24];		/* the largest of their fences */
-	char *keys;		/* DLOCK_KEYS: the Redis keys, as given, by ' ' */
-	const char *first_key;	/* DLOCK_KEY: the Redis key given first */
+	char *keys;		/* DLOCK_KEYS: the keys, as given, by ' ' */
+	const char *first_key;	/* DLOCK_KEY: the key given first */
 };
 
 /* The locks of names[0..n-1] (distinct, as cli.c makes sure). */
@@ -33,4 +35,5 @@ enum lock_result multi_acquire(struct multi *m, int64_t wait_ms,
 			       struct error *err);
 /* The name of the lock m->failed, for messages. */
 const char *multi_failed_name(const struct multi *m);
+/* Frees what multi_init() made; again, nothing. */
 void multi_free(struct multi *m);

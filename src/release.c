@@ -11,10 +11,26 @@
 #include "lock.h"
 #include "show.h"
 
+/* ", 3.2s left", ", no TTL", or nothing where the store does not tell
+ * (-2: a PostgreSQL session, a ZooKeeper node not ours): no "0.0s". */
+static void lease_left(int64_t ms, char *out, size_t len)
+{
+	char d[32];
+
+	if (ms == -2) {
+		out[0] = '\0';
+	} else if (ms < 0) {
+		snprintf(out, len, ", no TTL");
+	} else {
+		show_duration(ms, d, sizeof d);
+		snprintf(out, len, ", %s left", d);
+	}
+}
+
 static void print_broken(const struct lock *lk, const struct broken_holder *b)
 {
 	struct show_info hi;
-	char value[80], host[128], user[64], cmd[300], since[32], left[32];
+	char value[80], host[128], user[64], cmd[300], since[32], left[48];
 	char servers[48] = "";
 
 	if (lk->p->n_servers > 1)
@@ -35,8 +51,8 @@ static void print_broken(const struct lock *lk, const struct broken_holder *b)
 		return;
 	}
 	show_text(b->token, b->token_len, value, sizeof value);
-	show_duration(b->left_ms, left, sizeof left);
-	printf("broken: another client's lock, value '%s', %s left%s\n", value, left,
+	lease_left(b->left_ms, left, sizeof left);
+	printf("broken: another client's lock, value '%s'%s%s\n", value, left,
 	       servers);
 }
 

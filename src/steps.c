@@ -42,26 +42,32 @@ static void put_var(const char *name, const char *value)
 	putchar('\n');
 }
 
+int steps_export(const char *key, const char *token, const char *fence,
+		 bool reentered)
+{
+	put_var("DLOCK_KEY", key);
+	put_var("DLOCK_TOKEN", token);
+	if (fence[0])
+		put_var("DLOCK_FENCE", fence);
+	else
+		puts("unset DLOCK_FENCE");	/* --no-fence */
+	/* A lock taken here belongs to no job: a DLOCK_JOB inherited from an
+	 * outer dlock names that job's process group, and would confine
+	 * re-entry to it, so it goes. A re-entered lock is the caller's,
+	 * whose DLOCK_JOB (if any) stays. */
+	if (!reentered)
+		puts("unset DLOCK_JOB");
+	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -1;
+}
+
 /* The token alone, or with --export the variables a later `dlock KEY ...`
- * re-enters by. A lock taken here belongs to no job: a DLOCK_JOB inherited
- * from an outer dlock names that job's process group, and would confine
- * re-entry to it, so it goes. A re-entered lock is the caller's, whose
- * DLOCK_JOB (if any) stays. Returns -1 when stdout could not take it. */
+ * re-enters by. Returns -1 when stdout could not take it. */
 static int print_lock(const struct lock *lk, const struct command_args *a,
 		      bool reentered)
 {
-	if (!a->export_vars) {
-		printf("%s\n", lk->token);
-	} else {
-		put_var("DLOCK_KEY", lk->key);
-		put_var("DLOCK_TOKEN", lk->token);
-		if (lk->fence[0])
-			put_var("DLOCK_FENCE", lk->fence);
-		else
-			puts("unset DLOCK_FENCE");	/* --no-fence */
-		if (!reentered)
-			puts("unset DLOCK_JOB");
-	}
+	if (a->export_vars)
+		return steps_export(lk->key, lk->token, lk->fence, reentered);
+	printf("%s\n", lk->token);
 	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -1;
 }
 

@@ -68,6 +68,69 @@ missing() {
 	done
 }
 
+# The URL schemes src/engine.c's table lists (not those claimed only to be
+# refused with a reason), and its stores' titles, as --help shows them.
+engine_schemes() {
+	grep -o '{ "[^"]*", HOSTS_[A-Z_]*, true }' "$TOP/src/engine.c" | cut -d'"' -f2
+}
+engine_titles() {
+	awk '/^static struct slot slots\[\]/ { in_table = 1; next }
+	     in_table && /^};/ { exit }
+	     in_table && /^\t\{ "/' "$TOP/src/engine.c" | cut -d'"' -f4
+}
+
+@test "--help names every engine's store and schemes, from src/engine.c's table" {
+	local scheme title bad=()
+	run -0 engine_titles
+	assert_equal "${lines[*]}" "Redis PostgreSQL MySQL/MariaDB ZooKeeper etcd"
+	run -0 engine_schemes
+	((${#lines[@]} >= 14)) || fail "only ${#lines[@]} schemes found: $output"
+	refute_line zks://	# refused by its engine, with the reason
+	dlock --help >"$T/help"
+	for scheme in $(engine_schemes); do
+		grep -qF -- "$scheme" "$T/help" || bad+=("$scheme")
+	done
+	while read -r title; do
+		grep -qE "^  $title +[a-z]+:" "$T/help" || bad+=("$title (its URL line)")
+		grep -qF -- "$title" <(sed -n '/^Run COMMAND/,/^$/p' "$T/help") ||
+			bad+=("$title (what dlock is)")
+	done < <(engine_titles)
+	((${#bad[@]} == 0)) || fail "--help lacks: ${bad[*]}"
+	! grep -q 'in Redis\|Redis server\|Redis key\|Redis password' "$T/help" ||
+		fail "--help still speaks of Redis alone: $(grep 'Redis' "$T/help")"
+}
+
+@test "the man page's NAME, the README's opening and the man page's URLs name every engine" {
+	local scheme title bad=()
+	while read -r title; do
+		sed -n '/^# NAME/,/^# SYNOPSIS/p' "$TOP/man/dlock.1.scd" | grep -qF -- "$title" ||
+			bad+=("NAME: $title")
+		sed -n '/^# DESCRIPTION/,/^# OPTIONS/p' "$TOP/man/dlock.1.scd" | grep -qF -- "$title" ||
+			bad+=("DESCRIPTION: $title")
+		sed -n '2,/^## /p' "$TOP/README.md" | grep -qF -- "$title" ||
+			bad+=("README's opening: $title")
+	done < <(engine_titles)
+	for scheme in $(engine_schemes); do
+		grep -qF -- "*$scheme*" "$TOP/man/dlock.1.scd" || bad+=("man: *$scheme*")
+	done
+	((${#bad[@]} == 0)) || fail "missing: ${bad[*]}"
+}
+
+@test "EXIT STATUS and README's exit table state one rule for every engine: 64, 69, 70, 77" {
+	local rule
+	rule=$(sed -n '/^# EXIT STATUS/,/^\[\[/p' "$TOP/man/dlock.1.scd" | tr -s '\n\t' '  ')
+	[[ $rule == *"every engine"* ]] || fail "EXIT STATUS states no rule for every engine: $rule"
+	[[ $rule == *"64 is a setting to fix"*"database the server says does not exist"*"key the store cannot represent"* ]] ||
+		fail "EXIT STATUS: 64 $rule"
+	[[ $rule == *"69 is a store that could not be reached or was busy"* ]] || fail "EXIT STATUS: 69 $rule"
+	[[ $rule == *"70 is an answer"* && $rule == *"77 is credentials the server refused"* ]] ||
+		fail "EXIT STATUS: 70, 77 $rule"
+	[[ $rule == *"Each engine's section under *ENGINES* lists"* ]] || fail "EXIT STATUS: per engine $rule"
+	rule=$(sed -n '/^## Exit status/,$p' "$TOP/README.md" | tr -s '\n' ' ')
+	[[ $rule == *"same on every engine: 64 for a setting to fix, 69 for a store unreachable or busy, 70 for an answer dlock did not expect, 77 for credentials refused"* ]] ||
+		fail "README's exit status: $rule"
+}
+
 @test "--help and the man page give --node-timeout the same default" {
 	dlock --help >"$T/help"
 	grep -A1 -- '--node-timeout' "$T/help" | tr -s ' \n' ' ' | grep -q 'default 1, or TTL/3 if that is less' ||

@@ -116,3 +116,18 @@ words() { tr -s ' ' '\n' <<<"$1" | sed '/^$/d'; }
 	assert_line --index 1 --regexp '^[^ ]+ ago +released .* 0 +[0-9.]+s +true$'
 	assert_line --index 3 --regexp '^[^ ]+ ago +released .* 3 +[0-9.]+s +sh -c exit 3$'
 }
+
+@test "the descriptor form's --export example runs as written: the work gets the fence, make re-enters" {
+	local script
+	script=$(man_example '*dlock --export* _fd_ takes the lock')
+	[[ $script == *'dlock --export -n 9'* ]] || fail "example: $script"
+	printf '#!/bin/sh\necho "report $*" >>"%s/log"\n' "$T" >"$T/bin/write-report"
+	printf '#!/bin/sh\necho "$* $DLOCK_FENCE" >>"%s/log"\n' "$T" >"$T/bin/make"
+	chmod +x "$T/bin/write-report" "$T/bin/make"
+	printf '%s\n' "${script//\/var\/lock\/job/$T/job}" >"$T/example.sh"
+	run -0 sh "$T/example.sh"
+	run -0 cat "$T/log"
+	assert_line -n 0 --regexp '^report --fence [0-9]+$'
+	assert_line -n 1 "publish ${lines[0]#report --fence }"
+	wait_until 5 key_gone r "dlock:$T/job"
+}

@@ -4,6 +4,7 @@
 # with its keeper process, dlock -u FD and --fd N COMMAND.
 
 load helpers
+load postgres_helpers
 
 setup() {
 	common_setup
@@ -22,6 +23,7 @@ setup() {
 teardown() {
 	[[ -z $GROUP ]] || kill -KILL -- "-$GROUP" 2>/dev/null || true
 	stop_all
+	stop_postgres	# where a test started one
 }
 
 # ---- flock's spellings ---------------------------------------------------
@@ -213,4 +215,97 @@ teardown() {
 	assert_line in
 	assert_line again=0
 	wait_until 5 key_gone r "$KEY"
+}
+
+# ---- the descriptor form's variables: dlock --export FD -------------------
+
+# export_subshell: in a subshell holding $F on 9, eval "$(dlock --export -n 9)"
+# (with ARGS before -n), then print what the work sees, what a nested dlock
+# of the file (and of --fd 9) sees, whether another holder is kept out, and
+# the second --export's lines; the lock is free once the subshell exited.
+export_subshell() {
+	bash -c '( eval "$("$DLOCK" --export '"$*"' -n 9)" || exit 1
+		echo "key=$DLOCK_KEY token=$DLOCK_TOKEN fence=$DLOCK_FENCE job=${DLOCK_JOB-unset}"
+		"$DLOCK" -n "$F" sh -c '"'"'echo "nested=$DLOCK_KEY $DLOCK_TOKEN $DLOCK_FENCE"'"'"'
+		"$DLOCK" -n --fd 9 sh -c '"'"'echo "fd=$DLOCK_TOKEN $DLOCK_FENCE"'"'"'
+		env -u DLOCK_TOKEN "$DLOCK" -n "$F" true; echo "other=$?"
+		again=$("$DLOCK" --export -n 9) && echo "again="$again
+		"$DLOCK" status -q "$F"; echo "held=$?" ) 9>"$F"'
+}
+
+@test "eval \"\$(dlock --export FD)\": the subshell's work gets DLOCK_KEY, DLOCK_TOKEN, DLOCK_FENCE; a nested dlock re-enters" {
+	export DLOCK_JOB=1	# an outer job's: the lock is not that job's
+	run -0 --separate-stderr export_subshell
+	assert_equal "$stderr" ''
+	assert_line -n 0 --regexp "^key=$KEY token=[0-9a-f]{32} fence=[0-9]+ job=unset$"
+	local token=${lines[0]#*token=} fence=${lines[0]#*fence=}
+	token=${token%% *} fence=${fence%% *}
+	assert_equal "$fence" "$(counter r "$F")"	# the fence the server gave
+	assert_line -n 1 "nested=$KEY $token $fence"
+	assert_line -n 2 "fd=$token $fence"
+	assert_line -n 3 'other=1'
+	# the same caller again: its lock, the same lines (as acquire --export)
+	assert_line -n 4 "again=export DLOCK_KEY=$KEY export DLOCK_TOKEN=$token export DLOCK_FENCE=$fence unset DLOCK_JOB"
+	assert_line -n 5 'held=0'
+	wait_until 5 key_gone r "$KEY" || fail "held after the subshell exited"
+}
+
+@test "dlock --export FD holds the lock for the shell that evals it, also through a subshell of \$(...)" {
+	# bash forks a subshell for $(cmd 2>x), which exits with dlock: the
+	# lock is the shell's that reads the output, not that subshell's
+	run -0 bash -c '( v=$("$DLOCK" --export -n 9 2>/dev/null) || exit 1
+		eval "$v"; sleep 0.3
+		env -u DLOCK_TOKEN "$DLOCK" -n "$F" true; echo "other=$?"
+		"$DLOCK" status "$F" | grep -q "(dlock 9)" && echo held ) 9>"$F"'
+	assert_line 'other=1'
+	assert_line held
+	wait_until 5 key_gone r "$KEY"
+	# to a file, for the caller to read: the caller's lock
+	run -0 bash -c '( "$DLOCK" --export -n 9 >"$T/vars" || exit 1; . "$T/vars"
+		env -u DLOCK_TOKEN "$DLOCK" -n "$F" true; echo "other=$?" ) 9>"$F"'
+	assert_output 'other=1'
+	wait_until 5 key_gone r "$KEY"
+}
+
+@test "dlock --export: only the descriptor form's; output no process above it reads is refused (64), nothing held" {
+	# a named pipe that a process started before reads (with a pipe into
+	# a command started after dlock, the shell may hold the read end for
+	# a moment: dlock cannot always tell, and holds the lock for it then)
+	mkfifo "$T/fifo"
+	cat "$T/fifo" >"$T/read" &
+	track $!
+	run -64 --separate-stderr bash -c '( "$DLOCK" --export -n 9 >"$T/fifo" ) 9>"$F"'
+	assert_equal "$(cat "$T/read")" ''
+	assert_equal "$stderr" "dlock: $F: dlock --export 9: no process above dlock reads its output: eval \"\$(dlock --export 9)\" in the shell that does the work"
+	run -64 --separate-stderr dlock --export K true
+	[[ $stderr == "dlock: --export prints the variables of a lock held for the caller: "* ]] || fail "$stderr"
+	run -64 --separate-stderr bash -c '"$DLOCK" --export -u 9' 9>"$F"
+	run -64 --separate-stderr bash -c '"$DLOCK" --export --fd 9 true' 9>"$F"
+	assert_equal "$(all_keys r)" ''
+	# --verbose: flock's lines are not for eval
+	bash -c '( "$DLOCK" --verbose --export -n 9 >"$T/out" ) 9>"$F"'
+	grep -q '^export DLOCK_KEY=' "$T/out" || fail "$(cat "$T/out")"
+	! grep -q 'getting lock took' "$T/out" || fail "$(cat "$T/out")"
+	wait_until 5 key_gone r "$KEY"
+	# a job that holds the lock: the job's variables, no unset DLOCK_JOB
+	run -0 dlock "$F" bash -c '( "$DLOCK" --export -n 9 ) 9>"$F"'
+	assert_line -n 0 "export DLOCK_KEY=$KEY"
+	assert_line -n 2 --regexp '^export DLOCK_FENCE=[0-9]+$'
+	refute_line 'unset DLOCK_JOB'
+}
+
+@test "dlock --export FD on PostgreSQL: the same variables, the same re-entry" {
+	[[ -e ${DLOCK%/*}/dlock-postgres.so ]] || skip_unless_strict "no PostgreSQL engine built"
+	start_postgres || fail "PostgreSQL did not start"
+	export DLOCK_SERVERS=$PG_URL
+	run -0 --separate-stderr export_subshell
+	assert_equal "$stderr" ''
+	assert_line -n 0 --regexp "^key=$KEY token=[^ ]+ fence=[0-9]+ job=unset$"
+	local token=${lines[0]#*token=} fence=${lines[0]#*fence=}
+	token=${token%% *} fence=${fence%% *}
+	assert_line -n 1 "nested=$KEY $token $fence"
+	assert_line -n 2 "fd=$token $fence"
+	assert_line -n 3 'other=1'
+	assert_line -n 5 'held=0'
+	wait_until 5 key_free "$KEY" || fail "held after the subshell exited"
 }

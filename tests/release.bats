@@ -6,11 +6,17 @@
 
 load helpers
 load redlock_helpers
+load postgres_helpers
 
 setup() {
 	common_setup
 	start_redis r
 	U=$(sock_url r)
+}
+
+teardown() {
+	stop_all
+	stop_postgres	# where a test started one
 }
 
 # told ID SECONDS: dlock ID's job got the lease-lost treatment and dlock
@@ -232,4 +238,16 @@ n_brpop() { (($(rcli r client list | grep -c 'cmd=brpop') >= $1)); }
 	run cat "$T/h.err"
 	assert_output ""
 	key_gone r dlock:K || fail "the lock was left for its TTL: $(rcli r pttl dlock:K) ms"
+}
+
+@test "--force: a foreign holder's lease left, where the store does not tell it, is no '0.0s left'" {
+	start_postgres || fail "PostgreSQL did not start"
+	psql_hold dlock:K
+	run -0 --separate-stderr dlock release -S "$PG_URL" --force K
+	assert_output --regexp "^broken: another client's lock, value '[^']*'$"
+	touch "$T/dlock:K.go"
+	# where it tells, the time left
+	rcli r set dlock:K other px 60000 >/dev/null
+	run -0 --separate-stderr dlock release -S "$U" --force K
+	assert_output --regexp "^broken: another client's lock, value 'other', [0-9]+s left$"
 }

@@ -58,6 +58,22 @@ static int servers(const char *list, size_t max, size_t *n)
 	return r;
 }
 
+/* How many URLs config_split_servers() finds in list; -1 refused. No
+ * engine is asked to parse them: a module's are not loaded here. */
+static int split_n(const char *list)
+{
+	char *texts[8];
+	size_t n = 0;
+	int r;
+
+	err[0] = '\0';
+	r = config_split_servers(list, texts, 8, &n, err, sizeof err);
+
+	for (size_t i = 0; i < n; i++)
+		free(texts[i]);
+	return r < 0 ? -1 : (int)n;
+}
+
 int main(void)
 {
 	size_t n;
@@ -170,6 +186,11 @@ int main(void)
 	ok(servers("redis-sentinel://h1,h2", 4, &n) == -1 &&
 	   strstr(err, "master name") != NULL,
 	   "a sentinel URL without its master is refused whole (%s)", err);
+
+	ok(split_n("zks://z1:2181,z2:2181/jobs,etcds://e1,e2 mysql://m1,mariadb://m2") == 4,
+	   "each engine's table says which URLs name several hosts: zks:// too (%s)", err);
+	ok(split_n("postgresql://p1,p2/app,zk://z1,z2,etcd://e1,e2") == 3,
+	   "a list splits between several-host URLs of other engines (%s)", err);
 
 	return done_testing();
 }
