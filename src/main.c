@@ -679,6 +679,30 @@ static void open_std_fds(void)
 			_exit(EX_OSERR);
 }
 
+/* --export's output is for eval: a dlock that failed printed no
+ * variables, and eval "$(dlock --export -n 9)" of nothing would go on to
+ * the work without the lock. So a failure prints "exit N" for the eval
+ * (flock's `dlock -n 9 || exit 1`), whatever ended dlock: a usage error
+ * in cli.c (errx), a lock held, a server down. Only in the process that
+ * armed it: a forked child's exit() runs on_exit handlers too. */
+static pid_t export_guard_pid;
+
+static void export_guard(int status, void *arg)
+{
+	if (status != 0 && export_guard_pid == getpid())
+		printf("exit %d\n", status);
+}
+
+static void arm_export_guard(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--export") == 0) {
+			export_guard_pid = getpid();
+			on_exit(export_guard, NULL);
+			return;
+		}
+}
+
 int main(int argc, char **argv)
 {
 	struct options opts;
@@ -691,7 +715,10 @@ int main(int argc, char **argv)
 	if (argc == 1 && strcmp(argv[0], "dlock watchdog") == 0)
 		return watchdog_main();
 	open_std_fds();
+	arm_export_guard(argc, argv);
 	cli_parse(argc, argv, &opts);
+	if (!opts.export_vars)	/* "--export" was the command's own word */
+		export_guard_pid = 0;
 	/* Until the settings are known, the format the command line or
 	 * DLOCK_LOG_FORMAT named (cli.c): a broken config file's is not. */
 	if (config_resolve(&opts.cfg, &st, why, sizeof why) < 0) {
@@ -739,7 +766,11 @@ int main(int argc, char **argv)
 		st.engine->end();
 	config_free(&st);
 	cli_free(&opts);
-	if (die_by)
+	if (die_by) {
+		/* dies by the signal: no on_exit handler runs */
+		export_guard(128 + die_by, NULL);
+		fflush(stdout);
 		die(die_by);
+	}
 	return status;
 }

@@ -35,7 +35,8 @@ man_example() {
 	run -1 --separate-stderr sh -x "$T/pipeline.sh"
 	assert_output ''
 	# it stopped at acquire: nothing after it ran, not even the eval
-	[[ ${stderr_lines[-1]} == '+ vars=' ]] ||
+	# (vars holds what --export prints on failure: "exit 1", for an eval)
+	[[ ${stderr_lines[-1]} == '+ vars=exit 1' ]] ||
 		fail "went on after acquire failed: $stderr"
 }
 

@@ -267,6 +267,25 @@ export_subshell() {
 	wait_until 5 key_gone r "$KEY"
 }
 
+@test "a dlock --export that fails prints 'exit N': eval \"\$(dlock --export -n 9)\" never goes on to the work unlocked" {
+	"$DLOCK" acquire -t 30 "$F" >/dev/null	# another holder
+	# held (1), a usage error (64), an unreachable server (69): the eval
+	# ends the subshell with dlock's status, as flock's `|| exit 1` does
+	run -1 --separate-stderr bash -c '( eval "$("$DLOCK" --export -n 9)"; echo WORK ) 9>"$F"'
+	assert_equal "$output" ''
+	run -64 --separate-stderr bash -c '( eval "$("$DLOCK" --bogus --export -n 9)"; echo WORK ) 9>"$F"'
+	assert_equal "$output" ''
+	run -69 --separate-stderr bash -c '( eval "$("$DLOCK" -S unix:"$T/none.sock" --export -n 9)"; echo WORK ) 9>"$F"'
+	assert_equal "$output" ''
+	# acquire --export too
+	run -1 --separate-stderr bash -c 'eval "$("$DLOCK" acquire --export -n "$F")"; echo WORK'
+	assert_equal "$output" ''
+	# a command's own "--export" word is not dlock's: its output untouched
+	run -1 --separate-stderr dlock -n "$F" echo --export
+	assert_equal "$output" ''
+	"$DLOCK" release --force "$F" >/dev/null
+}
+
 @test "dlock --export: only the descriptor form's; output no process above it reads is refused (64), nothing held" {
 	# a named pipe that a process started before reads (with a pipe into
 	# a command started after dlock, the shell may hold the read end for
@@ -275,7 +294,8 @@ export_subshell() {
 	cat "$T/fifo" >"$T/read" &
 	track $!
 	run -64 --separate-stderr bash -c '( "$DLOCK" --export -n 9 >"$T/fifo" ) 9>"$F"'
-	assert_equal "$(cat "$T/read")" ''
+	wait_until 5 test -s "$T/read"
+	assert_equal "$(cat "$T/read")" 'exit 64'	# for an eval: see below
 	assert_equal "$stderr" "dlock: $F: dlock --export 9: no process above dlock reads its output: eval \"\$(dlock --export 9)\" in the shell that does the work"
 	run -64 --separate-stderr dlock --export K true
 	[[ $stderr == "dlock: --export prints the variables of a lock held for the caller: "* ]] || fail "$stderr"
