@@ -213,8 +213,8 @@ write_job() {
 	cat >"$T/job" <<'EOF'
 #!/bin/sh
 p=$1 mode=${2:-exit}
-on() {
-	echo "$1" >>"$p.sig"
+on() {	# written whole, then renamed: whoever sees $p.sig sees its words
+	{ cat "$p.sig" 2>/dev/null; echo "$1"; } >"$p.sig.new" && mv "$p.sig.new" "$p.sig"
 	[ "$mode" = stay ] || exit "$2"
 }
 trap 'on TERM 11' TERM
