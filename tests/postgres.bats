@@ -100,6 +100,66 @@ print(cur.fetchone()[0])"
 	((output > prev)) || fail "shared fence $output after $prev"
 }
 
+@test "postgres: fences strictly increase across crashes: the server stopped right after a grant, a backend killed" {
+	local prev=0 f i
+	for i in 1 2 3 4; do
+		# the job crashes the server as soon as it has its fence
+		f=$(dlock -S "$PG_URL" crash sh -c 'echo "$DLOCK_FENCE"; runuser -u postgres -- "$0" -D "$1" -m immediate stop >/dev/null 2>&1' \
+			"$PGBIN/pg_ctl" "$PGDIR/data" 2>/dev/null) || true
+		[[ $f =~ ^[0-9]+$ ]] || fail "round $i: no fence: '$f'"
+		((f > prev)) || fail "round $i, after an immediate stop: fence $f after $prev"
+		prev=$f
+		pg_start
+	done
+	for i in 1 2 3 4; do
+		# a backend killed (the OOM killer's way): the postmaster resets
+		# every session and recovers as after a crash
+		f=$(dlock -S "$PG_URL" crash sh -c 'echo "$DLOCK_FENCE"; kill -KILL $(psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X -c "SELECT pid FROM pg_stat_activity WHERE application_name = '"'dlock'"'" postgres)' 2>/dev/null) || true
+		[[ $f =~ ^[0-9]+$ ]] || fail "round $i: no fence: '$f'"
+		((f > prev)) || fail "round $i, after a backend was killed: fence $f after $prev"
+		prev=$f
+		wait_until 30 psql_ 'SELECT 1' || fail "the server did not come back"
+	done
+}
+
+@test "postgres: a counter row that lost its last updates (a failover) still counts past them: the clock" {
+	local f1 f2
+	f1=$(dlock -S "$PG_URL" lostrow sh -c 'echo "$DLOCK_FENCE"')
+	# a standby promoted before it had the last updates
+	psql_ "UPDATE public.dlock_fences SET fence = fence - 1000000000
+		WHERE lock_key = hashtextextended('dlock:lostrow', 0)"
+	f2=$(dlock -S "$PG_URL" lostrow sh -c 'echo "$DLOCK_FENCE"')
+	((f2 > f1)) || fail "fence $f2 after $f1"
+}
+
+@test "postgres: without the counter's table or the right to write it: 77, nothing taken; --no-fence runs" {
+	local nobody="postgres://nobody@/postgres?host=$PGDIR&port=$PGPORT" ddl
+	psql_ "DROP TABLE public.dlock_fences"
+	# PostgreSQL 15: an ordinary role may not create in the schema public
+	run -77 --separate-stderr dlock -S "$nobody" nofence touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: nofence: postgres://nobody@/postgres?"*": creating the fencing counter's table public.dlock_fences: permission denied for schema public"*"--no-fence)" ]] ||
+		fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	no_advisory_lock
+	run -0 dlock -S "$nobody" --no-fence nofence sh -c 'echo "${DLOCK_FENCE-unset}"'
+	assert_output unset
+	# an administrator makes the table as the man page says, grants nothing
+	ddl=$(man_example 'Where the role may not create it')
+	[[ $ddl == *'CREATE TABLE public.dlock_fences'* ]] || fail "no DDL in the man page: $ddl"
+	psql_ "$(grep -v '^GRANT' <<<"$ddl")"
+	run -77 --separate-stderr dlock -S "$nobody" nofence touch "$T/ran"
+	[[ $stderr == *"writing the fencing counter in public.dlock_fences: permission denied for table dlock_fences"* ]] ||
+		fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	no_advisory_lock
+	# then grants what it says, to this role
+	psql_ "$(grep '^GRANT' <<<"$ddl" | sed 's/ TO cron;/ TO nobody;/')"
+	run -0 dlock -S "$nobody" nofence sh -c 'echo "$DLOCK_FENCE"'
+	assert_output --regexp '^[0-9]{16}$'
+	pg_fence_table
+}
+
 @test "postgres: shared holders together; an exclusive one waits for them" {
 	"$DLOCK" -S "$PG_URL" -s sh1 "$T/job" "$T/a" &
 	track $!
@@ -327,9 +387,7 @@ print(cur.fetchone()[0])"
 	run -69 --separate-stderr dlock -S "$PG_URL" -w 1 down echo ran
 	refute_output --partial ran
 	[[ $stderr == *'down: postgres://'* ]] || fail "stderr: $stderr"
-	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -w -t 20 \
-		-o "-k $PGDIR -p $PGPORT -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
-		-l "$PGDIR/log" start >/dev/null 2>&1 3>&-
+	pg_start
 }
 
 @test "postgres: credentials: a wrong password 77, --password-file and PGPASSWORD work" {

@@ -21,9 +21,7 @@ start_postgres() {
 	local try
 	for try in 1 2 3; do	# another process may take the free port first
 		PGPORT=$(free_port)
-		runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -w -t 20 \
-			-o "-k $PGDIR -p $PGPORT -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
-			-l "$PGDIR/log" start >/dev/null 2>&1 3>&- && break
+		pg_start && break
 		PGPORT=
 	done
 	[[ -n $PGPORT ]] || { cat "$PGDIR/log" >&3; return 1; }
@@ -31,6 +29,29 @@ start_postgres() {
 	export PG_URL="postgres://postgres@/postgres?host=$PGDIR&port=$PGPORT"
 	export PG_TCP_URL="postgres://dlock@127.0.0.1:$PGPORT/postgres"
 	psql_ "CREATE ROLE dlock LOGIN PASSWORD 'pw'; CREATE ROLE nobody LOGIN;"
+	pg_fence_table
+}
+
+# pg_fence_table: the fencing counter's table, as an administrator makes
+# it for roles that may not (dlock(1)), writable by the role dlock
+pg_fence_table() {
+	psql_ "CREATE TABLE IF NOT EXISTS public.dlock_fences (lock_key bigint PRIMARY KEY, fence bigint NOT NULL);
+		GRANT SELECT, INSERT, UPDATE ON public.dlock_fences TO dlock"
+}
+
+# pg_start: starts (again) the server of start_postgres, on PGPORT. fsync
+# is off: a crash of the server (pg_crash) keeps what it wrote, as the
+# kernel does; only what it had not written yet is lost.
+pg_start() {
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -w -t 30 \
+		-o "-k $PGDIR -p $PGPORT -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+		-l "$PGDIR/log" start >/dev/null 2>&1 3>&-
+}
+
+# pg_crash: the server stopped as a crash stops it (immediate: no
+# checkpoint, unwritten WAL lost); pg_start recovers it.
+pg_crash() {
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -m immediate stop >/dev/null 2>&1
 }
 
 stop_postgres() {
@@ -84,4 +105,13 @@ psql_hold() {
 	) &
 	track $!
 	wait_until 10 test -s "$T/$key.held" || fail "psql did not take $key"
+}
+
+# man_example TEXT: the man page's code block after the paragraph that
+# starts with TEXT (its first line), as the reader sees it (scdoc's \\ is \)
+man_example() {
+	awk -v start="$1" '
+		index($0, start) == 1 { found = 1 }
+		found && /^```$/ { if (inside) exit; inside = 1; next }
+		inside' "$BATS_TEST_DIRNAME/../man/dlock.1.scd" | sed 's/\\\\/\\/g'
 }

@@ -267,13 +267,15 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 
 /* ---- statements ------------------------------------------------------------ */
 
-PGresult *pg_result(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
-		    bool *dead, struct error *err)
+PGresult *pg_result_why(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
+			bool *dead, struct pg_failure *why, struct error *err)
 {
 	PGresult *last = NULL;
 	bool failed = false;
 
 	*dead = false;
+	if (why)
+		why->state[0] = '\0';
 	for (;;) {
 		int flushed = PQflush(c);
 
@@ -290,7 +292,11 @@ PGresult *pg_result(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
 			}
 			st = PQresultStatus(r);
 			if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && !failed) {
+				const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
 				pg_error(c, r, url, err);
+				if (why && state)
+					snprintf(why->state, sizeof why->state, "%s", state);
 				failed = true;
 			}
 			PQclear(last);
@@ -328,14 +334,29 @@ int pg_send(PGconn *c, const struct pg_url *url, const char *sql,
 	return -1;
 }
 
-PGresult *pg_query(PGconn *c, const struct pg_url *url, const char *sql,
-		   const char *const *params, int n_params, int64_t deadline_ms,
-		   bool *dead, struct error *err)
+PGresult *pg_result(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
+		    bool *dead, struct error *err)
+{
+	return pg_result_why(c, url, deadline_ms, dead, NULL, err);
+}
+
+PGresult *pg_query_why(PGconn *c, const struct pg_url *url, const char *sql,
+		       const char *const *params, int n_params, int64_t deadline_ms,
+		       bool *dead, struct pg_failure *why, struct error *err)
 {
 	*dead = false;
+	if (why)
+		why->state[0] = '\0';
 	if (pg_send(c, url, sql, params, n_params, err) < 0) {
 		*dead = true;
 		return NULL;
 	}
-	return pg_result(c, url, deadline_ms, dead, err);
+	return pg_result_why(c, url, deadline_ms, dead, why, err);
+}
+
+PGresult *pg_query(PGconn *c, const struct pg_url *url, const char *sql,
+		   const char *const *params, int n_params, int64_t deadline_ms,
+		   bool *dead, struct error *err)
+{
+	return pg_query_why(c, url, sql, params, n_params, deadline_ms, dead, NULL, err);
 }

@@ -20,6 +20,14 @@
  * mode=M"). The short fields come first, as pg_stat_activity cuts a
  * statement at track_activity_query_size.
  *
+ * The fence is a counter row per lock, public.dlock_fences, written in
+ * the statement that took the lock (only when it did) and committed with
+ * synchronous_commit on: durable before the job starts, so that a crash
+ * never hands it out again (a transaction ID that wrote nothing is not:
+ * its commit is not flushed). Its value is the larger of the row's + 1
+ * and the server's clock in microseconds, as Redis's: a standby promoted
+ * without the last update still counts past it.
+ *
  * Modes: -x is pg_advisory_lock(K), -s pg_advisory_lock_shared(K), and
  * --limit N takes K shared too (so -x excludes it) and one of the slots
  * K:1..K:N. Shared holders and --limit holders, or --limit N and M, are
@@ -41,6 +49,20 @@
 #define PG_LIMIT_MAX 1000
 /* The statement's key: its text, hashed by the server. */
 #define KEY_OF "hashtextextended($1, 0)"
+/* The fencing counter: one row per lock, by the lock's key. */
+#define FENCE_TABLE "public.dlock_fences"
+#define FENCE_DDL \
+	"CREATE TABLE IF NOT EXISTS " FENCE_TABLE \
+	" (lock_key bigint PRIMARY KEY, fence bigint NOT NULL)"
+/* A WITH query that writes the next fence when l took the lock (l.slot >
+ * 0), returning it; the server's clock in microseconds when that is more
+ * (a counter that lost its last updates in a failover counts on past
+ * them). */
+#define FENCE_CTE \
+	"f AS (INSERT INTO " FENCE_TABLE " AS t (lock_key, fence) " \
+	"SELECT " KEY_OF ", (extract(epoch FROM clock_timestamp()) * 1000000)::bigint " \
+	"FROM l WHERE l.slot > 0 ON CONFLICT (lock_key) DO UPDATE " \
+	"SET fence = GREATEST(t.fence + 1, excluded.fence) RETURNING t.fence)"
 /* pg_locks names an advisory lock on one bigint by its halves. */
 #define LOCKS_OF_KEY \
 	"FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid " \
@@ -239,13 +261,17 @@ static int connect_once(struct lock *lk, struct error *err)
  * their own; its FROM names s, as an unused WITH query is never run):
  * the server ends a session that has been idle about the TTL
  * (idle_session_timeout: a stopped or cut-off holder), or whose peer
- * stopped answering (keepalives, tcp_user_timeout; TCP only). */
+ * stopped answering (keepalives, tcp_user_timeout; TCP only). The
+ * fence's commit is flushed before the reply (synchronous_commit at
+ * least local: a role's "off" would let a crash lose it). */
 static void settings(const struct lock *lk, char *out, size_t len)
 {
 	long long ttl_s = lk->ttl_ms / 1000 > 0 ? lk->ttl_ms / 1000 : 1;
 
 	snprintf(out, len,
 		 "s AS MATERIALIZED (SELECT "
+		 "set_config('synchronous_commit', CASE current_setting('synchronous_commit') "
+		 "WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, false), "
 		 "set_config('idle_session_timeout', '%lld', false), "
 		 "set_config('tcp_keepalives_idle', '%lld', false), "
 		 "set_config('tcp_keepalives_interval', '%lld', false), "
@@ -412,6 +438,74 @@ static int reentered(struct lock *lk, struct error *err)
 	}
 }
 
+/* ---- the fencing counter --------------------------------------------- */
+
+/* What err says after the URL ("URL: cause" -> "cause"). */
+static const char *cause_in(const struct lock *lk, const struct error *err)
+{
+	const char *text = P(lk)->url->text;
+	size_t len = strlen(text);
+
+	if (strncmp(err->msg, text, len) == 0 && strncmp(err->msg + len, ": ", 2) == 0)
+		return err->msg + len + 2;
+	return err->msg;
+}
+
+/* err says what a statement that writes the counter met, in words that
+ * say what to do: the rights it takes (77), a standby or a read-only
+ * session (69); anything else as it was. */
+static void fence_failed(struct lock *lk, const struct pg_failure *why,
+			 struct error *err)
+{
+	const char *text = P(lk)->url->text;
+	const char *standby = P(lk)->c ? PQparameterStatus(P(lk)->c, "in_hot_standby") : NULL;
+	char cause[sizeof err->msg];
+
+	snprintf(cause, sizeof cause, "%s", cause_in(lk, err));
+	if (strcmp(why->state, "42501") == 0)
+		error_set(err, EX_NOPERM, "%s: writing the fencing counter in " FENCE_TABLE ": %s (it takes SELECT, INSERT and UPDATE on the table; or --no-fence)",
+			  text, cause);
+	else if (strcmp(why->state, "25006") == 0 && standby && strcmp(standby, "on") == 0)
+		error_set(err, EX_UNAVAILABLE, "%s: a standby (in recovery): its advisory locks are not the primary's; connect to the primary",
+			  text);
+	else if (strcmp(why->state, "25006") == 0)
+		error_set(err, EX_UNAVAILABLE, "%s: the session is read-only (%s): the fencing counter cannot be written; connect to the primary, or --no-fence",
+			  text, cause);
+}
+
+/* The counter's table, made on first use (by a role that may create it
+ * in the schema public; else an administrator makes it, as dlock(1)
+ * says). Two dlocks making it at once: the loser's error is no error. */
+static int create_fences(struct lock *lk, struct error *err)
+{
+	struct pg *pg = P(lk);
+	struct pg_failure why;
+	char cause[sizeof err->msg];
+	bool dead;
+	PGresult *r;
+
+	if (connect_once(lk, err) < 0)
+		return -1;
+	r = pg_query_why(pg->c, pg->url, FENCE_DDL, NULL, 0,
+			 clock_now_ms() + lk->node_timeout_ms, &dead, &why, err);
+	if (r) {
+		PQclear(r);
+		return 0;
+	}
+	if (strcmp(why.state, "23505") == 0 || strcmp(why.state, "42P07") == 0) {
+		disconnect(pg);
+		return 0;
+	}
+	disconnect(pg);
+	if (!why.state[0])
+		return -1;
+	snprintf(cause, sizeof cause, "%s", cause_in(lk, err));
+	error_set(err, strcmp(why.state, "42501") == 0 ? EX_NOPERM : err->exit,
+		  "%s: creating the fencing counter's table " FENCE_TABLE ": %s (it takes CREATE on the schema public, or an administrator to create it as dlock(1) shows; or --no-fence)",
+		  pg->url->text, cause);
+	return -1;
+}
+
 /* The holder's info, for the wait line, from its statement's comment. */
 static void held_by(struct lock *lk, const char *query)
 {
@@ -422,14 +516,14 @@ static void held_by(struct lock *lk, const char *query)
 }
 
 /* A try: on a new session its settings too; the lock if free, and then
- * the fence, taken after the grant (the WITH queries run first); the
- * backend, and whether it is a standby. --limit N: the first free slot,
- * in one statement (CASE stops at the first WHEN that is true). Nothing
- * here reads pg_locks or pg_stat_activity: a new backend takes longer to
- * load their catalogs than the rest of the statement. */
+ * the fence, written after the grant (f reads l); the backend, and
+ * whether it is a standby. --limit N: the first free slot, in one
+ * statement (CASE stops at the first WHEN that is true). Nothing here
+ * reads pg_locks or pg_stat_activity: a new backend takes longer to load
+ * their catalogs than the rest of the statement. */
 static char *try_sql(struct lock *lk)
 {
-	char with[512] = "", what[128], mode[24], *sql, *cases = NULL;
+	char with[1024] = "", what[128], mode[24], *sql, *cases = NULL;
 	int r;
 
 	if (P(lk)->fresh)
@@ -454,14 +548,13 @@ static char *try_sql(struct lock *lk)
 		snprintf(what, sizeof what, "CASE WHEN pg_try_advisory_lock%s(" KEY_OF ") THEN 1 ELSE 0 END",
 			 shared(lk));
 	}
-	/* --no-fence: no transaction ID, whose commit waits for the WAL */
+	/* --no-fence: nothing written, no commit to wait for */
 	r = asprintf(&sql,
-		     "/* dlock try mode=%s */ WITH %sl AS MATERIALIZED (SELECT %s AS slot) "
-		     "SELECT l.slot > 0, CASE WHEN l.slot > 0 AND NOT pg_is_in_recovery() "
-		     "THEN %s END, pg_backend_pid(), "
+		     "/* dlock try mode=%s */ WITH %sl AS MATERIALIZED (SELECT %s AS slot)%s "
+		     "SELECT l.slot > 0, %s, pg_backend_pid(), "
 		     "pg_is_in_recovery(), l.slot FROM l%s",
-		     mode, with, cases ? cases : what,
-		     lk->p->no_fence ? "''" : "pg_current_xact_id()::text",
+		     mode, with, cases ? cases : what, lk->p->no_fence ? "" : ", " FENCE_CTE,
+		     lk->p->no_fence ? "''" : "(SELECT fence FROM f)::text",
 		     with[0] ? ", s" : "");
 	free(cases);
 	return r < 0 ? NULL : sql;
@@ -527,9 +620,10 @@ static int send_wait(struct lock *lk, struct error *err)
 	int r;
 
 	mode_word(lk, mode, sizeof mode);
-	if (asprintf(&sql, "/* dlock try mode=%s */ WITH l AS MATERIALIZED (SELECT pg_advisory_lock%s(" KEY_OF ")) "
-		     "SELECT %s FROM l", mode, shared(lk),
-		     lk->p->no_fence ? "''" : "pg_current_xact_id()::text") < 0) {
+	if (asprintf(&sql, "/* dlock try mode=%s */ WITH l AS MATERIALIZED "
+		     "(SELECT 1 AS slot FROM (SELECT pg_advisory_lock%s(" KEY_OF ")) x)%s "
+		     "SELECT %s FROM l", mode, shared(lk), lk->p->no_fence ? "" : ", " FENCE_CTE,
+		     lk->p->no_fence ? "''" : "(SELECT fence FROM f)::text") < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
@@ -546,10 +640,14 @@ static enum lock_result wait_over(struct lock *lk, struct error *err)
 	struct pg *pg = P(lk);
 	int64_t now_ms = clock_now_ms();
 	bool dead;
-	PGresult *r = pg_result(pg->c, pg->url, now_ms + lk->node_timeout_ms, &dead, err);
+	struct pg_failure why;
+	PGresult *r = pg_result_why(pg->c, pg->url, now_ms + lk->node_timeout_ms, &dead,
+				    &why, err);
 	enum lock_result res = LOCK_FAILED;
 
 	pg->waiting = false;
+	if (!r)
+		fence_failed(lk, &why, err);
 	if (r && PQntuples(r) == 1 && look_at_holders(lk, err) == 0)
 		res = granted(lk, PQgetvalue(r, 0, 0), now_ms, err);
 	else if (r && PQntuples(r) != 1)
@@ -569,7 +667,8 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 	int64_t start_ms;
 	PGresult *r;
 	char *sql;
-	bool dead, got;
+	bool dead, got, created = false;
+	struct pg_failure why;
 	enum lock_result res;
 
 	if (pg->waiting) {
@@ -587,18 +686,30 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 		if (in != 0)
 			return in > 0 ? LOCK_REENTERED : LOCK_FAILED;
 	}
+again:
 	if (!(sql = try_sql(lk))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return LOCK_FAILED;
 	}
 	start_ms = clock_now_ms();
-	r = pg_query(pg->c, pg->url, sql, params, 1, start_ms + lk->node_timeout_ms,
-		     &dead, err);
+	r = pg_query_why(pg->c, pg->url, sql, params, 1, start_ms + lk->node_timeout_ms,
+			 &dead, &why, err);
 	free(sql);
+	if (!r && strcmp(why.state, "42P01") == 0 && !lk->p->no_fence && !created) {
+		/* no counter table yet (the statement stopped before it ran:
+		 * nothing taken); made once, then the try again */
+		disconnect(pg);
+		created = true;
+		if (create_fences(lk, err) < 0)
+			return LOCK_FAILED;
+		goto again;
+	}
 	if (!r || PQntuples(r) != 1 || PQnfields(r) != 5) {
 		if (r)
 			error_set(err, EX_SOFTWARE, "%s: unexpected reply to the lock statement",
 				  pg->url->text);
+		else
+			fence_failed(lk, &why, err);
 		PQclear(r);
 		disconnect(pg);
 		return LOCK_FAILED;
@@ -708,6 +819,51 @@ static int drain(struct lock *lk, int64_t deadline_ms, struct error *err)
 	pg->beat_pending = false;
 	PQclear(r);
 	return r ? 0 : -2;
+}
+
+/* -k: each key has its own counter row, so a job's fence (the largest of
+ * its keys') is written back to each key's row while holding it, and
+ * said in the comment: the next holder of that key counts on from there,
+ * and a nested dlock hands on the job's fence. */
+static int raise_fence(struct lock *lk, const char *fence, struct error *err)
+{
+	struct pg *pg = P(lk);
+	const char *params[] = { pg->key, fence };
+	struct pg_failure why;
+	char *sql;
+	bool dead;
+	PGresult *r;
+	int d;
+
+	if (lk->p->no_fence || !*fence || fence[strspn(fence, "0123456789")] ||
+	    strlen(fence) > 18) {
+		snprintf(lk->fence, sizeof lk->fence, "%s", fence);
+		return 0;
+	}
+	snprintf(lk->fence, sizeof lk->fence, "%s", fence);
+	if (make_comment(lk, err) < 0)
+		return -1;
+	if ((d = drain(lk, clock_now_ms() + lk->node_timeout_ms, err)) < 0) {
+		if (d == -1)
+			error_set(err, EX_UNAVAILABLE, "%s: no answer in time", pg->url->text);
+		return -1;
+	}
+	if (asprintf(&sql, "UPDATE " FENCE_TABLE " SET fence = GREATEST(fence, $2::bigint) "
+		     "WHERE lock_key = " KEY_OF " %s", pg->comment) < 0) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	r = pg_query_why(pg->c, pg->url, sql, params, 2, clock_now_ms() + lk->node_timeout_ms,
+			 &dead, &why, err);
+	free(sql);
+	if (!r) {
+		fence_failed(lk, &why, err);
+		if (dead)
+			disconnect(pg);
+		return -1;
+	}
+	PQclear(r);
+	return 0;
 }
 
 /* The heartbeat: the session answers, so its locks are still ours (only
@@ -1114,6 +1270,7 @@ const struct engine postgres_engine = {
 	.watch_events = watch_events,
 	.fds = fds,
 	.release = release,
+	.raise_fence = raise_fence,
 	.status = status,
 	.force = force,
 };
