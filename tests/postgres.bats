@@ -17,6 +17,7 @@ teardown_file() {
 
 teardown() {
 	stop_all
+	stop_pgbouncer
 	# what a test left must not fail the next one
 	psql_ "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE pid <> pg_backend_pid() AND datname = 'postgres' AND backend_type = 'client backend'" >/dev/null || true
@@ -418,41 +419,114 @@ print(cur.fetchone()[0])"
 	no_advisory_lock
 }
 
-@test "postgres: PgBouncer in transaction mode is refused (69); in session mode it works" {
-	command -v pgbouncer >/dev/null || skip_unless_strict "pgbouncer is not installed"
-	local mode port
-	for mode in transaction session; do
-		port=$(free_port)
-		cat >"$PGDIR/pgbouncer.ini" <<-EOF
-		[databases]
-		postgres = host=$PGDIR port=$PGPORT user=postgres
-		[pgbouncer]
-		listen_addr = 127.0.0.1
-		listen_port = $port
-		unix_socket_dir =
-		auth_type = trust
-		auth_file = $PGDIR/users.txt
-		pool_mode = $mode
-		pidfile = $PGDIR/pgbouncer.pid
-		logfile = $PGDIR/pgbouncer.log
-		EOF
-		echo '"postgres" ""' >"$PGDIR/users.txt"
-		chown postgres "$PGDIR/pgbouncer.ini" "$PGDIR/users.txt"
-		runuser -u postgres -- pgbouncer -d "$PGDIR/pgbouncer.ini" 3>&-
-		wait_until 10 test -s "$PGDIR/pgbouncer.pid"
-		if [[ $mode == transaction ]]; then
-			run -69 --separate-stderr dlock -S "postgres://postgres@127.0.0.1:$port/postgres" bounced echo ran
-			refute_output --partial ran
-			[[ $stderr == *'transaction'* ]] || fail "stderr: $stderr"
-		else
-			run -0 dlock -S "postgres://postgres@127.0.0.1:$port/postgres" bounced echo ran
-			assert_output ran
+# pooled_runs N ID: N runs of dlock through the PgBouncer at once with
+# another N, each job marking the time it holds the lock with mkdir (an
+# overlap: $T/overlap); their exit statuses, sorted and counted, in
+# $T/ID.codes
+pooled_runs() {
+	local n=$1 id=$2 i pids=()
+	rm -f "$T/$id.codes"
+	for ((i = 0; i < 2 * n; i++)); do
+		{
+			local rc=0
+			"$DLOCK" -S "$BOUNCER_URL" -n -t 3 bounced sh -c \
+				'mkdir "$0/in" 2>/dev/null || touch "$0/overlap"; sleep 0.1; rmdir "$0/in"' "$T" \
+				2>>"$T/$id.err" || rc=$?
+			echo "$rc" >>"$T/$id.codes"
+		} &
+		pids+=($!)
+		if ((i % 2)); then
+			wait "${pids[@]}"
+			pids=()
 		fi
-		local bouncer=$(<"$PGDIR/pgbouncer.pid")
-		kill "$bouncer"
-		wait_until 10 dead "$bouncer"
-		rm -f "$PGDIR/pgbouncer.pid"
 	done
+}
+
+# pooled_backends_clean: no advisory lock on any backend, nor dlock's
+# settings on the pooled ones (server_round_robin visits each in turn)
+pooled_backends_clean() {
+	no_advisory_lock || fail "advisory locks left: $(psql_ "SELECT pid, objid, granted FROM pg_locks WHERE locktype = 'advisory'")"
+	local i v
+	for i in 1 2 3 4 5 6 7 8; do
+		v=$(bouncer_sql "SELECT current_setting('idle_session_timeout') || ' ' || coalesce(current_setting('dlock.session', true), '')")
+		[[ $v == '0 ' ]] || fail "dlock's settings left on a pooled backend: $v"
+	done
+}
+
+@test "postgres: PgBouncer in transaction mode, round robin over a warm pool: refused (69), nothing left, never two holders" {
+	start_pgbouncer transaction "server_round_robin = 1"
+	warm_pool 4
+	pooled_runs 6 rr
+	[[ ! -e $T/overlap ]] || fail "two jobs held the lock at once"
+	assert_equal "$(sort "$T/rr.codes" | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')" "69x12 "
+	grep -q 'transaction' "$T/rr.err" || fail "stderr: $(cat "$T/rr.err")"
+	pooled_backends_clean
+	stop_pgbouncer
+}
+
+@test "postgres: PgBouncer in transaction mode, LIFO under another client's traffic: refused (69), nothing left, never two holders" {
+	start_pgbouncer transaction
+	warm_pool 3
+	bouncer_traffic
+	pooled_runs 8 lifo
+	touch "$T/traffic.stop"
+	[[ ! -e $T/overlap ]] || fail "two jobs held the lock at once"
+	assert_equal "$(sort "$T/lifo.codes" | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')" "69x16 "
+	no_advisory_lock || fail "advisory locks left: $(psql_ "SELECT pid, objid, granted FROM pg_locks WHERE locktype = 'advisory'")"
+	stop_pgbouncer
+}
+
+@test "postgres: a holder whose pooler starts sharing its session (session to transaction pooling): 75, its lock and settings given back" {
+	start_pgbouncer session "server_round_robin = 1"
+	"$DLOCK" -S "$BOUNCER_URL" -t 3 moved "$T/job" "$T/h" 2>"$T/err" &
+	local pid=$! rc=0
+	track $pid
+	wait_until 10 test -e "$T/h.ready"
+	# the same clients, from now on pooled by transaction
+	sed -i 's/^pool_mode = session/pool_mode = transaction/' "$PGDIR/pgbouncer.ini"
+	kill -HUP "$BOUNCER_PID"
+	warm_pool 3
+	bouncer_traffic
+	wait_until 10 dead "$pid" || fail "the holder did not notice: $(cat "$T/err")"
+	wait "$pid" || rc=$?
+	touch "$T/traffic.stop"
+	assert_equal "$rc" 75
+	grep -q 'no longer ours alone' "$T/err" || fail "stderr: $(cat "$T/err")"
+	pooled_backends_clean
+}
+
+@test "postgres: PgBouncer in transaction mode, an idle pool of one: refused (69); in session mode it works" {
+	start_pgbouncer transaction
+	run -69 --separate-stderr dlock -S "$BOUNCER_URL" bounced echo ran
+	refute_output --partial ran
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'transaction'* ]] || fail "stderr: $stderr"
+	stop_pgbouncer
+	no_advisory_lock
+	start_pgbouncer session
+	run -0 dlock -S "$BOUNCER_URL" bounced echo ran
+	assert_output ran
+	run -0 dlock -S "$BOUNCER_URL" -s bounced echo ran
+	run -0 dlock -S "$BOUNCER_URL" --limit 2 bounced echo ran
+	# held, its heartbeat and release go through the pooler too
+	run -0 dlock -S "$BOUNCER_URL" -t 1 bounced sleep 1.2
+	# a nested dlock re-enters its caller's lock through it
+	run -0 dlock -S "$BOUNCER_URL" bounced sh -c '"$0" -S "$1" -n bounced echo inner' "$DLOCK" "$BOUNCER_URL"
+	assert_output inner
+	stop_pgbouncer
+	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: a pooled session that holds the lock already (a client's, left over) is never re-entered: 69" {
+	# session pooling that resets nothing: what a client leaves on its
+	# backend stays for the next client there
+	start_pgbouncer session "server_reset_query ="
+	bouncer_sql "SELECT pg_advisory_lock(hashtextextended('dlock:left', 0))" >/dev/null
+	key_held dlock:left
+	run -69 --separate-stderr dlock -S "$BOUNCER_URL" -n left touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran on a session that held the lock already"
+	[[ $stderr == *'pooler'* ]] || fail "stderr: $stderr"
+	stop_pgbouncer
 	wait_until 10 no_advisory_lock
 }
 
@@ -487,9 +561,11 @@ print(cur.fetchone()[0])"
 }
 
 @test "postgres: the session ended before the first heartbeat, a short job: 75, said at the release" {
-	# the job says how many sessions it ended (exit 3: none, a test error)
+	# the job says how many sessions it ended (exit 3: none, a test error),
+	# and ends once they are gone (a backend that has not yet acted on
+	# the signal would still answer the unlock: the lock was ours then)
 	run --separate-stderr dlock -S "$PG_URL" -t 30 early sh -c \
-		"n=\$(psql -h '$PGDIR' -p '$PGPORT' -U postgres -Atq -X -c \"SELECT count(*) FROM (SELECT pid FROM pg_stat_activity WHERE application_name = 'dlock' OFFSET 0) a WHERE pg_terminate_backend(pid)\" postgres); echo \"ended \$n\"; [ \"\$n\" -ge 1 ] || exit 3"
+		"n=\$(psql -h '$PGDIR' -p '$PGPORT' -U postgres -Atq -X -c \"SELECT count(*) FROM (SELECT pid FROM pg_stat_activity WHERE application_name = 'dlock' OFFSET 0) a WHERE pg_terminate_backend(pid, 5000)\" postgres); echo \"ended \$n\"; [ \"\$n\" -ge 1 ] || exit 3"
 	[[ $status == 75 && $stderr == *'lease lost'* ]] ||
 		fail "exit $status; stdout: $output; stderr: $stderr"
 	[[ $stderr != *FATAL* ]] || fail "the server's words leaked: $stderr"

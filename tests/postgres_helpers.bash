@@ -56,7 +56,7 @@ pg_crash() {
 
 stop_postgres() {
 	[[ -n ${PGDIR:-} && -d $PGDIR ]] || return 0
-	[[ -f $PGDIR/pgbouncer.pid ]] && kill "$(<"$PGDIR/pgbouncer.pid")" 2>/dev/null
+	stop_pgbouncer
 	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -m immediate stop \
 		>/dev/null 2>&1 || true
 	rm -rf "$PGDIR"
@@ -114,4 +114,73 @@ man_example() {
 		index($0, start) == 1 { found = 1 }
 		found && /^```$/ { if (inside) exit; inside = 1; next }
 		inside' "$BATS_TEST_DIRNAME/../man/dlock.1.scd" | sed 's/\\\\/\\/g'
+}
+
+# start_pgbouncer MODE [SETTING...]: a PgBouncer in front of the server, in
+# pool_mode MODE, with the [pgbouncer] settings given ("name = value");
+# exports BOUNCER_URL and BOUNCER_PID. One at a time (stop_pgbouncer;
+# stop_postgres stops it too).
+start_pgbouncer() {
+	command -v pgbouncer >/dev/null || skip_unless_strict "pgbouncer is not installed"
+	local mode=$1 port setting
+	shift
+	port=$(free_port)
+	{
+		echo "[databases]"
+		echo "postgres = host=$PGDIR port=$PGPORT user=postgres"
+		echo "[pgbouncer]"
+		echo "listen_addr = 127.0.0.1"
+		echo "listen_port = $port"
+		echo "unix_socket_dir ="
+		echo "auth_type = trust"
+		echo "auth_file = $PGDIR/users.txt"
+		echo "pool_mode = $mode"
+		echo "pidfile = $PGDIR/pgbouncer.pid"
+		echo "logfile = $PGDIR/pgbouncer.log"
+		for setting; do echo "$setting"; done
+	} >"$PGDIR/pgbouncer.ini"
+	echo '"postgres" ""' >"$PGDIR/users.txt"
+	chown postgres "$PGDIR/pgbouncer.ini" "$PGDIR/users.txt"
+	rm -f "$PGDIR/pgbouncer.pid"
+	runuser -u postgres -- pgbouncer -d "$PGDIR/pgbouncer.ini" 3>&-
+	wait_until 10 test -s "$PGDIR/pgbouncer.pid" || fail "pgbouncer did not start"
+	BOUNCER_PID=$(<"$PGDIR/pgbouncer.pid")
+	export BOUNCER_URL="postgres://postgres@127.0.0.1:$port/postgres" BOUNCER_PID
+}
+
+stop_pgbouncer() {
+	local pid=${BOUNCER_PID:-}
+	[[ -n $pid || ! -s ${PGDIR:-}/pgbouncer.pid ]] || pid=$(<"$PGDIR/pgbouncer.pid")
+	[[ -n $pid ]] || return 0
+	kill "$pid" 2>/dev/null
+	wait_until 10 dead "$pid"
+	rm -f "$PGDIR/pgbouncer.pid"
+	BOUNCER_PID=
+}
+
+# bouncer_sql SQL: SQL through the PgBouncer, as a client of it
+bouncer_sql() { psql "$BOUNCER_URL" -Atq -X -c "$1"; }
+
+# warm_pool N: N transactions at once through the PgBouncer, so that its
+# pool has N server connections, idle when this returns
+warm_pool() {
+	local i pids=()
+	for ((i = 0; i < $1; i++)); do
+		bouncer_sql "SELECT pg_sleep(0.3)" >/dev/null &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+}
+
+# bouncer_traffic: another client of the PgBouncer running one statement
+# after another until $T/traffic.stop exists
+bouncer_traffic() {
+	/usr/bin/python3 -c '
+import os, sys, psycopg2
+c = psycopg2.connect(sys.argv[1])
+c.autocommit = True
+cur = c.cursor()
+while not os.path.exists(sys.argv[2]):
+    cur.execute("SELECT 1")' "$BOUNCER_URL" "$T/traffic.stop" 3>&- &
+	track $!
 }
