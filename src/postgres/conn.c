@@ -11,61 +11,19 @@
 #include <sysexits.h>
 #include "clock.h"
 #include "conn.h"
+#include "urlpart.h"
 
 /* ---- URLs ---------------------------------------------------------------- */
 
-/* The URI for messages: the password in user info, and a password=
- * parameter's value, as '***'. */
+/* The URI for messages, its passwords masked (urlpart.h). */
 static char *masked(const char *uri)
 {
-	size_t len = strlen(uri);
-	char *out = malloc(len + 1), *o = out;
-	const char *auth = strstr(uri, "://"), *end, *at;
+	size_t len = url_mask(uri, NULL, 0);
+	char *text = malloc(len + 1);
 
-	if (!out)
-		return NULL;
-	auth = auth ? auth + 3 : uri;
-	end = auth + strcspn(auth, "/?");
-	at = NULL;
-	for (const char *c = auth; c < end; c++)
-		if (*c == '@')
-			at = c;
-	for (const char *c = uri; *c;) {
-		const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-
-		if (colon && c == colon + 1) {
-			o += sprintf(o, "***");
-			c = at;
-			continue;
-		}
-		if (c > end && (c[-1] == '?' || c[-1] == '&') &&
-		    strncmp(c, "password=", 9) == 0) {
-			memcpy(o, c, 9);
-			o += 9;
-			c += 9;
-			o += sprintf(o, "***");
-			c += strcspn(c, "&");
-			continue;
-		}
-		*o++ = *c++;
-	}
-	*o = '\0';
-	return out;
-}
-
-/* "***" may be longer than what it hides: room for it. */
-static char *masked_copy(const char *uri)
-{
-	char *big = malloc(strlen(uri) + 64), *m = masked(uri);
-
-	if (!big || !m) {
-		free(big);
-		free(m);
-		return NULL;
-	}
-	strcpy(big, m);
-	free(m);
-	return big;
+	if (text)
+		url_mask(uri, text, len + 1);
+	return text;
 }
 
 int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
@@ -90,7 +48,7 @@ int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
 			return -1;
 		}
 		u[i].uri = strdup(urls[i]);
-		u[i].text = masked_copy(urls[i]);
+		u[i].text = masked(urls[i]);
 		for (PQconninfoOption *o = opts; o->keyword; o++) {
 			if (!o->val)
 				continue;
@@ -126,14 +84,19 @@ void pg_free_urls(struct pg_url *u, size_t n)
 
 /* ---- errors ---------------------------------------------------------------- */
 
-/* libpq's words without "FATAL:  " and the newlines, first letter low. */
+/* libpq's words without "FATAL:  " (and what libpq says before it: the
+ * server, which the URL names already) and the newlines, first letter
+ * low. */
 static void cause(const char *msg, char *out, size_t len)
 {
 	static const char *const levels[] = { "FATAL:  ", "ERROR:  ", "PANIC:  ", NULL };
 
-	for (const char *const *l = levels; *l; l++)
-		if (strncmp(msg, *l, strlen(*l)) == 0)
-			msg += strlen(*l);
+	for (const char *const *l = levels; *l; l++) {
+		const char *at = strstr(msg, *l);
+
+		if (at && !memchr(msg, '\n', (size_t)(at - msg)))
+			msg = at + strlen(*l);
+	}
 	snprintf(out, len, "%s", msg);
 	out[strcspn(out, "\n")] = '\0';
 	if (!out[0])
