@@ -62,6 +62,33 @@ print(cur.fetchone()[0])"
 	wait_until 5 no_dlock_session
 }
 
+@test "postgres: a role's lock_timeout and statement_timeout do not cut the wait: -w alone decides" {
+	psql_ "CREATE ROLE hasty LOGIN; ALTER ROLE hasty SET lock_timeout = '1s';
+		ALTER ROLE hasty SET statement_timeout = '1s';
+		ALTER ROLE hasty SET idle_in_transaction_session_timeout = '1s';
+		GRANT SELECT, INSERT, UPDATE ON public.dlock_fences TO hasty"
+	psql_hold dlock:hasty
+	local url="postgres://hasty@/postgres?host=$PGDIR&port=$PGPORT" t0
+	"$DLOCK" -S "$url" -w 10 hasty touch "$T/ran" 2>"$T/err" &
+	local pid=$! rc=0
+	track $pid
+	wait_until 10 waiting_on dlock:hasty
+	sleep 2.5	# past the role's timeouts
+	alive "$pid" || fail "the waiter gave up: $(cat "$T/err")"
+	touch "$T/dlock:hasty.go"
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 0
+	[[ -e $T/ran ]]
+	# and -w still decides
+	wait_until 10 key_free dlock:hasty
+	rm "$T/dlock:hasty.go" "$T/dlock:hasty.held"
+	psql_hold dlock:hasty
+	t0=$(now_ms)
+	run -1 dlock -S "$url" -w 1.5 hasty true
+	(($(now_ms) - t0 >= 1500)) || fail "gave up after $(($(now_ms) - t0)) ms"
+	touch "$T/dlock:hasty.go"
+}
+
 @test "postgres: a waiter waits in the server and gets the lock as soon as psql releases it" {
 	psql_hold dlock:handoff
 	"$DLOCK" -S "$PG_URL" handoff sh -c 'echo got >"$0"' "$T/got" &

@@ -306,9 +306,11 @@ static int connect_once(struct lock *lk, struct error *err)
  * about the TTL (idle_session_timeout: a stopped or cut-off holder), or
  * whose peer stopped answering (keepalives, tcp_user_timeout; TCP only).
  * The fence's commit is flushed before the reply (synchronous_commit at
- * least local: a role's "off" would let a crash lose it). dlock.session
- * ($3) marks the session as this connection's: every later statement
- * checks it. */
+ * least local: a role's "off" would let a crash lose it). A role's
+ * lock_timeout or statement_timeout would cut the blocking wait short of
+ * -w (and idle_in_transaction_session_timeout has no business here):
+ * off, so that -w alone decides. dlock.session ($3) marks the session as
+ * this connection's: every later statement checks it. */
 static void settings(const struct lock *lk, char *out, size_t len)
 {
 	long long ttl_s = lk->ttl_ms / 1000 > 0 ? lk->ttl_ms / 1000 : 1;
@@ -323,7 +325,10 @@ static void settings(const struct lock *lk, char *out, size_t len)
 		 "set_config('tcp_keepalives_interval', '%lld', false), "
 		 "set_config('tcp_keepalives_count', '3', false), "
 		 "set_config('tcp_user_timeout', '%lld', false), "
-		 "set_config('client_connection_check_interval', '1000', false) "
+		 "set_config('client_connection_check_interval', '1000', false), "
+		 "set_config('lock_timeout', '0', false), "
+		 "set_config('statement_timeout', '0', false), "
+		 "set_config('idle_in_transaction_session_timeout', '0', false) "
 		 "FROM c WHERE c.ok), ",
 		 (long long)lk->ttl_ms, ttl_s / 3 > 0 ? ttl_s / 3 : 1,
 		 ttl_s / 9 > 0 ? ttl_s / 9 : 1, (long long)lk->ttl_ms);
@@ -1229,7 +1234,8 @@ static int release(struct lock *lk, const struct release_how *how,
 			      "FROM pg_settings, c WHERE c.ok AND name IN ("
 			      "'synchronous_commit', 'idle_session_timeout', 'tcp_keepalives_idle', "
 			      "'tcp_keepalives_interval', 'tcp_keepalives_count', 'tcp_user_timeout', "
-			      "'client_connection_check_interval'))" : "",
+			      "'client_connection_check_interval', 'lock_timeout', 'statement_timeout', "
+			      "'idle_in_transaction_session_timeout'))" : "",
 		     unlock, pooled ? ", (SELECT count(*) FROM r)" : "",
 		     pg->comment ? pg->comment : "") >= 0) {
 		for (;;) {
