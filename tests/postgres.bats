@@ -211,11 +211,51 @@ print(cur.fetchone()[0])"
 	wait_until 10 test -e "$T/a.ready"
 	wait_until 10 test -e "$T/b.ready"
 	run -1 dlock -S "$PG_URL" -n --limit 2 lim echo third
-	key_held dlock:lim:1
-	key_held dlock:lim:2
+	slot_held dlock:lim 1
+	slot_held dlock:lim 2
 	touch "$T/b.release"
 	run -0 dlock -S "$PG_URL" -w 10 --limit 2 lim echo third
 	assert_output third
+}
+
+@test "postgres: --limit slots are no lock's key: jobs:1 is a lock of its own; psql takes a slot as the man page says" {
+	hold l --limit 2 -S "$PG_URL" jobs
+	wait_ready l 10
+	# slot 1 of jobs is not the lock named jobs:1
+	run -0 dlock -S "$PG_URL" -n jobs:1 echo ran
+	assert_output ran
+	run -1 dlock status -S "$PG_URL" jobs:1
+	assert_output 'jobs:1: free'
+	run -0 dlock status -S "$PG_URL" jobs
+	assert_output --partial 'held, limit 2'
+	finish l
+	# psql holds slot 1 of 'slots' with the man page's formula
+	local sql
+	sql=$(grep -A 1 -F 'SELECT pg_try_advisory_lock((h >> 32)::int, (h << 32 >> 32)::int)' \
+		"$BATS_TEST_DIRNAME/../man/dlock.1.scd" | sed "s/^\t//; s/'dlock:jobs', 3/'dlock:slots', 1/")
+	[[ $sql == *"hashtextextended('dlock:slots', 1)"* ]] || fail "no formula in the man page: $sql"
+	# shellcheck disable=SC2016
+	(
+		exec 3>&-
+		{
+			echo "$sql"
+			echo "\\o $T/slot.held"
+			echo "SELECT 1;"
+			echo "\\o"
+			for ((n = 0; n < 600; n++)); do
+				[[ -e $T/slot.go ]] && break
+				sleep 0.05
+			done
+		} | psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X postgres >/dev/null
+	) &
+	track $!
+	wait_until 10 test -s "$T/slot.held" || fail "psql did not take the slot"
+	run -1 dlock -S "$PG_URL" -n --limit 1 slots touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "--limit 1 ran while psql held its slot"
+	run -0 dlock -S "$PG_URL" -n --limit 2 slots sh -c '"$0" status -S "$1" slots' "$DLOCK" "$PG_URL"
+	assert_line -n 2 --regexp '^  .*  2  +sh -c '
+	touch "$T/slot.go"
+	wait_until 10 no_advisory_lock
 }
 
 @test "postgres: --limit holders exclude an exclusive one, and it them" {

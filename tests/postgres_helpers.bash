@@ -77,6 +77,13 @@ key_held() {
 		AND classid = ((hashtextextended('$1', 0) >> 32) & 4294967295)::oid") != 0 ]]
 }
 key_free() { ! key_held "$1"; }
+# slot_held KEY I: a session holds slot I of --limit on dlock's KEY (the
+# two-int lock on the halves of hashtextextended(KEY, I): objsubid 2)
+slot_held() {
+	[[ $(psql_ "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND objsubid = 2 AND objid = (hashtextextended('$1', $2) & 4294967295)::oid
+		AND classid = ((hashtextextended('$1', $2) >> 32) & 4294967295)::oid") != 0 ]]
+}
 # waiting_on KEY: a session waits for it
 waiting_on() {
 	[[ $(psql_ "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted

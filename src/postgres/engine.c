@@ -38,7 +38,9 @@
  *
  * Modes: -x is pg_advisory_lock(K), -s pg_advisory_lock_shared(K), and
  * --limit N takes K shared too (so -x excludes it) and one of the slots
- * K:1..K:N. Shared holders and --limit holders, or --limit N and M, are
+ * 1..N: slot i is the two-int advisory lock on the halves of
+ * hashtextextended(PREFIX || NAME, i), a space no lock's name reaches
+ * (those are one-bigint locks). Shared holders and --limit holders, or --limit N and M, are
  * told apart by their comments: a holder that finds others in another
  * mode gives its lock back and says so (64), as Redis does. */
 #include <inttypes.h>
@@ -71,6 +73,10 @@
 	"SELECT " KEY_OF ", (extract(epoch FROM clock_timestamp()) * 1000000)::bigint " \
 	"FROM l WHERE l.slot > 0 ON CONFLICT (lock_key) DO UPDATE " \
 	"SET fence = GREATEST(t.fence + 1, excluded.fence) RETURNING t.fence)"
+/* --limit's slot i (a printf format taking i twice): the two-int lock on
+ * the halves of the name's hash seeded with i, never a name's key. */
+#define SLOT_OF \
+	"(hashtextextended($1, %ld) >> 32)::int, (hashtextextended($1, %ld) << 32 >> 32)::int"
 /* pg_locks names an advisory lock on one bigint by its halves. */
 #define LOCKS_OF_KEY \
 	"FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid " \
@@ -94,7 +100,7 @@ enum guard {
 struct pg {
 	const struct pg_url *url;
 	PGconn *c;
-	char *key;		/* the text hashed: PREFIX NAME[:slot] */
+	char *key;		/* the text hashed: PREFIX NAME */
 	char *comment;		/* what the holder's statements carry */
 	bool checked;		/* the session passed the check: ours alone,
 				 * its settings and mark made */
@@ -694,7 +700,7 @@ static char *try_sql(struct lock *lk, enum guard g, int *n_params)
 	if (lk->p->limit > 0) {
 		/* K shared, then the first free slot; no slot: K given back
 		 * (the last WHEN, reached only then) */
-		size_t cap = (size_t)lk->p->limit * 96 + 256, len = 0;
+		size_t cap = (size_t)lk->p->limit * 160 + 256, len = 0;
 
 		if (!(cases = malloc(cap)))
 			return NULL;
@@ -702,8 +708,8 @@ static char *try_sql(struct lock *lk, enum guard g, int *n_params)
 					"CASE WHEN pg_try_advisory_lock_shared(" KEY_OF ") THEN CASE");
 		for (long i = 1; i <= lk->p->limit; i++)
 			len += (size_t)snprintf(cases + len, cap - len,
-						" WHEN pg_try_advisory_lock(hashtextextended($1 || ':%ld', 0)) THEN %ld",
-						i, i);
+						" WHEN pg_try_advisory_lock(" SLOT_OF ") THEN %ld",
+						i, i, i);
 		snprintf(cases + len, cap - len,
 			 " WHEN pg_advisory_unlock_shared(" KEY_OF ") THEN 0 ELSE 0 END ELSE 0 END");
 	} else {
@@ -1205,7 +1211,7 @@ static int release(struct lock *lk, const struct release_how *how,
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->key, pg->pid, pg->mark };
 	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
-	char *sql = NULL, unlock[160];
+	char *sql = NULL, unlock[320];
 	bool dead = true, held = pg->held, answered = false, pooled;
 	PGresult *r = NULL;
 	int d = -2;
@@ -1214,8 +1220,8 @@ static int release(struct lock *lk, const struct release_how *how,
 	/* --limit: the slot, and K shared */
 	if (pg->slot > 0)
 		snprintf(unlock, sizeof unlock,
-			 "pg_advisory_unlock(hashtextextended($1 || ':%ld', 0)) AND "
-			 "pg_advisory_unlock_shared(" KEY_OF ")", pg->slot);
+			 "pg_advisory_unlock(" SLOT_OF ") AND "
+			 "pg_advisory_unlock_shared(" KEY_OF ")", pg->slot, pg->slot);
 	else
 		snprintf(unlock, sizeof unlock, "pg_advisory_unlock%s(" KEY_OF ")", shared(lk));
 	/* a reply still to read (the heartbeat sent after the grant): a
