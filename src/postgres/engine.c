@@ -1485,9 +1485,13 @@ static int force(struct lock *lk, struct broken_holder **out, size_t *n_out,
 		     LOCKS_OF_KEY "AND l.granted AND l.pid <> pg_backend_pid()",
 		     params, 1, clock_now_ms() + lk->node_timeout_ms, &dead, err);
 	if (!r) {
+		char why[sizeof err->msg];
+
+		/* err->msg is "URL: cause" already: the reason after it */
+		snprintf(why, sizeof why, "%s", err->msg);
 		if (err->exit == EX_NOPERM)
-			error_set(err, EX_NOPERM, "%s (ending another role's session takes the pg_signal_backend role, or a superuser)",
-				  err->msg);
+			error_set(err, EX_NOPERM, "%s (ending another role's session takes the pg_signal_backend role; a superuser's, a superuser)",
+				  why);
 		status_lock_free(&s);
 		return err->exit;
 	}
