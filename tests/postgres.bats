@@ -496,6 +496,20 @@ print(cur.fetchone()[0])"
 	[[ $stderr == "dlock: k: postgres://nosuch:***@127.0.0.1:$PGPORT/postgres: "* ]] || fail "stderr: $stderr"
 }
 
+@test "postgres: a server older than 14 is refused (69) before any statement, by the version it starts with" {
+	"$PYTHON" "$BATS_TEST_DIRNAME/fake_postgres.py" 13.11 "$T/old.log" >"$T/old.out" 2>"$T/old.err" </dev/null 3>&- &
+	track $!
+	wait_until 5 grep -q '^ready ' "$T/old.out" || fail "fake_postgres did not start: $(cat "$T/old.err")"
+	local port
+	port=$(sed -n 's/^ready //p' "$T/old.out")
+	run -69 --separate-stderr dlock -S "postgres://u@127.0.0.1:$port/db" -n old touch "$T/ran"
+	assert_equal "$stderr" "dlock: old: postgres://u@127.0.0.1:$port/db: PostgreSQL 13.11 is older than 14, the oldest dlock takes"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	[[ ! -s $T/old.log ]] || fail "statements sent: $(cat "$T/old.log")"
+	run -69 --separate-stderr dlock status -S "postgres://u@127.0.0.1:$port/db" old
+	[[ $stderr == *'older than 14'* ]] || fail "stderr: $stderr"
+}
+
 @test "postgres: bad URLs, other engines mixed in, options it cannot honour: 64, nothing contacted" {
 	run -64 --separate-stderr dlock -S 'postgres://h/db?nosuchparameter=1' K true
 	[[ $stderr == *'bad server URL'* ]] || fail "stderr: $stderr"

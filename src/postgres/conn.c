@@ -219,6 +219,18 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		}
 		st = PQconnectPoll(c);
 	}
+	/* What dlock's statements use came in 14 (idle_session_timeout,
+	 * client_connection_check_interval, pg_locks.waitstart): older
+	 * servers are refused by the version the session starts with, before
+	 * any statement (0: a server or pooler that says none) */
+	if (PQserverVersion(c) > 0 && PQserverVersion(c) < PG_MIN_VERSION) {
+		const char *v = PQparameterStatus(c, "server_version");
+
+		error_set(err, EX_UNAVAILABLE, "%s: PostgreSQL %s is older than 14, the oldest dlock takes",
+			  url->text, v ? v : "?");
+		PQfinish(c);
+		return NULL;
+	}
 	PQsetNoticeProcessor(c, no_notices, NULL);
 	if (PQsetnonblocking(c, 1) < 0) {
 		pg_error(c, NULL, url, err);

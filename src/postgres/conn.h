@@ -33,8 +33,12 @@ struct pg_session {
 	const char *application_name;
 };
 
-/* Connects within deadline_ms (monotonic). NULL with err: 69 unreachable,
- * 77 credentials, 64 a setting libpq refuses. */
+/* The oldest server dlock takes (PQserverVersion()'s form). */
+#define PG_MIN_VERSION 140000
+
+/* Connects within deadline_ms (monotonic). NULL with err: 69 unreachable
+ * or older than PG_MIN_VERSION, 77 credentials, 64 a setting libpq
+ * refuses. */
 PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		   const struct pg_session *s, int64_t deadline_ms,
 		   struct error *err);
