@@ -513,6 +513,12 @@ print(cur.fetchone()[0])"
 @test "postgres: bad URLs, other engines mixed in, options it cannot honour: 64, nothing contacted" {
 	run -64 --separate-stderr dlock -S 'postgres://h/db?nosuchparameter=1' K true
 	[[ $stderr == *'bad server URL'* ]] || fail "stderr: $stderr"
+	local url
+	for url in 'postgres://127.0.0.1:99999/db' 'postgres://h/db?port=0' 'postgres://h1:5432,h2:x/db'; do
+		run -64 --separate-stderr dlock -S "$url" K touch "$T/ran"
+		[[ $stderr == *'bad server URL'*'bad port'* ]] || fail "$url: stderr: $stderr"
+	done
+	[[ ! -e $T/ran ]] || fail "the command ran"
 	run -64 --separate-stderr dlock -S "$PG_URL" -S "$PG_URL" K true
 	[[ $stderr == *'PostgreSQL takes one server URL'* ]] || fail "stderr: $stderr"
 	run -64 --separate-stderr dlock -S "$PG_URL" -S redis://127.0.0.1 K true
@@ -696,6 +702,20 @@ pooled_backends_clean() {
 	[[ ! -e $T/ran ]]
 	touch "$T/dlock:stopped.go"
 	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: a name that is not UTF-8: 64 before anything is contacted; UTF-8 names work" {
+	local key=$'bad\xffname'
+	run -64 --separate-stderr dlock -S "$PG_URL" -- "$key" touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *"PostgreSQL hashes a lock's name as text, and this one is not UTF-8 (byte 0xff at 9)" ]] ||
+		fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	run -64 --separate-stderr dlock -S "$PG_URL" --prefix $'\xc3' nm true
+	run -64 --separate-stderr dlock release -S "$PG_URL" --force -- "$key"
+	no_dlock_session
+	run -0 dlock -S "$PG_URL" -- 'grüße ✓' sh -c '"$0" status -S "$1" -- "grüße ✓" >/dev/null && echo held' "$DLOCK" "$PG_URL"
+	assert_output held
 }
 
 @test "postgres: a key of 1000 bytes is held, shown and released whole" {

@@ -26,6 +26,31 @@ static char *masked(const char *uri)
 	return text;
 }
 
+/* libpq takes any port= and fails at connect (69 for a setting to fix):
+ * each of the list's ports is 1..65535, or empty (the default). */
+static bool bad_port(const PQconninfoOption *opts, char *why, size_t len)
+{
+	for (; opts->keyword; opts++) {
+		const char *p;
+
+		if (strcmp(opts->keyword, "port") != 0 || !opts->val)
+			continue;
+		for (p = opts->val; *p; p += *p == ',') {
+			size_t n = strcspn(p, ",");
+			long port = 0;
+
+			for (size_t i = 0; i < n && port <= 65535; i++)
+				port = p[i] >= '0' && p[i] <= '9' ? port * 10 + (p[i] - '0') : 99999;
+			if (n > 0 && (port < 1 || port > 65535)) {
+				snprintf(why, len, "bad port '%.*s' (1 to 65535)", (int)(n > 16 ? 16 : n), p);
+				return true;
+			}
+			p += n;
+		}
+	}
+	return false;
+}
+
 int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
 		  char *err, size_t errlen)
 {
@@ -44,6 +69,12 @@ int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
 			msg[strcspn(msg, "\n")] = '\0';
 			engine_bad_url(urls[i], msg, err, errlen);
 			PQfreemem(why);
+			pg_free_urls(u, n);
+			return -1;
+		}
+		if (bad_port(opts, msg, sizeof msg)) {
+			engine_bad_url(urls[i], msg, err, errlen);
+			PQconninfoFree(opts);
 			pg_free_urls(u, n);
 			return -1;
 		}
@@ -121,6 +152,8 @@ void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
 	if (state) {
 		if (strncmp(state, "28", 2) == 0 || strcmp(state, "42501") == 0)
 			code = EX_NOPERM;
+		else if (strcmp(state, "22021") == 0 || strcmp(state, "22P05") == 0)
+			code = EX_USAGE;	/* a name the database's encoding cannot hold */
 		else if (strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
 			 strncmp(state, "53", 2) == 0)
 			code = EX_UNAVAILABLE;
