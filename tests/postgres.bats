@@ -469,6 +469,14 @@ print(cur.fetchone()[0])"
 	run -77 --separate-stderr dlock -S "postgres://dlock:secret-wrong@127.0.0.1:$PGPORT/postgres" cred true
 	refute_output --partial secret-wrong
 	[[ $stderr != *secret-wrong* ]] || fail "stderr: $stderr"
+	# a role the server does not know: refused credentials too; a
+	# database it does not have: a setting to fix
+	run -77 --separate-stderr dlock -S "postgres://nosuchrole@/postgres?host=$PGDIR&port=$PGPORT" cred true
+	[[ $stderr == *'role "nosuchrole" does not exist' ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "postgres://postgres@/nosuchdb?host=$PGDIR&port=$PGPORT" cred touch "$T/ran"
+	assert_equal "$stderr" "dlock: cred: postgres://postgres@/nosuchdb?host=$PGDIR&port=$PGPORT: database \"nosuchdb\" does not exist"
+	run -64 --separate-stderr dlock status -S "postgres://postgres@/nosuchdb?host=$PGDIR&port=$PGPORT" cred
+	[[ ! -e $T/ran ]] || fail "the command ran"
 	run -0 env PGPASSWORD=pw "$DLOCK" -S "$PG_TCP_URL" cred echo ok
 	echo pw >"$T/pw"
 	chmod 600 "$T/pw"

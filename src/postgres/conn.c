@@ -161,6 +161,8 @@ void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
 			code = EX_SOFTWARE;
 	} else if (has(msg, "invalid") && has(msg, "value")) {
 		code = EX_USAGE;	/* a setting of the URL: sslmode=bogus */
+	} else if (has(msg, "database \"") && has(msg, "does not exist")) {
+		code = EX_USAGE;	/* the URL's database: a setting to fix */
 	} else if (has(msg, "password authentication failed") ||
 		   has(msg, "no password supplied") || has(msg, "pg_hba.conf") ||
 		   has(msg, "does not exist") || has(msg, "authentication failed") ||

@@ -70,6 +70,9 @@ PGresult *pg_result(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
 PGresult *pg_result_why(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
 			bool *dead, struct pg_failure *why, struct error *err);
 /* err from a failed result or connection: 77 for privileges and
- * credentials, 69 for a server that goes away or is not ready, 70 else. */
+ * credentials, 64 for a setting to fix (a database that does not exist,
+ * a value libpq refuses, a name the database's encoding cannot hold), 69
+ * for a server that goes away or is not ready, 70 else. dlock(1) lists
+ * them. */
 void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
 	      struct error *err);
