@@ -726,6 +726,28 @@ pooled_backends_clean() {
 	assert_output held
 }
 
+@test "postgres: a lock lives in one database; where the URL names none, --verbose and status say which" {
+	local nodb="postgres://postgres@?host=$PGDIR&port=$PGPORT"
+	psql_ "CREATE DATABASE other" >/dev/null
+	hold h -S "$PG_URL" onedb
+	wait_ready h 10
+	# another database on the same server: another lock
+	run -0 dlock -S "postgres://postgres@/other?host=$PGDIR&port=$PGPORT" -n onedb echo ran
+	assert_output ran
+	# no database in the URL: libpq's default, the user's name (postgres)
+	run -1 --separate-stderr dlock -S "$nodb" --verbose -n onedb true
+	[[ $stderr == *"dlock: onedb: $nodb: the URL names no database: the lock lives in database \"postgres\""* ]] ||
+		fail "stderr: $stderr"
+	run -0 --separate-stderr dlock status -S "$nodb" onedb
+	assert_line -n 0 --partial 'onedb: held'
+	assert_equal "$stderr" "dlock: onedb: $nodb: the URL names no database: the lock lives in database \"postgres\""
+	# a URL that names it: nothing said
+	run -0 --separate-stderr dlock status -S "$PG_URL" onedb
+	assert_equal "$stderr" ''
+	finish h
+	psql_ "DROP DATABASE other" >/dev/null
+}
+
 @test "postgres: a key of 1000 bytes is held, shown and released whole" {
 	local key
 	key=$(printf 'k%.0s' {1..1000})

@@ -85,6 +85,8 @@ int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
 				continue;
 			if (strcmp(o->keyword, "password") == 0)
 				u[i].has_password = true;
+			else if (strcmp(o->keyword, "dbname") == 0)
+				u[i].has_dbname = o->val[0] != '\0';
 			else if (strcmp(o->keyword, "sslmode") == 0)
 				u[i].tls = strcmp(o->val, "require") == 0 ||
 					   strcmp(o->val, "verify-ca") == 0 ||

@@ -15,6 +15,8 @@ struct pg_url {
 	char *uri;
 	char *text;
 	char *options;		/* the URI's own options= (NULL: none) */
+	bool has_dbname;	/* it names the database (else libpq's
+				 * default: PGDATABASE, or the user's name) */
 	bool has_password;
 	bool tls;		/* sslmode=require, verify-ca or verify-full */
 };

@@ -108,6 +108,7 @@ struct pg {
 	bool beat_pending;	/* a statement's result is still to be read */
 	bool held;
 	bool stolen;		/* a statement found the session not ours */
+	bool told_db;		/* say_database() said it */
 	long slot;		/* --limit: the slot held, 1..N */
 	char pid[16];		/* the backend our statements run on */
 	char mark[24];		/* dlock.session on it: this connection's */
@@ -284,6 +285,19 @@ static void random_hex(char *out, size_t n_bytes)
 		arc4random_buf(raw, n_bytes);
 	for (size_t i = 0; i < n_bytes; i++)
 		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
+/* Advisory locks live in one database: where the URL names none, which
+ * one libpq chose (PGDATABASE, or the user's name) is said, once. */
+static void say_database(struct lock *lk)
+{
+	struct pg *pg = P(lk);
+
+	if (pg->url->has_dbname || pg->told_db || !pg->c)
+		return;
+	pg->told_db = true;
+	log_line(lk->p->name, "%s: the URL names no database: the lock lives in database \"%s\"",
+		 pg->url->text, PQdb(pg->c));
 }
 
 /* A connection: the backend it reports (a pooler's own number through
@@ -882,6 +896,8 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 	}
 	if (connect_once(lk, err) < 0)
 		return LOCK_FAILED;
+	if (lk->p->verbose)
+		say_database(lk);
 	if (lk->reentry_token) {
 		int in = reentered(lk, err);
 
@@ -1499,6 +1515,7 @@ static int status(struct lock *lk, struct status_lock *locks, size_t n,
 {
 	if (connect_once(lk, err) < 0)
 		return -1;
+	say_database(lk);
 	for (size_t i = 0; i < n; i++)
 		if (one_status(lk, &locks[i], err) < 0)
 			return -1;
