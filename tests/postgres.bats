@@ -748,6 +748,39 @@ pooled_backends_clean() {
 	psql_ "DROP DATABASE other" >/dev/null
 }
 
+@test "postgres: README's PostgreSQL examples run as written" {
+	local cmd ddl who take url="postgres://cron@/postgres?host=$PGDIR&port=$PGPORT"
+	cmd=$(readme_pg_block 1)
+	ddl=$(readme_pg_block 2)
+	who=$(readme_pg_block 3)
+	take=$(readme_pg_block 4)
+	[[ $cmd == "dlock -S 'postgres://cron@db.internal/app?sslmode=verify-full' nightly /usr/local/bin/nightly-report" ]] ||
+		fail "README's command: $cmd"
+	# the administrator's statements, as written, for the role cron
+	psql_ "CREATE ROLE cron LOGIN; DROP TABLE public.dlock_fences"
+	psql_each "$ddl" >/dev/null
+	pg_fence_table	# the other tests' role
+	# the command as written, on this server, with a job that says its fence
+	mkdir -p "$T/bin"
+	ln -sf "$DLOCK" "$T/bin/dlock"
+	cmd=${cmd/"'postgres://cron@db.internal/app?sslmode=verify-full'"/"'$url'"}
+	cmd=${cmd/\/usr\/local\/bin\/nightly-report/"$T/job $T/h"}
+	PATH=$T/bin:$PATH eval "$cmd" 2>"$T/err" &
+	local pid=$!
+	track $pid
+	wait_until 10 test -e "$T/h.ready" || fail "the job did not start: $(cat "$T/err")"
+	# psql: who holds it, and its fence
+	run -0 psql_each "$who"
+	assert_line -n 0 --regexp "^[0-9]+\|cron\|.*/\* dlock mode=x token=$(job_var h DLOCK_TOKEN) "
+	assert_line -n 1 "$(job_var h DLOCK_FENCE)"
+	touch "$T/h.release"
+	wait "$pid"
+	# psql takes it, and gives it back
+	run -0 psql_each "$take"
+	assert_output $'\nt'
+	no_advisory_lock
+}
+
 @test "postgres: a key of 1000 bytes is held, shown and released whole" {
 	local key
 	key=$(printf 'k%.0s' {1..1000})

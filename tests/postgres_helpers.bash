@@ -64,6 +64,18 @@ stop_postgres() {
 
 # psql_ SQL: one statement or more, as the superuser, unaligned, quiet
 psql_() { psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X -c "$1" postgres; }
+# psql_each SQL: the same, SQL read as a file: each statement's result
+psql_each() { psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X -v ON_ERROR_STOP=1 -f - postgres <<<"$1"; }
+
+# readme_pg_block N: the Nth code block (indented 4) of the README's
+# "### PostgreSQL", as the reader copies it
+readme_pg_block() {
+	awk -v want="$1" '
+		/^### / { inside = $0 == "### PostgreSQL"; next }
+		!inside { next }
+		/^    / { if (!block) { n++; block = 1 } if (n == want) print substr($0, 5); next }
+		{ block = 0 }' "$BATS_TEST_DIRNAME/../README.md"
+}
 
 # The advisory locks now held or awaited in the database.
 advisory_locks() { psql_ "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"; }
