@@ -487,7 +487,7 @@ print(cur.fetchone()[0])"
 	local vg=() nt=() url
 	# memcheck sees a write past a buffer that a plain run survives; a
 	# sanitizer's build (tests/run --sanitized) has ASan for that instead
-	if command -v valgrind >/dev/null && ! ldd "$DLOCK" | grep -q libasan; then
+	if command -v valgrind >/dev/null && ! grep -qa __asan_init "$DLOCK"; then
 		vg=(valgrind -q --error-exitcode=99)
 		nt=(--node-timeout 20 -t 60)	# scram under valgrind takes its time
 	fi
