@@ -37,10 +37,8 @@ static bool bad_port(const PQconninfoOption *opts, char *why, size_t len)
 			continue;
 		for (p = opts->val; *p; p += *p == ',') {
 			size_t n = strcspn(p, ",");
-			long port = 0;
+			long port = n <= 5 && strspn(p, "0123456789") >= n ? strtol(p, NULL, 10) : -1;
 
-			for (size_t i = 0; i < n && port <= 65535; i++)
-				port = p[i] >= '0' && p[i] <= '9' ? port * 10 + (p[i] - '0') : 99999;
 			if (n > 0 && (port < 1 || port > 65535)) {
 				snprintf(why, len, "bad port '%.*s' (1 to 65535)", (int)(n > 16 ? 16 : n), p);
 				return true;

@@ -400,8 +400,9 @@ static int vxid_next(const char *vxid, char *out, size_t len)
 }
 
 /* One statement on our connection that must run on our backend (pg->pid)
- * as its very next transaction (pg->vxid): nobody else's ran on it since
- * our last. Then pg->vxid is the next one's. 1 yes, 0 no, -1 err. */
+ * as its very next transaction (pg->vxid; "": any): nobody else's ran on
+ * it since our last. Then pg->vxid is the next one's. 1 yes, 0 no, -1
+ * err. */
 static int next_is_ours(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
@@ -411,8 +412,9 @@ static int next_is_ours(struct lock *lk, struct error *err)
 	int ours;
 
 	r = pg_query(pg->c, pg->url,
-		     "SELECT pg_backend_pid() = $1::int AND v.virtualxid = $2, v.virtualxid "
-		     "FROM pg_locks v WHERE v.locktype = 'virtualxid' AND v.pid = pg_backend_pid()",
+		     "SELECT pg_backend_pid() = $1::int AND ($2 = '' OR v.virtualxid = $2), "
+		     "v.virtualxid FROM pg_locks v "
+		     "WHERE v.locktype = 'virtualxid' AND v.pid = pg_backend_pid()",
 		     params, 2, clock_now_ms() + lk->node_timeout_ms, &dead, err);
 	if (!r)
 		return -1;
@@ -444,19 +446,12 @@ static int pooler_check(struct lock *lk, const char *first_pid, struct error *er
 	PGconn *other = NULL;
 	PGresult *r;
 	bool dead, shared;
-	int ours = 0;
+	int ours;
 
-	r = pg_query(pg->c, pg->url,
-		     "SELECT pg_backend_pid(), v.virtualxid FROM pg_locks v "
-		     "WHERE v.locktype = 'virtualxid' AND v.pid = pg_backend_pid()",
-		     NULL, 0, clock_now_ms() + lk->node_timeout_ms, &dead, err);
-	if (!r)
-		return -1;
-	if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), first_pid) == 0 &&
-	    vxid_next(PQgetvalue(r, 0, 1), pg->vxid, sizeof pg->vxid) == 0)
-		ours = 1;
-	PQclear(r);
 	snprintf(pg->pid, sizeof pg->pid, "%s", first_pid);
+	pg->vxid[0] = '\0';
+	if ((ours = next_is_ours(lk, err)) < 0)
+		return -1;
 	if (ours && !(other = pg_connect(pg->url, lk->p, &s,
 					 clock_now_ms() + lk->node_timeout_ms, err)))
 		return -1;
@@ -1243,7 +1238,8 @@ static int release(struct lock *lk, const struct release_how *how,
 	/* a reply still to read (the heartbeat sent after the grant): a
 	 * session that ended meanwhile is found there (-2); the unlock
 	 * only on our session (NULL elsewhere). Through a pooler, the
-	 * settings go back to the role's too, and a session found shared
+	 * session's settings (settings()) go back to the role's too (our
+	 * mark: pg_settings does not list it), and a session found shared
 	 * (-3) may still have our lock on our backend: asked again until a
 	 * statement lands there, within the node timeout. */
 	pooled = pg->c && atoi(pg->pid) != PQbackendPID(pg->c);
@@ -1253,11 +1249,7 @@ static int release(struct lock *lk, const struct release_how *how,
 		     "SELECT CASE WHEN c.ok THEN %s END%s FROM c %s",
 		     pooled ? ", r AS MATERIALIZED (SELECT set_config('dlock.session', '', false) "
 			      "FROM c WHERE c.ok UNION ALL SELECT set_config(name, reset_val, false) "
-			      "FROM pg_settings, c WHERE c.ok AND name IN ("
-			      "'synchronous_commit', 'idle_session_timeout', 'tcp_keepalives_idle', "
-			      "'tcp_keepalives_interval', 'tcp_keepalives_count', 'tcp_user_timeout', "
-			      "'client_connection_check_interval', 'lock_timeout', 'statement_timeout', "
-			      "'idle_in_transaction_session_timeout'))" : "",
+			      "FROM pg_settings, c WHERE c.ok AND source = 'session')" : "",
 		     unlock, pooled ? ", (SELECT count(*) FROM r)" : "",
 		     pg->comment ? pg->comment : "") >= 0) {
 		for (;;) {
