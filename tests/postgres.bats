@@ -411,6 +411,11 @@ print(cur.fetchone()[0])"
 @test "postgres: -k takes several keys, each on its own session" {
 	run -0 dlock -S "$PG_URL" -k ka -k kb sh -c 'echo $DLOCK_KEYS'
 	assert_output 'dlock:ka dlock:kb'
+	# one fence, the largest; each key's counter raised to it, durably
+	local f
+	f=$(dlock -S "$PG_URL" -k ka -k kb sh -c 'echo $DLOCK_FENCE')
+	assert_equal "$(psql_ "SELECT min(fence) FROM public.dlock_fences
+		WHERE lock_key IN (hashtextextended('dlock:ka', 0), hashtextextended('dlock:kb', 0))")" "$f"
 	psql_hold dlock:kb
 	run -1 dlock -S "$PG_URL" -n -k ka -k kb true
 	touch "$T/dlock:kb.go"
