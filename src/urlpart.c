@@ -1,5 +1,7 @@
-/* urlpart.c - %XX escapes and host[:port], for every engine's URLs. */
+/* urlpart.c - %XX escapes, host[:port] and masked passwords, for every
+ * engine's URLs. */
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include "urlpart.h"
@@ -108,4 +110,87 @@ int url_hostport(const char *s, size_t len, char *host, size_t hostlen,
 	if (colon && port_of(colon + 1, (size_t)(end - colon - 1), port) < 0)
 		FAIL("bad port");
 	return 0;
+}
+
+/* ---- masking ------------------------------------------------------------- */
+
+struct masked {
+	char *out;
+	size_t outlen, len;	/* len: the whole, written or not */
+};
+
+static void put(struct masked *m, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++, m->len++)
+		if (m->len + 1 < m->outlen)
+			m->out[m->len] = s[i];
+}
+
+/* [s, s+len), %XX decoded, ends in "password", in any case. */
+static bool names_password(const char *s, size_t len)
+{
+	static const char want[] = "password";
+	char tail[sizeof want - 1];
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (c == '%' && i + 2 < len && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+			c = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+			i += 2;
+		}
+		/* the last sizeof tail bytes, oldest first */
+		if (n == sizeof tail)
+			memmove(tail, tail + 1, --n);
+		tail[n++] = (char)tolower((unsigned char)c);
+	}
+	return n == sizeof tail && memcmp(tail, want, sizeof tail) == 0;
+}
+
+size_t url_mask(const char *url, char *out, size_t outlen)
+{
+	struct masked m = { out, outlen, 0 };
+	const char *rest = strstr(url, "://"), *slash, *at = NULL, *colon;
+	const char *pw = NULL, *pw_end = NULL;
+
+	rest = rest ? rest + 3 : url;
+	slash = rest + strcspn(rest, "/");
+	for (const char *c = rest; c < slash; c++)
+		if (*c == '@')
+			at = c;
+	if (at && (colon = memchr(rest, ':', (size_t)(at - rest)))) {
+		pw = colon + 1;
+		pw_end = at;
+	}
+	for (const char *c = url; *c;) {
+		size_t name = 0;
+
+		if (c == pw) {	/* once: an empty one ends where it starts */
+			put(&m, URL_MASK, strlen(URL_MASK));
+			c = pw_end;
+			pw = NULL;
+			continue;
+		}
+		if (c > url && (c[-1] == '?' || c[-1] == '&'))
+			name = strcspn(c, "=&");
+		/* a parameter, unless the user info's password starts in its
+		 * name (that password is masked where it starts) */
+		if (name && c[name] == '=' && !(pw && pw >= c && pw <= c + name) &&
+		    names_password(c, name)) {
+			const char *end = c + name + 1 + strcspn(c + name + 1, "&");
+
+			/* the user info's password starts in its value: both go */
+			if (pw && pw > c && pw < end && pw_end > end)
+				end = pw_end;
+			put(&m, c, name + 1);
+			put(&m, URL_MASK, strlen(URL_MASK));
+			c = end;
+			continue;
+		}
+		put(&m, c++, 1);
+	}
+	if (outlen)
+		out[m.len < outlen ? m.len : outlen - 1] = '\0';
+	return m.len;
 }

@@ -1,6 +1,6 @@
-/* urlpart.h - the parts every engine's URL has: %XX escapes and
- * host[:port]. Pure: no I/O; unit-tested and fuzzed with each engine's
- * URL parser. */
+/* urlpart.h - the parts every engine's URL has: %XX escapes,
+ * host[:port], and the URL as messages show it (passwords masked). Pure:
+ * no I/O; unit-tested and fuzzed with each engine's URL parser. */
 #pragma once
 #include <stddef.h>
 
@@ -14,3 +14,16 @@ int url_decode(const char *s, size_t len, char *out, size_t outlen);
  * '_'. Returns 0, or -1 with the reason in err. */
 int url_hostport(const char *s, size_t len, char *host, size_t hostlen,
 		 int *port, int default_port, char *err, size_t errlen);
+
+/* What stands for a password in a message. */
+#define URL_MASK "***"
+
+/* url as messages show it: the password of its user info (after the
+ * first ':' of what precedes the last '@' before the first '/' that
+ * follows "://") and the value of every query parameter whose name, %XX
+ * decoded, ends in "password" (password=, sslpassword=: after a '?' or
+ * '&', up to the next '&') each as URL_MASK; the rest as it is. Like
+ * snprintf: writes at most outlen bytes with the NUL (nothing when
+ * outlen is 0) and returns the whole length; never a byte of a password,
+ * however short out is. */
+size_t url_mask(const char *url, char *out, size_t outlen);

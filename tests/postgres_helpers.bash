@@ -21,9 +21,7 @@ start_postgres() {
 	local try
 	for try in 1 2 3; do	# another process may take the free port first
 		PGPORT=$(free_port)
-		runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -w -t 20 \
-			-o "-k $PGDIR -p $PGPORT -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
-			-l "$PGDIR/log" start >/dev/null 2>&1 3>&- && break
+		pg_start && break
 		PGPORT=
 	done
 	[[ -n $PGPORT ]] || { cat "$PGDIR/log" >&3; return 1; }
@@ -31,11 +29,34 @@ start_postgres() {
 	export PG_URL="postgres://postgres@/postgres?host=$PGDIR&port=$PGPORT"
 	export PG_TCP_URL="postgres://dlock@127.0.0.1:$PGPORT/postgres"
 	psql_ "CREATE ROLE dlock LOGIN PASSWORD 'pw'; CREATE ROLE nobody LOGIN;"
+	pg_fence_table
+}
+
+# pg_fence_table: the fencing counter's table, as an administrator makes
+# it for roles that may not (dlock(1)), writable by the role dlock
+pg_fence_table() {
+	psql_ "CREATE TABLE IF NOT EXISTS public.dlock_fences (lock_key bigint PRIMARY KEY, fence bigint NOT NULL);
+		GRANT SELECT, INSERT, UPDATE ON public.dlock_fences TO dlock"
+}
+
+# pg_start: starts (again) the server of start_postgres, on PGPORT. fsync
+# is off: a crash of the server (pg_crash) keeps what it wrote, as the
+# kernel does; only what it had not written yet is lost.
+pg_start() {
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -w -t 30 \
+		-o "-k $PGDIR -p $PGPORT -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+		-l "$PGDIR/log" start >/dev/null 2>&1 3>&-
+}
+
+# pg_crash: the server stopped as a crash stops it (immediate: no
+# checkpoint, unwritten WAL lost); pg_start recovers it.
+pg_crash() {
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -m immediate stop >/dev/null 2>&1
 }
 
 stop_postgres() {
 	[[ -n ${PGDIR:-} && -d $PGDIR ]] || return 0
-	[[ -f $PGDIR/pgbouncer.pid ]] && kill "$(<"$PGDIR/pgbouncer.pid")" 2>/dev/null
+	stop_pgbouncer
 	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -m immediate stop \
 		>/dev/null 2>&1 || true
 	rm -rf "$PGDIR"
@@ -43,6 +64,18 @@ stop_postgres() {
 
 # psql_ SQL: one statement or more, as the superuser, unaligned, quiet
 psql_() { psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X -c "$1" postgres; }
+# psql_each SQL: the same, SQL read as a file: each statement's result
+psql_each() { psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X -v ON_ERROR_STOP=1 -f - postgres <<<"$1"; }
+
+# readme_pg_block N: the Nth code block (indented 4) of the README's
+# "### PostgreSQL", as the reader copies it
+readme_pg_block() {
+	awk -v want="$1" '
+		/^### / { inside = $0 == "### PostgreSQL"; next }
+		!inside { next }
+		/^    / { if (!block) { n++; block = 1 } if (n == want) print substr($0, 5); next }
+		{ block = 0 }' "$BATS_TEST_DIRNAME/../README.md"
+}
 
 # The advisory locks now held or awaited in the database.
 advisory_locks() { psql_ "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"; }
@@ -56,6 +89,13 @@ key_held() {
 		AND classid = ((hashtextextended('$1', 0) >> 32) & 4294967295)::oid") != 0 ]]
 }
 key_free() { ! key_held "$1"; }
+# slot_held KEY I: a session holds slot I of --limit on dlock's KEY (the
+# two-int lock on the halves of hashtextextended(KEY, I): objsubid 2)
+slot_held() {
+	[[ $(psql_ "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND objsubid = 2 AND objid = (hashtextextended('$1', $2) & 4294967295)::oid
+		AND classid = ((hashtextextended('$1', $2) >> 32) & 4294967295)::oid") != 0 ]]
+}
 # waiting_on KEY: a session waits for it
 waiting_on() {
 	[[ $(psql_ "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
@@ -84,4 +124,82 @@ psql_hold() {
 	) &
 	track $!
 	wait_until 10 test -s "$T/$key.held" || fail "psql did not take $key"
+}
+
+# man_example TEXT: the man page's code block after the paragraph that
+# starts with TEXT (its first line), as the reader sees it (scdoc's \\ is \)
+man_example() {
+	awk -v start="$1" '
+		index($0, start) == 1 { found = 1 }
+		found && /^```$/ { if (inside) exit; inside = 1; next }
+		inside' "$BATS_TEST_DIRNAME/../man/dlock.1.scd" | sed 's/\\\\/\\/g'
+}
+
+# start_pgbouncer MODE [SETTING...]: a PgBouncer in front of the server, in
+# pool_mode MODE, with the [pgbouncer] settings given ("name = value");
+# exports BOUNCER_URL and BOUNCER_PID. One at a time (stop_pgbouncer;
+# stop_postgres stops it too).
+start_pgbouncer() {
+	command -v pgbouncer >/dev/null || skip_unless_strict "pgbouncer is not installed"
+	local mode=$1 port setting
+	shift
+	port=$(free_port)
+	{
+		echo "[databases]"
+		echo "postgres = host=$PGDIR port=$PGPORT user=postgres"
+		echo "[pgbouncer]"
+		echo "listen_addr = 127.0.0.1"
+		echo "listen_port = $port"
+		echo "unix_socket_dir ="
+		echo "auth_type = trust"
+		echo "auth_file = $PGDIR/users.txt"
+		echo "pool_mode = $mode"
+		echo "pidfile = $PGDIR/pgbouncer.pid"
+		echo "logfile = $PGDIR/pgbouncer.log"
+		for setting; do echo "$setting"; done
+	} >"$PGDIR/pgbouncer.ini"
+	echo '"postgres" ""' >"$PGDIR/users.txt"
+	chown postgres "$PGDIR/pgbouncer.ini" "$PGDIR/users.txt"
+	rm -f "$PGDIR/pgbouncer.pid"
+	runuser -u postgres -- pgbouncer -d "$PGDIR/pgbouncer.ini" 3>&-
+	wait_until 10 test -s "$PGDIR/pgbouncer.pid" || fail "pgbouncer did not start"
+	BOUNCER_PID=$(<"$PGDIR/pgbouncer.pid")
+	export BOUNCER_URL="postgres://postgres@127.0.0.1:$port/postgres" BOUNCER_PID
+}
+
+stop_pgbouncer() {
+	local pid=${BOUNCER_PID:-}
+	[[ -n $pid || ! -s ${PGDIR:-}/pgbouncer.pid ]] || pid=$(<"$PGDIR/pgbouncer.pid")
+	[[ -n $pid ]] || return 0
+	kill "$pid" 2>/dev/null
+	wait_until 10 dead "$pid"
+	rm -f "$PGDIR/pgbouncer.pid"
+	BOUNCER_PID=
+}
+
+# bouncer_sql SQL: SQL through the PgBouncer, as a client of it
+bouncer_sql() { psql "$BOUNCER_URL" -Atq -X -c "$1"; }
+
+# warm_pool N: N transactions at once through the PgBouncer, so that its
+# pool has N server connections, idle when this returns
+warm_pool() {
+	local i pids=()
+	for ((i = 0; i < $1; i++)); do
+		bouncer_sql "SELECT pg_sleep(0.3)" >/dev/null &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+}
+
+# bouncer_traffic: another client of the PgBouncer running one statement
+# after another until $T/traffic.stop exists
+bouncer_traffic() {
+	/usr/bin/python3 -c '
+import os, sys, psycopg2
+c = psycopg2.connect(sys.argv[1])
+c.autocommit = True
+cur = c.cursor()
+while not os.path.exists(sys.argv[2]):
+    cur.execute("SELECT 1")' "$BOUNCER_URL" "$T/traffic.stop" 3>&- &
+	track $!
 }

@@ -73,7 +73,7 @@ int etcd_url_parse(const char *s, struct etcd_url *u, char *err, size_t errlen)
 	used = (size_t)snprintf(u->text, sizeof u->text, "%s://", u->tls ? "etcds" : "etcd");
 	if (u->user[0] && used < sizeof u->text)
 		used += (size_t)snprintf(u->text + used, sizeof u->text - used, "%s%s@",
-					 u->user, u->has_password ? ":***" : "");
+					 u->user, u->has_password ? ":" URL_MASK : "");
 	for (size_t i = 0; i < u->n_ep && used < sizeof u->text; i++)
 		used += (size_t)snprintf(u->text + used, sizeof u->text - used,
 					 u->ep[i].v6 ? "%s[%s]:%d" : "%s%s:%d",

@@ -11,61 +11,42 @@
 #include <sysexits.h>
 #include "clock.h"
 #include "conn.h"
+#include "urlpart.h"
 
 /* ---- URLs ---------------------------------------------------------------- */
 
-/* The URI for messages: the password in user info, and a password=
- * parameter's value, as '***'. */
+/* The URI for messages, its passwords masked (urlpart.h). */
 static char *masked(const char *uri)
 {
-	size_t len = strlen(uri);
-	char *out = malloc(len + 1), *o = out;
-	const char *auth = strstr(uri, "://"), *end, *at;
+	size_t len = url_mask(uri, NULL, 0);
+	char *text = malloc(len + 1);
 
-	if (!out)
-		return NULL;
-	auth = auth ? auth + 3 : uri;
-	end = auth + strcspn(auth, "/?");
-	at = NULL;
-	for (const char *c = auth; c < end; c++)
-		if (*c == '@')
-			at = c;
-	for (const char *c = uri; *c;) {
-		const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-
-		if (colon && c == colon + 1) {
-			o += sprintf(o, "***");
-			c = at;
-			continue;
-		}
-		if (c > end && (c[-1] == '?' || c[-1] == '&') &&
-		    strncmp(c, "password=", 9) == 0) {
-			memcpy(o, c, 9);
-			o += 9;
-			c += 9;
-			o += sprintf(o, "***");
-			c += strcspn(c, "&");
-			continue;
-		}
-		*o++ = *c++;
-	}
-	*o = '\0';
-	return out;
+	if (text)
+		url_mask(uri, text, len + 1);
+	return text;
 }
 
-/* "***" may be longer than what it hides: room for it. */
-static char *masked_copy(const char *uri)
+/* libpq takes any port= and fails at connect (69 for a setting to fix):
+ * each of the list's ports is 1..65535, or empty (the default). */
+static bool bad_port(const PQconninfoOption *opts, char *why, size_t len)
 {
-	char *big = malloc(strlen(uri) + 64), *m = masked(uri);
+	for (; opts->keyword; opts++) {
+		const char *p;
 
-	if (!big || !m) {
-		free(big);
-		free(m);
-		return NULL;
+		if (strcmp(opts->keyword, "port") != 0 || !opts->val)
+			continue;
+		for (p = opts->val; *p; p += *p == ',') {
+			size_t n = strcspn(p, ",");
+			long port = n <= 5 && strspn(p, "0123456789") >= n ? strtol(p, NULL, 10) : -1;
+
+			if (n > 0 && (port < 1 || port > 65535)) {
+				snprintf(why, len, "bad port '%.*s' (1 to 65535)", (int)(n > 16 ? 16 : n), p);
+				return true;
+			}
+			p += n;
+		}
 	}
-	strcpy(big, m);
-	free(m);
-	return big;
+	return false;
 }
 
 int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
@@ -89,13 +70,21 @@ int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
 			pg_free_urls(u, n);
 			return -1;
 		}
+		if (bad_port(opts, msg, sizeof msg)) {
+			engine_bad_url(urls[i], msg, err, errlen);
+			PQconninfoFree(opts);
+			pg_free_urls(u, n);
+			return -1;
+		}
 		u[i].uri = strdup(urls[i]);
-		u[i].text = masked_copy(urls[i]);
+		u[i].text = masked(urls[i]);
 		for (PQconninfoOption *o = opts; o->keyword; o++) {
 			if (!o->val)
 				continue;
 			if (strcmp(o->keyword, "password") == 0)
 				u[i].has_password = true;
+			else if (strcmp(o->keyword, "dbname") == 0)
+				u[i].has_dbname = o->val[0] != '\0';
 			else if (strcmp(o->keyword, "sslmode") == 0)
 				u[i].tls = strcmp(o->val, "require") == 0 ||
 					   strcmp(o->val, "verify-ca") == 0 ||
@@ -126,14 +115,19 @@ void pg_free_urls(struct pg_url *u, size_t n)
 
 /* ---- errors ---------------------------------------------------------------- */
 
-/* libpq's words without "FATAL:  " and the newlines, first letter low. */
+/* libpq's words without "FATAL:  " (and what libpq says before it: the
+ * server, which the URL names already) and the newlines, first letter
+ * low. */
 static void cause(const char *msg, char *out, size_t len)
 {
 	static const char *const levels[] = { "FATAL:  ", "ERROR:  ", "PANIC:  ", NULL };
 
-	for (const char *const *l = levels; *l; l++)
-		if (strncmp(msg, *l, strlen(*l)) == 0)
-			msg += strlen(*l);
+	for (const char *const *l = levels; *l; l++) {
+		const char *at = strstr(msg, *l);
+
+		if (at && !memchr(msg, '\n', (size_t)(at - msg)))
+			msg = at + strlen(*l);
+	}
 	snprintf(out, len, "%s", msg);
 	out[strcspn(out, "\n")] = '\0';
 	if (!out[0])
@@ -158,6 +152,8 @@ void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
 	if (state) {
 		if (strncmp(state, "28", 2) == 0 || strcmp(state, "42501") == 0)
 			code = EX_NOPERM;
+		else if (strcmp(state, "22021") == 0 || strcmp(state, "22P05") == 0)
+			code = EX_USAGE;	/* a name the database's encoding cannot hold */
 		else if (strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
 			 strncmp(state, "53", 2) == 0)
 			code = EX_UNAVAILABLE;
@@ -165,6 +161,8 @@ void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
 			code = EX_SOFTWARE;
 	} else if (has(msg, "invalid") && has(msg, "value")) {
 		code = EX_USAGE;	/* a setting of the URL: sslmode=bogus */
+	} else if (has(msg, "database \"") && has(msg, "does not exist")) {
+		code = EX_USAGE;	/* the URL's database: a setting to fix */
 	} else if (has(msg, "password authentication failed") ||
 		   has(msg, "no password supplied") || has(msg, "pg_hba.conf") ||
 		   has(msg, "does not exist") || has(msg, "authentication failed") ||
@@ -256,6 +254,18 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		}
 		st = PQconnectPoll(c);
 	}
+	/* What dlock's statements use came in 14 (idle_session_timeout,
+	 * client_connection_check_interval, pg_locks.waitstart): older
+	 * servers are refused by the version the session starts with, before
+	 * any statement (0: a server or pooler that says none) */
+	if (PQserverVersion(c) > 0 && PQserverVersion(c) < PG_MIN_VERSION) {
+		const char *v = PQparameterStatus(c, "server_version");
+
+		error_set(err, EX_UNAVAILABLE, "%s: PostgreSQL %s is older than 14, the oldest dlock takes",
+			  url->text, v ? v : "?");
+		PQfinish(c);
+		return NULL;
+	}
 	PQsetNoticeProcessor(c, no_notices, NULL);
 	if (PQsetnonblocking(c, 1) < 0) {
 		pg_error(c, NULL, url, err);
@@ -267,13 +277,15 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 
 /* ---- statements ------------------------------------------------------------ */
 
-PGresult *pg_result(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
-		    bool *dead, struct error *err)
+PGresult *pg_result_why(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
+			bool *dead, struct pg_failure *why, struct error *err)
 {
 	PGresult *last = NULL;
 	bool failed = false;
 
 	*dead = false;
+	if (why)
+		why->state[0] = '\0';
 	for (;;) {
 		int flushed = PQflush(c);
 
@@ -290,7 +302,11 @@ PGresult *pg_result(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
 			}
 			st = PQresultStatus(r);
 			if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && !failed) {
+				const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
 				pg_error(c, r, url, err);
+				if (why && state)
+					snprintf(why->state, sizeof why->state, "%s", state);
 				failed = true;
 			}
 			PQclear(last);
@@ -328,14 +344,29 @@ int pg_send(PGconn *c, const struct pg_url *url, const char *sql,
 	return -1;
 }
 
-PGresult *pg_query(PGconn *c, const struct pg_url *url, const char *sql,
-		   const char *const *params, int n_params, int64_t deadline_ms,
-		   bool *dead, struct error *err)
+PGresult *pg_result(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
+		    bool *dead, struct error *err)
+{
+	return pg_result_why(c, url, deadline_ms, dead, NULL, err);
+}
+
+PGresult *pg_query_why(PGconn *c, const struct pg_url *url, const char *sql,
+		       const char *const *params, int n_params, int64_t deadline_ms,
+		       bool *dead, struct pg_failure *why, struct error *err)
 {
 	*dead = false;
+	if (why)
+		why->state[0] = '\0';
 	if (pg_send(c, url, sql, params, n_params, err) < 0) {
 		*dead = true;
 		return NULL;
 	}
-	return pg_result(c, url, deadline_ms, dead, err);
+	return pg_result_why(c, url, deadline_ms, dead, why, err);
+}
+
+PGresult *pg_query(PGconn *c, const struct pg_url *url, const char *sql,
+		   const char *const *params, int n_params, int64_t deadline_ms,
+		   bool *dead, struct error *err)
+{
+	return pg_query_why(c, url, sql, params, n_params, deadline_ms, dead, NULL, err);
 }

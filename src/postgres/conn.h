@@ -15,6 +15,8 @@ struct pg_url {
 	char *uri;
 	char *text;
 	char *options;		/* the URI's own options= (NULL: none) */
+	bool has_dbname;	/* it names the database (else libpq's
+				 * default: PGDATABASE, or the user's name) */
 	bool has_password;
 	bool tls;		/* sslmode=require, verify-ca or verify-full */
 };
@@ -33,27 +35,46 @@ struct pg_session {
 	const char *application_name;
 };
 
-/* Connects within deadline_ms (monotonic). NULL with err: 69 unreachable,
- * 77 credentials, 64 a setting libpq refuses. */
+/* The oldest server dlock takes (PQserverVersion()'s form). */
+#define PG_MIN_VERSION 140000
+
+/* Connects within deadline_ms (monotonic). NULL with err: 69 unreachable
+ * or older than PG_MIN_VERSION, 77 credentials, 64 a setting libpq
+ * refuses. */
 PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		   const struct pg_session *s, int64_t deadline_ms,
 		   struct error *err);
+/* What a failed statement's SQLSTATE was ("" when none came: the
+ * connection broke, a deadline passed). */
+struct pg_failure {
+	char state[6];
+};
+
 /* Sends sql (one statement, $1... = params) and waits for its result
  * within deadline_ms. Returns the last result (PGRES_TUPLES_OK or
  * PGRES_COMMAND_OK), or NULL with err, and *dead when the connection broke
  * or a statement failed (the caller closes it: what a failed statement
  * did to the session's locks is not known). A deadline that passes leaves
- * the statement running, *dead false: pg_result() again to wait on. */
+ * the statement running, *dead false: pg_result() again to wait on.
+ * why, when not NULL, gets the failed statement's SQLSTATE. */
 PGresult *pg_query(PGconn *c, const struct pg_url *url, const char *sql,
 		   const char *const *params, int n_params, int64_t deadline_ms,
 		   bool *dead, struct error *err);
+PGresult *pg_query_why(PGconn *c, const struct pg_url *url, const char *sql,
+		       const char *const *params, int n_params, int64_t deadline_ms,
+		       bool *dead, struct pg_failure *why, struct error *err);
 /* Sends sql without waiting for its result; 0 or -1 with err. */
 int pg_send(PGconn *c, const struct pg_url *url, const char *sql,
 	    const char *const *params, int n_params, struct error *err);
 /* Waits within deadline_ms for the result of what was sent already. */
 PGresult *pg_result(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
 		    bool *dead, struct error *err);
+PGresult *pg_result_why(PGconn *c, const struct pg_url *url, int64_t deadline_ms,
+			bool *dead, struct pg_failure *why, struct error *err);
 /* err from a failed result or connection: 77 for privileges and
- * credentials, 69 for a server that goes away or is not ready, 70 else. */
+ * credentials, 64 for a setting to fix (a database that does not exist,
+ * a value libpq refuses, a name the database's encoding cannot hold), 69
+ * for a server that goes away or is not ready, 70 else. dlock(1) lists
+ * them. */
 void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
 	      struct error *err);

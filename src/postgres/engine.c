@@ -12,6 +12,14 @@
  * cancelled and the connection closed, which gives back a lock granted
  * just before the cancel arrived.
  *
+ * The session must be ours alone: a pooler in transaction mode hands its
+ * backend to other clients between our statements (and their advisory
+ * locks re-enter). Each statement that would take or set anything checks
+ * first, in the same statement (enum guard), and takes nothing when the
+ * check fails; through a pooler a few statements more tell session
+ * pooling from transaction pooling first (pooler_check()). Later
+ * statements check the backend and our mark on it (dlock.session).
+ *
  * Every statement a holder runs carries a comment, "dlock mode=M
  * token=T fence=F slot=S key=K holder=INFO", which pg_stat_activity
  * shows to other sessions: status reads holders from it, a nested dlock
@@ -20,9 +28,19 @@
  * mode=M"). The short fields come first, as pg_stat_activity cuts a
  * statement at track_activity_query_size.
  *
+ * The fence is a counter row per lock, public.dlock_fences, written in
+ * the statement that took the lock (only when it did) and committed with
+ * synchronous_commit on: durable before the job starts, so that a crash
+ * never hands it out again (a transaction ID that wrote nothing is not:
+ * its commit is not flushed). Its value is the larger of the row's + 1
+ * and the server's clock in microseconds, as Redis's: a standby promoted
+ * without the last update still counts past it.
+ *
  * Modes: -x is pg_advisory_lock(K), -s pg_advisory_lock_shared(K), and
  * --limit N takes K shared too (so -x excludes it) and one of the slots
- * K:1..K:N. Shared holders and --limit holders, or --limit N and M, are
+ * 1..N: slot i is the two-int advisory lock on the halves of
+ * hashtextextended(PREFIX || NAME, i), a space no lock's name reaches
+ * (those are one-bigint locks). Shared holders and --limit holders, or --limit N and M, are
  * told apart by their comments: a holder that finds others in another
  * mode gives its lock back and says so (64), as Redis does. */
 #include <inttypes.h>
@@ -41,6 +59,24 @@
 #define PG_LIMIT_MAX 1000
 /* The statement's key: its text, hashed by the server. */
 #define KEY_OF "hashtextextended($1, 0)"
+/* The fencing counter: one row per lock, by the lock's key. */
+#define FENCE_TABLE "public.dlock_fences"
+#define FENCE_DDL \
+	"CREATE TABLE IF NOT EXISTS " FENCE_TABLE \
+	" (lock_key bigint PRIMARY KEY, fence bigint NOT NULL)"
+/* A WITH query that writes the next fence when l took the lock (l.slot >
+ * 0), returning it; the server's clock in microseconds when that is more
+ * (a counter that lost its last updates in a failover counts on past
+ * them). */
+#define FENCE_CTE \
+	"f AS (INSERT INTO " FENCE_TABLE " AS t (lock_key, fence) " \
+	"SELECT " KEY_OF ", (extract(epoch FROM clock_timestamp()) * 1000000)::bigint " \
+	"FROM l WHERE l.slot > 0 ON CONFLICT (lock_key) DO UPDATE " \
+	"SET fence = GREATEST(t.fence + 1, excluded.fence) RETURNING t.fence)"
+/* --limit's slot i (a printf format taking i twice): the two-int lock on
+ * the halves of the name's hash seeded with i, never a name's key. */
+#define SLOT_OF \
+	"(hashtextextended($1, %ld) >> 32)::int, (hashtextextended($1, %ld) << 32 >> 32)::int"
 /* pg_locks names an advisory lock on one bigint by its halves. */
 #define LOCKS_OF_KEY \
 	"FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid " \
@@ -49,17 +85,35 @@
 	"AND l.classid = ((" KEY_OF " >> 32) & 4294967295)::oid " \
 	"AND l.objid = (" KEY_OF " & 4294967295)::oid "
 
+/* What the statement that would take the lock checks first, in its own
+ * WITH query, so that nothing is taken (nor set) on a session that is
+ * not ours alone (a pooler's): */
+enum guard {
+	GUARD_DIRECT,	/* a new connection's first statement: its backend
+			 * is the one the connection reported, no pooler */
+	GUARD_POOLED,	/* through a pooler: the backend of the check, one
+			 * transaction later (nobody else's in between), and
+			 * holding no advisory lock (nobody's left over) */
+	GUARD_OURS,	/* afterwards: the backend, and dlock's mark on it */
+};
+
 struct pg {
 	const struct pg_url *url;
 	PGconn *c;
-	char *key;		/* the text hashed: PREFIX NAME[:slot] */
+	char *key;		/* the text hashed: PREFIX NAME */
 	char *comment;		/* what the holder's statements carry */
-	bool fresh;		/* the session's settings are not made yet */
+	bool checked;		/* the session passed the check: ours alone,
+				 * its settings and mark made */
 	bool waiting;		/* a blocking pg_advisory_lock runs */
 	bool beat_pending;	/* a statement's result is still to be read */
 	bool held;
+	bool stolen;		/* a statement found the session not ours */
+	bool told_db;		/* say_database() said it */
 	long slot;		/* --limit: the slot held, 1..N */
-	int backend_pid;
+	char pid[16];		/* the backend our statements run on */
+	char mark[24];		/* dlock.session on it: this connection's */
+	char vxid[32];		/* GUARD_POOLED: the lock's statement's
+				 * virtual transaction ID */
 };
 
 static struct pg *P(const struct lock *lk)
@@ -218,9 +272,37 @@ static void disconnect(struct pg *pg)
 	if (pg->c)
 		PQfinish(pg->c);	/* the session's locks go with it */
 	pg->c = NULL;
-	pg->waiting = pg->beat_pending = pg->held = false;
+	pg->waiting = pg->beat_pending = pg->held = pg->stolen = false;
 }
 
+static void random_hex(char *out, size_t n_bytes)
+{
+	unsigned char raw[32];
+
+	if (n_bytes > sizeof raw)
+		n_bytes = sizeof raw;
+	if (getrandom(raw, n_bytes, 0) != (ssize_t)n_bytes)
+		arc4random_buf(raw, n_bytes);
+	for (size_t i = 0; i < n_bytes; i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
+/* Advisory locks live in one database: where the URL names none, which
+ * one libpq chose (PGDATABASE, or the user's name) is said, once. */
+static void say_database(struct lock *lk)
+{
+	struct pg *pg = P(lk);
+
+	if (pg->url->has_dbname || pg->told_db || !pg->c)
+		return;
+	pg->told_db = true;
+	log_line(lk->p->name, "%s: the URL names no database: the lock lives in database \"%s\"",
+		 pg->url->text, PQdb(pg->c));
+}
+
+/* A connection: the backend it reports (a pooler's own number through
+ * one) until the check says which one our statements run on, and a new
+ * mark for the session. */
 static int connect_once(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
@@ -231,79 +313,196 @@ static int connect_once(struct lock *lk, struct error *err)
 	pg->c = pg_connect(pg->url, lk->p, &s, clock_now_ms() + lk->node_timeout_ms, err);
 	if (!pg->c)
 		return -1;
-	pg->fresh = true;
+	pg->checked = false;
+	snprintf(pg->pid, sizeof pg->pid, "%d", PQbackendPID(pg->c));
+	random_hex(pg->mark, 8);
+	pg->vxid[0] = '\0';
 	return 0;
 }
 
-/* The session's settings, made in the first statement (no round trip of
- * their own; its FROM names s, as an unused WITH query is never run):
- * the server ends a session that has been idle about the TTL
- * (idle_session_timeout: a stopped or cut-off holder), or whose peer
- * stopped answering (keepalives, tcp_user_timeout; TCP only). */
+/* The session's settings, made by the statement that passed the check
+ * (no round trip of their own; its SELECT reads s, as an unused WITH
+ * query is never run): the server ends a session that has been idle
+ * about the TTL (idle_session_timeout: a stopped or cut-off holder), or
+ * whose peer stopped answering (keepalives, tcp_user_timeout; TCP only).
+ * The fence's commit is flushed before the reply (synchronous_commit at
+ * least local: a role's "off" would let a crash lose it). A role's
+ * lock_timeout or statement_timeout would cut the blocking wait short of
+ * -w (and idle_in_transaction_session_timeout has no business here):
+ * off, so that -w alone decides. dlock.session ($3) marks the session as
+ * this connection's: every later statement checks it. */
 static void settings(const struct lock *lk, char *out, size_t len)
 {
 	long long ttl_s = lk->ttl_ms / 1000 > 0 ? lk->ttl_ms / 1000 : 1;
 
 	snprintf(out, len,
 		 "s AS MATERIALIZED (SELECT "
+		 "set_config('dlock.session', $3, false), "
+		 "set_config('synchronous_commit', CASE current_setting('synchronous_commit') "
+		 "WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, false), "
 		 "set_config('idle_session_timeout', '%lld', false), "
 		 "set_config('tcp_keepalives_idle', '%lld', false), "
 		 "set_config('tcp_keepalives_interval', '%lld', false), "
 		 "set_config('tcp_keepalives_count', '3', false), "
 		 "set_config('tcp_user_timeout', '%lld', false), "
-		 "set_config('client_connection_check_interval', '1000', false)), ",
+		 "set_config('client_connection_check_interval', '1000', false), "
+		 "set_config('lock_timeout', '0', false), "
+		 "set_config('statement_timeout', '0', false), "
+		 "set_config('idle_in_transaction_session_timeout', '0', false) "
+		 "FROM c WHERE c.ok), ",
 		 (long long)lk->ttl_ms, ttl_s / 3 > 0 ? ttl_s / 3 : 1,
 		 ttl_s / 9 > 0 ? ttl_s / 9 : 1, (long long)lk->ttl_ms);
 }
 
-/* Through a pooler, the backend a statement runs on is the pooler's to
- * choose: PQbackendPID() is then the pooler's own number, not
- * pg_backend_pid(). Session pooling keeps one backend for the session,
- * which is all a lock needs; transaction pooling hands the backend (and
- * the lock on it) to whoever comes next. Told apart by a second client:
- * in transaction pooling it gets the backend we used a moment ago. */
-static int pooled(struct lock *lk, int our_backend, struct error *err)
+/* The check, as SQL ($2 the backend's pid, $3 the mark, $4 the virtual
+ * transaction ID), and how many parameters its statement takes. */
+static const char *guard_sql(enum guard g, int *n_params)
 {
-	struct pg *pg = P(lk);
-	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME };
-	PGconn *other = pg_connect(pg->url, lk->p, &s,
-				   clock_now_ms() + lk->node_timeout_ms, err);
-	PGresult *r;
-	bool dead;
-	int pid = -1;
+	*n_params = g == GUARD_POOLED ? 4 : 3;
+	switch (g) {
+	case GUARD_DIRECT:
+		return "pg_backend_pid() = $2::int";
+	case GUARD_POOLED:
+		return "pg_backend_pid() = $2::int AND (SELECT virtualxid FROM pg_locks "
+		       "WHERE locktype = 'virtualxid' AND pid = pg_backend_pid()) = $4 "
+		       "AND NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
+		       "AND pid = pg_backend_pid())";
+	case GUARD_OURS:
+		break;
+	}
+	return "pg_backend_pid() = $2::int AND current_setting('dlock.session', true) = $3";
+}
 
-	if (!other)
-		return -1;
-	r = pg_query(other, pg->url, "SELECT pg_backend_pid()", NULL, 0,
-		     clock_now_ms() + lk->node_timeout_ms, &dead, err);
-	if (r && PQntuples(r) == 1)
-		pid = atoi(PQgetvalue(r, 0, 0));
-	PQclear(r);
-	PQfinish(other);
-	if (pid < 0)
-		return -1;
-	if (pid != our_backend)
-		return 0;
+static enum guard guard_of(const struct pg *pg)
+{
+	return pg->checked ? GUARD_OURS : pg->vxid[0] ? GUARD_POOLED : GUARD_DIRECT;
+}
+
+static void pooler_error(const struct pg *pg, struct error *err)
+{
 	error_set(err, EX_UNAVAILABLE,
 		  "%s: a pooler that shares backends between clients (PgBouncer in transaction or statement mode) is in the path: a session-level advisory lock would land on another client's session; connect to PostgreSQL directly, or through session pooling",
 		  pg->url->text);
-	return -1;
+}
+
+/* "B/L" -> "B/(L+1)": the virtual transaction ID of the backend's next
+ * transaction (L counts the backend's transactions). 0, or -1 when vxid
+ * is not one. */
+static int vxid_next(const char *vxid, char *out, size_t len)
+{
+	unsigned long backend, local;
+	int n = 0;
+
+	if (sscanf(vxid, "%lu/%lu%n", &backend, &local, &n) != 2 || vxid[n] != '\0')
+		return -1;
+	snprintf(out, len, "%lu/%lu", backend, local + 1);
+	return 0;
+}
+
+/* One statement on our connection that must run on our backend (pg->pid)
+ * as its very next transaction (pg->vxid; "": any): nobody else's ran on
+ * it since our last. Then pg->vxid is the next one's. 1 yes, 0 no, -1
+ * err. */
+static int next_is_ours(struct lock *lk, struct error *err)
+{
+	struct pg *pg = P(lk);
+	const char *params[] = { pg->pid, pg->vxid };
+	PGresult *r;
+	bool dead;
+	int ours;
+
+	r = pg_query(pg->c, pg->url,
+		     "SELECT pg_backend_pid() = $1::int AND ($2 = '' OR v.virtualxid = $2), "
+		     "v.virtualxid FROM pg_locks v "
+		     "WHERE v.locktype = 'virtualxid' AND v.pid = pg_backend_pid()",
+		     params, 2, clock_now_ms() + lk->node_timeout_ms, &dead, err);
+	if (!r)
+		return -1;
+	ours = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0 &&
+	       vxid_next(PQgetvalue(r, 0, 1), pg->vxid, sizeof pg->vxid) == 0;
+	PQclear(r);
+	return ours;
+}
+
+/* Through a pooler (the first statement's backend is not the one the
+ * connection reported: a pooler's number), the backend a statement runs
+ * on is the pooler's to choose. Session pooling keeps one backend for
+ * the connection's life, which is all a lock needs; transaction pooling
+ * hands it to whoever comes next, between any two of our statements.
+ * Told apart before anything is taken or set: our statements must run on
+ * one backend, each as its very next transaction (a virtual transaction
+ * ID's local part counts them), while a second client asks for a backend
+ * again and again, holding the one it gets for a moment: transaction
+ * pooling gives it ours, or gives ours to another client meanwhile (the
+ * LIFO pool's next request takes the backend released last), or moves
+ * our statements. Then the lock's statement takes it only as the next
+ * transaction on that backend, with no advisory lock on it (GUARD_POOLED:
+ * nobody's left over). 0, or -1 with err. */
+#define POOLER_ROUNDS 3
+static int pooler_check(struct lock *lk, const char *first_pid, struct error *err)
+{
+	struct pg *pg = P(lk);
+	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME };
+	PGconn *other = NULL;
+	PGresult *r;
+	bool dead, shared;
+	int ours;
+
+	snprintf(pg->pid, sizeof pg->pid, "%s", first_pid);
+	pg->vxid[0] = '\0';
+	if ((ours = next_is_ours(lk, err)) < 0)
+		return -1;
+	if (ours && !(other = pg_connect(pg->url, lk->p, &s,
+					 clock_now_ms() + lk->node_timeout_ms, err)))
+		return -1;
+	for (int i = 0; ours == 1 && i < POOLER_ROUNDS; i++) {
+		r = pg_query(other, pg->url, "SELECT pg_backend_pid() FROM pg_sleep(0.002)", NULL, 0,
+			     clock_now_ms() + lk->node_timeout_ms, &dead, err);
+		if (!r) {
+			ours = -1;
+			break;
+		}
+		shared = PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 0), first_pid) == 0;
+		PQclear(r);
+		ours = shared ? 0 : next_is_ours(lk, err);
+	}
+	PQfinish(other);
+	if (ours < 0)
+		return -1;
+	if (ours == 0) {
+		pooler_error(pg, err);
+		return -1;
+	}
+	return 0;
+}
+
+/* The statement a holder proves its session with (the heartbeat, and
+ * right after the grant): still ours, its comment the holder's. */
+static char *beat_sql(const struct pg *pg)
+{
+	char *sql;
+
+	if (asprintf(&sql, "SELECT pg_backend_pid() = $1::int AND "
+		     "current_setting('dlock.session', true) = $2 %s",
+		     pg->comment ? pg->comment : "") < 0)
+		return NULL;
+	return sql;
+}
+
+/* A heartbeat's reply: the session is ours still. */
+static bool beat_ok(const PGresult *r)
+{
+	return PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
 }
 
 /* ---- acquiring ------------------------------------------------------------- */
 
 static void new_token(struct lock *lk)
 {
-	unsigned char raw[16];
-
-	if (lk->p->token) {
+	if (lk->p->token)
 		snprintf(lk->token, sizeof lk->token, "%s", lk->p->token);
-		return;
-	}
-	if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
-		arc4random_buf(raw, sizeof raw);
-	for (size_t i = 0; i < sizeof raw; i++)
-		snprintf(lk->token + 2 * i, 3, "%02x", raw[i]);
+	else
+		random_hex(lk->token, 16);
 }
 
 static int begin(struct lock *lk, struct error *err)
@@ -320,6 +519,7 @@ static enum lock_result granted(struct lock *lk, const char *fence,
 				int64_t start_ms, struct error *err)
 {
 	struct pg *pg = P(lk);
+	const char *params[] = { pg->pid, pg->mark };
 	char *sql;
 
 	pg->held = true;
@@ -328,11 +528,11 @@ static enum lock_result granted(struct lock *lk, const char *fence,
 	snprintf(lk->fence, sizeof lk->fence, "%s", lk->p->no_fence ? "" : fence);
 	if (make_comment(lk, err) < 0)
 		return LOCK_FAILED;
-	if (asprintf(&sql, "SELECT 1 %s", pg->comment) < 0) {
+	if (!(sql = beat_sql(pg))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return LOCK_FAILED;
 	}
-	if (pg_send(pg->c, pg->url, sql, NULL, 0, err) == 0)
+	if (pg_send(pg->c, pg->url, sql, params, 2, err) == 0)
 		pg->beat_pending = true;
 	free(sql);
 	return LOCK_ACQUIRED;
@@ -412,6 +612,74 @@ static int reentered(struct lock *lk, struct error *err)
 	}
 }
 
+/* ---- the fencing counter --------------------------------------------- */
+
+/* What err says after the URL ("URL: cause" -> "cause"). */
+static const char *cause_in(const struct lock *lk, const struct error *err)
+{
+	const char *text = P(lk)->url->text;
+	size_t len = strlen(text);
+
+	if (strncmp(err->msg, text, len) == 0 && strncmp(err->msg + len, ": ", 2) == 0)
+		return err->msg + len + 2;
+	return err->msg;
+}
+
+/* err says what a statement that writes the counter met, in words that
+ * say what to do: the rights it takes (77), a standby or a read-only
+ * session (69); anything else as it was. */
+static void fence_failed(struct lock *lk, const struct pg_failure *why,
+			 struct error *err)
+{
+	const char *text = P(lk)->url->text;
+	const char *standby = P(lk)->c ? PQparameterStatus(P(lk)->c, "in_hot_standby") : NULL;
+	char cause[sizeof err->msg];
+
+	snprintf(cause, sizeof cause, "%s", cause_in(lk, err));
+	if (strcmp(why->state, "42501") == 0)
+		error_set(err, EX_NOPERM, "%s: writing the fencing counter in " FENCE_TABLE ": %s (it takes SELECT, INSERT and UPDATE on the table; or --no-fence)",
+			  text, cause);
+	else if (strcmp(why->state, "25006") == 0 && standby && strcmp(standby, "on") == 0)
+		error_set(err, EX_UNAVAILABLE, "%s: a standby (in recovery): its advisory locks are not the primary's; connect to the primary",
+			  text);
+	else if (strcmp(why->state, "25006") == 0)
+		error_set(err, EX_UNAVAILABLE, "%s: the session is read-only (%s): the fencing counter cannot be written; connect to the primary, or --no-fence",
+			  text, cause);
+}
+
+/* The counter's table, made on first use (by a role that may create it
+ * in the schema public; else an administrator makes it, as dlock(1)
+ * says). Two dlocks making it at once: the loser's error is no error. */
+static int create_fences(struct lock *lk, struct error *err)
+{
+	struct pg *pg = P(lk);
+	struct pg_failure why;
+	char cause[sizeof err->msg];
+	bool dead;
+	PGresult *r;
+
+	if (connect_once(lk, err) < 0)
+		return -1;
+	r = pg_query_why(pg->c, pg->url, FENCE_DDL, NULL, 0,
+			 clock_now_ms() + lk->node_timeout_ms, &dead, &why, err);
+	if (r) {
+		PQclear(r);
+		return 0;
+	}
+	if (strcmp(why.state, "23505") == 0 || strcmp(why.state, "42P07") == 0) {
+		disconnect(pg);
+		return 0;
+	}
+	disconnect(pg);
+	if (!why.state[0])
+		return -1;
+	snprintf(cause, sizeof cause, "%s", cause_in(lk, err));
+	error_set(err, strcmp(why.state, "42501") == 0 ? EX_NOPERM : err->exit,
+		  "%s: creating the fencing counter's table " FENCE_TABLE ": %s (it takes CREATE on the schema public, or an administrator to create it as dlock(1) shows; or --no-fence)",
+		  pg->url->text, cause);
+	return -1;
+}
+
 /* The holder's info, for the wait line, from its statement's comment. */
 static void held_by(struct lock *lk, const char *query)
 {
@@ -421,24 +689,27 @@ static void held_by(struct lock *lk, const char *query)
 	snprintf(lk->held_by, sizeof lk->held_by, "%s", info);
 }
 
-/* A try: on a new session its settings too; the lock if free, and then
- * the fence, taken after the grant (the WITH queries run first); the
- * backend, and whether it is a standby. --limit N: the first free slot,
- * in one statement (CASE stops at the first WHEN that is true). Nothing
- * here reads pg_locks or pg_stat_activity: a new backend takes longer to
- * load their catalogs than the rest of the statement. */
-static char *try_sql(struct lock *lk)
+/* A try, after the check (c: nothing taken or set when it fails); on a
+ * new session its settings too; the lock if free, and then the fence,
+ * written after the grant (f reads l); the backend, and whether it is a
+ * standby. --limit N: the first free slot, in one statement (CASE stops
+ * at the first WHEN that is true). A direct connection's statements
+ * read neither pg_locks nor pg_stat_activity: a new backend takes longer
+ * to load their catalogs than the rest of the statement. Columns: the
+ * check, got, fence, backend, standby, slot. */
+static char *try_sql(struct lock *lk, enum guard g, int *n_params)
 {
-	char with[512] = "", what[128], mode[24], *sql, *cases = NULL;
+	char with[1024] = "", what[128], mode[24], *sql, *cases = NULL;
+	const char *check = guard_sql(g, n_params);
 	int r;
 
-	if (P(lk)->fresh)
+	if (!P(lk)->checked)
 		settings(lk, with, sizeof with);
 	mode_word(lk, mode, sizeof mode);
 	if (lk->p->limit > 0) {
 		/* K shared, then the first free slot; no slot: K given back
 		 * (the last WHEN, reached only then) */
-		size_t cap = (size_t)lk->p->limit * 96 + 256, len = 0;
+		size_t cap = (size_t)lk->p->limit * 160 + 256, len = 0;
 
 		if (!(cases = malloc(cap)))
 			return NULL;
@@ -446,23 +717,25 @@ static char *try_sql(struct lock *lk)
 					"CASE WHEN pg_try_advisory_lock_shared(" KEY_OF ") THEN CASE");
 		for (long i = 1; i <= lk->p->limit; i++)
 			len += (size_t)snprintf(cases + len, cap - len,
-						" WHEN pg_try_advisory_lock(hashtextextended($1 || ':%ld', 0)) THEN %ld",
-						i, i);
+						" WHEN pg_try_advisory_lock(" SLOT_OF ") THEN %ld",
+						i, i, i);
 		snprintf(cases + len, cap - len,
 			 " WHEN pg_advisory_unlock_shared(" KEY_OF ") THEN 0 ELSE 0 END ELSE 0 END");
 	} else {
 		snprintf(what, sizeof what, "CASE WHEN pg_try_advisory_lock%s(" KEY_OF ") THEN 1 ELSE 0 END",
 			 shared(lk));
 	}
-	/* --no-fence: no transaction ID, whose commit waits for the WAL */
+	/* --no-fence: nothing written, no commit to wait for */
 	r = asprintf(&sql,
-		     "/* dlock try mode=%s */ WITH %sl AS MATERIALIZED (SELECT %s AS slot) "
-		     "SELECT l.slot > 0, CASE WHEN l.slot > 0 AND NOT pg_is_in_recovery() "
-		     "THEN %s END, pg_backend_pid(), "
-		     "pg_is_in_recovery(), l.slot FROM l%s",
-		     mode, with, cases ? cases : what,
-		     lk->p->no_fence ? "''" : "pg_current_xact_id()::text",
-		     with[0] ? ", s" : "");
+		     "/* dlock try mode=%s */ WITH c AS MATERIALIZED (SELECT %s AS ok), %s"
+		     "l AS MATERIALIZED (SELECT CASE WHEN c.ok AND NOT pg_is_in_recovery() "
+		     "THEN %s ELSE 0 END AS slot FROM c)%s "
+		     "SELECT c.ok, l.slot > 0, %s, pg_backend_pid(), pg_is_in_recovery(), l.slot%s "
+		     "FROM c, l",
+		     mode, check, with, cases ? cases : what,
+		     lk->p->no_fence ? "" : ", " FENCE_CTE,
+		     lk->p->no_fence ? "''" : "(SELECT fence FROM f)::text",
+		     with[0] ? ", (SELECT count(*) FROM s)" : "");
 	free(cases);
 	return r < 0 ? NULL : sql;
 }
@@ -522,18 +795,21 @@ static int look_at_holders(struct lock *lk, struct error *err)
 static int send_wait(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
-	const char *params[] = { pg->key };
+	const char *params[] = { pg->key, pg->pid, pg->mark };
 	char *sql, mode[24];
-	int r;
+	int r, n;
 
 	mode_word(lk, mode, sizeof mode);
-	if (asprintf(&sql, "/* dlock try mode=%s */ WITH l AS MATERIALIZED (SELECT pg_advisory_lock%s(" KEY_OF ")) "
-		     "SELECT %s FROM l", mode, shared(lk),
-		     lk->p->no_fence ? "''" : "pg_current_xact_id()::text") < 0) {
+	if (asprintf(&sql, "/* dlock try mode=%s */ WITH c AS MATERIALIZED (SELECT %s AS ok), "
+		     "l AS MATERIALIZED (SELECT CASE WHEN c.ok THEN "
+		     "(SELECT 1 FROM (SELECT pg_advisory_lock%s(" KEY_OF ")) x) ELSE 0 END AS slot "
+		     "FROM c)%s SELECT c.ok, %s FROM c, l", mode, guard_sql(GUARD_OURS, &n),
+		     shared(lk), lk->p->no_fence ? "" : ", " FENCE_CTE,
+		     lk->p->no_fence ? "''" : "(SELECT fence FROM f)::text") < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	r = pg_send(pg->c, pg->url, sql, params, 1, err);
+	r = pg_send(pg->c, pg->url, sql, params, n, err);
 	free(sql);
 	if (r == 0)
 		pg->waiting = true;
@@ -546,31 +822,65 @@ static enum lock_result wait_over(struct lock *lk, struct error *err)
 	struct pg *pg = P(lk);
 	int64_t now_ms = clock_now_ms();
 	bool dead;
-	PGresult *r = pg_result(pg->c, pg->url, now_ms + lk->node_timeout_ms, &dead, err);
+	struct pg_failure why;
+	PGresult *r = pg_result_why(pg->c, pg->url, now_ms + lk->node_timeout_ms, &dead,
+				    &why, err);
 	enum lock_result res = LOCK_FAILED;
 
 	pg->waiting = false;
-	if (r && PQntuples(r) == 1 && look_at_holders(lk, err) == 0)
-		res = granted(lk, PQgetvalue(r, 0, 0), now_ms, err);
-	else if (r && PQntuples(r) != 1)
+	if (!r)
+		fence_failed(lk, &why, err);
+	else if (PQntuples(r) != 1 || PQnfields(r) != 2)
 		error_set(err, EX_SOFTWARE, "%s: unexpected reply to pg_advisory_lock",
 			  pg->url->text);
+	else if (strcmp(PQgetvalue(r, 0, 0), "t") != 0)
+		pooler_error(pg, err);	/* nothing was taken */
+	else if (look_at_holders(lk, err) == 0)
+		res = granted(lk, PQgetvalue(r, 0, 1), now_ms, err);
 	PQclear(r);
 	if (res != LOCK_ACQUIRED)
 		disconnect(pg);
 	return res;
 }
 
+static int release(struct lock *lk, const struct release_how *how,
+		   struct error *err);
+
+/* Through a pooler, the lock just taken: the backend's next transaction
+ * is ours too (GUARD_POOLED saw nobody's before it, this sees nobody's
+ * after), before the job starts; else it is given back (on our backend,
+ * whatever the pooler does meanwhile: release()) and refused, 69. */
+static bool still_ours(struct lock *lk, struct error *err)
+{
+	struct pg *pg = P(lk);
+	struct release_how how = { .job = false, .exit_status = LOCK_EXIT_UNKNOWN };
+	struct error ignored = { 0 };
+	int ours = vxid_next(pg->vxid, pg->vxid, sizeof pg->vxid) < 0 ? 0 :
+		   next_is_ours(lk, err);
+
+	if (ours == 1)
+		return true;
+	pg->held = true;
+	pg->stolen = true;
+	release(lk, &how, &ignored);
+	if (ours == 0)
+		pooler_error(pg, err);
+	return false;
+}
+
 static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 			    struct error *err)
 {
 	struct pg *pg = P(lk);
-	const char *params[] = { pg->key };
+	const char *params[] = { pg->key, pg->pid, pg->mark, pg->vxid };
 	int64_t start_ms;
 	PGresult *r;
 	char *sql;
-	bool dead, got;
+	bool dead, got, created = false;
+	struct pg_failure why;
 	enum lock_result res;
+	enum guard g;
+	int n_params;
 
 	if (pg->waiting) {
 		if (PQconsumeInput(pg->c) && PQisBusy(pg->c)) {
@@ -581,50 +891,77 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 	}
 	if (connect_once(lk, err) < 0)
 		return LOCK_FAILED;
+	if (lk->p->verbose)
+		say_database(lk);
 	if (lk->reentry_token) {
 		int in = reentered(lk, err);
 
 		if (in != 0)
 			return in > 0 ? LOCK_REENTERED : LOCK_FAILED;
 	}
-	if (!(sql = try_sql(lk))) {
+again:
+	g = guard_of(pg);
+	if (!(sql = try_sql(lk, g, &n_params))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return LOCK_FAILED;
 	}
 	start_ms = clock_now_ms();
-	r = pg_query(pg->c, pg->url, sql, params, 1, start_ms + lk->node_timeout_ms,
-		     &dead, err);
+	r = pg_query_why(pg->c, pg->url, sql, params, n_params, start_ms + lk->node_timeout_ms,
+			 &dead, &why, err);
 	free(sql);
-	if (!r || PQntuples(r) != 1 || PQnfields(r) != 5) {
+	if (!r && strcmp(why.state, "42P01") == 0 && !lk->p->no_fence && !created) {
+		/* no counter table yet (the statement stopped before it ran:
+		 * nothing taken); made once, then the try again */
+		disconnect(pg);
+		created = true;
+		if (create_fences(lk, err) < 0)
+			return LOCK_FAILED;
+		goto again;
+	}
+	if (!r || PQntuples(r) != 1 || PQnfields(r) < 6) {
 		if (r)
 			error_set(err, EX_SOFTWARE, "%s: unexpected reply to the lock statement",
 				  pg->url->text);
+		else
+			fence_failed(lk, &why, err);
 		PQclear(r);
 		disconnect(pg);
 		return LOCK_FAILED;
 	}
-	pg->fresh = false;
-	pg->backend_pid = atoi(PQgetvalue(r, 0, 2));
-	got = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-	if (strcmp(PQgetvalue(r, 0, 3), "t") == 0) {
+	if (strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+		/* nothing taken, nothing set: a pooler's backend (the first
+		 * statement's), or the check saw it shared */
+		char first_pid[16];
+
+		snprintf(first_pid, sizeof first_pid, "%s", PQgetvalue(r, 0, 3));
+		PQclear(r);
+		if (g == GUARD_DIRECT && pooler_check(lk, first_pid, err) == 0)
+			goto again;
+		if (g != GUARD_DIRECT)
+			pooler_error(pg, err);
+		disconnect(pg);
+		return LOCK_FAILED;
+	}
+	pg->checked = true;
+	snprintf(pg->pid, sizeof pg->pid, "%s", PQgetvalue(r, 0, 3));
+	got = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+	if (strcmp(PQgetvalue(r, 0, 4), "t") == 0) {
 		error_set(err, EX_UNAVAILABLE, "%s: a standby (in recovery): its advisory locks are not the primary's; connect to the primary",
 			  pg->url->text);
 		PQclear(r);
 		disconnect(pg);
 		return LOCK_FAILED;
 	}
-	if (pg->backend_pid != PQbackendPID(pg->c) &&
-	    pooled(lk, pg->backend_pid, err) < 0) {
+	pg->slot = got && lk->p->limit > 0 ? atol(PQgetvalue(r, 0, 5)) : 0;
+	if (got && g == GUARD_POOLED && !still_ours(lk, err)) {
 		PQclear(r);
-		disconnect(pg);
 		return LOCK_FAILED;
 	}
 	if (got) {
-		pg->slot = lk->p->limit > 0 ? atol(PQgetvalue(r, 0, 4)) : 0;
 		/* shared: the others may hold in another mode (then the
 		 * session, and what it took, goes) */
 		res = lk->p->limit != 0 && look_at_holders(lk, err) < 0 ? LOCK_FAILED :
-		      granted(lk, PQgetvalue(r, 0, 1), start_ms, err);
+		      granted(lk, PQgetvalue(r, 0, 2), start_ms, err);
 		PQclear(r);
 		if (res != LOCK_ACQUIRED)
 			disconnect(pg);
@@ -692,22 +1029,75 @@ static void end_wait(struct lock *lk, enum lock_result r)
 
 /* ---- holding --------------------------------------------------------------- */
 
-/* The reply to what was sent before (the comment after the grant, a
- * heartbeat that timed out), read before the next statement. */
+/* The reply to what was sent before (the heartbeat sent after the
+ * grant, one that timed out), read before the next statement: 0, -1 not
+ * yet, -2 the session ended, -3 it is not ours alone (pg->stolen). */
 static int drain(struct lock *lk, int64_t deadline_ms, struct error *err)
 {
 	struct pg *pg = P(lk);
-	bool dead;
+	bool dead, ours;
 	PGresult *r;
 
 	if (!pg->beat_pending)
-		return 0;
+		return pg->stolen ? -3 : 0;
 	r = pg_result(pg->c, pg->url, deadline_ms, &dead, err);
 	if (!r && !dead)
 		return -1;	/* not yet: still pending */
 	pg->beat_pending = false;
+	ours = r && beat_ok(r);
 	PQclear(r);
-	return r ? 0 : -2;
+	if (!r)
+		return -2;
+	pg->stolen |= !ours;
+	return ours ? 0 : -3;
+}
+
+/* -k: each key has its own counter row, so a job's fence (the largest of
+ * its keys') is written back to each key's row while holding it, and
+ * said in the comment: the next holder of that key counts on from there,
+ * and a nested dlock hands on the job's fence. */
+static int raise_fence(struct lock *lk, const char *fence, struct error *err)
+{
+	struct pg *pg = P(lk);
+	const char *params[] = { pg->key, fence };
+	struct pg_failure why;
+	char *sql;
+	bool dead;
+	PGresult *r;
+	int d;
+
+	if (lk->p->no_fence || !*fence || fence[strspn(fence, "0123456789")] ||
+	    strlen(fence) > 18) {
+		snprintf(lk->fence, sizeof lk->fence, "%s", fence);
+		return 0;
+	}
+	snprintf(lk->fence, sizeof lk->fence, "%s", fence);
+	if (make_comment(lk, err) < 0)
+		return -1;
+	if ((d = drain(lk, clock_now_ms() + lk->node_timeout_ms, err)) < 0) {
+		if (d == -1)
+			error_set(err, EX_UNAVAILABLE, "%s: no answer in time", pg->url->text);
+		else if (d == -3)
+			error_set(err, EX_TEMPFAIL, "%s: the session holding the lock is no longer ours alone",
+				  pg->url->text);
+		return -1;
+	}
+	if (asprintf(&sql, "UPDATE " FENCE_TABLE " SET fence = GREATEST(fence, $2::bigint) "
+		     "WHERE lock_key = " KEY_OF " %s", pg->comment) < 0) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	r = pg_query_why(pg->c, pg->url, sql, params, 2, clock_now_ms() + lk->node_timeout_ms,
+			 &dead, &why, err);
+	free(sql);
+	if (!r) {
+		fence_failed(lk, &why, err);
+		if (dead)
+			disconnect(pg);
+		return -1;
+	}
+	PQclear(r);
+	return 0;
 }
 
 /* The heartbeat: the session answers, so its locks are still ours (only
@@ -716,9 +1106,10 @@ static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
 				 struct error *err)
 {
 	struct pg *pg = P(lk);
+	const char *params[] = { pg->pid, pg->mark };
 	int64_t start_ms = clock_now_ms(), deadline_ms = start_ms + timeout_ms;
 	char *sql;
-	bool dead;
+	bool dead, ours;
 	PGresult *r;
 	int d;
 
@@ -731,14 +1122,19 @@ static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
 		return EXTEND_FAILED;
 	if (d == -2)
 		goto lost;
-	if (asprintf(&sql, "SELECT 1 %s", pg->comment) < 0) {
+	if (d == -3)
+		goto stolen;
+	if (!(sql = beat_sql(pg))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return EXTEND_FAILED;
 	}
-	r = pg_query(pg->c, pg->url, sql, NULL, 0, deadline_ms, &dead, err);
+	r = pg_query(pg->c, pg->url, sql, params, 2, deadline_ms, &dead, err);
 	free(sql);
 	if (r) {
+		ours = beat_ok(r);
 		PQclear(r);
+		if (!ours)
+			goto stolen;
 		lk->valid_until_ms = start_ms + lk->ttl_ms - (lk->ttl_ms / 100 + 2);
 		return EXTEND_OK;
 	}
@@ -751,6 +1147,15 @@ lost:
 	 * cut it): the server freed its locks with it. */
 	pg->held = false;
 	error_set(err, EX_TEMPFAIL, "the session holding the lock ended (%s)", err->msg);
+	return EXTEND_LOST;
+stolen:
+	/* Our statement ran on another backend, or on ours after another
+	 * client changed dlock's mark: a pooler shares the session, and
+	 * whatever holds the lock is not ours to vouch for. */
+	pg->held = false;
+	pg->stolen = true;
+	error_set(err, EX_TEMPFAIL, "%s: the session holding the lock is no longer ours alone (its backend or dlock's mark on it changed: a pooler in transaction mode?)",
+		  pg->url->text);
 	return EXTEND_LOST;
 }
 
@@ -775,13 +1180,21 @@ static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 	if (!pfd[0].revents)
 		return false;
 	if (PQconsumeInput(pg->c) && PQstatus(pg->c) == CONNECTION_OK) {
-		/* the comment's reply, or a notice: read, and nothing more */
+		/* the heartbeat's reply, or a notice: read; a heartbeat that
+		 * found the session not ours asks for a round now */
 		while (pg->beat_pending && !PQisBusy(pg->c)) {
 			PGresult *r = PQgetResult(pg->c);
 
 			if (!r)
 				pg->beat_pending = false;
+			else if (PQresultStatus(r) == PGRES_TUPLES_OK && !beat_ok(r))
+				pg->stolen = true;
 			PQclear(r);
+		}
+		if (pg->stolen) {
+			snprintf(note, notelen, "%s: the session holding the lock is no longer ours alone",
+				 pg->url->text);
+			return true;
 		}
 		if (!(pfd[0].revents & (POLLHUP | POLLERR)))
 			return false;
@@ -807,34 +1220,51 @@ static int release(struct lock *lk, const struct release_how *how,
 		   struct error *err)
 {
 	struct pg *pg = P(lk);
+	const char *params[] = { pg->key, pg->pid, pg->mark };
 	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
-	char *key = NULL, *sql = NULL;
-	bool dead = true, held = pg->held, answered = false;
+	char *sql = NULL, unlock[320];
+	bool dead = true, held = pg->held, answered = false, pooled;
 	PGresult *r = NULL;
 	int d = -2;
 
 	lk->lost_at_release = false;
-	if (pg->slot > 0 ? asprintf(&key, "%s:%ld", pg->key, pg->slot) < 0 :
-	    !(key = strdup(pg->key)))
-		key = NULL;
-	/* a reply still to read (the comment sent after the grant): a
-	 * session that ended meanwhile is found there (-2) */
 	/* --limit: the slot, and K shared */
-	if (pg->c && key && (d = drain(lk, deadline_ms, err)) == 0 &&
-	    asprintf(&sql, pg->slot > 0 ?
-		     "SELECT pg_advisory_unlock(" KEY_OF ") AND pg_advisory_unlock_shared(hashtextextended($2, 0)) %s" :
-		     "SELECT pg_advisory_unlock%s(" KEY_OF ") %s",
-		     pg->slot > 0 ? (pg->comment ? pg->comment : "") : shared(lk),
+	if (pg->slot > 0)
+		snprintf(unlock, sizeof unlock,
+			 "pg_advisory_unlock(" SLOT_OF ") AND "
+			 "pg_advisory_unlock_shared(" KEY_OF ")", pg->slot, pg->slot);
+	else
+		snprintf(unlock, sizeof unlock, "pg_advisory_unlock%s(" KEY_OF ")", shared(lk));
+	/* a reply still to read (the heartbeat sent after the grant): a
+	 * session that ended meanwhile is found there (-2); the unlock
+	 * only on our session (NULL elsewhere). Through a pooler, the
+	 * session's settings (settings()) go back to the role's too (our
+	 * mark: pg_settings does not list it), and a session found shared
+	 * (-3) may still have our lock on our backend: asked again until a
+	 * statement lands there, within the node timeout. */
+	pooled = pg->c && atoi(pg->pid) != PQbackendPID(pg->c);
+	if (pg->c && ((d = drain(lk, deadline_ms, err)) == 0 || (d == -3 && pooled)) &&
+	    asprintf(&sql, "WITH c AS MATERIALIZED (SELECT pg_backend_pid() = $2::int AND "
+		     "current_setting('dlock.session', true) = $3 AS ok)%s "
+		     "SELECT CASE WHEN c.ok THEN %s END%s FROM c %s",
+		     pooled ? ", r AS MATERIALIZED (SELECT set_config('dlock.session', '', false) "
+			      "FROM c WHERE c.ok UNION ALL SELECT set_config(name, reset_val, false) "
+			      "FROM pg_settings, c WHERE c.ok AND source = 'session')" : "",
+		     unlock, pooled ? ", (SELECT count(*) FROM r)" : "",
 		     pg->comment ? pg->comment : "") >= 0) {
-		const char *params[] = { key, pg->key };
-
-		r = pg_query(pg->c, pg->url, sql, params, pg->slot > 0 ? 2 : 1, deadline_ms,
-			     &dead, err);
-		answered = r || dead;
+		for (;;) {
+			r = pg_query(pg->c, pg->url, sql, params, 3, deadline_ms, &dead, err);
+			answered = r || dead;
+			if (!r || !pooled || !PQgetisnull(r, 0, 0) ||
+			    clock_now_ms() + 10 >= deadline_ms)
+				break;
+			PQclear(r);
+			r = NULL;
+			poll(NULL, 0, 10);
+		}
 		free(sql);
 	}
-	answered |= d == -2;
-	free(key);
+	answered |= d == -2 || d == -3;
 	disconnect(pg);
 	if (r && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0) {
 		PQclear(r);
@@ -855,6 +1285,50 @@ static int release(struct lock *lk, const struct release_how *how,
 }
 
 /* ---- the lock's life ------------------------------------------------------ */
+
+/* The offset of the first byte of s that is not well-formed UTF-8 (RFC
+ * 3629: no overlong forms, no surrogates, nothing past U+10FFFF), or -1. */
+static long not_utf8(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (const unsigned char *c = p; *c;) {
+		unsigned char b = *c;
+		int n = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 :
+			b >= 0xf0 && b <= 0xf4 ? 3 : -1;
+		unsigned char lo = 0x80, hi = 0xbf;	/* the second byte's range */
+
+		if (n < 0)
+			return c - p;
+		if (b == 0xe0)
+			lo = 0xa0;
+		else if (b == 0xed)
+			hi = 0x9f;
+		else if (b == 0xf0)
+			lo = 0x90;
+		else if (b == 0xf4)
+			hi = 0x8f;
+		for (int i = 1; i <= n; i++, lo = 0x80, hi = 0xbf)
+			if (c[i] < lo || c[i] > hi)
+				return c - p;
+		c += n + 1;
+	}
+	return -1;
+}
+
+/* The server hashes a lock's name as text: one that is not UTF-8 would
+ * be its encoding error (70) after connecting; a setting to fix (64)
+ * before. */
+static int check_name(const char *key, struct error *err)
+{
+	long at = not_utf8(key);
+
+	if (at < 0)
+		return 0;
+	error_set(err, EX_USAGE, "PostgreSQL hashes a lock's name as text, and this one is not UTF-8 (byte 0x%02x at %ld)",
+		  (unsigned char)key[at], at);
+	return -1;
+}
 
 static int open_lock(struct lock *lk, struct error *err)
 {
@@ -884,7 +1358,7 @@ static int open_lock(struct lock *lk, struct error *err)
 		return -1;
 	}
 	lk->key = pg->key;
-	return 0;
+	return check_name(pg->key, err);
 }
 
 static void close_lock(struct lock *lk)
@@ -972,6 +1446,10 @@ static int one_status(struct lock *lk, struct status_lock *s, struct error *err)
 	s->fence = -1;
 	s->ttl_ms = -2;
 	s->n_agree = 1;
+	if (check_name(s->key, &s->err) < 0) {
+		s->state = ST_UNKNOWN;
+		return 0;
+	}
 	r = pg_query(pg->c, pg->url,
 		     "SELECT l.pid, l.mode, l.granted, a.usename, host(a.client_addr), "
 		     "a.application_name, a.query, "
@@ -1029,6 +1507,7 @@ static int status(struct lock *lk, struct status_lock *locks, size_t n,
 {
 	if (connect_once(lk, err) < 0)
 		return -1;
+	say_database(lk);
 	for (size_t i = 0; i < n; i++)
 		if (one_status(lk, &locks[i], err) < 0)
 			return -1;
@@ -1063,9 +1542,13 @@ static int force(struct lock *lk, struct broken_holder **out, size_t *n_out,
 		     LOCKS_OF_KEY "AND l.granted AND l.pid <> pg_backend_pid()",
 		     params, 1, clock_now_ms() + lk->node_timeout_ms, &dead, err);
 	if (!r) {
+		char why[sizeof err->msg];
+
+		/* err->msg is "URL: cause" already: the reason after it */
+		snprintf(why, sizeof why, "%s", err->msg);
 		if (err->exit == EX_NOPERM)
-			error_set(err, EX_NOPERM, "%s (ending another role's session takes the pg_signal_backend role, or a superuser)",
-				  err->msg);
+			error_set(err, EX_NOPERM, "%s (ending another role's session takes the pg_signal_backend role; a superuser's, a superuser)",
+				  why);
 		status_lock_free(&s);
 		return err->exit;
 	}
@@ -1114,6 +1597,7 @@ const struct engine postgres_engine = {
 	.watch_events = watch_events,
 	.fds = fds,
 	.release = release,
+	.raise_fence = raise_fence,
 	.status = status,
 	.force = force,
 };

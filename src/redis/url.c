@@ -228,7 +228,7 @@ static int parse_sentinel(const char *s, struct url *u, char *err, size_t errlen
 
 static void describe(struct url *u)
 {
-	const char *pw = u->has_password ? ":***" : "";
+	const char *pw = u->has_password ? ":" URL_MASK : "";
 	const char *at = u->user[0] || u->has_password ? "@" : "";
 	int v6 = strchr(u->host, ':') != NULL;
 	const char *s = u->tls ? "s" : "";

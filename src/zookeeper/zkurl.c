@@ -160,7 +160,7 @@ int zk_url_parse(const char *s, struct zk_url *u, char *why, size_t whylen)
 			FAIL("bad chroot: %s", bad);
 	}
 	snprintf(u->text, sizeof u->text, "zk://%s%s%s%.*s%s", u->user,
-		 u->has_password ? ":***" : "", u->user[0] ? "@" : "", (int)hlen, p,
+		 u->has_password ? ":" URL_MASK : "", u->user[0] ? "@" : "", (int)hlen, p,
 		 u->chroot);
 	return 0;
 }

@@ -2,8 +2,9 @@
 # postgres.sh: W1 on PostgreSQL, what one lock costs a shell script.
 #
 # `dlock -S postgres://... K true` against the C floor (a program that
-# connects with libpq, takes pg_advisory_lock, releases it and ends, then
-# runs nothing: the least any tool can do), a psql wrapper (one psql session
+# connects with libpq, takes pg_advisory_lock and writes the fence durably
+# in the same statement, as dlock must, releases it and ends, then runs
+# nothing: the least any tool can do), a psql wrapper (one psql session
 # that takes the lock, runs `true` with \!, and unlocks), and flock and a
 # bare `true` as yardsticks. Rounds rotate the order of the tools, so drift
 # spreads over all alike. Prints medians and ratios to the C floor.
@@ -49,6 +50,9 @@ runuser -u postgres -- "$PGBIN/initdb" --no-sync -A trust -U postgres -D "$T/dat
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$T/data" -w -o "-k $T -p $PORT -c listen_addresses=127.0.0.1 -c fsync=off" \
 	-l "$T/log" start >/dev/null
 PG_VERSION=$("$PGBIN/postgres" --version | awk '{print $3}')
+# the fencing counter's table (dlock(1)), for the floor as for dlock
+psql -h "$T" -p "$PORT" -U postgres -Atq -X -c "CREATE TABLE public.dlock_fences
+	(lock_key bigint PRIMARY KEY, fence bigint NOT NULL)" postgres
 if [[ $TRANSPORT == tcp ]]; then
 	URL="postgres://postgres@127.0.0.1:$PORT/postgres"
 	CONNINFO="host=127.0.0.1 port=$PORT user=postgres dbname=postgres"
@@ -59,7 +63,9 @@ else
 	PSQL=(psql -h "$T" -p "$PORT" -U postgres -Atq -X postgres)
 fi
 
-# The C floor: connect, lock, unlock, end; nothing dlock does besides.
+# The C floor: connect, lock and write the next fence (committed with
+# synchronous_commit, in the lock's statement), unlock, end; nothing dlock
+# does besides.
 cat >"$T/floor.c" <<'EOF'
 #include <stdio.h>
 #include <libpq-fe.h>
@@ -71,7 +77,11 @@ int main(int argc, char **argv)
 
 	if (PQstatus(c) != CONNECTION_OK)
 		return 69;
-	r = PQexecParams(c, "SELECT pg_advisory_lock(hashtextextended($1, 0))", 1, NULL, key, NULL, NULL, 0);
+	r = PQexecParams(c, "WITH l AS MATERIALIZED (SELECT pg_advisory_lock(hashtextextended($1, 0))), "
+			 "f AS (INSERT INTO public.dlock_fences AS t (lock_key, fence) "
+			 "SELECT hashtextextended($1, 0), (extract(epoch FROM clock_timestamp()) * 1000000)::bigint FROM l "
+			 "ON CONFLICT (lock_key) DO UPDATE SET fence = GREATEST(t.fence + 1, excluded.fence) RETURNING t.fence) "
+			 "SELECT fence FROM f", 1, NULL, key, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return 70;
 	PQclear(r);
@@ -121,7 +131,7 @@ for t in "${TOOLS[@]}"; do
 	case $t in
 	true) name="true" ;;
 	flock) name="flock FILE true" ;;
-	floor) name="C floor (libpq connect+lock+unlock)" ;;
+	floor) name="C floor (libpq connect+lock+fence+unlock)" ;;
 	dlock) name="dlock -S postgres://... K true" ;;
 	psql) name="psql lock; \\! true; unlock" ;;
 	esac

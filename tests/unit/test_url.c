@@ -1,9 +1,11 @@
-/* test_url.c - url_parse (src/url.h): every form, and what it refuses */
+/* test_url.c - url_parse (src/url.h): every form, and what it refuses;
+ * url_mask (src/urlpart.h): a URL as messages show it */
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include "url.h"
+#include "urlpart.h"
 #include "tap.h"
 
 /* A field of u is a terminated string equal to want (u starts as garbage). */
@@ -58,6 +60,56 @@ static void bad(const char *s)
 	int r = parse(s);
 
 	ok(r == -1 && err[0] != '\0', "\"%s\" is refused (%s)", s, err);
+}
+
+/* url_mask(in) is want, whole, and cut short at every length. */
+static void masks(const char *in, const char *want)
+{
+	char out[512];
+	size_t len = url_mask(in, out, sizeof out);
+	int cut_ok = 1;
+
+	ok(len == strlen(want) && strcmp(out, want) == 0, "%s masked: %s (got %s, %zu)",
+	   in, want, out, len);
+	for (size_t n = 0; n <= strlen(want) + 1; n++) {
+		char small[512];
+
+		memset(small, 'Z', sizeof small);
+		cut_ok &= url_mask(in, small, n) == len && small[n] == 'Z' &&
+			  (n == 0 || (strlen(small) == (n - 1 < len ? n - 1 : len) &&
+				      strncmp(small, want, strlen(small)) == 0));
+	}
+	ok(cut_ok, "%s cut short at every length: a prefix of %s, no byte past", in, want);
+}
+
+static void mask_tests(void)
+{
+	masks("postgres://u:x@127.0.0.1:1/db", "postgres://u:***@127.0.0.1:1/db");
+	masks("postgres://u:xy@h", "postgres://u:***@h");
+	masks("postgres://u:@h/db", "postgres://u:***@h/db");
+	masks("postgres://u@h/db", "postgres://u@h/db");
+	masks("postgres://h/db", "postgres://h/db");
+	masks("postgres:///db?host=/run/pg", "postgres:///db?host=/run/pg");
+	masks("postgres://u@h/db?password=x&sslmode=require",
+	      "postgres://u@h/db?password=***&sslmode=require");
+	masks("postgres://u@h/db?sslmode=require&password=secret",
+	      "postgres://u@h/db?sslmode=require&password=***");
+	masks("postgres://u@h/db?sslpassword=abc&PassWord=d",
+	      "postgres://u@h/db?sslpassword=***&PassWord=***");
+	masks("postgres://u@h/db?pass%77ord=abc", "postgres://u@h/db?pass%77ord=***");
+	masks("postgres://u@h/db?password", "postgres://u@h/db?password");
+	masks("postgres://u@h/db?passwords=a", "postgres://u@h/db?passwords=a");
+	/* the last '@' before the first '/': a password with '@', '?', ':' */
+	masks("postgres://u:p@ss@h/db", "postgres://u:***@h/db");
+	masks("postgres://u:p?x:y@h/db?password=q", "postgres://u:***@h/db?password=***");
+	masks("postgres://h?password=a@b", "postgres://h?password=***");
+	masks("postgres://h?x=1&password=a:b@c", "postgres://h?x=1&password=***");
+	masks("postgres://h?a:bpassword=v@z", "postgres://h?a:***@z");
+	masks("postgres://h?password=a:b&c@z", "postgres://h?password=***@z");
+	masks("redis://:pw@h:6379/0", "redis://:***@h:6379/0");
+	masks("unix:/tmp/redis.sock", "unix:/tmp/redis.sock");
+	masks("etcd://ann:s3@h1:2379,h2:2379", "etcd://ann:***@h1:2379,h2:2379");
+	masks("", "");
 }
 
 int main(void)
@@ -208,5 +260,6 @@ int main(void)
 	ok(parse("redis://:s3cr3t@h:0") == -1 && !strstr(err, "s3cr3t"),
 	   "an error does not echo the password (%s)", err);
 
+	mask_tests();
 	return done_testing();
 }
