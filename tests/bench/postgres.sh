@@ -64,16 +64,22 @@ else
 fi
 
 # The C floor: connect, lock and write the next fence (committed with
-# synchronous_commit, in the lock's statement), unlock, end; nothing dlock
-# does besides.
+# synchronous_commit, in the lock's statement), run the command (true, as
+# the other engines' floors do), unlock, end; nothing dlock does besides.
 cat >"$T/floor.c" <<'EOF'
+#include <spawn.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <libpq-fe.h>
+extern char **environ;
 int main(int argc, char **argv)
 {
 	PGconn *c = PQconnectdb(argv[1]);
 	const char *key[] = { "dlock:K" };
+	char *args[] = { argv[2], NULL };
 	PGresult *r;
+	pid_t pid;
+	int st;
 
 	if (PQstatus(c) != CONNECTION_OK)
 		return 69;
@@ -85,10 +91,13 @@ int main(int argc, char **argv)
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return 70;
 	PQclear(r);
+	if (posix_spawn(&pid, args[0], NULL, NULL, args, environ) != 0 ||
+	    waitpid(pid, &st, 0) < 0)
+		return 71;
 	r = PQexecParams(c, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", 1, NULL, key, NULL, NULL, 0);
 	PQclear(r);
 	PQfinish(c);
-	return 0;
+	return WEXITSTATUS(st);
 }
 EOF
 # shellcheck disable=SC2046
@@ -98,7 +107,7 @@ run_tool() {
 	case $1 in
 	true) "$TRUE" ;;
 	flock) flock "$T/flock" "$TRUE" ;;
-	floor) "$T/floor" "$CONNINFO" ;;
+	floor) "$T/floor" "$CONNINFO" "$TRUE" ;;
 	dlock) "$DLOCK" -S "$URL" K "$TRUE" ;;
 	psql) "${PSQL[@]}" -c "SELECT pg_advisory_lock(hashtextextended('dlock:K', 0))" \
 		-c "\\! $TRUE" -c "SELECT pg_advisory_unlock(hashtextextended('dlock:K', 0))" >/dev/null ;;
