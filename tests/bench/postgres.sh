@@ -3,8 +3,8 @@
 #
 # `dlock -S postgres://... K true` against the C floor (a program that
 # connects with libpq, takes pg_advisory_lock and writes the fence durably
-# in the same statement, as dlock must, releases it and ends, then runs
-# nothing: the least any tool can do), a psql wrapper (one psql session
+# in the same statement, as dlock must, runs `true` and waits for it,
+# releases the lock and ends: the least any tool can do), a psql wrapper (one psql session
 # that takes the lock, runs `true` with \!, and unlocks), and flock and a
 # bare `true` as yardsticks. Rounds rotate the order of the tools, so drift
 # spreads over all alike. Prints medians and ratios to the C floor.
