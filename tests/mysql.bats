@@ -652,6 +652,14 @@ assert ev[0]["held_ms"] >= 0 and ev[0]["host"], ev
 	nothing_left
 }
 
+@test "release --force of another client's lock says no '0.0s left': it lasts with its session" {
+	pyhold c dlock:K
+	wait_until 10 test -e "$T/c.held" || fail "the client did not get the lock: $(cat "$T/c.out")"
+	run -0 --separate-stderr dlock release -S "$U" --force K
+	assert_output --regexp "^broken: another client's lock, value '[^']*', no TTL$"
+	wait_until 5 is_free dlock:K
+}
+
 # ---- connections ------------------------------------------------------------
 
 @test "TLS: verify-full with the test CA, required, a wrong CA refused (69), TLS-only account" {

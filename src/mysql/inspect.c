@@ -476,7 +476,7 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 		b->token = foreign_of(&f);
 		b->token_len = b->token ? strlen(b->token) : 0;
 	}
-	b->left_ms = left_of(&f) >= 0 ? left_of(&f) : 0;
+	b->left_ms = left_of(&f);	/* -1 as status says: with its session */
 	if (!b->token) {
 		error_set(err, EX_OSERR, "out of memory");
 		status = EX_OSERR;
