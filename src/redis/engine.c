@@ -187,7 +187,11 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
  * counts us among the waiters, so a release between it and our BLPOP
  * leaves its element in the list for us: no gap, and no second try. Each
  * server gets a connection of its own, as a blocked connection takes no
- * other commands. */
+ * other commands. On redis-sentinel:// it blocks on the master the last
+ * round used (node_follow()), asking no sentinel: after a failover the
+ * rounds move to the new master, where the holder releases, and the BLPOP
+ * follows them there rather than wait on the old one until the next
+ * timed try. */
 static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 {
 	struct redis *r = R(lk);
@@ -216,6 +220,8 @@ static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	for (size_t i = 0; i < rl->n_nodes && n < max; i++) {
 		short events;
 
+		if (!node_follow(&r->wakers[i], &rl->nodes[i]))
+			continue;	/* no master reached yet: the timed tries */
 		/* a connect on to the next address, if the last had its time */
 		node_check_deadline(&r->wakers[i], now_ms);
 		events = node_events(&r->wakers[i]);

@@ -612,6 +612,26 @@ int node_confirm_master(struct node *n, int64_t deadline_ms, bool with_age)
 	return 0;
 }
 
+bool node_follow(struct node *n, const struct node *to)
+{
+	if (n->url->kind != URL_SENTINEL)
+		return true;
+	if (!to->master_addr.n)
+		return false;
+	if (n->c || n->dialing) {
+		if (url_addrs_shared(&n->master_addr, &to->master_addr) >= 0)
+			return true;
+		node_end(n);	/* a BLPOP on the old master: given up */
+		node_close(n);
+	}
+	/* the next connection goes there, asking no sentinel */
+	n->next_asked = true;
+	n->next_addr = to->master_addr;
+	snprintf(n->master_host, sizeof n->master_host, "%s", to->master_host);
+	n->master_port = to->master_port;
+	return true;
+}
+
 int64_t node_master_age_ms(const struct node *n)
 {
 	if (n->url->kind != URL_SENTINEL || n->master_age_ms < 0)

@@ -79,7 +79,8 @@ struct node {
 	/* redis-sentinel://: where the connection goes, and whether each
 	 * round first asks a sentinel that it is still the master (the
 	 * lock's own rounds; not a BLPOP's or BRPOP's, which wait without a
-	 * deadline). A failover moves the next round to the new master. */
+	 * deadline: a BLPOP goes where the rounds went, node_follow()). A
+	 * failover moves the next round to the new master. */
 	bool follow_master;
 	struct net_addrs master_addr;	/* the master the connection went to
 					 * (n 0: none yet) */
@@ -153,6 +154,12 @@ bool node_same_server(const struct node *a, const struct node *b, char *why,
  * when none answered (the round keeps a connection it has, and fails to
  * open one). Asked again in a round, the same answer. */
 int node_confirm_master(struct node *n, int64_t deadline_ms, bool with_age);
+/* redis-sentinel://: n (a waiter's BLPOP connection) goes where to's last
+ * connection went, the master the lock's rounds use: a connection of n's
+ * elsewhere is closed (its round ended), and the next one goes to that
+ * master without asking the sentinels. false: to has been nowhere yet
+ * (then n has nowhere to go). Any other URL: true, nothing done. */
+bool node_follow(struct node *n, const struct node *to);
 /* redis-sentinel://: how long the master of the last answer has been the
  * master, by the sentinel that gave it (0 while it fails the master over);
  * -1 unknown (another URL, not asked with_age, an older or restricted
