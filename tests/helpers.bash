@@ -116,6 +116,16 @@ sock() { echo "$T/$1/sock"; }
 sock_url() { echo "unix:$T/$1/sock"; }
 tcp_url() { echo "redis://127.0.0.1:$(<"$T/$1/port")"; }
 
+# with_hosts CMD...: CMD with $T/hosts as its /etc/hosts, in a private
+# mount namespace (the machine's file is left alone); skips where there is
+# none (unshare -m needs root). Host names of a test's own, with several
+# addresses: glibc sorts 127.0.0.1 before 127.0.0.2 (longest prefix).
+with_hosts() { unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$T/hosts" "$@"; }
+need_hosts() {
+	unshare -m true 2>/dev/null ||
+		skip_unless_strict "no private mount namespace here (unshare -m needs root)"
+}
+
 up() { [[ $(rcli "$1" ping 2>/dev/null) == PONG ]]; }
 up_or_dead() { up "$1" || dead "$(<"$T/$1/pid")"; }
 

@@ -217,6 +217,45 @@ EOF
 	echo "# told $((($(<"$T/c.start") - $(<"$T/h.told")) / 1000)) ms before the next job started" >&3
 }
 
+# blpop_on NODE: a client of NODE waits in BLPOP (a waiter's wake-up)
+blpop_on() { [[ $(sc "$1" client list) == *cmd=blpop* ]]; }
+
+# A waiter's BLPOP waits on the master its rounds use. After a failover
+# the rounds move to the new master, where the holder then releases: the
+# BLPOP must follow them there, or the waiter learns of the release only
+# at its next timed try, up to 4 s later. The old master is stopped after
+# the switch, as one cut off from the others would be, so that nothing it
+# does (Sentinel demoting it, which ends a BLPOP) moves the waiter.
+@test "after a failover, a waiter's wake-up follows the rounds to the new master: woken at the release" {
+	write_timed
+	start_bg h -S "$SU" -t 3 K "$T/timed" "$T/h"
+	wait_until 5 test -e "$T/h.ready" || fail "not acquired: $(cat "$T/h.err")"
+	local token; token=$(<"$T/h.token")
+	wait_until 5 has_token "$R" "$token" || fail "the lock did not reach the replica"
+	start_bg c -S "$SU" -t 3 -w 60 K "$T/timed" "$T/c"
+	touch "$T/c.release"
+	wait_until 5 blpop_on "$M" || fail "the waiter does not wait in BLPOP: $(cat "$T/c.err")"
+	run -0 sc s1 sentinel failover m
+	wait_until 10 switched_to "$R" || fail "no failover: $(sentinels_say)"
+	kill -STOP "$(<"$S/$M/pid")"
+	# the waiter's rounds go to the new master once it has been the
+	# master for -t 3's hold-off (TTL/3 + 2 --node-timeout + 2 s: 5 s)
+	wait_until 15 blpop_on "$R" ||
+		fail "the waiter's BLPOP stayed on the old master; the second job $([[ -e $T/c.start ]] && echo started || echo waits)"
+	has_token "$R" "$token" || fail "the new master has $(sc "$R" get dlock:K)"
+	[[ ! -e $T/c.start ]] || fail "a second job started while the first runs: $(cat "$T/c.err")"
+	touch "$T/h.release"
+	reap h
+	assert_equal "$bg_status" 0
+	reap c 30
+	assert_equal "$bg_status" 0
+	local ms=$((($(<"$T/c.start") - $(<"$T/h.end")) / 1000))
+	echo "# the waiter's job started $ms ms after the holder's ended" >&3
+	((ms > 0)) || fail "the second job started $((-ms)) ms before the first ended"
+	# woken by the release (a timed try comes 1.3 to 4 s apart)
+	((ms < 1000)) || fail "the waiter started $ms ms after the release: not woken"
+}
+
 # Each round asks a sentinel: one that hangs (SIGSTOP) gets its share of
 # the round's time, the next one answers, and the lease is renewed.
 @test "a hung first sentinel costs a holder nothing: its rounds ask the next one" {

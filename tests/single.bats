@@ -274,6 +274,66 @@ EOF
 	[[ ! -e $T/ran ]]
 }
 
+# A host name with two addresses, 127.0.0.1 and 127.0.0.2, in an /etc/hosts
+# of the test's own (with_hosts). The server listens on 127.0.0.2 only;
+# 127.0.0.1 refuses, or drops SYNs (a listener whose accept queue is full).
+named_server() {
+	need_hosts
+	start_redis_tcp n --bind 127.0.0.2
+	P=$(<"$T/n/port")
+	printf '127.0.0.1 two.test\n127.0.0.2 two.test\n' >"$T/hosts"
+	[[ $(with_hosts getent ahostsv4 two.test | awk '$2 == "STREAM" { print $1; exit }') == 127.0.0.1 ]] ||
+		fail "two.test: $(with_hosts getent ahostsv4 two.test)"
+}
+refuses() { ! "$PYTHON" -c 'import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 1)' "$@" 2>/dev/null; }
+# the job: "held" when server n has the lock with the job's token
+held_on_n() { echo '[ "$(redis-cli -s "$1" get dlock:K)" = "$DLOCK_TOKEN" ] && echo held'; }
+
+@test "a host name whose first address refuses: the next one is used" {
+	named_server
+	refuses 127.0.0.1 "$P" || skip "something listens on 127.0.0.1:$P"
+	run -0 --separate-stderr with_hosts "$DLOCK" -S "redis://two.test:$P" K \
+		sh -c "$(held_on_n)" sh "$(sock n)"
+	assert_output held
+	assert_equal "$stderr" ''
+	key_gone n dlock:K
+	# none answers: each address's own words, one line, 69
+	rcli n shutdown nosave >/dev/null 2>&1 || true
+	wait_until 5 dead "$(server_pid n)"
+	run -69 --separate-stderr with_hosts "$DLOCK" -S "redis://two.test:$P" -n K true
+	assert_equal "$stderr" "dlock: K: redis://two.test:$P: connection refused (127.0.0.1:$P, 127.0.0.2:$P)"
+}
+
+@test "a host name whose first address drops SYNs: the next one is used within --node-timeout" {
+	named_server
+	cat >"$T/silent.py" <<'EOF'
+import socket, sys, time
+l = socket.socket()
+l.bind(("127.0.0.1", int(sys.argv[1])))
+l.listen(0)
+held = []
+while True:	# fill the accept queue: the next SYN goes unanswered
+    c = socket.socket()
+    c.settimeout(0.3)
+    try:
+        c.connect(("127.0.0.1", int(sys.argv[1])))
+    except OSError:
+        break
+    held.append(c)
+open(sys.argv[2], "w").close()
+time.sleep(300)
+EOF
+	"$PYTHON" "$T/silent.py" "$P" "$T/silent.ready" 3>&- &
+	track $!
+	wait_until 10 test -e "$T/silent.ready" || skip "no listener on 127.0.0.1:$P"
+	t0=$(now_ms)
+	run -0 --separate-stderr with_hosts "$DLOCK" -S "redis://two.test:$P" -n K \
+		sh -c "$(held_on_n)" sh "$(sock n)"
+	assert_output held
+	assert_equal "$stderr" ''
+	echo "# acquired and released in $(elapsed_ms) ms" >&3
+}
+
 @test "an unexpected reply (WRONGTYPE) gives 70 and leaves no lock" {
 	rcli r hset '{dlock:K}:fence' not a-counter >/dev/null
 	run -70 --separate-stderr dlock -S "$U" -n K touch "$T/ran"

@@ -33,6 +33,7 @@ setup_file() {
 			fail "openssl: cannot make $ca"
 	done
 	cert server ca /CN=localhost 'DNS:localhost,IP:127.0.0.1' &&
+		cert two ca /CN=two.test 'DNS:two.test' &&
 		cert elsewhere ca /CN=other.example 'DNS:other.example' &&
 		cert client ca /CN=dlock-client &&
 		cert stranger other-ca /CN=dlock-stranger ||
@@ -100,6 +101,24 @@ job_checks() {
 	assert_regex "$stderr" "^dlock: K: rediss://localhost:[0-9]+: TLS handshake: certificate verify failed: hostname mismatch: the certificate is not for localhost$"
 	[[ ! -e $T/ran ]] || fail "the command ran"
 	[[ -z $(all_keys r) ]] || fail "keys left: $(all_keys r)"
+}
+
+# two.test: 127.0.0.1, which refuses, then 127.0.0.2, where the server is
+@test "a host name whose first address refuses: the next one, its certificate checked against the name" {
+	need_hosts
+	printf '127.0.0.1 two.test\n127.0.0.2 two.test\n' >"$T/hosts"
+	start_redis_tls r --bind 127.0.0.2 --tls-cert-file "$TLS/two.pem" --tls-key-file "$TLS/two.key"
+	run -0 --separate-stderr with_hosts "$DLOCK" -S "$(url r two.test)" --tls-ca "$TLS/ca.pem" \
+		K sh -c "$(job_checks r)"
+	assert_output yes
+	assert_equal "$stderr" ''
+	no_lock_keys r
+	# a certificate that names the address reached, not the name: refused
+	rcli r config set tls-cert-file "$TLS/server.pem" tls-key-file "$TLS/server.key" >/dev/null
+	run -69 --separate-stderr with_hosts "$DLOCK" -n -S "$(url r two.test)" --tls-ca "$TLS/ca.pem" \
+		K touch "$T/ran"
+	assert_regex "$stderr" "^dlock: K: rediss://two\.test:[0-9]+: TLS handshake: certificate verify failed: hostname mismatch: the certificate is not for two\.test$"
+	[[ ! -e $T/ran ]] || fail "the command ran"
 }
 
 @test "--tls-insecure accepts a certificate from another CA, and one for another name" {

@@ -8,9 +8,10 @@
  *
  * TRYAGAIN (a multi-key command during a migration) is a passing state,
  * waited out like LOADING by node.c. The cache is shared by the main
- * thread and the renewal thread, hence the mutex. */
+ * thread and the renewal thread, hence the mutex. A redirection that
+ * names a host name is looked up then (all its addresses, net.c), on the
+ * main thread only: the renewal thread never blocks in getaddrinfo(). */
 #include <errno.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@
 
 struct owner {
 	const struct url *url;
-	struct url_addr addr;
+	struct net_addrs addr;
 	char text[80];
 	char host[256];		/* for TLS: the name the MOVED gave */
 };
@@ -51,45 +52,41 @@ void cluster_note_seen(void)
 	pthread_mutex_unlock(&lock);
 }
 
-static void set_port(struct url_addr *a, int port)
+/* "HOST:PORT" for messages: the host as the redirection named it, or the
+ * address of this connection's peer when it named none. */
+static void endpoint_text(const char *host, const struct net_addrs *a, int port,
+			  char *out, size_t len)
 {
-	if (a->sa.ss_family == AF_INET)
-		((struct sockaddr_in *)&a->sa)->sin_port = htons((uint16_t)port);
+	bool v6 = strchr(host, ':') != NULL;
+
+	if (*host && strcmp(host, "?") != 0)
+		snprintf(out, len, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
 	else
-		((struct sockaddr_in6 *)&a->sa)->sin6_port = htons((uint16_t)port);
-}
-
-static void addr_text(const struct url_addr *a, int port, char *out, size_t len)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	bool v6 = a->sa.ss_family == AF_INET6;
-
-	inet_ntop(a->sa.ss_family,
-		  v6 ? (const void *)&((const struct sockaddr_in6 *)&a->sa)->sin6_addr :
-		  (const void *)&((const struct sockaddr_in *)&a->sa)->sin_addr,
-		  host, sizeof host);
-	snprintf(out, len, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+		net_addr_text(&a->addr[0], out, len);
 }
 
 /* host (an address, a name, or "" for this connection's host) and port as
- * an address. Returns 0, or -1 with why. */
+ * addresses: all of a name's, in getaddrinfo()'s order. Returns 0, or -1
+ * with why. */
 static int endpoint(const struct cluster_conn *c, const char *host, int port,
-		    struct url_addr *a, char *why, size_t whylen)
+		    struct net_addrs *a, char *why, size_t whylen)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-	int e;
+	struct net_addr *one = &a->addr[0];
 
 	if (!*host || strcmp(host, "?") == 0) {
-		a->len = sizeof a->sa;
+		one->len = sizeof one->sa;
 		if (c->fd < 0 ||
-		    getpeername(c->fd, (struct sockaddr *)&a->sa, &a->len) < 0 ||
-		    (a->sa.ss_family != AF_INET && a->sa.ss_family != AF_INET6)) {
+		    getpeername(c->fd, (struct sockaddr *)&one->sa, &one->len) < 0 ||
+		    (one->sa.ss_family != AF_INET && one->sa.ss_family != AF_INET6)) {
 			snprintf(why, whylen, "redirected to port %d of an unknown host",
 				 port);
 			return -1;
 		}
-		set_port(a, port);
+		if (one->sa.ss_family == AF_INET)
+			((struct sockaddr_in *)&one->sa)->sin_port = htons((uint16_t)port);
+		else
+			((struct sockaddr_in6 *)&one->sa)->sin6_port = htons((uint16_t)port);
+		a->n = 1;
 		return 0;
 	}
 	if (url_numeric_addr(host, port, a) == 0)
@@ -99,20 +96,7 @@ static int endpoint(const struct cluster_conn *c, const char *host, int port,
 			 "lease started", host);
 		return -1;
 	}
-	e = getaddrinfo(host, NULL, &hints, &res);
-	if (e || !res || res->ai_addrlen > sizeof a->sa) {
-		snprintf(why, whylen, "cannot resolve %s: %s", host,
-			 e == EAI_SYSTEM ? strerror(errno) : e ? gai_strerror(e) :
-			 "no address");
-		if (!e)
-			freeaddrinfo(res);
-		return -1;
-	}
-	memcpy(&a->sa, res->ai_addr, res->ai_addrlen);
-	a->len = res->ai_addrlen;
-	freeaddrinfo(res);
-	set_port(a, port);
-	return 0;
+	return net_resolve(host, port, AF_UNSPEC, a, why, whylen);
 }
 
 /* "MOVED 3999 host:port" into its parts. Returns 0 or -1. */
@@ -151,20 +135,6 @@ static int parse(const char *s, size_t skip, char *host, size_t hostlen,
 	return 0;
 }
 
-static bool same_addr(const struct url_addr *a, const struct url_addr *b)
-{
-	const struct sockaddr_in *a4 = (const void *)&a->sa, *b4 = (const void *)&b->sa;
-	const struct sockaddr_in6 *a6 = (const void *)&a->sa, *b6 = (const void *)&b->sa;
-
-	if (!a->len || !b->len || a->sa.ss_family != b->sa.ss_family)
-		return false;
-	if (a->sa.ss_family == AF_INET)
-		return a4->sin_port == b4->sin_port &&
-		       a4->sin_addr.s_addr == b4->sin_addr.s_addr;
-	return a6->sin6_port == b6->sin6_port &&
-	       memcmp(&a6->sin6_addr, &b6->sin6_addr, sizeof a6->sin6_addr) == 0;
-}
-
 static struct owner *find(const struct url *url, bool add)
 {
 	struct owner *free_one = NULL;
@@ -185,8 +155,8 @@ enum cluster_reply cluster_redirect(struct cluster_round *r,
 				    struct error *err)
 {
 	bool moved = strncmp(s, "MOVED ", 6) == 0, ask = strncmp(s, "ASK ", 4) == 0;
-	char host[256], why[384];
-	struct url_addr a = { .len = 0 };
+	char host[256], why[384], text[sizeof owners[0].text];
+	struct net_addrs a = { .n = 0 };
 	int port;
 
 	if (!moved && !ask)
@@ -212,6 +182,7 @@ enum cluster_reply cluster_redirect(struct cluster_round *r,
 		error_set(err, EX_UNAVAILABLE, "%s: %s", s, why);
 		return CLUSTER_ERROR;
 	}
+	endpoint_text(host, &a, port, text, sizeof text);
 	/* The node's certificate names that node (its address, or the
 	 * cluster's announced host name), not the seed: checked against what
 	 * the redirection named; no host there is this connection's host. */
@@ -220,6 +191,7 @@ enum cluster_reply cluster_redirect(struct cluster_round *r,
 	if (ask) {
 		r->ask = a;
 		snprintf(r->ask_host, sizeof r->ask_host, "%s", host);
+		snprintf(r->ask_text, sizeof r->ask_text, "%s", text);
 		r->asking = true;
 		return CLUSTER_FOLLOW;
 	}
@@ -230,8 +202,8 @@ enum cluster_reply cluster_redirect(struct cluster_round *r,
 
 		for (int i = 0; i < MAX_CACHED && !other; i++)
 			if (owners[i].url && owners[i].url != c->url &&
-			    (same_addr(&owners[i].url->addr, &a) ||
-			     same_addr(&owners[i].addr, &a)))
+			    (url_addrs_shared(&owners[i].url->addr, &a) >= 0 ||
+			     url_addrs_shared(&owners[i].addr, &a) >= 0))
 				other = owners[i].url;
 		if (other) {
 			pthread_mutex_unlock(&lock);
@@ -242,7 +214,7 @@ enum cluster_reply cluster_redirect(struct cluster_round *r,
 		}
 		if (o) {
 			o->addr = a;
-			addr_text(&a, port, o->text, sizeof o->text);
+			snprintf(o->text, sizeof o->text, "%s", text);
 			snprintf(o->host, sizeof o->host, "%s", host);
 		}
 	}
@@ -253,7 +225,7 @@ enum cluster_reply cluster_redirect(struct cluster_round *r,
 }
 
 bool cluster_target(const struct cluster_round *r, const struct url *url,
-		    struct url_addr *a, char *text, size_t textlen, char *host,
+		    struct net_addrs *a, char *text, size_t textlen, char *host,
 		    size_t hostlen)
 {
 	const struct owner *o;
@@ -262,17 +234,14 @@ bool cluster_target(const struct cluster_round *r, const struct url *url,
 	if (r->asking) {
 		*a = r->ask;
 		snprintf(host, hostlen, "%s", r->ask_host);
-		addr_text(a, ntohs(a->sa.ss_family == AF_INET ?
-				   ((const struct sockaddr_in *)&a->sa)->sin_port :
-				   ((const struct sockaddr_in6 *)&a->sa)->sin6_port),
-			  text, textlen);
+		snprintf(text, textlen, "%s", r->ask_text);
 		return true;
 	}
 	pthread_mutex_lock(&lock);
 	/* every TCP URL is known here, so that a MOVED to another URL's
 	 * server is noticed (several seeds of one cluster given as RedLock) */
 	o = find(url, true);
-	if (o && o->addr.len) {
+	if (o && o->addr.n) {
 		*a = o->addr;
 		snprintf(text, textlen, "%s", o->text);
 		snprintf(host, hostlen, "%s", o->host);
@@ -289,7 +258,7 @@ void cluster_forget(const struct url *url)
 	pthread_mutex_lock(&lock);
 	o = find(url, false);
 	if (o)
-		o->addr.len = 0;
+		o->addr.n = 0;
 	pthread_mutex_unlock(&lock);
 }
 

@@ -23,8 +23,9 @@ enum cluster_reply {
 /* What one connection (node.c) knows of the cluster in its round: the
  * ASK target, for this round only, and the redirections followed. */
 struct cluster_round {
-	struct url_addr ask;
+	struct net_addrs ask;
 	char ask_host[256];	/* the name TLS checks the ASK target against */
+	char ask_text[80];	/* "HOST:PORT", for messages */
 	bool asking;
 	int n_redirects;
 };
@@ -50,13 +51,14 @@ enum cluster_reply cluster_redirect(struct cluster_round *r,
 				    struct error *err);
 
 /* Where a connection of url goes instead of its URL's address: this
- * round's ASK target, or the owner a MOVED named. Fills a, the text
+ * round's ASK target, or the owner a MOVED named. Fills a (every address
+ * of a name the redirection gave, looked up when it came), the text
  * "HOST:PORT" (for messages) and the name TLS checks that node's
  * certificate against (the host the redirection named; the redirecting
  * connection's when it named none) and returns true; false: the URL's own
  * address. */
 bool cluster_target(const struct cluster_round *r, const struct url *url,
-		    struct url_addr *a, char *text, size_t textlen, char *host,
+		    struct net_addrs *a, char *text, size_t textlen, char *host,
 		    size_t hostlen);
 
 /* The owner cached for url was not reachable: ask the URL's node again,

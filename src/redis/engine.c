@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include "clock.h"
 #include "config.h"
 #include "engine.h"
 #include "fanout.h"
@@ -186,11 +187,16 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
  * counts us among the waiters, so a release between it and our BLPOP
  * leaves its element in the list for us: no gap, and no second try. Each
  * server gets a connection of its own, as a blocked connection takes no
- * other commands. */
+ * other commands. On redis-sentinel:// it blocks on the master the last
+ * round used (node_follow()), asking no sentinel: after a failover the
+ * rounds move to the new master, where the holder releases, and the BLPOP
+ * follows them there rather than wait on the old one until the next
+ * timed try. */
 static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 {
 	struct redis *r = R(lk);
 	struct rlock *rl = &r->rl;
+	int64_t now_ms = clock_now_ms();
 	size_t n = 0;
 
 	if (!r->wakers) {
@@ -201,16 +207,24 @@ static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 			r->wakers = NULL;
 			return 0;	/* then the timed retries alone */
 		}
-		for (size_t i = 0; i < rl->n_nodes; i++)
+		for (size_t i = 0; i < rl->n_nodes; i++) {
 			node_init(&r->wakers[i], rl->nodes[i].url, rl->nodes[i].password);
+			/* a BLPOP waits for ever; its connect does not */
+			r->wakers[i].connect_ms = rl->node_timeout_ms;
+		}
 	}
 	r->blpop_argv[0] = "BLPOP";
 	r->blpop_argv[1] = rl->wake_list;
 	r->blpop_argv[2] = "0";
 	r->blpop = (struct cmd){ NULL, 3, r->blpop_argv, NULL };
 	for (size_t i = 0; i < rl->n_nodes && n < max; i++) {
-		short events = node_events(&r->wakers[i]);
+		short events;
 
+		if (!node_follow(&r->wakers[i], &rl->nodes[i]))
+			continue;	/* no master reached yet: the timed tries */
+		/* a connect on to the next address, if the last had its time */
+		node_check_deadline(&r->wakers[i], now_ms);
+		events = node_events(&r->wakers[i]);
 		/* Where no BLPOP is outstanding: the first time, after a
 		 * wake-up, or after a failure (a dead server is asked again,
 		 * at each pause). */
@@ -296,6 +310,7 @@ static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 		for (size_t i = 0; i < rl->n_nodes; i++) {
 			node_init(&r->watch[i], rl->nodes[i].url, rl->nodes[i].password);
 			r->watch[i].no_resolve = true;	/* nothing that blocks */
+			r->watch[i].connect_ms = rl->node_timeout_ms;
 		}
 		r->watch_argv[0] = "BRPOP";
 		r->watch_argv[1] = r->notice_list;
@@ -308,6 +323,7 @@ static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 
 		if (w->url->kind == URL_SENTINEL)
 			continue;
+		node_check_deadline(w, clock_now_ms());
 		/* a failed one again after a renewal, not at once (a
 		 * refused connection would spin) */
 		if (node_events(w) == 0 && (w->state != NODE_FAILED || r->renewed)) {

@@ -26,7 +26,7 @@ size_t fanout_round(struct node *nodes, size_t n_nodes, const struct cmd *cmds,
 	for (;;) {
 		struct pollfd pfd[MAX_SERVERS];
 		size_t which[MAX_SERVERS], n_pfd = 0;
-		int64_t wait_ms;
+		int64_t wait_ms, wake_ms;
 
 		for (size_t i = 0; i < n_nodes; i++) {
 			short events = node_events(&nodes[i]);
@@ -38,7 +38,13 @@ size_t fanout_round(struct node *nodes, size_t n_nodes, const struct cmd *cmds,
 		}
 		if (n_pfd == 0)
 			break;
-		wait_ms = deadline_ms - clock_now_ms();
+		/* the deadline, or sooner the end of a connect attempt on one
+		 * of a host's addresses (then the next one is tried) */
+		wake_ms = deadline_ms;
+		for (size_t k = 0; k < n_pfd; k++)
+			if (node_wake_ms(&nodes[which[k]]) < wake_ms)
+				wake_ms = node_wake_ms(&nodes[which[k]]);
+		wait_ms = wake_ms - clock_now_ms();
 		if (poll(pfd, n_pfd, clock_poll_ms(wait_ms)) < 0 &&
 		    errno != EINTR)
 			break;

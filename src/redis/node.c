@@ -1,5 +1,6 @@
 /* node.c - one Redis server, driven by fanout.c's poll loop: a non-blocking
- * connect to an address looked up once, the AUTH/SELECT handshake (its
+ * connect to the addresses of a name looked up once (each address in turn,
+ * for a bounded time: net.c), the AUTH/SELECT handshake (its
  * replies awaited before the round's commands go out), EVALSHA with an EVAL
  * resend on NOSCRIPT, and per-node errors sorted into exit codes (69
  * unreachable or in a passing state, 77 credentials, 64 a database the
@@ -8,8 +9,6 @@
  * in flight. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,10 +17,6 @@
 #include <strings.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <hiredis/sds.h>
 #include "clock.h"
@@ -34,18 +29,22 @@
 void node_init(struct node *n, struct url *url, const char *password)
 {
 	*n = (struct node){ .url = url, .password = password, .master_age_ms = -1 };
+	n->dial.fd = -1;
 }
 
 int node_fd(const struct node *n)
 {
-	return n->c ? n->c->fd : -1;
+	return n->dialing ? n->dial.fd : n->c ? n->c->fd : -1;
 }
 
 void node_close(struct node *n)
 {
+	if (n->dialing)
+		net_dial_end(&n->dial);
+	n->dialing = false;
 	tls_free(n->tls);
 	n->tls = NULL;
-	n->connecting = n->handshaking = false;
+	n->handshaking = false;
 	n->tls_write_wait = 0;
 	n->tls_wlen = 0;
 	if (n->c)
@@ -58,9 +57,8 @@ static void fail(struct node *n, int exit, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static int connect_start(struct node *n);
-static bool same_addr(const struct url_addr *a, const struct url_addr *b);
-static void queue_round(struct node *n);
-static void flush(struct node *n);
+static void start_round(struct node *n);
+static void tls_step(struct node *n);
 
 /* redis+cluster://: a seed node failed this round (unreachable, or in a
  * passing state). Any node of the cluster names the owner of the lock's
@@ -108,10 +106,8 @@ static void fail(struct node *n, int exit, const char *fmt, ...)
 	if (exit == EX_UNAVAILABLE && next_seed(n)) {
 		node_close(n);
 		n->err = (struct error){ 0 };
-		if (connect_start(n) == 0) {
-			queue_round(n);
-			flush(n);
-		}
+		if (connect_start(n) == 0)
+			start_round(n);
 		return;
 	}
 	n->state = NODE_FAILED;
@@ -170,141 +166,92 @@ static bool is_transient(const char *s)
 	return false;
 }
 
-static struct addrinfo *first_of(struct addrinfo *ai, int family)
+/* When a connect must be done by: the round's deadline, or where the round
+ * has none (BLPOP), connect_ms from now. */
+static int64_t connect_deadline(const struct node *n)
 {
-	for (; ai; ai = ai->ai_next)
-		if (ai->ai_family == family)
-			return ai;
-	return NULL;
+	int64_t now_ms = clock_now_ms();
+
+	if (n->connect_ms > 0 && n->deadline_ms - now_ms > n->connect_ms)
+		return now_ms + n->connect_ms;
+	return n->deadline_ms;
 }
 
-/* Looks host up (blocking), preferring IPv4 as hiredis did. Returns 0, or
- * -1 with the reason in why. */
-static int lookup(const char *host, int port, struct url_addr *a, char *why,
+/* Looks host up (blocking): every address it has, in getaddrinfo()'s
+ * order, into a. The count last: a reader sees no address, or all of them.
+ * Returns 0, or -1 with "cannot resolve HOST: why". */
+static int lookup(const char *host, int port, struct net_addrs *a, char *why,
 		  size_t whylen)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res, *pick;
-	struct url_addr found = { .len = 0 };
-	int e = getaddrinfo(host, NULL, &hints, &res);
+	struct net_addrs found;
 
-	if (e) {
-		snprintf(why, whylen, "%s", e == EAI_SYSTEM ? strerror(errno) :
-			 gai_strerror(e));
-		log_lower_first(why);
+	if (net_resolve(host, port, AF_UNSPEC, &found, why, whylen) < 0)
 		return -1;
-	}
-	pick = first_of(res, AF_INET);
-	if (!pick)
-		pick = first_of(res, AF_INET6);
-	if (pick && pick->ai_addrlen <= sizeof found.sa) {
-		memcpy(&found.sa, pick->ai_addr, pick->ai_addrlen);
-		found.len = pick->ai_addrlen;
-		if (pick->ai_family == AF_INET)
-			((struct sockaddr_in *)&found.sa)->sin_port = htons((uint16_t)port);
-		else
-			((struct sockaddr_in6 *)&found.sa)->sin6_port = htons((uint16_t)port);
-	}
-	freeaddrinfo(res);
-	if (!found.len) {
-		snprintf(why, whylen, "no IPv4 or IPv6 address");
-		return -1;
-	}
-	/* The length last: a reader sees no address, or the whole one. */
-	a->sa = found.sa;
-	a->len = found.len;
+	memcpy(a->addr, found.addr, found.n * sizeof found.addr[0]);
+	a->n = found.n;
 	return 0;
 }
 
 void node_resolve(struct node *n)
 {
 	struct url *u = n->url;
-	char why[64];
+	char why[384];
 
 	n->resolve_err[0] = '\0';
-	if (u->kind == URL_TCP && !u->addr.len &&
+	if (u->kind == URL_TCP && !u->addr.n &&
 	    lookup(u->host, u->port, &u->addr, why, sizeof why) < 0)
 		snprintf(n->resolve_err, sizeof n->resolve_err, "%s", why);
 	/* Another seed that does not resolve fails when its turn comes. */
 	for (int i = 1; i < u->n_seeds; i++)
-		if (!u->seeds[i].addr.len)
+		if (!u->seeds[i].addr.n)
 			lookup(u->seeds[i].host, u->seeds[i].port, &u->seeds[i].addr,
 			       why, sizeof why);
 	/* A sentinel that does not resolve is looked up again when asked. */
 	for (int i = 0; u->kind == URL_SENTINEL && i < u->n_sentinels; i++)
-		if (!u->sentinels[i].addr.len)
+		if (!u->sentinels[i].addr.n)
 			lookup(u->sentinels[i].host, u->sentinels[i].port,
 			       &u->sentinels[i].addr, why, sizeof why);
 }
 
-/* The address of a host, looked up now where it was not before and the
- * node may. Returns 0, or -1 with "cannot resolve HOST: why". */
+/* The addresses of a host, looked up now where they were not before and
+ * the node may. Returns 0, or -1 with "cannot resolve HOST: why". */
 static int address(const struct node *n, const char *host, int port,
-		   struct url_addr *a, char *why, size_t whylen)
+		   struct net_addrs *a, char *why, size_t whylen)
 {
-	char reason[64];
-
-	if (a->len)
+	if (a->n)
 		return 0;
-	if (n->no_resolve)
-		snprintf(reason, sizeof reason, "not resolved before the lease started");
-	else if (lookup(host, port, a, reason, sizeof reason) == 0)
-		return 0;
-	snprintf(why, whylen, "cannot resolve %s: %s", host, reason);
+	if (!n->no_resolve)
+		return lookup(host, port, a, why, whylen);
+	snprintf(why, whylen, "cannot resolve %s: not resolved before the lease started",
+		 host);
 	return -1;
 }
 
-/* Starts a connection to a; returns the socket, or -1 with errno. No name
- * lookup here: hiredis' own connect calls getaddrinfo() even for an
- * address. Close-on-exec from the start, as another thread may fork. */
-static int tcp_socket(const struct url_addr *a)
-{
-	int fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			IPPROTO_TCP);
-	int one = 1, e;
-
-	if (fd < 0)
-		return -1;
-	/* As hiredis: a round is one write, its replies one read. */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	if (connect(fd, (const struct sockaddr *)&a->sa, a->len) < 0 &&
-	    errno != EINPROGRESS) {
-		e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
-/* A blocking connection to a sentinel, connected within left_ms. */
-static redisContext *sentinel_connect(const struct url_addr *a, int64_t left_ms,
+/* A blocking connection to a sentinel (any of its addresses), by
+ * deadline_ms, for questions answered by then. */
+static redisContext *sentinel_connect(const struct net_addrs *a, int64_t deadline_ms,
 				      char *why, size_t whylen)
 {
-	struct timeval tv = { left_ms / 1000, (left_ms % 1000) * 1000 };
-	int fd = tcp_socket(a), e = 0, r;
-	socklen_t elen = sizeof e;
-	struct pollfd pfd = { fd, POLLOUT, 0 };
+	int64_t left_ms;
+	struct timeval tv;
 	redisContext *c;
+	int fd;
 
-	if (fd < 0) {
+	if (net_dial(a, deadline_ms, &fd, why, whylen) < 0)
+		return NULL;
+	left_ms = deadline_ms - clock_now_ms();
+	if (left_ms < 1)
+		left_ms = 1;
+	tv = (struct timeval){ left_ms / 1000, (left_ms % 1000) * 1000 };
+	/* redisConnectFd() takes a blocking socket, as redisCommand() does. */
+	if (fcntl(fd, F_SETFL, 0) < 0) {
 		snprintf(why, whylen, "%s", strerror(errno));
 		log_lower_first(why);
+		close(fd);
 		return NULL;
 	}
-	r = poll(&pfd, 1, left_ms > INT_MAX ? INT_MAX : (int)left_ms);
-	if (r < 0)
-		e = errno;
-	else if (r == 0)
-		e = ETIMEDOUT;
-	else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
-		e = errno;
-	/* redisConnectFd() takes a blocking socket, as redisCommand() does. */
-	if (!e && fcntl(fd, F_SETFL, 0) < 0)
-		e = errno;
-	if (e || !(c = redisConnectFd(fd))) {
-		snprintf(why, whylen, "%s", e ? strerror(e) : "out of memory");
-		log_lower_first(why);
+	if (!(c = redisConnectFd(fd))) {
+		snprintf(why, whylen, "out of memory");
 		close(fd);
 		return NULL;
 	}
@@ -336,31 +283,18 @@ static int wait_for(int fd, short events, int64_t deadline_ms, char *why,
 /* Questions to a sentinel over TLS (rediss-sentinel://), each step with
  * poll() and the deadline: connect, handshake, the commands (cmd, len
  * bytes, all at once), n replies. Returns 0, or -1 with why. */
-static int sentinel_ask_tls(const struct url_addr *a, const char *host,
+static int sentinel_ask_tls(const struct net_addrs *a, const char *host,
 			    const char *cmd, size_t len, redisReply **replies,
 			    int n, int64_t deadline_ms, char *why, size_t whylen)
 {
-	int fd = tcp_socket(a), e = 0, r, got = 0;
-	socklen_t elen = sizeof e;
+	int fd, r, got = 0;
 	struct tls *t = NULL;
 	redisReader *reader = NULL;
 	char buf[4096];
 	short ev = POLLOUT;
 
-	if (fd < 0) {
-		snprintf(why, whylen, "%s", strerror(errno));
-		log_lower_first(why);
+	if (net_dial(a, deadline_ms, &fd, why, whylen) < 0)
 		return -1;
-	}
-	if (wait_for(fd, POLLOUT, deadline_ms, why, whylen) < 0)
-		goto out;
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
-		e = errno;
-	if (e) {
-		snprintf(why, whylen, "%s", strerror(e));
-		log_lower_first(why);
-		goto out;
-	}
 	if (!(t = tls_new(fd, host, why, whylen)))
 		goto out;
 	while ((r = tls_handshake(t, &ev, why, whylen)) == TLS_WANT)
@@ -426,7 +360,6 @@ static int sentinel_ask(const struct node *n, int i, int64_t deadline_ms,
 			redisReply **replies, int n_cmds, char *why, size_t whylen)
 {
 	const struct url *u = n->url;
-	int64_t left = deadline_ms - clock_now_ms();
 	sds cmds = sdsempty();
 	redisContext *c = NULL;
 	int got = 0;
@@ -454,7 +387,7 @@ static int sentinel_ask(const struct node *n, int i, int64_t deadline_ms,
 		sdsfree(cmds);
 		return r;
 	}
-	c = sentinel_connect(&u->sentinels[i].addr, left, why, whylen);
+	c = sentinel_connect(&u->sentinels[i].addr, deadline_ms, why, whylen);
 	if (c && redisAppendFormattedCommand(c, cmds, sdslen(cmds)) == REDIS_OK)
 		while (got < n_cmds &&
 		       redisGetReply(c, (void **)&replies[got]) == REDIS_OK)
@@ -556,11 +489,11 @@ static int64_t uptime_ms(const redisReply *r)
  * it). Each sentinel gets its share of the time left, so that one that
  * does not answer at all leaves time for the next. With with_age, the
  * same request asks the sentinel's uptime too: a master it has had since
- * it started was not just promoted. Returns 0 with v, and its address in
- * a (len 0, why said, when the name cannot be looked up now); or -1 with
+ * it started was not just promoted. Returns 0 with v, and its addresses in
+ * a (n 0, why said, when the name cannot be looked up now); or -1 with
  * why when no sentinel answered. */
 static int sentinel_query(struct node *n, int64_t deadline_ms, bool with_age,
-			  struct master_view *v, struct url_addr *a, char *why,
+			  struct master_view *v, struct net_addrs *a, char *why,
 			  size_t whylen)
 {
 	struct url *u = n->url;
@@ -612,7 +545,7 @@ static int sentinel_query(struct node *n, int64_t deadline_ms, bool with_age,
 			snprintf(why, whylen, "%.150s: %.200s", sentinel, what);
 			continue;
 		}
-		a->len = 0;
+		a->n = 0;
 		if (url_numeric_addr(v->host, v->port, a) < 0 &&
 		    address(n, v->host, v->port, a, what, sizeof what) < 0)
 			snprintf(why, whylen, "%.150s: master %.200s", sentinel, what);
@@ -623,12 +556,12 @@ static int sentinel_query(struct node *n, int64_t deadline_ms, bool with_age,
 
 /* Asks the sentinels for the master's address (the answer this round
  * already had, if any); its host as they name it goes to n->master_host. */
-static int sentinel_resolve(struct node *n, struct url_addr *master)
+static int sentinel_resolve(struct node *n, struct net_addrs *master)
 {
 	struct master_view v;
 	char why[384];
 
-	if (n->next_asked && !n->next_addr.len) {	/* asked, no answer */
+	if (n->next_asked && !n->next_addr.n) {	/* asked, no answer */
 		fail(n, EX_UNAVAILABLE, "%s", n->next_why);
 		return -1;
 	}
@@ -636,8 +569,8 @@ static int sentinel_resolve(struct node *n, struct url_addr *master)
 		*master = n->next_addr;
 		return 0;
 	}
-	if (sentinel_query(n, n->deadline_ms, false, &v, master, why, sizeof why) < 0 ||
-	    !master->len) {
+	if (sentinel_query(n, connect_deadline(n), false, &v, master, why,
+			   sizeof why) < 0 || !master->n) {
 		fail(n, EX_UNAVAILABLE, "%s", why);
 		return -1;
 	}
@@ -650,12 +583,12 @@ static int sentinel_resolve(struct node *n, struct url_addr *master)
 int node_confirm_master(struct node *n, int64_t deadline_ms, bool with_age)
 {
 	struct master_view v;
-	struct url_addr a;
+	struct net_addrs a;
 
 	if (n->url->kind != URL_SENTINEL || n->next_asked)
-		return n->next_asked && n->next_addr.len ? 0 : -1;
+		return n->next_asked && n->next_addr.n ? 0 : -1;
 	n->next_asked = true;
-	n->next_addr.len = 0;
+	n->next_addr.n = 0;
 	if (sentinel_query(n, deadline_ms, with_age, &v, &a, n->next_why,
 			   sizeof n->next_why) < 0)
 		return -1;
@@ -664,7 +597,8 @@ int node_confirm_master(struct node *n, int64_t deadline_ms, bool with_age)
 	n->failing_over = v.failing_over;
 	/* a master named by a host name not looked up (the renewal thread
 	 * looks nothing up): the same name, or another server */
-	if (n->c && (a.len ? !same_addr(&a, &n->master_addr) :
+	if ((n->c || n->dialing) &&
+	    (a.n ? url_addrs_shared(&a, &n->master_addr) < 0 :
 		     v.port != n->master_port || strcmp(v.host, n->master_host) != 0)) {
 		/* a failover: this round goes to the new master, where the
 		 * lock is ours only if it was replicated in time */
@@ -678,6 +612,26 @@ int node_confirm_master(struct node *n, int64_t deadline_ms, bool with_age)
 	return 0;
 }
 
+bool node_follow(struct node *n, const struct node *to)
+{
+	if (n->url->kind != URL_SENTINEL)
+		return true;
+	if (!to->master_addr.n)
+		return false;
+	if (n->c || n->dialing) {
+		if (url_addrs_shared(&n->master_addr, &to->master_addr) >= 0)
+			return true;
+		node_end(n);	/* a BLPOP on the old master: given up */
+		node_close(n);
+	}
+	/* the next connection goes there, asking no sentinel */
+	n->next_asked = true;
+	n->next_addr = to->master_addr;
+	snprintf(n->master_host, sizeof n->master_host, "%s", to->master_host);
+	n->master_port = to->master_port;
+	return true;
+}
+
 int64_t node_master_age_ms(const struct node *n)
 {
 	if (n->url->kind != URL_SENTINEL || n->master_age_ms < 0)
@@ -685,18 +639,14 @@ int64_t node_master_age_ms(const struct node *n)
 	return n->master_age_ms + (clock_now_ms() - n->master_seen_ms);
 }
 
-/* A connection to a, started; for rediss://, a TLS session on it for
- * host, whose handshake node_step() does once the connect is done. */
-static int tcp_start(struct node *n, const struct url_addr *a, const char *host)
+/* The connection is up on fd (non-blocking, close-on-exec): hiredis'
+ * context over it, for its output buffer and reply reader, and for
+ * rediss:// a TLS session checked against n->tls_host, whose handshake
+ * start_round() begins. Returns 0, or -1 failed. */
+static int connected(struct node *n, int fd)
 {
-	int fd = tcp_socket(a);
+	char why[384];
 
-	if (fd < 0) {
-		fail(n, errno == EMFILE || errno == ENFILE || errno == ENOMEM ||
-		     errno == ENOBUFS ? EX_OSERR : EX_UNAVAILABLE,
-		     "%s", strerror(errno));
-		return -1;
-	}
 	n->c = redisConnectFd(fd);
 	if (!n->c) {
 		close(fd);
@@ -706,24 +656,71 @@ static int tcp_start(struct node *n, const struct url_addr *a, const char *host)
 	/* redisConnectFd() takes the socket for a blocking one: EAGAIN would
 	 * be an error. */
 	n->c->flags &= ~REDIS_BLOCK;
-	if (n->url->tls) {
-		char why[384];
-
-		snprintf(n->tls_host, sizeof n->tls_host, "%s", host);
-		n->tls = tls_new(fd, host, why, sizeof why);
-		if (!n->tls) {
-			fail(n, EX_OSERR, "%s", why);
-			return -1;
-		}
-		n->connecting = true;
+	if (!n->url->tls)
+		return 0;
+	n->tls = tls_new(fd, n->tls_host, why, sizeof why);
+	if (!n->tls) {
+		fail(n, EX_OSERR, "%s", why);
+		return -1;
 	}
+	n->handshaking = true;
+	n->tls_read_wait = POLLOUT;
 	return 0;
+}
+
+/* No address connected: 69 with what each said; one address that did not
+ * answer in time is the round's deadline, said as such. */
+static void dial_failed(struct node *n, const char *why)
+{
+	const struct net_dial *d = &n->dial;
+	int e = 0;
+
+	for (size_t i = 0; i < d->addrs->n; i++)
+		if (d->errs[i])
+			e = d->errs[i];
+	if (e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS)
+		fail(n, EX_OSERR, "%s", why);
+	else if (d->addrs->n == 1 && e == ETIMEDOUT)
+		fail(n, EX_UNAVAILABLE, "no answer in time (--node-timeout)");
+	else
+		fail(n, EX_UNAVAILABLE, "%s", why);
+}
+
+/* Moves the connect on (net.c). Returns 0 (still connecting, or connected:
+ * n->c set), or -1 failed. */
+static int dial_step(struct node *n)
+{
+	char why[512];
+	int fd, r = net_dial_step(&n->dial, &fd, why, sizeof why);
+
+	if (r == 0)
+		return 0;
+	n->dialing = false;
+	if (r < 0) {
+		dial_failed(n, why);
+		return -1;
+	}
+	return connected(n, fd);
+}
+
+/* A connection to the addresses a, started: each in turn, one that does
+ * not answer given its share of the time (net.c), by the round's
+ * deadline, or by connect_ms where the round has none. For rediss://, the
+ * server's certificate must name host. Returns 0 (connecting, or
+ * connected: n->c set), or -1 failed. */
+static int tcp_start(struct node *n, const struct net_addrs *a, const char *host)
+{
+	snprintf(n->tls_host, sizeof n->tls_host, "%s", host);
+	n->dial_addrs = *a;
+	net_dial_start(&n->dial, &n->dial_addrs, connect_deadline(n));
+	n->dialing = true;
+	return dial_step(n);
 }
 
 static int connect_start(struct node *n)
 {
 	struct url *u = n->url;
-	struct url_addr master;
+	struct net_addrs master;
 	char why[384], named[256];
 
 	switch (u->kind) {
@@ -751,8 +748,7 @@ static int connect_start(struct node *n)
 		}
 		if (n->resolve_err[0]) {
 			/* node_resolve() just tried: report, look again next time */
-			fail(n, EX_UNAVAILABLE, "cannot resolve %s: %s", u->host,
-			     n->resolve_err);
+			fail(n, EX_UNAVAILABLE, "%s", n->resolve_err);
 			n->resolve_err[0] = '\0';
 			return -1;
 		}
@@ -862,7 +858,7 @@ static void tls_flush(struct node *n)
 {
 	char why[384];
 
-	if (n->connecting || n->handshaking)
+	if (n->handshaking)
 		return;
 	while (sdslen(n->c->obuf) > 0) {
 		/* a write to retry passes the same bytes again (OpenSSL) */
@@ -887,9 +883,12 @@ static void tls_flush(struct node *n)
 
 static void flush(struct node *n)
 {
-	size_t before = n->tls ? 0 : sdslen(n->c->obuf);
+	size_t before;
 	int done = 0;
 
+	if (!n->c)	/* connecting: written once connected */
+		return;
+	before = n->tls ? 0 : sdslen(n->c->obuf);
 	if (n->tls) {
 		tls_flush(n);
 		return;
@@ -919,6 +918,8 @@ void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 		node_close(n);
 		n->round.asking = false;
 	}
+	if (n->dialing)		/* a connect a round left: afresh */
+		node_close(n);
 	n->state = NODE_BUSY;
 	/* redis-sentinel://: a round goes where the sentinels say the master
 	 * is now, asking them once (rlock_try() may have already) */
@@ -935,18 +936,28 @@ void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 		}
 	}
 	n->next_asked = false;
+	start_round(n);
+}
+
+/* The round's commands, behind the handshake a new connection needs,
+ * written at once: an idle socket is writable. Saves a poll() per round.
+ * Not while connecting: the connect does this once done. */
+static void start_round(struct node *n)
+{
+	if (!n->c)
+		return;
 	queue_round(n);
-	/* Write at once: an idle socket is writable, and one still connecting
-	 * says EAGAIN and is written when poll() finds it writable (or fails
-	 * with the connect's error). Saves a poll() per round. */
-	flush(n);
+	if (n->handshaking)	/* TLS: the handshake first, now */
+		tls_step(n);
+	else
+		flush(n);
 }
 
 short node_events(const struct node *n)
 {
 	if (n->state != NODE_BUSY)
 		return 0;
-	if (n->tls && n->connecting)
+	if (n->dialing)
 		return POLLOUT;
 	if (n->tls && n->handshaking)
 		return n->tls_read_wait;
@@ -1074,8 +1085,7 @@ static enum cluster_reply redirected(struct node *n, const char *s)
 	node_close(n);
 	if (connect_start(n) < 0)
 		return CLUSTER_ERROR;
-	queue_round(n);
-	flush(n);
+	start_round(n);
 	return how;
 }
 
@@ -1156,6 +1166,8 @@ static void take_replies(struct node *n)
 	void *r;
 
 	for (;;) {
+		if (!n->c)	/* redirected: the new connection is not up yet */
+			return;
 		if (redisGetReplyFromReader(n->c, &r) != REDIS_OK) {
 			fail(n, EX_SOFTWARE, "bad reply: %s", n->c->errstr);
 			return;
@@ -1194,19 +1206,8 @@ static int tls_receive(struct node *n, char *why, size_t whylen)
 static void tls_step(struct node *n)
 {
 	char why[384];
-	int e = 0, r;
-	socklen_t elen = sizeof e;
+	int r;
 
-	if (n->connecting) {
-		if (getsockopt(n->c->fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
-			e = errno;
-		if (e) {
-			fail(n, EX_UNAVAILABLE, "%s", strerror(e));
-			return;
-		}
-		n->connecting = false;
-		n->handshaking = true;
-	}
 	if (n->handshaking) {
 		r = tls_handshake(n->tls, &n->tls_read_wait, why, sizeof why);
 		if (r == TLS_WANT)
@@ -1236,6 +1237,11 @@ void node_step(struct node *n, short revents)
 {
 	if (n->state != NODE_BUSY)
 		return;
+	if (n->dialing) {
+		if (dial_step(n) == 0)
+			start_round(n);
+		return;
+	}
 	if (n->tls) {
 		tls_step(n);
 		return;
@@ -1255,8 +1261,21 @@ void node_step(struct node *n, short revents)
 	take_replies(n);
 }
 
+int64_t node_wake_ms(const struct node *n)
+{
+	if (n->state != NODE_BUSY)
+		return INT64_MAX;
+	if (n->dialing && net_dial_wake_ms(&n->dial) < n->deadline_ms)
+		return net_dial_wake_ms(&n->dial);
+	return n->deadline_ms;
+}
+
 void node_check_deadline(struct node *n, int64_t now_ms)
 {
+	/* an address that did not answer in its time: the next one */
+	if (n->state == NODE_BUSY && n->dialing &&
+	    now_ms >= net_dial_wake_ms(&n->dial) && dial_step(n) == 0)
+		start_round(n);
 	if (n->state == NODE_BUSY && now_ms >= n->deadline_ms && n->tls &&
 	    n->handshaking)
 		n->tls_refused = true;
@@ -1299,36 +1318,17 @@ int node_read_pushes(struct node *n)
 	}
 }
 
-static bool same_addr(const struct url_addr *a, const struct url_addr *b)
-{
-	const struct sockaddr_in *a4 = (const void *)&a->sa, *b4 = (const void *)&b->sa;
-	const struct sockaddr_in6 *a6 = (const void *)&a->sa, *b6 = (const void *)&b->sa;
-
-	if (!a->len || a->sa.ss_family != b->sa.ss_family)
-		return false;
-	if (a->sa.ss_family == AF_INET)
-		return a4->sin_port == b4->sin_port &&
-		       a4->sin_addr.s_addr == b4->sin_addr.s_addr;
-	return a6->sin6_port == b6->sin6_port &&
-	       memcmp(&a6->sin6_addr, &b6->sin6_addr, sizeof a6->sin6_addr) == 0;
-}
-
 /* One host:port under two names, or twice the same name. */
-static bool same_host(const char *ha, int pa, const struct url_addr *aa,
-		      const char *hb, int pb, const struct url_addr *ab,
+static bool same_host(const char *ha, int pa, const struct net_addrs *aa,
+		      const char *hb, int pb, const struct net_addrs *ab,
 		      char *why, size_t whylen)
 {
-	char text[INET6_ADDRSTRLEN] = "?";
-	const struct sockaddr_in6 *a6 = (const void *)&aa->sa;
-	const struct sockaddr_in *a4 = (const void *)&aa->sa;
-	bool v6 = aa->sa.ss_family == AF_INET6;
+	int i;
 
-	if (aa->len && ab->len) {
-		if (!same_addr(aa, ab))
+	if (aa->n && ab->n) {
+		if ((i = url_addrs_shared(aa, ab)) < 0)
 			return false;
-		inet_ntop(aa->sa.ss_family, v6 ? (const void *)&a6->sin6_addr :
-			  (const void *)&a4->sin_addr, text, sizeof text);
-		snprintf(why, whylen, "%s%s%s:%d", v6 ? "[" : "", text, v6 ? "]" : "", pa);
+		net_addr_text(&aa->addr[i], why, whylen);
 		return true;
 	}
 	if (pa != pb || strcasecmp(ha, hb) != 0)

@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 #include "cluster.h"
 #include "log.h"
+#include "net.h"
 #include "url.h"
 
 #define NODE_MAX_CMDS 4
@@ -52,10 +53,17 @@ struct node {
 				 * every node of that URL */
 	const char *password;	/* when the URL carries none */
 	redisContext *c;
+	/* A TCP connect under way (c is NULL until it is done): every
+	 * address of the host in turn (net.c), each for a bounded time. */
+	bool dialing;
+	struct net_dial dial;
+	struct net_addrs dial_addrs;	/* the dial's addresses (a copy) */
+	int64_t connect_ms;	/* the most a connect may take where the round
+				 * has no deadline (BLPOP, BRPOP): --node-timeout;
+				 * 0: the round's deadline */
 	/* TLS (rediss://): the session over c's socket, which node.c reads
 	 * and writes itself; c keeps the output buffer and the reply reader. */
 	struct tls *tls;
-	bool connecting;	/* TLS: the TCP connect is not done yet */
 	bool handshaking;	/* TLS: the handshake is not done yet */
 	bool tls_refused;	/* a TLS handshake failed (certificate, client
 				 * certificate, no TLS there): a setting to
@@ -71,11 +79,13 @@ struct node {
 	/* redis-sentinel://: where the connection goes, and whether each
 	 * round first asks a sentinel that it is still the master (the
 	 * lock's own rounds; not a BLPOP's or BRPOP's, which wait without a
-	 * deadline). A failover moves the next round to the new master. */
+	 * deadline: a BLPOP goes where the rounds went, node_follow()). A
+	 * failover moves the next round to the new master. */
 	bool follow_master;
-	struct url_addr master_addr;
+	struct net_addrs master_addr;	/* the master the connection went to
+					 * (n 0: none yet) */
 	bool next_asked;	/* a sentinel was asked for this round: */
-	struct url_addr next_addr;	/* its answer (len 0: none), */
+	struct net_addrs next_addr;	/* its answer (n 0: none), */
 	char next_why[384];	/* or why none */
 	int64_t master_age_ms;	/* since when the sentinel had the master
 				 * as master when last asked: -1 unknown */
@@ -89,7 +99,7 @@ struct node {
 	 * by name. Also, the URL's address cache is only written while
 	 * this is unset. */
 	bool no_resolve;
-	char resolve_err[64];	/* why node_resolve() found no address, for
+	char resolve_err[384];	/* why node_resolve() found no address, for
 				 * the first connect to report rather than
 				 * look again at once; "" when none */
 	bool ready;		/* handshake done on this connection */
@@ -144,6 +154,12 @@ bool node_same_server(const struct node *a, const struct node *b, char *why,
  * when none answered (the round keeps a connection it has, and fails to
  * open one). Asked again in a round, the same answer. */
 int node_confirm_master(struct node *n, int64_t deadline_ms, bool with_age);
+/* redis-sentinel://: n (a waiter's BLPOP connection) goes where to's last
+ * connection went, the master the lock's rounds use: a connection of n's
+ * elsewhere is closed (its round ended), and the next one goes to that
+ * master without asking the sentinels. false: to has been nowhere yet
+ * (then n has nowhere to go). Any other URL: true, nothing done. */
+bool node_follow(struct node *n, const struct node *to);
 /* redis-sentinel://: how long the master of the last answer has been the
  * master, by the sentinel that gave it (0 while it fails the master over);
  * -1 unknown (another URL, not asked with_age, an older or restricted
@@ -156,7 +172,12 @@ void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 short node_events(const struct node *n);
 /* Handles poll() results, advancing the state. */
 void node_step(struct node *n, short revents);
-/* Fails the node if its deadline has passed. */
+/* When node_check_deadline() must be called at the latest (its round's
+ * deadline, or the end of a connect attempt to one of a host's
+ * addresses); INT64_MAX when it is not in a round. */
+int64_t node_wake_ms(const struct node *n);
+/* Fails the node if its deadline has passed; moves a connect on to the
+ * host's next address when the attempt on one has had its time. */
 void node_check_deadline(struct node *n, int64_t now_ms);
 /* Frees the replies of the last round. */
 void node_end(struct node *n);

@@ -393,7 +393,7 @@ static int add_master(const struct url *seed, const redisReply *m,
 	*u = *seed;
 	memmove(u->host, host, strlen(host) + 1);
 	u->port = (int)m->element[1]->integer;
-	u->addr.len = 0;
+	u->addr.n = 0;
 	u->n_seeds = 0;	/* one master, not the seed list */
 	url_numeric_addr(u->host, u->port, &u->addr);
 	snprintf(u->text, sizeof u->text, "redis://%s%s%s:%d",

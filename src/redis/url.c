@@ -35,25 +35,51 @@ static int parse_number(const char *s, size_t len, long max, long *out)
 	return 0;
 }
 
-int url_numeric_addr(const char *host, int port, struct url_addr *a)
+int url_numeric_addr(const char *host, int port, struct net_addrs *a)
 {
-	struct sockaddr_in *in = (struct sockaddr_in *)&a->sa;
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a->sa;
+	struct net_addr *one = &a->addr[0];
+	struct sockaddr_in *in = (struct sockaddr_in *)&one->sa;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&one->sa;
 
-	memset(a, 0, sizeof *a);
+	a->n = 0;
+	memset(one, 0, sizeof *one);
 	if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
 		in->sin_family = AF_INET;
 		in->sin_port = htons((uint16_t)port);
-		a->len = sizeof *in;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		one->len = sizeof *in;
+	} else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
 		in6->sin6_family = AF_INET6;
 		in6->sin6_port = htons((uint16_t)port);
-		a->len = sizeof *in6;
-		return 0;
+		one->len = sizeof *in6;
+	} else {
+		memset(one, 0, sizeof *one);
+		return -1;
 	}
-	memset(a, 0, sizeof *a);
+	a->n = 1;
+	return 0;
+}
+
+/* The same address and port (a scope id or flow label aside). */
+static bool same_addr(const struct net_addr *a, const struct net_addr *b)
+{
+	const struct sockaddr_in *a4 = (const void *)&a->sa, *b4 = (const void *)&b->sa;
+	const struct sockaddr_in6 *a6 = (const void *)&a->sa, *b6 = (const void *)&b->sa;
+
+	if (a->sa.ss_family != b->sa.ss_family)
+		return false;
+	if (a->sa.ss_family == AF_INET)
+		return a4->sin_port == b4->sin_port &&
+		       a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	return a6->sin6_port == b6->sin6_port &&
+	       memcmp(&a6->sin6_addr, &b6->sin6_addr, sizeof a6->sin6_addr) == 0;
+}
+
+int url_addrs_shared(const struct net_addrs *a, const struct net_addrs *b)
+{
+	for (size_t i = 0; i < a->n; i++)
+		for (size_t k = 0; k < b->n; k++)
+			if (same_addr(&a->addr[i], &b->addr[k]))
+				return (int)i;
 	return -1;
 }
 

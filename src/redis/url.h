@@ -2,28 +2,24 @@
  * rediss-sentinel://, redis+cluster://, rediss+cluster:// (pure) */
 #pragma once
 #include <stddef.h>
-#include <sys/socket.h>
+#include "net.h"
 
 enum url_kind { URL_TCP, URL_UNIX, URL_SENTINEL };
 
 #define URL_MAX_SENTINELS 8
 #define URL_MAX_SEEDS 8
 
-/* Where a TCP host is reached. A numeric host is filled in by url_parse();
- * a name by node_resolve() (src/node.h), once, on the main thread, so that
- * no later connection waits on a name lookup. len 0: not known yet. */
-struct url_addr {
-	struct sockaddr_storage sa;
-	socklen_t len;
-};
-
+/* Where a TCP host is reached (struct net_addrs, src/net.h): a numeric
+ * host's one address is filled in by url_parse(); a name's addresses, all
+ * of them, by node_resolve() (node.h), once, on the main thread, so that
+ * no later connection waits on a name lookup. n 0: not known yet. */
 struct url {
 	enum url_kind kind;
 	int tls;		/* rediss://, rediss-sentinel://: TLS to the
 				 * server (and to the sentinels) */
 	char host[256];		/* TCP: name or address, IPv6 without brackets */
 	int port;		/* TCP: 1..65535, default 6379 */
-	struct url_addr addr;	/* TCP: host and port as an address */
+	struct net_addrs addr;	/* TCP: host and port as addresses */
 	char path[108];		/* UNIX: absolute socket path */
 	int db;			/* SELECT db, default 0 */
 	char user[128];		/* ACL user, "" for none */
@@ -33,7 +29,7 @@ struct url {
 	struct {
 		char host[256];
 		int port;
-		struct url_addr addr;
+		struct net_addrs addr;
 	} sentinels[URL_MAX_SENTINELS];
 	int n_sentinels;
 	char master[128];
@@ -43,7 +39,7 @@ struct url {
 	struct {
 		char host[256];
 		int port;
-		struct url_addr addr;
+		struct net_addrs addr;
 	} seeds[URL_MAX_SEEDS];
 	int n_seeds;
 	char text[512];		/* the URL for messages, password masked */
@@ -52,6 +48,10 @@ struct url {
 /* Parses s into u. Returns 0, or -1 with a reason in err (no URL echo). */
 int url_parse(const char *s, struct url *u, char *err, size_t errlen);
 
-/* Fills a with host:port when host is a numeric IPv4 or IPv6 address
- * (no lookup). Returns 0, or -1 when host is a name. */
-int url_numeric_addr(const char *host, int port, struct url_addr *a);
+/* Fills a with host:port, its one address, when host is a numeric IPv4 or
+ * IPv6 address (no lookup). Returns 0, or -1 (a->n 0) when host is a name. */
+int url_numeric_addr(const char *host, int port, struct net_addrs *a);
+/* Whether a and b share an address (and port): one server under two names,
+ * or a name and its address. Returns the index in a of the first address
+ * that b has too, or -1. */
+int url_addrs_shared(const struct net_addrs *a, const struct net_addrs *b);

@@ -1,50 +1,86 @@
 /* test_node.c - node.c looks a server's name up once, before the first
- * round, and never where no_resolve is set (the renewal thread). This
- * program's getaddrinfo() stands in for the C library's, which node.o,
- * linked in statically, then calls: it counts the lookups, and knows one
- * name, "db.test", as 127.0.0.1. The connections go to a port nobody
- * listens on; what counts is which lookups were made. */
+ * round, and never where no_resolve is set (the renewal thread); a name's
+ * addresses are tried in turn, past one that refuses or drops SYNs, for
+ * the lock's own connections, a sentinel's and a MOVED's target. This
+ * program's getaddrinfo() stands in for the C library's, which node.o and
+ * net.o, linked in statically, then call: it counts the lookups, and knows
+ * a few names (known[] below), each with its addresses in order. A thread
+ * answers as a Redis server and a sentinel would on 127.0.0.1; the other
+ * addresses refuse (127.0.0.2) or drop SYNs (127.0.0.3, a listener whose
+ * accept queue is full). */
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "clock.h"
+#include "fanout.h"
 #include "node.h"
 #include "tap.h"
 
 static int n_lookups;
 
+static const struct {
+	const char *name;
+	const char *ips[3];
+} known[] = {
+	{ "db.test", { "127.0.0.1" } },
+	{ "two.test", { "127.0.0.2", "127.0.0.1" } },	/* the first refuses */
+	{ "drop.test", { "127.0.0.3", "127.0.0.1" } },	/* the first is silent */
+	{ "dead.test", { "127.0.0.2", "127.0.0.3" } },	/* neither answers */
+};
+
+struct fake_ai {
+	struct addrinfo ai;
+	struct sockaddr_in in;
+};
+
 int getaddrinfo(const char *host, const char *service,
 		const struct addrinfo *hints, struct addrinfo **res)
 {
-	struct {
-		struct addrinfo ai;
-		struct sockaddr_in in;
-	} *r;
+	struct addrinfo *head = NULL, **tail = &head;
 
 	n_lookups++;
-	if (strcmp(host, "db.test") != 0)
-		return EAI_NONAME;
-	r = calloc(1, sizeof *r);
-	if (!r)
-		return EAI_MEMORY;
-	r->in.sin_family = AF_INET;
-	r->in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	r->ai.ai_family = AF_INET;
-	r->ai.ai_socktype = SOCK_STREAM;
-	r->ai.ai_addr = (struct sockaddr *)&r->in;
-	r->ai.ai_addrlen = sizeof r->in;
-	*res = &r->ai;
-	return 0;
+	for (size_t k = 0; k < sizeof known / sizeof *known; k++) {
+		if (strcmp(host, known[k].name) != 0)
+			continue;
+		for (int i = 0; i < 3 && known[k].ips[i]; i++) {
+			struct fake_ai *r = calloc(1, sizeof *r);
+
+			if (!r) {
+				freeaddrinfo(head);
+				return EAI_MEMORY;
+			}
+			r->in.sin_family = AF_INET;
+			r->in.sin_port = htons((uint16_t)(service ? atoi(service) : 0));
+			inet_pton(AF_INET, known[k].ips[i], &r->in.sin_addr);
+			r->ai.ai_family = AF_INET;
+			r->ai.ai_socktype = SOCK_STREAM;
+			r->ai.ai_addr = (struct sockaddr *)&r->in;
+			r->ai.ai_addrlen = sizeof r->in;
+			*tail = &r->ai;
+			tail = &r->ai.ai_next;
+		}
+		*res = head;
+		return 0;
+	}
+	return EAI_NONAME;
 }
 
 void freeaddrinfo(struct addrinfo *res)
 {
-	free(res);
+	while (res) {
+		struct addrinfo *next = res->ai_next;
+
+		free(res);	/* the first member of its struct fake_ai */
+		res = next;
+	}
 }
 
 static struct url u;
@@ -70,6 +106,8 @@ static void setup(const char *pre, int port, const char *post, bool no_resolve)
 {
 	char s[128], err[256];
 
+	node_end(&n);	/* the last test's replies and connection */
+	node_close(&n);
 	snprintf(s, sizeof s, "%s%d%s", pre, port, post);
 	if (url_parse(s, &u, err, sizeof err) < 0)
 		diag("%s: %s", s, err);
@@ -95,6 +133,214 @@ static bool failed_with(const char *words)
 	       strstr(n.err.msg, words) != NULL;
 }
 
+/* A listener on ip:port (port 0: any free one, then in *port). */
+static int listener(const char *ip, int *port, int backlog)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons((uint16_t)*port) };
+	socklen_t len = sizeof in;
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	inet_pton(AF_INET, ip, &in.sin_addr);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+	    bind(fd, (struct sockaddr *)&in, sizeof in) < 0 || listen(fd, backlog) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&in, &len) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(in.sin_port);
+	return fd;
+}
+
+/* A listener on ip:port that drops SYNs: backlog 0, its accept queue full
+ * of connections nobody accepts. Returns 0, or -1. */
+static int silent(const char *ip, int port)
+{
+	struct net_addrs a;
+	char why[200];
+	int fd = listener(ip, &port, 0);
+
+	/* no getaddrinfo(): this program's knows names only */
+	if (fd < 0 || url_numeric_addr(ip, port, &a) < 0)
+		return -1;
+	for (int i = 0; i < 16; i++) {
+		int c;
+
+		if (net_dial(&a, clock_now_ms() + 300, &c, why, sizeof why) < 0)
+			return 0;	/* timed out: the queue is full */
+	}
+	return -1;
+}
+
+static int live_fd, live_port;
+
+/* What a Redis server and a sentinel answer to what arrived on c: +PONG
+ * to each PING, and to SENTINEL MASTER a master on 127.0.0.1 at this very
+ * port. Returns false when c is done with. */
+static bool answer(int c, const char *master)
+{
+	char buf[4096];
+	ssize_t r = read(c, buf, sizeof buf - 1);
+	bool ok_write = r > 0;
+
+	if (r <= 0)
+		return false;
+	buf[r] = '\0';
+	for (const char *p = buf; ok_write && (p = strstr(p, "PING")); p += 4)
+		ok_write = write(c, "+PONG\r\n", 7) == 7;
+	if (ok_write && strstr(buf, "SENTINEL"))
+		ok_write = write(c, master, strlen(master)) == (ssize_t)strlen(master);
+	return ok_write;
+}
+
+/* The server on 127.0.0.1: any number of connections at once. */
+static void *serve(void *arg)
+{
+	struct pollfd p[64] = { { live_fd, POLLIN, 0 } };
+	char port[8], master[160];
+	nfds_t n_p = 1;
+
+	snprintf(port, sizeof port, "%d", live_port);
+	snprintf(master, sizeof master,
+		 "*4\r\n$2\r\nip\r\n$9\r\n127.0.0.1\r\n$4\r\nport\r\n$%zu\r\n%s\r\n",
+		 strlen(port), port);
+	while (poll(p, n_p, -1) >= 0) {
+		for (nfds_t i = n_p; i-- > 1;)
+			if (p[i].revents && !answer(p[i].fd, master)) {
+				close(p[i].fd);
+				p[i] = p[--n_p];
+			}
+		if ((p[0].revents & POLLIN) && n_p < 64) {
+			int c = accept(live_fd, NULL, NULL);
+
+			if (c >= 0)
+				p[n_p++] = (struct pollfd){ c, POLLIN, 0 };
+		}
+	}
+	return NULL;
+}
+
+/* A round of one PING on n, as the lock's rounds go (fanout.c); whether
+ * +PONG came back from 127.0.0.1 (the second address of every name
+ * that has two), in *ms how long it took. */
+static bool pong(int64_t timeout_ms, int64_t *ms)
+{
+	static const char *argv[] = { "PING" };
+	static const struct cmd ping = { NULL, 1, argv, NULL };
+	struct sockaddr_in peer;
+	socklen_t len = sizeof peer;
+	int64_t start_ms = clock_now_ms();
+	bool answered;
+
+	node_close(&n);
+	answered = fanout_round(&n, 1, &ping, 1, timeout_ms) == 1 &&
+		   n.replies[0]->type == REDIS_REPLY_STATUS &&
+		   strcmp(n.replies[0]->str, "PONG") == 0 &&
+		   getpeername(node_fd(&n), (struct sockaddr *)&peer, &len) == 0 &&
+		   peer.sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+	*ms = clock_now_ms() - start_ms;
+	if (!answered)
+		diag("no PONG: %s", n.err.msg);
+	return answered;
+}
+
+/* A name's addresses in turn: the first refuses, or is silent, and the
+ * next answers; the renewal thread (no_resolve) too, with the addresses
+ * looked up before. */
+static void test_addresses(void)
+{
+	char want[200];
+	int64_t ms = 0;
+	bool answered;
+
+	setup("redis://two.test:", live_port, "", false);
+	node_resolve(&n);
+	ok(u.addr.n == 2, "every address of a name is kept (%zu)", u.addr.n);
+	answered = pong(2000, &ms);
+	ok(answered, "the first address refuses: the second answers (%lld ms)",
+	   (long long)ms);
+	n.no_resolve = true;
+	ok(pong(2000, &ms) && n_lookups == 1,
+	   "on the renewal thread too, with no lookup (%d lookups)", n_lookups);
+
+	setup("redis://drop.test:", live_port, "", false);
+	node_resolve(&n);
+	answered = pong(2000, &ms);
+	ok(answered && ms >= NET_ADDR_MIN_MS && ms < 1900,
+	   "the first address is silent: the second answers after its share of "
+	   "the round's 2 s (%lld ms)", (long long)ms);
+
+	setup("redis://dead.test:", live_port, "", false);
+	node_resolve(&n);
+	snprintf(want, sizeof want, "127.0.0.2:%d: connection refused, 127.0.0.3:%d: "
+		 "connection timed out", live_port, live_port);
+	answered = pong(1000, &ms);
+	ok(!answered && failed_with(want) && ms < 1500,
+	   "no address answers: 69, each address's words (%s)", n.err.msg);
+
+	/* a BLPOP's round has no deadline: its connect still has one */
+	setup("redis://dead.test:", live_port, "", false);
+	node_resolve(&n);
+	n.connect_ms = 600;
+	{
+		static const char *argv[] = { "BLPOP", "k", "0" };
+		static const struct cmd blpop = { NULL, 3, argv, NULL };
+		int64_t start_ms = clock_now_ms();
+
+		node_begin(&n, &blpop, 1, INT64_MAX);
+		while (n.state == NODE_BUSY && clock_now_ms() - start_ms < 3000) {
+			struct pollfd p = { node_fd(&n), node_events(&n), 0 };
+
+			poll(&p, 1, clock_poll_ms(node_wake_ms(&n) - clock_now_ms()));
+			if (p.revents)
+				node_step(&n, p.revents);
+			node_check_deadline(&n, clock_now_ms());
+		}
+		ms = clock_now_ms() - start_ms;
+	}
+	ok(failed_with("connection timed out") && ms < 1500,
+	   "a round without a deadline: its connect gives up after connect_ms (%lld ms, %s)",
+	   (long long)ms, n.err.msg);
+	node_end(&n);
+	node_close(&n);
+
+	/* a sentinel by name: the same; the master it names is 127.0.0.1 */
+	setup("redis-sentinel://two.test:", live_port, "/m", false);
+	node_resolve(&n);
+	ok(pong(2000, &ms), "a sentinel's first address refuses: the second answers");
+	setup("redis-sentinel://drop.test:", live_port, "/m", false);
+	node_resolve(&n);
+	answered = pong(2000, &ms);
+	ok(answered, "a sentinel's first address is silent: the second answers (%lld ms)",
+	   (long long)ms);
+
+	/* a MOVED naming a host: all its addresses */
+	setup("redis://127.0.0.1:", live_port, "", false);
+	{
+		struct cluster_round round = { .n_redirects = 0 };
+		const struct cluster_conn conn = { &u, -1, false, "" };
+		struct net_addrs a;
+		struct error err = { 0 };
+		char moved[64], text[80], host[256];
+
+		snprintf(moved, sizeof moved, "MOVED 42 two.test:%d", live_port);
+		snprintf(want, sizeof want, "two.test:%d", live_port);
+		a.n = 0;
+		answered = cluster_redirect(&round, &conn, moved, &err) == CLUSTER_FOLLOW &&
+			   cluster_target(&round, &u, &a, text, sizeof text, host,
+					  sizeof host);
+		ok(answered && a.n == 2 && strcmp(text, want) == 0 &&
+		   strcmp(host, "two.test") == 0,
+		   "MOVED to a name: its %zu addresses, shown as %s", a.n, answered ? text : "");
+		ok(pong(2000, &ms) && strcmp(n.via, want) == 0,
+		   "and the round goes there: the first refuses, the second answers (via %s)",
+		   n.via);
+		cluster_drop(&u);
+	}
+	node_end(&n);
+	node_close(&n);
+}
+
 int main(void)
 {
 	int port = refused_port();
@@ -110,7 +356,7 @@ int main(void)
 
 	setup("redis://db.test:", port, "", false);
 	node_resolve(&n);
-	ok(n_lookups == 1 && u.addr.len > 0, "a name is looked up once, at start");
+	ok(n_lookups == 1 && u.addr.n > 0, "a name is looked up once, at start");
 	begin();
 	begin();
 	n.no_resolve = true;
@@ -138,6 +384,17 @@ int main(void)
 	begin();
 	ok(n_lookups == 0 && failed_with("sentinel nowhere.test:"),
 	   "no_resolve: nor for a sentinel (%d lookups, \"%s\")", n_lookups, n.err.msg);
+
+	live_port = 0;
+	live_fd = listener("127.0.0.1", &live_port, 16);
+	if (ok(live_fd >= 0 && silent("127.0.0.3", live_port) == 0,
+	       "a listener on 127.0.0.1, a silent one on 127.0.0.3, port %d", live_port)) {
+		pthread_t t;
+
+		pthread_create(&t, NULL, serve, NULL);
+		pthread_detach(t);
+		test_addresses();
+	}
 
 	setup("redis-sentinel://db.test:", port, "/mymaster", false);
 	node_resolve(&n);

@@ -130,24 +130,25 @@ int main(void)
 	tcp_ok("redis://%61:%2F%3f@h", "h", 6379, 0, "a", "/?", 1);
 
 	/* an address is known at once; a name is looked up later (node.c) */
-	ok(parse("redis://127.0.0.1:6380") == 0 && u.addr.len == sizeof(struct sockaddr_in) &&
-	   u.addr.sa.ss_family == AF_INET &&
-	   ((struct sockaddr_in *)&u.addr.sa)->sin_port == htons(6380) &&
-	   ((struct sockaddr_in *)&u.addr.sa)->sin_addr.s_addr == htonl(INADDR_LOOPBACK),
+	ok(parse("redis://127.0.0.1:6380") == 0 && u.addr.n == 1 &&
+	   u.addr.addr[0].len == sizeof(struct sockaddr_in) &&
+	   u.addr.addr[0].sa.ss_family == AF_INET &&
+	   ((struct sockaddr_in *)&u.addr.addr[0].sa)->sin_port == htons(6380) &&
+	   ((struct sockaddr_in *)&u.addr.addr[0].sa)->sin_addr.s_addr == htonl(INADDR_LOOPBACK),
 	   "redis://127.0.0.1:6380: address 127.0.0.1 port 6380");
-	ok(parse("redis://[::1]") == 0 && u.addr.len == sizeof(struct sockaddr_in6) &&
-	   u.addr.sa.ss_family == AF_INET6 &&
-	   ((struct sockaddr_in6 *)&u.addr.sa)->sin6_port == htons(6379) &&
-	   IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&u.addr.sa)->sin6_addr),
+	ok(parse("redis://[::1]") == 0 && u.addr.n == 1 &&
+	   u.addr.addr[0].len == sizeof(struct sockaddr_in6) &&
+	   u.addr.addr[0].sa.ss_family == AF_INET6 &&
+	   ((struct sockaddr_in6 *)&u.addr.addr[0].sa)->sin6_port == htons(6379) &&
+	   IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&u.addr.addr[0].sa)->sin6_addr),
 	   "redis://[::1]: address ::1 port 6379");
-	ok(parse("redis://localhost") == 0 && u.addr.len == 0,
+	ok(parse("redis://localhost") == 0 && u.addr.n == 0,
 	   "redis://localhost: no address yet");
-	ok(parse("redis://127.1") == 0 && u.addr.len == 0,
+	ok(parse("redis://127.1") == 0 && u.addr.n == 0,
 	   "redis://127.1: not an address to inet_pton, left to the lookup");
 	ok(parse("redis-sentinel://10.0.0.1:26379,s2/m") == 0 &&
-	   u.sentinels[0].addr.len == sizeof(struct sockaddr_in) &&
-	   u.sentinels[1].addr.len == 0, "sentinels: an address at once, a name later");
-	ok(parse("unix:/tmp/x.sock") == 0 && u.addr.len == 0, "unix: no TCP address");
+	   u.sentinels[0].addr.n == 1 && u.sentinels[1].addr.n == 0, "sentinels: an address at once, a name later");
+	ok(parse("unix:/tmp/x.sock") == 0 && u.addr.n == 0, "unix: no TCP address");
 
 	unix_ok("unix:/tmp/x.sock", "/tmp/x.sock", 0);
 	unix_ok("unix:///tmp/x.sock", "/tmp/x.sock", 0);
@@ -173,10 +174,11 @@ int main(void)
 		   "cluster: TCP, three seeds (got %d)", u.n_seeds);
 		ok(FIELD_IS(u.host, "10.0.0.1") && u.port == 7000 &&
 		   FIELD_IS(u.seeds[0].host, "10.0.0.1") && u.seeds[0].port == 7000 &&
-		   u.seeds[0].addr.len == sizeof(struct sockaddr_in),
+		   u.seeds[0].addr.n == 1 &&
+		   u.seeds[0].addr.addr[0].len == sizeof(struct sockaddr_in),
 		   "cluster: the first seed is the URL's host, an address at once");
 		ok(FIELD_IS(u.seeds[1].host, "h2") && u.seeds[1].port == 6379 &&
-		   u.seeds[1].addr.len == 0, "cluster: h2, port 6379, a name looked up later");
+		   u.seeds[1].addr.n == 0, "cluster: h2, port 6379, a name looked up later");
 		ok(FIELD_IS(u.seeds[2].host, "::1") && u.seeds[2].port == 7002,
 		   "cluster: [::1]:7002");
 		ok(FIELD_IS(u.user, "bob") && FIELD_IS(u.password, "pw"),
