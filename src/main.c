@@ -58,7 +58,7 @@ static int report_release(const struct options *opts, const struct lock *lk,
 	}
 	if (r < 0)
 		log_line(opts->key, "release failed: %s; the lock lapses within %.3g s",
-			 err->msg, (double)lk->ttl_ms / 1000);
+			 err->msg, (double)lock_lapse_ms(lk) / 1000);
 	else if (r > 0 && opts->verbose)
 		log_error(opts->key, err);
 	return status;
@@ -407,7 +407,7 @@ release:
 			lost = true;
 		} else if (r < 0) {
 			log_line(m.locks[i].p->name, "release failed: %s; the lock lapses within %.3g s",
-				 err.msg, (double)m.locks[i].ttl_ms / 1000);
+				 err.msg, (double)lock_lapse_ms(&m.locks[i]) / 1000);
 		} else if (r == 1 && opts->verbose) {
 			log_error(m.locks[i].p->name, &err);
 		}
