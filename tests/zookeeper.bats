@@ -501,8 +501,44 @@ one_line() {
 	assert_equal "$stderr" "dlock: K: zk://127.0.0.1:$port: cannot connect: connection refused"
 }
 
+@test "a host name that does not resolve: 69, naming it; a chroot with a trailing slash is the chroot" {
+	run -69 --separate-stderr dlock -S zk://nosuchhost.invalid:2181 -n K true
+	[[ $stderr == 'dlock: K: zk://nosuchhost.invalid:2181: cannot resolve nosuchhost.invalid: '* ]] ||
+		fail "stderr: $stderr"
+	run -69 --separate-stderr dlock -S zk://a.invalid,b.invalid -n K true
+	[[ $stderr == 'dlock: K: zk://a.invalid,b.invalid: cannot resolve a.invalid, b.invalid: '* ]] ||
+		fail "stderr: $stderr"
+	# one that does not, beside one that does: the library uses the other
+	run -0 dlock -S "zk://nosuchhost.invalid:2181,$H" -n K true
+	run -0 dlock -S "$Z/slash/" K sh -c 'echo "$DLOCK_KEY"'
+	assert_output /slash/dlock:K
+	run -64 dlock -S "$Z/slash//" K true
+}
+
+@test "a server that answers 'unimplemented' (older than 3.5): 69, one line naming the version needed" {
+	zk_unimplemented "$T/old.port"
+	run -69 --separate-stderr dlock -S "zk://127.0.0.1:$(<"$T/old.port")" -n K touch "$T/ran"
+	assert_equal "$stderr" "dlock: K: zk://127.0.0.1:$(<"$T/old.port"): /dlock:K: the server does not implement the request: dlock needs ZooKeeper 3.5 or later"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	run -69 --separate-stderr dlock status -S "zk://127.0.0.1:$(<"$T/old.port")" K
+	[[ $stderr == *'dlock needs ZooKeeper 3.5 or later' ]] || fail "stderr: $stderr"
+}
+
+@test "exit codes for the server's answers: a name inside a contender 64, an ACL 77" {
+	# a Curator contender is an ephemeral node: no lock fits below it
+	kz "$H" mkdir /dlock:K44
+	kz "$H" ephemeral /dlock:K44/_c_x-lock- '' 10 >/dev/null 3>&- &
+	track $!
+	wait_until 10 eval '[[ -n $(children K44) ]]'
+	run -64 --separate-stderr dlock -S "$Z" -n "K44/$(children K44)" true
+	[[ $stderr == *'a lock name inside another lock'"'"'s contender'* ]] || fail "stderr: $stderr"
+	kz "$H" setacls /dlock:K45 world:r
+	run -77 dlock -S "$Z" -n K45 true
+}
+
 @test "digest auth from the URL: the right password works, a wrong one is refused (77)" {
-	kz "$H" setacl /auth alice:secret
+	# a lock node an administrator made for alice alone
+	kz "$H" setacl /auth/dlock:K20 alice:secret
 	run -0 dlock -S "zk://alice:secret@$H/auth" K20 true
 	run -77 --separate-stderr dlock -S "zk://alice:wrong@$H/auth" K20 true
 	[[ $stderr == *'not allowed'* ]] || fail "stderr: $stderr"

@@ -18,6 +18,9 @@
 
 /* Not a code of the library's: the deadline passed first. */
 #define ZK_TIMEDOUT (-9901)
+/* The oldest server dlock works with: create2 (its czxid, the fence) is
+ * 3.5's; a 3.4 server answers it ZUNIMPLEMENTED. Multi ops are 3.4's. */
+#define ZK_MIN_VERSION "3.5"
 
 struct zk_sess;
 

@@ -90,7 +90,11 @@ int main(void)
 	url_bad("zk://h,", "empty host");
 	url_bad("zk://a,,b", "empty host");
 	url_bad("zk://h//x", "chroot");
-	url_bad("zk://h/x/", "chroot");
+	/* a trailing slash, as a directory is written: the same chroot */
+	url_ok("zk://h/jobs/", "h:2181", "/jobs", "", "", "zk://h/jobs");
+	url_ok("zk://h/a/b/", "h:2181", "/a/b", "", "", "zk://h/a/b");
+	url_bad("zk://h/x//", "chroot");
+	url_bad("zk://h//", "chroot");
 	url_bad("zk://h/./x", "chroot");
 	url_bad("zk://:sekrit@h", "bad user");
 	url_bad("zk://h%20x", "bad character");
