@@ -409,9 +409,25 @@ zhandle_t *zs_handle(struct zk_sess *s)
 	return s->zh;
 }
 
-struct ACL_vector *zs_acl(const struct zk_sess *s)
+/* Perms by value: the library's ZOO_PERM_* are variables. Not const: the
+ * library's create calls take them so. */
+static struct ACL shared_acl[] = {
+	{ 0x1f, { (char *)"auth", (char *)"" } },	/* the creator: all */
+	/* read, create, delete: queue, take, give back, break */
+	{ 0x0d, { (char *)"world", (char *)"anyone" } },
+};
+static struct ACL own_acl[] = {
+	{ 0x1f, { (char *)"auth", (char *)"" } },
+	{ 0x01, { (char *)"world", (char *)"anyone" } },	/* read */
+};
+static struct ACL_vector shared_acls = { 2, shared_acl };
+static struct ACL_vector own_acls = { 2, own_acl };
+
+struct ACL_vector *zs_acl(const struct zk_sess *s, int flags)
 {
-	return s->digest ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+	if (!s->digest)
+		return &ZOO_OPEN_ACL_UNSAFE;
+	return flags == ZOO_PERSISTENT ? &shared_acls : &own_acls;
 }
 
 /* ---- requests ---------------------------------------------------------- */
@@ -595,7 +611,7 @@ struct zc *zc_create(struct zk_sess *s, const char *path, const char *data,
 
 	if (!c || !s->zh)
 		return unsent(c);
-	return sent(c, zoo_acreate2(s->zh, path, data, len, zs_acl(s), flags,
+	return sent(c, zoo_acreate2(s->zh, path, data, len, zs_acl(s, flags), flags,
 				    on_string_stat, c));
 }
 
@@ -641,13 +657,14 @@ struct zc *zc_children(struct zk_sess *s, const char *path, bool watch)
 					   watch ? s : NULL, on_children, c));
 }
 
-struct zc *zc_set(struct zk_sess *s, const char *path, const char *data, int len)
+struct zc *zc_set(struct zk_sess *s, const char *path, const char *data, int len,
+		  int version)
 {
 	struct zc *c = new_zc(s, ZC_SET);
 
 	if (!c || !s->zh)
 		return unsent(c);
-	return sent(c, zoo_aset(s->zh, path, data, len, -1, on_stat, c));
+	return sent(c, zoo_aset(s->zh, path, data, len, version, on_stat, c));
 }
 
 static void on_string(int rc, const char *value, const void *data)
@@ -705,7 +722,7 @@ void zc_multi_create(struct zc *c, const char *path, const char *data, int len,
 
 	if (c && c->n_ops < ZC_MAX_OPS && (p = keep(c, path, -1)) &&
 	    (d = keep(c, data, len))) {
-		zoo_create_op_init(&c->ops[c->n_ops], p, d, len, zs_acl(c->s), flags,
+		zoo_create_op_init(&c->ops[c->n_ops], p, d, len, zs_acl(c->s, flags), flags,
 				   c->path_buf[c->n_ops], sizeof c->path_buf[0]);
 		c->n_ops++;
 	}
