@@ -576,6 +576,55 @@ events() { dlock history --json -S "$Z" "$1" | jq -r '[.events[] | "\(.event):\(
 	no_contender KX
 }
 
+# ---- the README ----------------------------------------------------------------
+
+# readme_zk: the code lines of README's "### ZooKeeper", one a line
+readme_zk() {
+	sed -n '/^### ZooKeeper$/,/^##* [^Z]/p' "$BATS_TEST_DIRNAME/../README.md" |
+		sed -n 's/^    //p'
+}
+
+@test "README's ZooKeeper examples run as written (the ensemble's hosts for zk1..zk3)" {
+	local code=() i e1 all
+	mapfile -t code < <(readme_zk)  # (not "lines": run sets it)
+	((${#code[@]} == 5)) || fail "README's ZooKeeper code lines: ${code[*]}"
+	e1=127.0.0.1:$(zk_port e1)
+	all=$e1,127.0.0.1:$(zk_port e2),127.0.0.1:$(zk_port e3)
+	mkdir -p "$T/bin"
+	ln -s "$DLOCK" "$T/bin/dlock"
+	# (Debian's is not on PATH, and finds its zkEnv.sh beside itself)
+	printf '#!/bin/sh\nexec /usr/share/zookeeper/bin/zkCli.sh "$@"\n' >"$T/bin/zkCli.sh"
+	chmod +x "$T/bin/zkCli.sh"
+	ln -s "$PYTHON" "$T/bin/python3"
+	printf '#!/bin/sh\ntouch "$0.ran"\nwhile [ ! -e "$0.release" ]; do sleep 0.05; done\n' >"$T/nightly.sh"
+	chmod +x "$T/nightly.sh"
+	for i in "${!code[@]}"; do
+		code[i]=${code[i]//zk1:2181,zk2:2181,zk3:2181/$all}
+		code[i]=${code[i]//zk1:2181/$e1}
+	done
+	cd "$T"
+	export PATH=$T/bin:$PATH
+	# the job, held; what each tool shows of it
+	bash -c "${code[0]}" 3>&- &
+	track $!
+	wait_until 10 test -e nightly.sh.ran || fail "the job did not start"
+	run -0 bash -c "${code[1]}"
+	assert_output --regexp '\[-[0-9a-f]{32}-x-[0-9]+__lock__0000000000\]'
+	run -0 bash -c "${code[2]}"
+	assert_output --partial "$(hostname)"
+	assert_output --partial 'nightly.sh'
+	run -0 bash -c "${code[3]}"
+	assert_line --index 0 --regexp '^nightly: held, exclusive'
+	# with a user: waits for the first, then runs
+	bash -c "${code[4]}" 3>&- &
+	track $!
+	wait_until 10 eval '[[ $(kz "$e1" children /jobs/dlock:nightly | wc -l) == 2 ]]'
+	rm nightly.sh.ran
+	touch nightly.sh.release
+	wait_until 10 test -e nightly.sh.ran || fail "the second job did not run"
+	[[ $(kz "$e1" acl /jobs/dlock:nightly) == *'world:anyone'* ]] || fail "acl"
+}
+
 # ---- settings and errors ------------------------------------------------------
 
 @test "bad URLs and what ZooKeeper cannot do: 64, nothing contacted" {
