@@ -215,11 +215,14 @@ EOF
 }
 
 # zk_unimplemented PORTFILE: a server that speaks ZooKeeper's protocol far
-# enough to open sessions (pings and auth answered) and answers every other
-# request ZUNIMPLEMENTED (-6), then closes the connection: what a server
-# older than dlock needs says (3.4 answers create2 so, in its
-# UnimplementedRequestProcessor). No lock is ever taken there. Its port in
-# PORTFILE once it listens; stopped with the test's other processes.
+# enough to open sessions (pings, auth and the session's close answered)
+# and answers every other request ZUNIMPLEMENTED (-6): what a server older
+# than dlock needs says (3.4 answers create2 so, in its
+# UnimplementedRequestProcessor). 3.4 then closes the connection; this one
+# does not, so that the answer never races the close (a reset can lose it,
+# and the client library, closed while it reconnects, leaks). No lock is
+# ever taken there. Its port in PORTFILE once it listens; stopped with the
+# test's other processes.
 zk_unimplemented() {
 	"$PYTHON" - "$1" >/dev/null 2>&1 3>&- <<'PY' &
 import os, socket, struct, sys, threading
@@ -251,10 +254,11 @@ def serve(c):
         body = struct.pack(">iiqi", 0, timeout, 0x5a5a, 16) + bytes(16) + b"\0"
         c.sendall(struct.pack(">i", len(body)) + body)
         while True:
-            xid, _ = struct.unpack(">ii", frame(c)[:8])
-            err = 0 if xid in (-2, -4) else -6	# ping, auth; else unimplemented
+            xid, op = struct.unpack(">ii", frame(c)[:8])
+            # ping, auth, closeSession; else unimplemented
+            err = 0 if xid in (-2, -4) or op == -11 else -6
             c.sendall(struct.pack(">iiqi", 16, xid, 0, err))
-            if err:
+            if op == -11:
                 break
     except Exception:
         pass
