@@ -133,6 +133,10 @@ struct lock {
 	char info[LOCK_INFO_MAX];
 	int64_t ttl_ms, node_timeout_ms;
 	int64_t valid_until_ms;	/* the loss clock: ours at least until then */
+	int64_t lapse_ms;	/* once nothing keeps it, the longest the store
+				 * may hold it, counted from then (ZooKeeper:
+				 * the session's timeout and a tick of the
+				 * server's); 0: the TTL (lock_lapse_ms()) */
 	int64_t acquired_ms;	/* when the acquiring round began */
 	int64_t wait_deadline_ms;	/* the core's -w deadline, for blocking
 					 * calls in the store; -1: none */

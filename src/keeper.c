@@ -438,7 +438,7 @@ static void __attribute__((noreturn)) keeper(struct keeper *k, int ready)
 			     LOCK_EXIT_UNKNOWN, !k->lost && !status, &err);
 	if (r < 0)
 		log_line(opts->key, "release failed: %s; the lock lapses within %.3g s",
-			 err.msg, (double)k->lk->ttl_ms / 1000);
+			 err.msg, (double)lock_lapse_ms(k->lk) / 1000);
 	if (k->answer_fd >= 0) {
 		char done = r < 0 ? 'F' : 'R';
 
@@ -741,7 +741,7 @@ static int hand_over(struct keeper *k, struct lock *lk, const struct settings *s
 	 * to the servers from here, whatever it says. */
 	if (read(ready[0], &answer, 1) != 1) {
 		log_line(opts->key, "dlock's keeper process died; the lock lapses within %.3g s",
-			 (double)lk->ttl_ms / 1000);
+			 (double)lock_lapse_ms(lk) / 1000);
 		_exit(EX_OSERR);
 	}
 	if (answer != 0)
@@ -798,7 +798,7 @@ int keeper_lock(const struct options *opts, const struct settings *st,
 		status = hand_over(&k, &lk, st);	/* only if it failed */
 	if (lock_release(&lk, &err) < 0)
 		log_line(opts->key, "release failed: %s; the lock lapses within %.3g s",
-			 err.msg, (double)lk.ttl_ms / 1000);
+			 err.msg, (double)lock_lapse_ms(&lk) / 1000);
 out:
 	lock_free(&lk);
 	close(k.pidfd);

@@ -241,6 +241,11 @@ int64_t lock_notice_ms(int64_t ttl_ms)
 	return ttl_ms / 10 > 0 ? ttl_ms / 10 : 1;
 }
 
+int64_t lock_lapse_ms(const struct lock *lk)
+{
+	return lk->lapse_ms > 0 ? lk->lapse_ms : lk->ttl_ms;
+}
+
 int lock_check_left(const struct lock *lk, struct error *err)
 {
 	int64_t left_ms = lk->valid_until_ms - clock_now_ms();

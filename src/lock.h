@@ -59,3 +59,6 @@ size_t lock_held_fds(const struct lock *lk, size_t n, int *fds, size_t max);
  * tenth of the TTL (at least 1 ms), time for it to stop while the lock is
  * still ours. A command starts only with more than this left. */
 int64_t lock_notice_ms(int64_t ttl_ms);
+/* How long the store may keep a lock that nobody renews or gives back
+ * any more, from now: for "the lock lapses within" (lk->lapse_ms). */
+int64_t lock_lapse_ms(const struct lock *lk);

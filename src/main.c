@@ -60,7 +60,7 @@ static int report_release(const struct options *opts, const struct lock *lk,
 	}
 	if (r < 0)
 		log_line(name, "release failed: %s; the lock lapses within %.3g s",
-			 err->msg, (double)lk->ttl_ms / 1000);
+			 err->msg, (double)lock_lapse_ms(lk) / 1000);
 	else if (r > 0 && opts->verbose)
 		log_error(name, err);
 	return status;

@@ -161,7 +161,7 @@ int acquire_main(const struct lock_params *base, const struct command_args *a)
 release:
 	if (got == LOCK_ACQUIRED && lock_release(&lk, &err) < 0)
 		log_line(p.name, "release failed: %s; the lock lapses within %.3g s",
-			 err.msg, (double)lk.ttl_ms / 1000);
+			 err.msg, (double)lock_lapse_ms(&lk) / 1000);
 out:
 	lock_free(&lk);
 	close(sig.fd);

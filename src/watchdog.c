@@ -76,13 +76,14 @@
 
 /* What dlock leaves for the history, should it be killed. */
 struct watch_lock {
-	char name[512], token[33], fence[24], info[512];
+	char name[512], token[LOCK_TOKEN_MAX + 1], fence[24], info[512];
 	int64_t acquired_ms;	/* monotonic: when its acquisition began */
 };
 
 struct watch_record {
 	char name[512];		/* the lock for the line; "" when none */
 	int64_t ttl_ms, node_timeout_ms;
+	int64_t lapse_ms;	/* lock.lapse_ms, the longest of the locks' */
 	long history;
 	char prefix[512], password[512];
 	bool has_password, tls, tls_insecure;
@@ -179,6 +180,10 @@ static void say_killed(const struct watch_page *pg)
 	if (!rec->name[0])
 		return;
 	lapse_ms = lapse_ms < 0 ? 0 : lapse_ms > rec->ttl_ms ? rec->ttl_ms : lapse_ms;
+	/* a store that keeps the lock a while after its holder went quiet
+	 * (ZooKeeper: its session's timeout, whatever the last renewal) */
+	if (rec->lapse_ms > 0)
+		lapse_ms = rec->lapse_ms;
 	/* a lock held by its connection, which we hold: it goes when we do */
 	if (pg->n_hold > 0)
 		n = snprintf(line, sizeof line,
@@ -627,6 +632,10 @@ void watchdog_record(struct watchdog *wd, const char *name,
 	rec->tls_insecure = tls && tls->insecure;
 	rec->ttl_ms = lks[0].ttl_ms;
 	rec->node_timeout_ms = lks[0].node_timeout_ms;
+	rec->lapse_ms = 0;
+	for (size_t i = 0; i < n; i++)
+		rec->lapse_ms = lks[i].lapse_ms > rec->lapse_ms ? lks[i].lapse_ms :
+				rec->lapse_ms;
 	rec->history = p->history;
 	rec->n_urls = fits ? p->n_servers : 0;
 	for (size_t i = 0; i < rec->n_urls; i++)

@@ -415,6 +415,50 @@ one_line() {
 	finish h
 }
 
+# the names status lists, comma-separated, sorted: listed PREFIX
+listed() { dlock status -S "$Z" --prefix "$1" --json | jq -r '[.locks[].name] | join(",")'; }
+
+@test "status without KEY: exactly the locks held or waited for, each once, by its full name" {
+	local P=lst2:
+	# used once, free since: not listed (its znode stays)
+	dlock -S "$Z" --prefix $P gone true
+	dlock -S "$Z" --prefix $P gone/too true
+	# held: names with '/', whose parents are no locks, and the descriptor
+	# form's (a path); a lock inside another's name; one only waited for
+	# is held by someone, so listed once
+	hold a -S "$Z" --prefix $P a
+	hold ab -S "$Z" --prefix $P a/b
+	hold xyz -S "$Z" --prefix $P -s x/y/z
+	wait_ready a
+	wait_ready ab
+	wait_ready xyz
+	start_bg w -S "$Z" --prefix $P a/b true
+	wait_until 10 eval '(($(kz "$H" children "/${P}a/b" | wc -l) == 2))'
+	: >"$T/file"
+	(
+		exec 9>"$T/file" && dlock -S "$Z" --prefix $P 9 && touch "$T/fd.held" &&
+			wait_until 30 test -e "$T/fd.release"
+	) 3>&- &
+	track $!
+	wait_until 10 test -e "$T/fd.held" || fail "the descriptor form did not lock"
+	run -0 listed $P
+	assert_output "$T/file,a,a/b,x/y/z"
+	run -0 dlock status -S "$Z" --prefix $P
+	refute_output --partial 'free'
+	finish a
+	finish ab
+	reap w
+	finish xyz
+	touch "$T/fd.release"
+	wait_until 10 eval '[[ $(listed $P) == "" ]]' || fail "still listed: $(listed $P)"
+	# kazoo's locks under the prefix are locks too (foreign holders)
+	kz_lock k "$H" lock "/${P}kz/x"
+	wait_until 10 test -e "$T/k.ready"
+	run -0 listed $P
+	assert_output kz/x
+	touch "$T/k.release"
+}
+
 @test "history: acquired and released with the exit status; --history N keeps about N" {
 	run -3 dlock -S "$Z" K18 sh -c 'exit 3'
 	run -0 dlock history --json -S "$Z" K18
@@ -431,6 +475,67 @@ one_line() {
 	run -0 dlock history --json -S "$Z" K18
 	assert_equal "$(jq -r '.events | length' <<<"$output")" 4
 	(($(kz "$H" children /.dlock-history/dlock:K18 | wc -l) <= 5)) || fail "not trimmed"
+}
+
+# events NAME: the lock's history, newest first, as "event fence" words
+events() { dlock history --json -S "$Z" "$1" | jq -r '[.events[] | "\(.event):\(.fence)"] | join(" ")'; }
+
+@test "history: acquired is written as the lock is taken, also for a lost, a broken and a stepped holder" {
+	local f
+	# a name's first use: its history's znode is made with it
+	hold h -S "$Z" H1
+	wait_ready h
+	f=$(job_var h DLOCK_FENCE)
+	run -0 events H1
+	assert_output "acquired:$f"
+	# a waiter that gives up leaves no event; the one that waits and
+	# takes it has its own, written as it takes it, with its fence
+	run -1 dlock -S "$Z" -w 0.3 H1 true
+	hold w -S "$Z" H1
+	wait_until 10 n_contenders H1 2
+	run -0 events H1
+	assert_output "acquired:$f"
+	finish h
+	wait_ready w
+	run -0 events H1
+	assert_output "acquired:$(job_var w DLOCK_FENCE) released:$f acquired:$f"
+	# broken: the holder's own "acquired" stays, then broken and lost
+	run -0 dlock release --force -S "$Z" H1
+	reap w
+	assert_equal "$bg_status" 75
+	f=$(job_var w DLOCK_FENCE)
+	run -0 events H1
+	[[ $output == "lost:$f broken:$f acquired:$f "* ]] || fail "events: $output"
+	# the steps: acquired at dlock acquire, released at dlock release
+	local token
+	token=$(dlock acquire -S "$Z" H2)
+	run -0 dlock history --json -S "$Z" H2
+	assert_equal "$(jq -r '[.events[].event] | join(" ")' <<<"$output")" acquired
+	assert_equal "$(jq -r '.events[0].token' <<<"$output")" "${token:0:32}"
+	run -0 dlock release -S "$Z" H2 --token "$token"
+	run -0 dlock history --json -S "$Z" H2
+	assert_equal "$(jq -r '[.events[].event] | join(" ")' <<<"$output")" "released acquired"
+}
+
+@test "dlock killed by SIGKILL: the watchdog writes 'killed'; the lapse it announces holds" {
+	local t0 said
+	hold h -S "$Z" -t 2 K40
+	wait_ready h
+	t0=$(now_ms)
+	kill -KILL "$(<"$T/h.dlock")"
+	# (status, quick to ask: 1 once the lock is free)
+	wait_until 10 eval '! dlock status -S "$Z" K40 >/dev/null' ||
+		fail "the node outlived the session"
+	# the watchdog's words: within the session's timeout and a tick
+	said=$(sed -n 's/.*the lock lapses within \([0-9.]*\) s$/\1/p' "$T/h.err")
+	[[ -n $said ]] || fail "stderr: $(cat "$T/h.err")"
+	(($(now_ms) - t0 <= $(awk -v s="$said" 'BEGIN { print int(s * 1000) }') + 200)) ||
+		fail "gone after $(($(now_ms) - t0)) ms, said within $said s"
+	wait_until 10 eval '[[ $(events K40) == killed:* ]]' ||
+		fail "no killed event: $(events K40)"
+	run -0 dlock history --json -S "$Z" K40
+	assert_equal "$(jq -r '.events[0].fence' <<<"$output")" "$(job_var h DLOCK_FENCE)"
+	assert_equal "$(jq -r '[.events[].event] | join(" ")' <<<"$output")" "killed acquired"
 }
 
 @test "acquire, extend and release in separate processes" {
@@ -471,6 +576,55 @@ one_line() {
 	no_contender KX
 }
 
+# ---- the README ----------------------------------------------------------------
+
+# readme_zk: the code lines of README's "### ZooKeeper", one a line
+readme_zk() {
+	sed -n '/^### ZooKeeper$/,/^##* [^Z]/p' "$BATS_TEST_DIRNAME/../README.md" |
+		sed -n 's/^    //p'
+}
+
+@test "README's ZooKeeper examples run as written (the ensemble's hosts for zk1..zk3)" {
+	local code=() i e1 all
+	mapfile -t code < <(readme_zk)  # (not "lines": run sets it)
+	((${#code[@]} == 5)) || fail "README's ZooKeeper code lines: ${code[*]}"
+	e1=127.0.0.1:$(zk_port e1)
+	all=$e1,127.0.0.1:$(zk_port e2),127.0.0.1:$(zk_port e3)
+	mkdir -p "$T/bin"
+	ln -s "$DLOCK" "$T/bin/dlock"
+	# (Debian's is not on PATH, and finds its zkEnv.sh beside itself)
+	printf '#!/bin/sh\nexec /usr/share/zookeeper/bin/zkCli.sh "$@"\n' >"$T/bin/zkCli.sh"
+	chmod +x "$T/bin/zkCli.sh"
+	ln -s "$PYTHON" "$T/bin/python3"
+	printf '#!/bin/sh\ntouch "$0.ran"\nwhile [ ! -e "$0.release" ]; do sleep 0.05; done\n' >"$T/nightly.sh"
+	chmod +x "$T/nightly.sh"
+	for i in "${!code[@]}"; do
+		code[i]=${code[i]//zk1:2181,zk2:2181,zk3:2181/$all}
+		code[i]=${code[i]//zk1:2181/$e1}
+	done
+	cd "$T"
+	export PATH=$T/bin:$PATH
+	# the job, held; what each tool shows of it
+	bash -c "${code[0]}" 3>&- &
+	track $!
+	wait_until 10 test -e nightly.sh.ran || fail "the job did not start"
+	run -0 bash -c "${code[1]}"
+	assert_output --regexp '\[-[0-9a-f]{32}-x-[0-9]+__lock__0000000000\]'
+	run -0 bash -c "${code[2]}"
+	assert_output --partial "$(hostname)"
+	assert_output --partial 'nightly.sh'
+	run -0 bash -c "${code[3]}"
+	assert_line --index 0 --regexp '^nightly: held, exclusive'
+	# with a user: waits for the first, then runs
+	bash -c "${code[4]}" 3>&- &
+	track $!
+	wait_until 10 eval '[[ $(kz "$e1" children /jobs/dlock:nightly | wc -l) == 2 ]]'
+	rm nightly.sh.ran
+	touch nightly.sh.release
+	wait_until 10 test -e nightly.sh.ran || fail "the second job did not run"
+	[[ $(kz "$e1" acl /jobs/dlock:nightly) == *'world:anyone'* ]] || fail "acl"
+}
+
 # ---- settings and errors ------------------------------------------------------
 
 @test "bad URLs and what ZooKeeper cannot do: 64, nothing contacted" {
@@ -501,12 +655,99 @@ one_line() {
 	assert_equal "$stderr" "dlock: K: zk://127.0.0.1:$port: cannot connect: connection refused"
 }
 
+@test "a host name that does not resolve: 69, naming it; a chroot with a trailing slash is the chroot" {
+	run -69 --separate-stderr dlock -S zk://nosuchhost.invalid:2181 -n K true
+	[[ $stderr == 'dlock: K: zk://nosuchhost.invalid:2181: cannot resolve nosuchhost.invalid: '* ]] ||
+		fail "stderr: $stderr"
+	run -69 --separate-stderr dlock -S zk://a.invalid,b.invalid -n K true
+	[[ $stderr == 'dlock: K: zk://a.invalid,b.invalid: cannot resolve a.invalid, b.invalid: '* ]] ||
+		fail "stderr: $stderr"
+	# one that does not, beside one that does: the library uses the other
+	run -0 dlock -S "zk://nosuchhost.invalid:2181,$H" -n K true
+	run -0 dlock -S "$Z/slash/" K sh -c 'echo "$DLOCK_KEY"'
+	assert_output /slash/dlock:K
+	run -64 dlock -S "$Z/slash//" K true
+}
+
+@test "a server that answers 'unimplemented' (older than 3.5): 69, one line naming the version needed" {
+	zk_unimplemented "$T/old.port"
+	run -69 --separate-stderr dlock -S "zk://127.0.0.1:$(<"$T/old.port")" -n K touch "$T/ran"
+	assert_equal "$stderr" "dlock: K: zk://127.0.0.1:$(<"$T/old.port"): /dlock:K: the server does not implement the request: dlock needs ZooKeeper 3.5 or later"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	run -69 --separate-stderr dlock status -S "zk://127.0.0.1:$(<"$T/old.port")" K
+	[[ $stderr == *'dlock needs ZooKeeper 3.5 or later' ]] || fail "stderr: $stderr"
+}
+
+@test "exit codes for the server's answers: a name inside a contender 64, an ACL 77" {
+	# a Curator contender is an ephemeral node: no lock fits below it
+	kz "$H" mkdir /dlock:K44
+	kz "$H" ephemeral /dlock:K44/_c_x-lock- '' 10 >/dev/null 3>&- &
+	track $!
+	wait_until 10 eval '[[ -n $(children K44) ]]'
+	run -64 --separate-stderr dlock -S "$Z" -n "K44/$(children K44)" true
+	[[ $stderr == *'a lock name inside another lock'"'"'s contender'* ]] || fail "stderr: $stderr"
+	kz "$H" setacls /dlock:K45 world:r
+	run -77 dlock -S "$Z" -n K45 true
+}
+
 @test "digest auth from the URL: the right password works, a wrong one is refused (77)" {
-	kz "$H" setacl /auth alice:secret
+	# a lock node an administrator made for alice alone
+	kz "$H" setacl /auth/dlock:K20 alice:secret
 	run -0 dlock -S "zk://alice:secret@$H/auth" K20 true
 	run -77 --separate-stderr dlock -S "zk://alice:wrong@$H/auth" K20 true
 	[[ $stderr == *'not allowed'* ]] || fail "stderr: $stderr"
 	DLOCK_PASSWORD=secret run -0 dlock -S "zk://alice@$H/auth" K20 true
+}
+
+@test "two users: the first one's run leaves the lock open to the other; a node made for one stays so" {
+	local A="zk://alice:pa@$H/users" B="zk://bob:pb@$H/users"
+	# alice's first run makes the chroot, the lock's znode, its history's
+	run -0 dlock -S "$A" K41 true
+	run -0 dlock -S "$B" K41 true
+	run -0 dlock -S "zk://$H/users" K41 true
+	# bob waits for alice, and sees who she is; alice's history is his
+	hold a -S "$A" K41
+	wait_ready a
+	run -0 dlock status -S "$B" K41
+	assert_output --regexp " $(<"$T/a.dlock") "
+	refute_output --partial 'another client'
+	start_bg b -S "$B" K41 true
+	wait_until 10 eval '(($(kz "$H" children /users/dlock:K41 | wc -l) == 2))'
+	finish a
+	reap b
+	assert_equal "$bg_status" 0
+	run -0 dlock history --json -S "$B" K41
+	assert_equal "$(jq -r '[.events[] | select(.event == "acquired")] | length' <<<"$output")" 5
+	# the nodes that stay: anyone may queue, take, give back, break;
+	# only their creator may change them or their ACL
+	run -0 kz "$H" acl /users/dlock:K41
+	assert_line 'world:anyone rcd'
+	assert_line --regexp '^digest:alice:.* rwcda$'
+	run -0 kz "$H" acl /users/.dlock-history/dlock:K41
+	assert_line 'world:anyone rcd'
+	# a lock node made for alice alone (the way to protect a name):
+	# bob is refused, and it stays hers
+	kz "$H" setacls /users/dlock:K42 alice:pa:rwcda world:r
+	run -0 dlock -S "$A" K42 true
+	run -77 --separate-stderr dlock -S "$B" K42 true
+	[[ $stderr == "dlock: K42: zk://bob:***@$H/users: "*"not allowed"* ]] || fail "stderr: $stderr"
+	run -0 kz "$H" acl /users/dlock:K42
+	assert_output $'digest:alice:x rwcda\nworld:anyone r'
+}
+
+@test "release --force refused by the lock node's ACL: 77, one line, no 'broken', the holder untouched" {
+	kz "$H" setacls /dlock:K43 alice:pa:rwcda bob:pb:r
+	hold h -S "zk://alice:pa@$H" K43
+	wait_ready h
+	run -77 --separate-stderr dlock release --force -S "zk://bob:pb@$H" K43
+	assert_output ''
+	((${#stderr_lines[@]} == 1)) || fail "stderr: $stderr"
+	[[ $stderr == "dlock: K43: zk://bob:***@$H: cannot delete the holder's node /dlock:K43/-"*"__lock__"*": not allowed by the ACL of /dlock:K43"* ]] ||
+		fail "stderr: $stderr"
+	run -0 dlock status -S "zk://bob:pb@$H" K43
+	[[ -z $(cat "$T/h.sig" 2>/dev/null) ]] || fail "the holder was told: $(cat "$T/h.sig")"
+	finish h
+	assert_equal "$bg_status" 0
 }
 
 @test "a chroot in the URL: the lock under it, the chroot made if missing" {
@@ -525,6 +766,50 @@ one_line() {
 	# asked for more than the client's int of milliseconds holds twice
 	run -0 --separate-stderr dlock -S "$Z" --verbose -t 1073742 K22 true
 	[[ $stderr =~ timeout\ 60\ s\ \(the\ server ]] || fail "stderr: $stderr"
+}
+
+# ttl_of NAME: the TTL status shows its (first) holder with, in ms
+ttl_of() { dlock status --json -S "$Z" "$1" | jq -r '.locks[0].holders[0].ttl_ms'; }
+
+@test "status shows the TTL the server granted: bounded by its limits, and as dlock extend changed it" {
+	# the test servers grant 1 s to 60 s
+	hold lo -S "$Z" -t 0.9 --node-timeout 0.8 K46
+	hold hi -S "$Z" -t 100 K47
+	wait_ready lo
+	wait_ready hi
+	run -0 ttl_of K46
+	assert_output 1000
+	run -0 ttl_of K47
+	assert_output 60000
+	run -0 dlock status -S "$Z" K47
+	assert_output --partial 'timeout 1m0s]'
+	finish lo
+	finish hi
+	local token
+	token=$(dlock acquire -S "$Z" -t 2 K48)
+	run -0 ttl_of K48
+	assert_output 2000
+	run -0 dlock extend -S "$Z" -t 30 K48 --token "$token"
+	run -0 ttl_of K48
+	assert_output 30000
+	run -0 dlock status -S "$Z" K48
+	assert_output --partial 'timeout 30s]'
+	# and back: the node's name says 2 s, the data no more than that
+	run -0 dlock extend -S "$Z" -t 2 K48 --token "$token"
+	run -0 ttl_of K48
+	assert_output 2000
+	run -0 dlock release -S "$Z" K48 --token "$token"
+}
+
+@test "--limit 2: the holders' slots are 1 and 2, as on every engine" {
+	hold a -S "$Z" --limit 2 K49
+	wait_ready a
+	hold b -S "$Z" --limit 2 K49
+	wait_ready b
+	run -0 dlock status --json -S "$Z" K49
+	assert_equal "$(jq -r '[.locks[0].holders[].slot] | join(",")' <<<"$output")" 1,2
+	finish a
+	finish b
 }
 
 @test "no descriptor of the client library's reaches the command" {

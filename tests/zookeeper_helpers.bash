@@ -105,14 +105,16 @@ zk_hosts() { echo "127.0.0.1:$(zk_port "$1")"; }
 # the output): children PATH (sorted by sequence), get PATH (the data),
 # czxid PATH, exists PATH (exit 1 if not), delete PATH, mkdir PATH,
 # ephemeral PATH DATA SECONDS (an ephemeral sequential node held that
-# long), setacl PATH USER:PASSWORD (digest: that user alone), sessions
-# (how many the server has, from cons)
+# long), setacl PATH USER:PASSWORD (digest: that user alone), setacls
+# PATH ENTRY... (ENTRY: USER:PASSWORD:PERMS, or world:PERMS; PERMS of
+# rwcda), acl PATH (one "scheme:id perms" line per entry, as an identity
+# without ADMIN sees it), sessions (how many the server has, from cons)
 kz() {
 	"$PYTHON" - "$@" <<'EOF'
 import re, sys, time
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
-from kazoo.security import make_digest_acl
+from kazoo.security import make_acl, make_digest_acl
 hosts, cmd, args = sys.argv[1], sys.argv[2], sys.argv[3:]
 zk = KazooClient(hosts=hosts, timeout=5)
 zk.start(timeout=5)
@@ -140,6 +142,23 @@ try:
         user, pw = args[1].split(":", 1)
         zk.ensure_path(args[0])
         zk.set_acls(args[0], [make_digest_acl(user, pw, all=True)])
+    elif cmd == "setacls":
+        acls = []
+        for e in args[1:]:
+            parts = e.split(":")
+            perms = parts[-1]
+            flags = dict(read="r" in perms, write="w" in perms, create="c" in perms,
+                         delete="d" in perms, admin="a" in perms)
+            if parts[0] == "world":
+                acls.append(make_acl("world", "anyone", **flags))
+            else:
+                acls.append(make_digest_acl(parts[0], parts[1], **flags))
+        zk.ensure_path(args[0])
+        zk.set_acls(args[0], acls)
+    elif cmd == "acl":
+        for a in zk.get_acls(args[0])[0]:
+            print("%s:%s %s" % (a.id.scheme, a.id.id, "".join(
+                c for c, p in zip("rwcda", (1, 2, 4, 8, 16)) if a.perms & p)))
     else:
         sys.exit("kz: unknown command " + cmd)
 except NoNodeError:
@@ -193,4 +212,62 @@ if got:
     lock.release()
 zk.stop()
 EOF
+}
+
+# zk_unimplemented PORTFILE: a server that speaks ZooKeeper's protocol far
+# enough to open sessions (pings, auth and the session's close answered)
+# and answers every other request ZUNIMPLEMENTED (-6): what a server older
+# than dlock needs says (3.4 answers create2 so, in its
+# UnimplementedRequestProcessor). 3.4 then closes the connection; this one
+# does not, so that the answer never races the close (a reset can lose it,
+# and the client library, closed while it reconnects, leaks). No lock is
+# ever taken there. Its port in PORTFILE once it listens; stopped with the
+# test's other processes.
+zk_unimplemented() {
+	"$PYTHON" - "$1" >/dev/null 2>&1 3>&- <<'PY' &
+import os, socket, struct, sys, threading
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(16)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(srv.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+
+def read(c, n):
+    b = b""
+    while len(b) < n:
+        more = c.recv(n - len(b))
+        if not more:
+            raise EOFError
+        b += more
+    return b
+
+def frame(c):
+    n, = struct.unpack(">i", read(c, 4))
+    return read(c, n)
+
+def serve(c):
+    try:
+        # ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId, ...
+        _, _, timeout, _ = struct.unpack(">iqiq", frame(c)[:24])
+        # ConnectResponse: protocolVersion, timeOut, sessionId, passwd, readOnly
+        body = struct.pack(">iiqi", 0, timeout, 0x5a5a, 16) + bytes(16) + b"\0"
+        c.sendall(struct.pack(">i", len(body)) + body)
+        while True:
+            xid, op = struct.unpack(">ii", frame(c)[:8])
+            # ping, auth, closeSession; else unimplemented
+            err = 0 if xid in (-2, -4) or op == -11 else -6
+            c.sendall(struct.pack(">iiqi", 16, xid, 0, err))
+            if op == -11:
+                break
+    except Exception:
+        pass
+    c.close()
+
+while True:
+    conn, _ = srv.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+PY
+	track $!
+	wait_until 10 test -s "$1" || fail "the stand-in server did not start"
 }

@@ -131,6 +131,8 @@ int zk_event_data(char *out, size_t len, const char *kind, const char *token,
 
 	if (fence >= 0)
 		snprintf(f, sizeof f, "%lld", fence);
+	else if (fence == ZK_FENCE_TXN)
+		snprintf(f, sizeof f, "*");
 	if (exit >= 0)
 		snprintf(e, sizeof e, "%lld", exit);
 	if (held_ms >= 0)
@@ -169,31 +171,43 @@ void zk_contenders_free(struct zk_contenders *cs)
 	*cs = (struct zk_contenders){ 0 };
 }
 
-int zk_ensure(struct zk *z, const char *path, bool itself, int64_t deadline_ms,
-	      struct error *err)
+int zk_ensure(struct zk *z, const char *const *paths, size_t n_paths,
+	      int64_t deadline_ms, struct error *err)
 {
 	struct zc *reqs[64];
+	char *made[64];
 	size_t n = 0;
-	char *copy = strdup(path);
 	int r = 0;
 
-	if (!copy) {
+	/* one create per ancestor and path, pipelined (a session's requests
+	 * are served in order), each once: paths share the chroot's */
+	for (size_t k = 0; k < n_paths; k++) {
+		char *copy = strdup(paths[k]);
+
+		if (!copy) {
+			r = -1;
+			break;
+		}
+		for (char *slash = strchr(copy + 1, '/');; slash = strchr(slash + 1, '/')) {
+			bool dup = false;
+
+			if (slash)
+				*slash = '\0';
+			for (size_t i = 0; i < n && !dup; i++)
+				dup = strcmp(made[i], copy) == 0;
+			if (!dup && n < sizeof reqs / sizeof reqs[0] &&
+			    (made[n] = strdup(copy))) {
+				reqs[n] = zc_create(z->s, made[n], "", 0, ZOO_PERSISTENT);
+				n++;
+			}
+			if (!slash)
+				break;
+			*slash = '/';
+		}
+		free(copy);
+	}
+	if (r < 0)
 		error_set(err, EX_OSERR, "out of memory");
-		return -1;
-	}
-	/* one create per ancestor, pipelined: a session's requests are
-	 * served in order */
-	for (char *slash = strchr(copy + 1, '/');; slash = strchr(slash + 1, '/')) {
-		if (!slash && !itself)
-			break;
-		if (slash)
-			*slash = '\0';
-		if (n < sizeof reqs / sizeof reqs[0])
-			reqs[n++] = zc_create(z->s, copy, "", 0, ZOO_PERSISTENT);
-		if (!slash)
-			break;
-		*slash = '/';
-	}
 	zc_wait(reqs, n, deadline_ms);
 	for (size_t i = 0; i < n; i++) {
 		int rc = reqs[i] ? reqs[i]->rc : ZSYSTEMERROR;
@@ -201,13 +215,13 @@ int zk_ensure(struct zk *z, const char *path, bool itself, int64_t deadline_ms,
 		if (r == 0 && rc != ZOK && rc != ZNODEEXISTS) {
 			char what[2048];
 
-			snprintf(what, sizeof what, "%s: creating %s", z->u->text, path);
+			snprintf(what, sizeof what, "%s: creating %s", z->u->text, made[i]);
 			zs_error(err, rc, what);
 			r = -1;
 		}
 		zc_free(reqs[i]);
+		free(made[i]);
 	}
-	free(copy);
 	return r;
 }
 
@@ -237,6 +251,16 @@ static int new_session(struct zk *z, const clientid_t *resume, struct error *err
 	return 0;
 }
 
+/* Requests whose answers we no longer read: their completions free them. */
+static void drop_requests(struct zk *z)
+{
+	zc_free(z->watch_req);
+	zc_free(z->acq_event);
+	zc_free(z->set_req);
+	zc_free(z->stale_req);
+	z->watch_req = z->acq_event = z->set_req = z->stale_req = NULL;
+}
+
 /* Ours no more: the session is over, so is anything it held. */
 static void forget_own(struct zk *z)
 {
@@ -261,7 +285,8 @@ int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
 	if (z->s && zs_pid(z->s) != getpid()) {
 		zs_keep(z->s);
 		z->s = NULL;
-		z->watch_req = z->acq_event = NULL;	/* the parent's */
+		/* the parent's */
+		z->watch_req = z->acq_event = z->set_req = z->stale_req = NULL;
 		if (new_session(z, &z->id, err) < 0)
 			return -1;
 		z->adopted = true;
@@ -272,9 +297,7 @@ int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
 		if (!*expired || !renew_expired)
 			return -1;
 		/* a waiter's session: a new one, and a new place in line */
-		zc_free(z->watch_req);
-		zc_free(z->acq_event);
-		z->watch_req = z->acq_event = NULL;
+		drop_requests(z);
 		zs_free(z->s, clock_now_ms() + z->lk->node_timeout_ms);
 		z->s = NULL;
 		forget_own(z);
@@ -287,6 +310,13 @@ int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
 	z->timeout_ms = st.timeout_ms > 0 ? st.timeout_ms : z->lk->p->ttl_ms;
 	/* the lease follows the session's timeout, whatever --ttl asked */
 	z->lk->ttl_ms = z->timeout_ms;
+	/* The server expires a session it has not heard from for the
+	 * timeout, at its next tick (sessions expire in buckets a tick
+	 * wide), and the library pings it until the end: gone within the
+	 * timeout and a tick of the kill. A tick is at most half the
+	 * timeout where minSessionTimeout is its default (two ticks), and
+	 * 1% + 2 ms for the rates of the clocks. */
+	z->lk->lapse_ms = z->timeout_ms + z->timeout_ms / 2 + z->timeout_ms / 100 + 2;
 	if (!z->told && z->lk->p->verbose) {
 		log_line(z->lk->p->name, "%s: session 0x%" PRIx64 ", timeout %.3g s%s",
 			 z->u->text, (uint64_t)st.id.client_id,
@@ -370,13 +400,20 @@ static void close_lock(struct lock *lk)
 {
 	struct zk *z = ZK(lk);
 
-	zc_free(z->watch_req);
-	/* dlock acquire: its "acquired" event, before the process ends */
-	if (z->s && z->held && z->acq_pending && zs_pid(z->s) == getpid()) {
+	/* dlock acquire: what acquiring left to write goes out before the
+	 * process ends (its session is kept, and so never waits for it) */
+	if (z->s && z->held && zs_pid(z->s) == getpid()) {
+		struct zc *reqs[3];
+
 		send_acquired(z);
-		zc_wait(&z->acq_event, 1, clock_now_ms() + lk->node_timeout_ms);
+		reqs[0] = z->acq_event;
+		reqs[1] = z->set_req;
+		reqs[2] = z->stale_req;
+		zc_wait(reqs, 3, clock_now_ms() + lk->node_timeout_ms);
 	}
-	zc_free(z->acq_event);
+	drop_requests(z);
+	free(z->acq_path);
+	free(z->stale_event);
 	/* Still held: dlock acquire, whose lock outlives it until the
 	 * session's timeout (dlock extend, dlock release take the session
 	 * over), or -F's parent after its exec failed (the helper releases).
@@ -401,6 +438,9 @@ static int begin(struct lock *lk, struct error *err)
 	arc4random_buf(r, sizeof r);
 	hex(r, sizeof r, z->rand);
 	forget_own(z);
+	free(z->acq_path);
+	z->acq_path = NULL;
+	z->set_pending = false;
 	z->reentry_asked = false;
 	z->held = false;
 	return 0;
@@ -443,23 +483,119 @@ static int64_t valid_from(const struct zk *z, int64_t t0)
 	return t0 + z->timeout_ms - (z->timeout_ms / 100 + 2);
 }
 
-/* Sends our contender's create. */
+/* Sends our contender's create. With a history, in one multi with the
+ * "acquired" event, so that a lock taken at once has it from that moment
+ * at no cost of its own (one transaction, one write on the server, as a
+ * plain create); a round that does not win deletes the event again
+ * (forget_event()). A create in a multi returns no stat: our node's
+ * czxid, the fence, comes from the children's read behind it (czxid_of()). */
 static struct zc *send_create(struct zk *z)
 {
 	const struct lock *lk = z->lk;
-	char prefix[128];
-	char *path;
+	char prefix[128], data[2 * LOCK_INFO_MAX + 256];
+	char *path, *ev_path;
 	struct zc *c;
+	int len;
 
 	make_guid(z);
 	if (zk_name_prefix(z->guid, lk->p->limit, z->timeout_ms, prefix,
 			   sizeof prefix) < 0 || !(path = zk_join(z->path, prefix)))
 		return NULL;
 	z->create_tried = true;
-	c = zc_create(z->s, path, lk->info, (int)strlen(lk->info),
-		      ZOO_EPHEMERAL_SEQUENTIAL);
+	if (lk->p->history <= 0 || !(ev_path = zk_join(z->hist, ZK_EVENT_PREFIX))) {
+		c = zc_create(z->s, path, lk->info, (int)strlen(lk->info),
+			      ZOO_EPHEMERAL_SEQUENTIAL);
+		free(path);
+		return c;
+	}
+	len = zk_event_data(data, sizeof data, "acquired", z->guid, ZK_FENCE_TXN,
+			    -1, -1, lk->info, NULL);
+	c = zc_multi_new(z->s);
+	zc_multi_create(c, path, lk->info, (int)strlen(lk->info),
+			ZOO_EPHEMERAL_SEQUENTIAL);
+	zc_multi_create(c, ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
+	if (c && c->n_ops != 2)
+		c->n_ops = 0;	/* out of memory: not sent, an error */
 	free(path);
-	return c;
+	free(ev_path);
+	return zc_multi_send(c);
+}
+
+/* Our create's answer: 0 our node made (own, czxid, and the event's path
+ * into *event), else the library's code; *missing: the znode it needs
+ * first (the lock's or the history's), or NULL. */
+static int created(struct zk *z, const struct zc *c, char **event,
+		   const char **missing)
+{
+	*event = NULL;
+	*missing = NULL;
+	if (c->kind != ZC_MULTI) {
+		if (c->rc == ZNONODE)
+			*missing = z->path;
+		if (c->rc != ZOK || !c->path)
+			return c->rc == ZOK ? ZSYSTEMERROR : c->rc;
+		if (!(z->own = strdup(c->path)))
+			return ZSYSTEMERROR;
+		z->czxid = c->stat.czxid;
+		return ZOK;
+	}
+	if (c->rc == ZNONODE)
+		*missing = c->res[0].err == ZNONODE ? z->path : z->hist;
+	if (c->rc != ZOK)
+		return c->n_ops == 2 ? c->rc : ZSYSTEMERROR;
+	if (!(z->own = strdup(c->path_buf[0])) || !(*event = strdup(c->path_buf[1]))) {
+		forget_own(z);
+		return ZSYSTEMERROR;
+	}
+	z->czxid = -1;	/* czxid_of() */
+	return ZOK;
+}
+
+/* Our node's czxid, from the children's read right behind its multi:
+ * the server appends the parent's cversion to a sequential node's name,
+ * and counts it up with each child made or deleted, its pzxid then the
+ * change's zxid. Nothing changed since ours (cversion one past our
+ * sequence number): pzxid is our create's zxid. Else -1, left to an
+ * exists (won()). */
+static long long czxid_of(const struct zk *z, const struct zc *kids)
+{
+	struct zk_contender c;
+
+	if (kids->rc != ZOK || zk_contender_parse(base_name(z->own), &c) < 0 ||
+	    (int32_t)(uint32_t)(c.seq + 1) != kids->stat.cversion)
+		return -1;
+	return kids->stat.pzxid;
+}
+
+/* A round that made our node and its "acquired" event did not win: the
+ * event goes (sent now, its answer read by the next round). */
+static void forget_event(struct zk *z, char *event)
+{
+	if (!event)
+		return;
+	zc_free(z->stale_req);	/* sent: it completes all the same */
+	free(z->stale_event);
+	z->stale_event = event;
+	z->stale_req = zc_delete(z->s, event);
+}
+
+/* The last round's delete of a stale event: one the connection lost is
+ * sent again. */
+static void check_stale(struct zk *z)
+{
+	int rc;
+
+	if (!z->stale_req || zc_wait(&z->stale_req, 1, 0) == 0)
+		return;
+	rc = z->stale_req->rc;
+	zc_free(z->stale_req);
+	z->stale_req = NULL;
+	if (rc != ZOK && rc != ZNONODE && zs_transient(rc))
+		z->stale_req = zc_delete(z->s, z->stale_event);
+	else {
+		free(z->stale_event);
+		z->stale_event = NULL;
+	}
 }
 
 /* Our index among cs, or -1. */
@@ -492,8 +628,10 @@ static int adopt_unheard(struct zk *z, const struct zk_contenders *cs,
 		if (rc == ZOK)
 			z->czxid = ex->stat.czxid;
 		zc_free(ex);
-		if (rc == ZOK)
+		if (rc == ZOK) {
+			z->event_unheard = z->lk->p->history > 0;
 			return 0;
+		}
 		forget_own(z);
 		if (rc == ZNONODE)
 			return 0;
@@ -590,13 +728,61 @@ static struct zc *send_event(struct zk *z, const char *kind, long long exit,
 {
 	char data[2 * LOCK_INFO_MAX + 256];
 	char *path = zk_join(z->hist, ZK_EVENT_PREFIX);
-	int len = zk_event_data(data, sizeof data, kind, base_name(z->own),
-				z->czxid, exit, held_ms, z->lk->info, NULL);
+	int len = zk_event_data(data, sizeof data, kind, z->guid, z->czxid, exit,
+				held_ms, z->lk->info, NULL);
 	struct zc *c = path ? zc_create(z->s, path, data, len,
 					ZOO_PERSISTENT_SEQUENTIAL) : NULL;
 
 	free(path);
 	return c;
+}
+
+/* The "acquired" event our node's multi made when its answer was lost:
+ * among the newest events, the one made in the same transaction (its
+ * czxid is our node's). Its path, or NULL. */
+#define UNHEARD_EVENTS 16
+static char *find_event(struct zk *z, int64_t deadline_ms)
+{
+	struct zc *kids = zc_children(z->s, z->hist, false), *ex[UNHEARD_EVENTS];
+	struct zk_contender seq[UNHEARD_EVENTS];
+	char *found = NULL;
+	size_t n = 0;
+
+	zc_wait(&kids, 1, deadline_ms);
+	for (int i = 0; kids && kids->rc == ZOK && i < kids->n_kids; i++) {
+		const char *name = kids->kids[i];
+		size_t len = strlen(name), at = n;
+		long long v;
+
+		if (len != 12 || strncmp(name, ZK_EVENT_PREFIX, 2) != 0)
+			continue;
+		v = strtoll(name + 2, NULL, 10);
+		/* the newest UNHEARD_EVENTS, by sequence number */
+		if (n == UNHEARD_EVENTS) {
+			at = 0;
+			for (size_t k = 1; k < n; k++)
+				at = seq[k].seq < seq[at].seq ? k : at;
+			if (seq[at].seq > v)
+				continue;
+		} else {
+			n++;
+		}
+		seq[at] = (struct zk_contender){ .name = name, .seq = v };
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *path = zk_join(z->hist, seq[i].name);
+
+		ex[i] = path ? zc_exists(z->s, path, false) : NULL;
+		free(path);
+	}
+	zc_wait(ex, n, deadline_ms);
+	for (size_t i = 0; i < n; i++) {
+		if (!found && ex[i] && ex[i]->rc == ZOK && ex[i]->stat.czxid == z->czxid)
+			found = zk_join(z->hist, seq[i].name);
+		zc_free(ex[i]);
+	}
+	zc_free(kids);
+	return found;
 }
 
 /* The session alive at the ensemble's leader, and our node there: a sync
@@ -618,30 +804,32 @@ static int prove(struct zk *z, const char *own, bool watch, int64_t deadline_ms)
 		rc = reqs[1] ? reqs[1]->rc : ZSYSTEMERROR;
 	if (watch && reqs[1])
 		z->own_watched = reqs[1]->rc == ZOK;
+	if (rc == ZOK)
+		z->czxid = reqs[1]->stat.czxid;
 	zc_free(reqs[0]);
 	zc_free(reqs[1]);
 	return rc;
 }
 
-/* What acquiring leaves to write, once the job has run a while: the
- * "acquired" event, and after a wait our node's data, the holder info,
- * whose since is then, not when we started to wait (a waiter behind us
- * wakes, and sleeps again). Not waited for. */
+/* What acquiring after a wait leaves to write once the job runs: our
+ * node's data, the holder info, whose since is then, not when we started
+ * to wait (a waiter behind us watches that data: it wakes, and sleeps
+ * again). Not waited for, but by close() (dlock acquire). */
 static void send_acquired(struct zk *z)
 {
 	struct lock *lk = z->lk;
 
-	if (!z->acq_pending || !z->own)
+	if (!z->set_pending || !z->own)
 		return;
-	z->acq_pending = false;
-	if (z->waited)
-		zc_free(zc_set(z->s, z->own, lk->info, (int)strlen(lk->info)));
-	if (lk->p->history > 0 && !z->acq_event)
-		z->acq_event = send_event(z, "acquired", -1, -1);
+	z->set_pending = false;
+	zc_free(z->set_req);
+	z->set_req = zc_set(z->s, z->own, lk->info, (int)strlen(lk->info), -1);
 }
 
-/* Acquired in a round that started at t0: what the core reads. */
-static enum lock_result won(struct zk *z, int64_t t0, struct error *err)
+/* Acquired in a round that started at t0: what the core reads. event:
+ * the "acquired" event this round's multi made with our node. */
+static enum lock_result won(struct zk *z, int64_t t0, char *event,
+			    struct error *err)
 {
 	struct lock *lk = z->lk;
 
@@ -658,6 +846,22 @@ static enum lock_result won(struct zk *z, int64_t t0, struct error *err)
 			zs_error(err, rc, z->u->text);
 			return LOCK_FAILED;
 		}
+	} else if (z->czxid < 0) {
+		/* children changed right after our create: its czxid asked */
+		struct zc *ex = zc_exists(z->s, z->own, false);
+		int rc;
+
+		zc_wait(&ex, 1, t0 + lk->node_timeout_ms);
+		rc = ex ? ex->rc : ZSYSTEMERROR;
+		if (rc == ZOK)
+			z->czxid = ex->stat.czxid;
+		zc_free(ex);
+		if (rc == ZNONODE)
+			return LOCK_HELD;
+		if (rc != ZOK) {
+			zs_error(err, rc, z->u->text);
+			return LOCK_FAILED;
+		}
 	}
 	z->held = true;
 	lk->acquired_ms = t0;
@@ -667,10 +871,32 @@ static enum lock_result won(struct zk *z, int64_t t0, struct error *err)
 	if (!lk->p->no_fence)
 		snprintf(lk->fence, sizeof lk->fence, "%lld", z->czxid);
 	zs_watch_own(z->s, z->own);
-	z->acq_pending = true;
+	free(z->acq_path);
+	z->acq_path = event;
+	/* The "acquired" event, when the multi that made our node did not
+	 * make it (a wait since, or its answer lost: find_event() then):
+	 * now, before the job starts, not waited for (the release, behind
+	 * it on the session, reads its answer). */
+	if (!event && !z->event_unheard && lk->p->history > 0) {
+		zc_free(z->acq_event);
+		z->acq_event = send_event(z, "acquired", -1, -1);
+	}
+	z->set_pending = z->waited;
 	/* the job starts next: nothing of the library's may leak into it */
 	zs_cloexec();
 	return LOCK_ACQUIRED;
+}
+
+/* Our create failed for a missing znode: it and its ancestors made, and
+ * the history's too when the lock's was missing (a name's first use). */
+static int make_missing(struct zk *z, const char *missing, int64_t deadline_ms,
+			struct error *err)
+{
+	const char *paths[2] = { missing, z->hist };
+	size_t n = missing == z->path && z->lk->p->history > 0 ? 2 : 1;
+
+	z->create_tried = false;
+	return zk_ensure(z, paths, n, deadline_ms, err);
 }
 
 /* One round: our node made or found, the children read, and either the
@@ -685,11 +911,13 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 	struct zc *create = NULL, *kids, *reqs[2] = { NULL, NULL };
 	struct zk_state st;
 	enum lock_result r = LOCK_HELD;
+	char *event = NULL;
 	long i, w, head;
 	int rc;
 
 	*again = false;
 	z->fresh = false;
+	check_stale(z);
 	zs_state(z->s, &st);
 	z->seen = st.changes;	/* before anything is asked: see wait_events */
 	/* re-entry first: no node of ours queued behind our caller's */
@@ -701,19 +929,22 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 	reqs[1] = kids;
 	zc_wait(reqs, 2, deadline_ms);
 	if (create) {
-		rc = create->rc;
-		if (rc == ZOK && create->path) {
-			z->own = strdup(create->path);
-			z->czxid = create->stat.czxid;
-			z->fresh = z->own != NULL;
+		const char *missing;
+
+		z->event_unheard = false;
+		rc = created(z, create, &event, &missing);
+		if (rc == ZOK) {
+			z->fresh = true;
 			z->waited = false;
+			if (z->czxid < 0)
+				z->czxid = czxid_of(z, kids);
 		}
 		zc_free(create);
-		if (rc == ZNONODE) {
-			/* the lock's znode (or the chroot) is not there yet */
-			z->create_tried = false;
+		if (missing) {
+			/* the lock's znode (or the chroot), or the history's,
+			 * is not there yet */
 			zc_free(kids);
-			if (zk_ensure(z, z->path, true, deadline_ms, err) < 0)
+			if (make_missing(z, missing, deadline_ms, err) < 0)
 				return LOCK_FAILED;
 			*again = true;
 			return LOCK_HELD;
@@ -739,9 +970,11 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 		if (rc == ZNONODE) {	/* not there: nobody holds it */
 			if (z->own)
 				forget_own(z);
+			forget_event(z, event);
 			*again = true;
 			return LOCK_HELD;
 		}
+		forget_event(z, event);
 		snprintf(what, sizeof what, "%s: %s", z->u->text, z->path);
 		zs_error(err, rc, what);
 		return LOCK_FAILED;
@@ -783,7 +1016,9 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 		goto out;
 	}
 	if (zk_holds(cs.c, cs.n, (size_t)i)) {
-		r = won(z, t0, err);
+		r = won(z, t0, event, err);
+		if (r == LOCK_ACQUIRED)
+			event = NULL;	/* the lock's now */
 		if (r == LOCK_HELD) {
 			forget_own(z);
 			*again = true;
@@ -806,6 +1041,14 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 		 * gone, that one holds, and we are refused (mode_refused()),
 		 * not left waiting for it; the head watched too */
 		watch_head = p->waits && p->limit < 0 && w > 0;
+		/* not ours yet: the event our node's multi made goes, on the
+		 * way of the watch (no round trip of its own) */
+		forget_event(z, event);
+		event = NULL;
+		if (z->event_unheard) {
+			z->event_unheard = false;
+			forget_event(z, find_event(z, deadline_ms));
+		}
 		if (p->waits) {
 			if (w >= 0 && (wpath = zk_join(z->path, cs.c[w].name)))
 				watch = zc_get(z->s, wpath, true);
@@ -838,6 +1081,8 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 	}
 	z->eval_ms = clock_now_ms();
 out:
+	/* not won in this round (refused, deleted, failed) */
+	forget_event(z, event);
 	zk_contenders_free(&cs);
 	return r;
 }
@@ -904,13 +1149,14 @@ static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
 static void end_wait(struct lock *lk, enum lock_result r)
 {
 	struct zk *z = ZK(lk);
-	struct zc *del;
+	struct zc *reqs[2];
 
-	if (r == LOCK_ACQUIRED || !z->own || !z->s)
+	if (r == LOCK_ACQUIRED || !z->s)
 		return;
-	del = zc_delete(z->s, z->own);
-	zc_wait(&del, 1, clock_now_ms() + lk->node_timeout_ms);
-	zc_free(del);
+	reqs[0] = z->own ? zc_delete(z->s, z->own) : NULL;
+	reqs[1] = z->stale_req;	/* the event of a round that did not win */
+	zc_wait(reqs, 2, clock_now_ms() + lk->node_timeout_ms);
+	zc_free(reqs[0]);
 	forget_own(z);
 }
 
@@ -1020,6 +1266,41 @@ static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 	return again;
 }
 
+/* dlock was killed while its job ran: its watchdog, in a process of its
+ * own, writes the "killed" event in a session of its own (the holder's
+ * node goes with the holder's session). */
+static void note_killed(struct lock *lk, int64_t held_ms)
+{
+	struct zk *z = ZK(lk);
+	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
+	const char *hist = z->hist;
+	char data[2 * LOCK_INFO_MAX + 256], *ev_path;
+	long long fence = lk->fence[0] ? strtoll(lk->fence, NULL, 10) : -1;
+	struct error err;
+	struct zc *ev = NULL;
+	bool expired;
+	int len;
+
+	if (lk->p->history <= 0 ||
+	    zk_session(z, deadline_ms, false, &expired, &err) < 0 ||
+	    !(ev_path = zk_join(z->hist, ZK_EVENT_PREFIX)))
+		return;
+	snprintf(z->guid, sizeof z->guid, "%.*s", ZK_GUID_LEN, lk->token);
+	len = zk_event_data(data, sizeof data, "killed", z->guid, fence, -1, held_ms,
+			    lk->info, NULL);
+	for (int i = 0; i < 2; i++) {
+		ev = zc_create(z->s, ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
+		zc_wait(&ev, 1, deadline_ms);
+		if (i > 0 || !ev || ev->rc != ZNONODE ||
+		    zk_ensure(z, &hist, 1, deadline_ms, &err) < 0)
+			break;
+		zc_free(ev);	/* the history's znode went: made again */
+		ev = NULL;
+	}
+	zc_free(ev);
+	free(ev_path);
+}
+
 static size_t fds(const struct lock *lk, int *out, size_t max)
 {
 	/* -F's helper takes the session over with a connection of its own */
@@ -1060,8 +1341,8 @@ static void trim(struct zk *z, struct zc *kids)
 }
 
 /* Our node deleted, with the history's event in the same multi (one
- * round trip, one write), sent behind the "acquired" event without
- * waiting for it: the server commits both at once. */
+ * round trip, one write); late_acq: the "acquired" event too, which
+ * found no history's znode when it was sent. */
 static struct zc *send_release(struct zk *z, bool late_acq, const char *kind,
 			       long long exit, long long held_ms,
 			       const char *acq_path)
@@ -1076,12 +1357,11 @@ static struct zc *send_release(struct zk *z, bool late_acq, const char *kind,
 	if (kind && ev_path) {
 		if (late_acq) {
 			len = zk_event_data(data[0], sizeof data[0], "acquired",
-					    base_name(z->own), z->czxid, -1, -1,
-					    lk->info, NULL);
+					    z->guid, z->czxid, -1, -1, lk->info, NULL);
 			zc_multi_create(m, ev_path, data[0], len,
 					ZOO_PERSISTENT_SEQUENTIAL);
 		}
-		len = zk_event_data(data[1], sizeof data[1], kind, base_name(z->own),
+		len = zk_event_data(data[1], sizeof data[1], kind, z->guid,
 				    z->czxid, exit, held_ms, lk->info, NULL);
 		zc_multi_create(m, ev_path, data[1], len, ZOO_PERSISTENT_SEQUENTIAL);
 	} else if (acq_path) {
@@ -1120,10 +1400,11 @@ static int release(struct lock *lk, const struct release_how *how,
 	const struct lock_params *p = lk->p;
 	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
 	struct zc *reqs[3] = { NULL, NULL, NULL };
-	bool expired, ev = p->history > 0 && how->job, with_acq;
+	bool expired, ev = p->history > 0 && how->job;
 	long long held_ms = clock_now_ms() - lk->acquired_ms;
 	long long exit = how->exit_status >= 0 ? how->exit_status : -1;
-	char *acq_path = NULL;
+	const char *acq_path = NULL;
+	char *found = NULL;
 	/* the loss clock at its notice before the release: the core told
 	 * the job that the lease is lost (75), or the job ended right then */
 	bool lapsed = clock_now_ms() >= lk->valid_until_ms -
@@ -1144,15 +1425,17 @@ static int release(struct lock *lk, const struct release_how *how,
 			return -1;	/* it lapses with the session */
 		return released_lost(z, expired, err);
 	}
-	/* no command ran: the "acquired" event goes too, if it went out */
-	if (!how->job && z->acq_event) {
-		zc_wait(&z->acq_event, 1, deadline_ms);
-		if (z->acq_event->rc == ZOK && z->acq_event->path)
-			acq_path = strdup(z->acq_event->path);
+	z->set_pending = false;
+	/* no command ran: the "acquired" event goes too, where it was made */
+	if (!how->job && p->history > 0) {
+		if (z->acq_event && zc_wait(&z->acq_event, 1, deadline_ms) &&
+		    z->acq_event->rc == ZOK && z->acq_event->path)
+			found = strdup(z->acq_event->path);
+		else if (!z->acq_path && z->event_unheard)
+			found = find_event(z, deadline_ms);
+		acq_path = found ? found : z->acq_path;
 	}
-	with_acq = ev && z->acq_pending;
-	z->acq_pending = false;
-	reqs[0] = send_release(z, with_acq, ev ? "released" : NULL, exit, held_ms,
+	reqs[0] = send_release(z, false, ev ? "released" : NULL, exit, held_ms,
 			       acq_path);
 	if (ev)
 		reqs[1] = zc_children(z->s, z->hist, false);
@@ -1165,11 +1448,12 @@ static int release(struct lock *lk, const struct release_how *how,
 	 * Made, and the whole again, the "acquired" event too if it failed
 	 * for that. */
 	if (rc == ZNONODE && reqs[0]->res[0].err == ZOK) {
-		bool late_acq = with_acq || (reqs[2] && reqs[2]->rc == ZNONODE);
+		bool late_acq = reqs[2] && reqs[2]->rc == ZNONODE;
+		const char *hist = z->hist;
 
 		zc_free(reqs[0]);
 		reqs[0] = NULL;
-		if (zk_ensure(z, z->hist, true, deadline_ms, err) == 0)
+		if (ev && zk_ensure(z, &hist, 1, deadline_ms, err) == 0)
 			reqs[0] = send_release(z, late_acq, ev ? "released" : NULL,
 					       exit, held_ms, NULL);
 		else
@@ -1186,7 +1470,7 @@ static int release(struct lock *lk, const struct release_how *how,
 	}
 	zc_free(reqs[0]);
 	zc_free(reqs[2]);
-	free(acq_path);
+	free(found);
 	if (rc != ZOK && rc != ZSESSIONEXPIRED && zs_transient(rc) &&
 	    clock_now_ms() < deadline_ms) {
 		/* The connection broke under the multi, which may have been
@@ -1196,7 +1480,7 @@ static int release(struct lock *lk, const struct release_how *how,
 		if (zk_session(z, deadline_ms, false, &expired, err) < 0) {
 			rc = expired ? ZSESSIONEXPIRED : rc;
 		} else {
-			reqs[0] = send_release(z, with_acq, ev ? "released" : NULL,
+			reqs[0] = send_release(z, false, ev ? "released" : NULL,
 					       exit, held_ms, NULL);
 			zc_wait(reqs, 1, deadline_ms);
 			rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
@@ -1233,6 +1517,8 @@ static int release(struct lock *lk, const struct release_how *how,
 		trim(z, reqs[1]);
 	zc_free(reqs[1]);
 	forget_own(z);
+	free(z->acq_path);
+	z->acq_path = NULL;
 	z->held = false;
 	return 0;
 }
@@ -1257,6 +1543,7 @@ const struct engine zookeeper_engine = {
 	.extend = extend,
 	.watch_fds = watch_fds,
 	.watch_events = watch_events,
+	.note_killed = note_killed,
 	.fds = fds,
 	.release = release,
 	.status = zk_status,

@@ -12,18 +12,23 @@
 #include "show.h"
 #include "zk.h"
 
-/* Holder info, if data is dlock's; else NULL (another client's). */
-static char *info_of(const struct zc *get, size_t *len)
+/* Holder info, if data is dlock's; else NULL (another client's).
+ * *timeout_ms: the session's timeout dlock extend wrote after it, or -1. */
+static char *info_of(const struct zc *get, size_t *len, long long *timeout_ms)
 {
 	struct show_info hi;
+	size_t n;
 
 	*len = 0;
-	if (!get || get->rc != ZOK || get->data_len <= 0 ||
-	    show_info_parse(get->data, (size_t)get->data_len, &hi) < 0)
+	*timeout_ms = -1;
+	if (!get || get->rc != ZOK || get->data_len <= 0)
+		return NULL;
+	n = zk_node_info(get->data, get->data_len, timeout_ms);
+	if (show_info_parse(get->data, n, &hi) < 0)
 		return NULL;
 	show_info_free(&hi);
-	*len = (size_t)get->data_len;
-	return engine_dup(get->data, *len);
+	*len = n;
+	return engine_dup(get->data, n);
 }
 
 static int connect_for(struct zk *z, struct error *err)
@@ -67,7 +72,11 @@ static void fill(struct status_lock *m, struct one *o)
 		const struct zk_contender *c = &o->cs.c[i];
 		const struct zc *g = o->gets[i];
 		size_t len;
-		char *info = info_of(g, &len);
+		long long extended_ms;
+		char *info = info_of(g, &len, &extended_ms);
+		/* the session's timeout: as its node's name says, or as
+		 * dlock extend changed it since */
+		long long timeout_ms = extended_ms > 0 ? extended_ms : c->timeout_ms;
 
 		if (g && g->rc == ZNONODE) {	/* gone since the listing */
 			free(info);
@@ -81,12 +90,13 @@ static void fill(struct status_lock *m, struct one *o)
 			h->token_len = strlen(c->name);
 			h->info = info;
 			h->info_len = len;
-			h->left_ms = c->ours ? c->timeout_ms : -2;
+			h->left_ms = c->ours ? timeout_ms : -2;
 			h->fence = g && g->rc == ZOK ? g->stat.czxid : -1;
-			h->slot = c->ours && c->limit > 0 ? (long)n_hold : -1;
+			/* slots 1..N, as on every engine */
+			h->slot = c->ours && c->limit > 0 ? (long)n_hold + 1 : -1;
 			h->n_servers = 1;
 			if (c->ours)
-				show_duration(c->timeout_ms, t, sizeof t);
+				show_duration(timeout_ms, t, sizeof t);
 			if (g && g->rc == ZOK) {
 				snprintf(note, sizeof note, "session 0x%" PRIx64 "%s%s",
 					 (uint64_t)g->stat.ephemeralOwner,
@@ -101,7 +111,7 @@ static void fill(struct status_lock *m, struct one *o)
 					snprintf(m->mode, sizeof m->mode, "s");
 				else if (c->ours && c->limit > 0)
 					snprintf(m->mode, sizeof m->mode, "%ld", c->limit);
-				m->ttl_ms = c->ours ? c->timeout_ms : -2;
+				m->ttl_ms = c->ours ? timeout_ms : -2;
 			}
 		} else {
 			struct status_waiter *w = &m->waiters[m->n_waiters++];
@@ -201,45 +211,171 @@ int zk_status(struct lock *lk, struct status_lock *locks, size_t n,
 	return r;
 }
 
+/* ---- the list of locks ------------------------------------------------- */
+
+/* Nodes of one level of the walk, and the lock names they would be. */
+struct level {
+	char **paths, **names;
+	size_t n, cap;
+};
+
+static int level_add(struct level *l, char *path, char *name)
+{
+	if (!path || !name)
+		goto fail;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		char **p = realloc(l->paths, cap * sizeof *p);
+
+		if (p)
+			l->paths = p;
+		if (!p || !(p = realloc(l->names, cap * sizeof *p)))
+			goto fail;
+		l->names = p;
+		l->cap = cap;
+	}
+	l->paths[l->n] = path;
+	l->names[l->n++] = name;
+	return 0;
+fail:
+	free(path);
+	free(name);
+	return -1;
+}
+
+static void level_free(struct level *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->paths[i]);
+		free(l->names[i]);
+	}
+	free(l->paths);
+	free(l->names);
+	*l = (struct level){ 0 };
+}
+
+static int add_name(char ***names, size_t *n, size_t *cap, const char *name)
+{
+	if (*n == *cap) {
+		size_t more = *cap ? 2 * *cap : 16;
+		char **p = realloc(*names, more * sizeof *p);
+
+		if (!p)
+			return -1;
+		*names = p;
+		*cap = more;
+	}
+	if (!((*names)[*n] = strdup(name)))
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A node is a lock when it has a contender: held, or waited for (a lock
+ * nobody holds or waits for is free, whether its znode stays or not).
+ * Names with '/' are nodes below others (the descriptor form's are all
+ * paths): the walk goes down every node that is no contender, one level
+ * a round trip, its requests pipelined. A node closed to us (ZNOAUTH) is
+ * passed over: its locks are not ours to list. */
 int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 {
 	struct zk *z = ZK(lk);
-	const char *prefix = lk->p->prefix;
-	size_t plen = strlen(prefix);
-	struct zc *kids;
-	int rc;
+	const char *prefix = lk->p->prefix, *slash = strrchr(prefix, '/');
+	/* PREFIX = DIR/TAIL: the walk starts at DIR's children named TAIL... */
+	const char *tail = slash ? slash + 1 : prefix;
+	size_t tlen = strlen(tail), cap = 0;
+	struct level cur = { 0 }, next = { 0 };
+	char *dir = NULL;
+	bool top = true;
+	int r = 0;
 
 	*names = NULL;
 	*n = 0;
 	if (connect_for(z, err) < 0)
 		return -1;
-	kids = zc_children(z->s, z->u->chroot[0] ? z->u->chroot : "/", false);
-	zc_wait(&kids, 1, clock_now_ms() + lk->node_timeout_ms);
-	rc = kids ? kids->rc : ZSYSTEMERROR;
-	if (rc == ZNONODE) {
-		zc_free(kids);
-		return 0;
-	}
-	if (rc != ZOK) {
-		zs_error(err, rc, z->u->text);
-		zc_free(kids);
-		return -1;
-	}
-	*names = calloc((size_t)kids->n_kids + 1, sizeof **names);
-	for (int i = 0; *names && i < kids->n_kids; i++) {
-		const char *k = kids->kids[i];
-
-		if (strncmp(k, prefix, plen) != 0 || strcmp(k, &ZK_HISTORY_DIR[1]) == 0 ||
-		    (!z->u->chroot[0] && strcmp(k, "zookeeper") == 0))
-			continue;
-		if (((*names)[*n] = strdup(k + plen)))
-			(*n)++;
-	}
-	zc_free(kids);
-	if (!*names) {
+	if (asprintf(&dir, "%s/%.*s", z->u->chroot, slash ? (int)(slash - prefix) : 0,
+		     prefix) < 0 || level_add(&cur, dir, strdup("")) < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
+	if (strlen(cur.paths[0]) > 1 && cur.paths[0][strlen(cur.paths[0]) - 1] == '/')
+		cur.paths[0][strlen(cur.paths[0]) - 1] = '\0';	/* "/": the root */
+	while (cur.n > 0 && r == 0) {
+		int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
+		struct zc **kids = calloc(cur.n, sizeof *kids);
+
+		if (!kids) {
+			error_set(err, EX_OSERR, "out of memory");
+			r = -1;
+			break;
+		}
+		for (size_t i = 0; i < cur.n; i++)
+			kids[i] = zc_children(z->s, cur.paths[i], false);
+		zc_wait(kids, cur.n, deadline_ms);
+		for (size_t i = 0; i < cur.n && r == 0; i++) {
+			int rc = kids[i] ? kids[i]->rc : ZSYSTEMERROR;
+			bool lock = false;
+
+			if (rc == ZNONODE || (rc == ZNOAUTH && !top))
+				continue;	/* gone since, or not ours to see */
+			if (rc != ZOK) {
+				zs_error(err, rc, z->u->text);
+				r = -1;
+				break;
+			}
+			for (int k = 0; k < kids[i]->n_kids && r == 0; k++) {
+				const char *c = kids[i]->kids[k];
+				struct zk_contender ct;
+				char *name;
+
+				if (top && (strncmp(c, tail, tlen) != 0 ||
+					    (!slash && strcmp(c, &ZK_HISTORY_DIR[1]) == 0) ||
+					    (!slash && !z->u->chroot[0] && strcmp(c, "zookeeper") == 0)))
+					continue;
+				if (!top && zk_contender_parse(c, &ct) == 0) {
+					lock = true;
+					continue;
+				}
+				if (top)
+					name = strdup(c + tlen);
+				else if (asprintf(&name, "%s/%s", cur.names[i], c) < 0)
+					name = NULL;
+				if (level_add(&next, zk_join(cur.paths[i], c), name) < 0) {
+					error_set(err, EX_OSERR, "out of memory");
+					r = -1;
+				}
+			}
+			if (lock && cur.names[i][0] &&
+			    add_name(names, n, &cap, cur.names[i]) < 0) {
+				error_set(err, EX_OSERR, "out of memory");
+				r = -1;
+			}
+		}
+		for (size_t i = 0; i < cur.n; i++)
+			zc_free(kids[i]);
+		free(kids);
+		level_free(&cur);
+		cur = next;
+		next = (struct level){ 0 };
+		top = false;
+	}
+	level_free(&cur);
+	level_free(&next);
+	if (r < 0) {
+		for (size_t i = 0; i < *n; i++)
+			free((*names)[i]);
+		free(*names);
+		*names = NULL;
+		*n = 0;
+		return -1;
+	}
+	if (*n > 1)
+		qsort(*names, *n, sizeof **names, by_name);
 	return 0;
 }
 
@@ -280,19 +416,22 @@ static long long number_field(const char *data, const char *key)
 static int parse_event(const struct zc *g, const char *name,
 		       struct history_event *ev)
 {
-	static const char *const kinds[] = { "acquired", "broken", "released", "lost" };
+	/* in enum history_kind's order */
+	static const char *const kinds[] = { "acquired", "broken", "released", "lost",
+					     "killed" };
+	const int n_kinds = sizeof kinds / sizeof kinds[0];
 	size_t len;
-	char *kind;
+	char *kind, *fence;
 	int k;
 
 	if (!g || g->rc != ZOK || g->data_len <= 0 || memchr(g->data, '\0', (size_t)g->data_len))
 		return -1;
 	if (!(kind = field(g->data, "event", &len)))
 		return -1;
-	for (k = 0; k < 4 && strcmp(kind, kinds[k]) != 0; k++)
+	for (k = 0; k < n_kinds && strcmp(kind, kinds[k]) != 0; k++)
 		;
 	free(kind);
-	if (k == 4)
+	if (k == n_kinds)
 		return -1;
 	*ev = (struct history_event){
 		.kind = (enum history_kind)k,
@@ -303,6 +442,11 @@ static int parse_event(const struct zc *g, const char *name,
 		.held_ms = number_field(g->data, "held_ms"),
 		.n_servers = 1,
 	};
+	/* made in the contender's own multi: that transaction's zxid, its
+	 * czxid, is the fence (ZK_FENCE_TXN) */
+	if ((fence = field(g->data, "fence", &len)) && strcmp(fence, "*") == 0)
+		ev->fence = g->stat.czxid;
+	free(fence);
 	ev->token = field(g->data, "token", &ev->token_len);
 	if (!ev->token)
 		ev->token = strdup("");
@@ -425,7 +569,11 @@ int zk_force(struct lock *lk, struct broken_holder **out, size_t *n,
 		return 1;
 	}
 	if (rc != ZOK) {
-		zs_error(err, rc, z->u->text);
+		char what[2048];
+
+		snprintf(what, sizeof what, "%s: cannot read the contenders of %s",
+			 z->u->text, z->path);
+		zs_error(err, rc, what);
 		zk_contenders_free(&cs);
 		return err->exit;
 	}
@@ -460,25 +608,36 @@ int zk_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	for (size_t i = 0; i < n_hold; i++) {
 		struct broken_holder *b = &(*out)[*n];
 		int drc = dels[i] ? dels[i]->rc : ZSYSTEMERROR;
+		char what[2048], tok[ZK_GUID_LEN + 1];
+		long long timeout_ms;
 
 		if (drc == ZNONODE)
 			continue;	/* gone meanwhile */
+		/* nothing broken, no "broken" line: why not */
+		if (drc == ZNOAUTH) {
+			error_set(err, EX_NOPERM, "%s: cannot delete the holder's node %s/%s: not allowed by the ACL of %s (breaking a lock needs the delete permission on it)",
+				  z->u->text, z->path, cs.c[i].name, z->path);
+		} else if (drc != ZOK) {
+			snprintf(what, sizeof what, "%s: cannot delete the holder's node %s/%s",
+				 z->u->text, z->path, cs.c[i].name);
+			zs_error(err, drc, what);
+		}
 		if (drc != ZOK) {
-			zs_error(err, drc, z->u->text);
 			r = err->exit;
 			continue;
 		}
 		b->token = strdup(cs.c[i].name);
 		b->token_len = strlen(cs.c[i].name);
-		b->info = info_of(gets[i], &b->info_len);
-		b->left_ms = cs.c[i].ours ? cs.c[i].timeout_ms : 0;
+		b->info = info_of(gets[i], &b->info_len, &timeout_ms);
+		b->left_ms = timeout_ms > 0 ? timeout_ms : cs.c[i].ours ? cs.c[i].timeout_ms : 0;
 		b->n_servers = 1;
 		(*n)++;
 		if (r == 1)
 			r = 0;
 		if (lk->p->history > 0) {
 			char data[2 * LOCK_INFO_MAX + 256];
-			int len = zk_event_data(data, sizeof data, "broken", cs.c[i].name,
+			int len = zk_event_data(data, sizeof data, "broken",
+						zk_event_token(&cs.c[i], tok, sizeof tok),
 						gets[i] && gets[i]->rc == ZOK ?
 						gets[i]->stat.czxid : -1, -1, -1,
 						b->info, lk->info);
@@ -490,18 +649,20 @@ int zk_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	/* the history's znode missing: made, and the events again */
 	for (size_t i = 0; i < n_hold; i++) {
 		struct error ignored;
+		const char *hist = z->hist;
 
 		if (!evs[i] || evs[i]->rc != ZNONODE)
 			continue;
-		if (zk_ensure(z, z->hist, true, deadline_ms, &ignored) < 0)
+		if (zk_ensure(z, &hist, 1, deadline_ms, &ignored) < 0)
 			break;
 		for (size_t k = i; k < n_hold; k++) {
-			char data[2 * LOCK_INFO_MAX + 256];
+			char data[2 * LOCK_INFO_MAX + 256], tok[ZK_GUID_LEN + 1];
 			int len;
 
 			if (!evs[k] || evs[k]->rc != ZNONODE)
 				continue;
-			len = zk_event_data(data, sizeof data, "broken", cs.c[k].name,
+			len = zk_event_data(data, sizeof data, "broken",
+					    zk_event_token(&cs.c[k], tok, sizeof tok),
 					    gets[k] && gets[k]->rc == ZOK ?
 					    gets[k]->stat.czxid : -1, -1, -1,
 					    gets[k] && gets[k]->rc == ZOK ? gets[k]->data : NULL,
@@ -579,12 +740,26 @@ int zk_release_token(struct lock *lk, const char *token, struct error *err)
 	}
 	if (rc == ZOK && lk->p->history > 0) {
 		char data[2 * LOCK_INFO_MAX + 256], *ev_path = zk_join(z->hist, ZK_EVENT_PREFIX);
-		int len = zk_event_data(data, sizeof data, "released", strrchr(own, '/') + 1,
-					-1, -1, -1, lk->info, NULL);
-		struct zc *ev = ev_path ? zc_create(z->s, ev_path, data, len,
-						    ZOO_PERSISTENT_SEQUENTIAL) : NULL;
+		char tok[ZK_GUID_LEN + 1];
+		int len;
+		struct zc *ev;
 
+		snprintf(tok, sizeof tok, "%.*s", ZK_GUID_LEN, token);
+		len = zk_event_data(data, sizeof data, "released", tok, -1, -1, -1,
+				    lk->info, NULL);
+		ev = ev_path ? zc_create(z->s, ev_path, data, len,
+					 ZOO_PERSISTENT_SEQUENTIAL) : NULL;
 		zc_wait(&ev, 1, deadline_ms);
+		if (ev && ev->rc == ZNONODE) {	/* the history's znode went */
+			const char *hist = z->hist;
+			struct error ignored;
+
+			zc_free(ev);
+			ev = zk_ensure(z, &hist, 1, deadline_ms, &ignored) == 0 ?
+			     zc_create(z->s, ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL) :
+			     NULL;
+			zc_wait(&ev, 1, deadline_ms);
+		}
 		zc_free(ev);
 		free(ev_path);
 	}
@@ -597,6 +772,40 @@ int zk_release_token(struct lock *lk, const char *token, struct error *err)
 	}
 	/* the session was the lock's (dlock acquire's): close() ends it */
 	return 0;
+}
+
+/* The session's timeout as the server granted it to dlock extend, where
+ * it differs from the one our node's name says: written after the holder
+ * info in the node's data (zk_node_info()), for status. Only the holder
+ * info is kept of what was there: a set that loses a race (the holder's
+ * own, after a wait) is not tried again, as status alone reads it. */
+static void note_timeout(struct zk *z, const char *own, const struct zc *get,
+			 int64_t deadline_ms)
+{
+	struct zk_contender c;
+	long long written_ms;
+	size_t info_len;
+	char *data;
+	int len;
+	struct zc *set;
+
+	if (zk_contender_parse(strrchr(own, '/') + 1, &c) < 0 || !c.ours ||
+	    get->data_len < 0)
+		return;
+	info_len = zk_node_info(get->data, get->data_len, &written_ms);
+	if (written_ms == z->timeout_ms ||
+	    (written_ms < 0 && c.timeout_ms == z->timeout_ms))
+		return;
+	if (!(data = malloc(info_len + 40)))
+		return;
+	memcpy(data, get->data, info_len);
+	len = (int)info_len + 1 + snprintf(data + info_len + 1, 39, "timeout_ms=%lld",
+					   (long long)z->timeout_ms);
+	data[info_len] = '\0';
+	set = zc_set(z->s, own, data, len, get->stat.version);
+	zc_wait(&set, 1, deadline_ms);
+	zc_free(set);
+	free(data);
 }
 
 enum extend_result zk_extend_token(struct lock *lk, struct error *err)
@@ -620,13 +829,19 @@ enum extend_result zk_extend_token(struct lock *lk, struct error *err)
 		return EXTEND_LOST;
 	}
 	/* reconnecting touched the session (its timeout from this --ttl);
-	 * the leader confirms it (a sync) */
+	 * the leader confirms it (a sync), and our node's data is read
+	 * behind it */
 	{
-		struct zc *sync = zc_sync(z->s, own);
+		struct zc *reqs[2] = { zc_sync(z->s, own), zc_get(z->s, own, false) };
 
-		zc_wait(&sync, 1, deadline_ms);
-		rc = sync ? sync->rc : ZSYSTEMERROR;
-		zc_free(sync);
+		zc_wait(reqs, 2, deadline_ms);
+		rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+		if (rc == ZOK)
+			rc = reqs[1] ? reqs[1]->rc : ZSYSTEMERROR;
+		if (rc == ZOK)
+			note_timeout(z, own, reqs[1], deadline_ms);
+		zc_free(reqs[0]);
+		zc_free(reqs[1]);
 	}
 	free(own);
 	if (rc == ZNONODE)

@@ -1,4 +1,5 @@
-/* names.c - contender names and who holds. Pure: no I/O. */
+/* names.c - contender names and who holds; what a holder's node data
+ * and the history say of one. Pure: no I/O. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,4 +174,34 @@ bool zk_name_has_guid(const char *name, const char *guid)
 {
 	return name[0] == '-' && strncmp(name + 1, guid, ZK_GUID_LEN) == 0 &&
 	       name[1 + ZK_GUID_LEN] == '-';
+}
+
+const char *zk_event_token(const struct zk_contender *c, char *out, size_t len)
+{
+	if (!c->ours)
+		return c->name;
+	snprintf(out, len, "%.*s", ZK_GUID_LEN, c->name + 1);
+	return out;
+}
+
+size_t zk_node_info(const char *data, int len, long long *timeout_ms)
+{
+	const char *nul = len > 0 ? memchr(data, '\0', (size_t)len) : NULL;
+	static const char key[] = "timeout_ms=";
+	size_t n = nul ? (size_t)(nul - data) : len > 0 ? (size_t)len : 0;
+	const char *v = nul ? nul + 1 : NULL;
+	size_t vlen = v ? (size_t)len - n - 1 : 0;
+
+	*timeout_ms = -1;
+	if (v && vlen > sizeof key - 1 && vlen - (sizeof key - 1) <= 12 &&
+	    memcmp(v, key, sizeof key - 1) == 0) {
+		long long t = 0;
+		size_t i;
+
+		for (i = sizeof key - 1; i < vlen && v[i] >= '0' && v[i] <= '9'; i++)
+			t = t * 10 + (v[i] - '0');
+		if (i == vlen)
+			*timeout_ms = t;
+	}
+	return n;
 }

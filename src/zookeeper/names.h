@@ -67,3 +67,14 @@ int zk_name_prefix(const char *guid, long limit, long long timeout_ms,
 
 /* Whether name is one of ours made with guid. */
 bool zk_name_has_guid(const char *name, const char *guid);
+
+/* What history events name a contender by: dlock's GUID (as DLOCK_TOKEN
+ * starts, without the session's password, and known before the node's
+ * sequence number), another client's node name. out: ZK_GUID_LEN + 1. */
+const char *zk_event_token(const struct zk_contender *c, char *out, size_t len);
+
+/* A holder's node data (from the server, whoever set it): the holder
+ * info, then, once dlock extend changed the session's timeout, a NUL and
+ * "timeout_ms=N". Returns the info's length; *timeout_ms the one written,
+ * or -1. */
+size_t zk_node_info(const char *data, int len, long long *timeout_ms);

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -201,6 +202,44 @@ static struct timespec abs_time(int64_t deadline_ms)
 	return ts;
 }
 
+/* The library says only ENOENT or EINVAL when none of the hosts
+ * resolves: which did not, and why, as getaddrinfo() says it ("cannot
+ * resolve zk1: name or service not known"), as the other engines say it.
+ * Returns 0 with the message, or -1 when every host resolves now. */
+static int unresolved(const char *hosts, char *out, size_t len)
+{
+	const struct addrinfo hints = {
+		.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+	};
+	char *copy = strdup(hosts), *save = NULL, names[512] = "", why[128] = "";
+	size_t n = 0;
+
+	if (!copy)
+		return -1;
+	for (char *h = strtok_r(copy, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
+		char *colon = strrchr(h, ':');	/* IPv6 has no brackets here */
+		struct addrinfo *res;
+		int rc;
+
+		if (colon)
+			*colon = '\0';
+		if ((rc = getaddrinfo(h, NULL, &hints, &res)) == 0) {
+			freeaddrinfo(res);
+			continue;
+		}
+		if (n++ == 0)
+			snprintf(why, sizeof why, "%s", gai_strerror(rc));
+		snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+			 n > 1 ? ", " : "", h);
+	}
+	free(copy);
+	if (n == 0)
+		return -1;
+	log_lower_first(why);
+	snprintf(out, len, "cannot resolve %s: %s", names, why);
+	return 0;
+}
+
 /* zookeeper_init() starts the library's threads: every signal blocked
  * meanwhile, so that they take none of dlock's (the core blocks its own
  * in main() before any engine opens; this holds whatever the caller). */
@@ -228,9 +267,15 @@ static int start(struct zk_sess *s, struct error *err)
 	e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!s->zh) {
+		char why[640];
+
+		if ((e == ENOENT || e == EINVAL) &&
+		    unresolved(s->hosts, why, sizeof why) == 0) {
+			error_set(err, EX_UNAVAILABLE, "%s: %s", s->url_text, why);
+			return -1;
+		}
 		error_set(err, EX_UNAVAILABLE, "%s: cannot start a session: %s",
-			  s->url_text, e == EINVAL ? "no host could be resolved" :
-			  e ? strerror(e) : "the client library failed");
+			  s->url_text, e ? strerror(e) : "the client library failed");
 		log_lower_first(err->msg + strlen(s->url_text) + 2);
 		return -1;
 	}
@@ -364,9 +409,25 @@ zhandle_t *zs_handle(struct zk_sess *s)
 	return s->zh;
 }
 
-struct ACL_vector *zs_acl(const struct zk_sess *s)
+/* Perms by value: the library's ZOO_PERM_* are variables. Not const: the
+ * library's create calls take them so. */
+static struct ACL shared_acl[] = {
+	{ 0x1f, { (char *)"auth", (char *)"" } },	/* the creator: all */
+	/* read, create, delete: queue, take, give back, break */
+	{ 0x0d, { (char *)"world", (char *)"anyone" } },
+};
+static struct ACL own_acl[] = {
+	{ 0x1f, { (char *)"auth", (char *)"" } },
+	{ 0x01, { (char *)"world", (char *)"anyone" } },	/* read */
+};
+static struct ACL_vector shared_acls = { 2, shared_acl };
+static struct ACL_vector own_acls = { 2, own_acl };
+
+struct ACL_vector *zs_acl(const struct zk_sess *s, int flags)
 {
-	return s->digest ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+	if (!s->digest)
+		return &ZOO_OPEN_ACL_UNSAFE;
+	return flags == ZOO_PERSISTENT ? &shared_acls : &own_acls;
 }
 
 /* ---- requests ---------------------------------------------------------- */
@@ -550,7 +611,7 @@ struct zc *zc_create(struct zk_sess *s, const char *path, const char *data,
 
 	if (!c || !s->zh)
 		return unsent(c);
-	return sent(c, zoo_acreate2(s->zh, path, data, len, zs_acl(s), flags,
+	return sent(c, zoo_acreate2(s->zh, path, data, len, zs_acl(s, flags), flags,
 				    on_string_stat, c));
 }
 
@@ -596,13 +657,14 @@ struct zc *zc_children(struct zk_sess *s, const char *path, bool watch)
 					   watch ? s : NULL, on_children, c));
 }
 
-struct zc *zc_set(struct zk_sess *s, const char *path, const char *data, int len)
+struct zc *zc_set(struct zk_sess *s, const char *path, const char *data, int len,
+		  int version)
 {
 	struct zc *c = new_zc(s, ZC_SET);
 
 	if (!c || !s->zh)
 		return unsent(c);
-	return sent(c, zoo_aset(s->zh, path, data, len, -1, on_stat, c));
+	return sent(c, zoo_aset(s->zh, path, data, len, version, on_stat, c));
 }
 
 static void on_string(int rc, const char *value, const void *data)
@@ -660,7 +722,7 @@ void zc_multi_create(struct zc *c, const char *path, const char *data, int len,
 
 	if (c && c->n_ops < ZC_MAX_OPS && (p = keep(c, path, -1)) &&
 	    (d = keep(c, data, len))) {
-		zoo_create_op_init(&c->ops[c->n_ops], p, d, len, zs_acl(c->s), flags,
+		zoo_create_op_init(&c->ops[c->n_ops], p, d, len, zs_acl(c->s, flags), flags,
 				   c->path_buf[c->n_ops], sizeof c->path_buf[0]);
 		c->n_ops++;
 	}
@@ -731,27 +793,57 @@ bool zs_transient(int rc)
 
 int zs_exit_of(int rc)
 {
-	if (zs_transient(rc))
-		return EX_UNAVAILABLE;
-	if (rc == ZNOAUTH || rc == ZAUTHFAILED)
+	switch (rc) {
+	case ZNOAUTH:
+	case ZAUTHFAILED:
+	case ZSESSIONCLOSEDREQUIRESASLAUTH:
 		return EX_NOPERM;
-	if (rc == ZBADARGUMENTS)
+	case ZBADARGUMENTS:
+	case ZNOCHILDRENFOREPHEMERALS:
 		return EX_USAGE;
-	if (rc == ZSYSTEMERROR)
+	case ZUNIMPLEMENTED:	/* a request the server does not know */
+	case ZNOTREADONLY:	/* a member cut off from its quorum */
+	case ZTHROTTLEDOP:
+	case ZSSLCONNECTIONERROR:
+		return EX_UNAVAILABLE;
+	case ZSYSTEMERROR:
 		return EX_OSERR;
-	return EX_SOFTWARE;
+	}
+	return zs_transient(rc) ? EX_UNAVAILABLE : EX_SOFTWARE;
 }
 
 void zs_error(struct error *err, int rc, const char *what)
 {
-	char why[128];
+	char why[160];
 
-	if (rc == ZK_TIMEDOUT)
+	switch (rc) {
+	case ZK_TIMEDOUT:
 		snprintf(why, sizeof why, "no answer in time");
-	else if (rc == ZNOAUTH)
+		break;
+	case ZNOAUTH:
 		snprintf(why, sizeof why, "not allowed (the node's ACL: check the user and password)");
-	else
+		break;
+	case ZUNIMPLEMENTED:
+		/* a 3.4 server answers create2 so (ZOOKEEPER-1495), and
+		 * closes the connection */
+		snprintf(why, sizeof why, "the server does not implement the request: dlock needs ZooKeeper %s or later",
+			 ZK_MIN_VERSION);
+		break;
+	case ZNOCHILDRENFOREPHEMERALS:
+		snprintf(why, sizeof why, "a lock name inside another lock's contender (an ephemeral node has no children)");
+		break;
+	case ZSESSIONCLOSEDREQUIRESASLAUTH:
+		snprintf(why, sizeof why, "the server requires SASL authentication (dlock authenticates with digest only)");
+		break;
+	case ZEPHEMERALONLOCALSESSION:
+		snprintf(why, sizeof why, "the server gave a local session, which cannot own ephemeral nodes (localSessionsUpgradingEnabled)");
+		break;
+	case ZNOTREADONLY:
+		snprintf(why, sizeof why, "the server is read-only (cut off from its quorum)");
+		break;
+	default:
 		snprintf(why, sizeof why, "%s", zerror(rc));
+	}
 	log_lower_first(why);
 	error_set(err, zs_exit_of(rc), "%s: %s", what, why);
 }

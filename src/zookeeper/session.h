@@ -18,6 +18,9 @@
 
 /* Not a code of the library's: the deadline passed first. */
 #define ZK_TIMEDOUT (-9901)
+/* The oldest server dlock works with: create2 (its czxid, the fence) is
+ * 3.5's; a 3.4 server answers it ZUNIMPLEMENTED. Multi ops are 3.4's. */
+#define ZK_MIN_VERSION "3.5"
 
 struct zk_sess;
 
@@ -89,7 +92,7 @@ struct zc {
 	/* multi: the ops and their results stay here until the reply */
 	zoo_op_t ops[ZC_MAX_OPS];
 	zoo_op_result_t res[ZC_MAX_OPS];
-	char path_buf[ZC_MAX_OPS][512];
+	char path_buf[ZC_MAX_OPS][512];	/* multi: each create's node */
 	char *strs[ZC_MAX_OPS * 2];
 	int n_ops;
 	/* private */
@@ -108,7 +111,9 @@ struct zc *zc_delete(struct zk_sess *s, const char *path);
 struct zc *zc_exists(struct zk_sess *s, const char *path, bool watch);
 struct zc *zc_get(struct zk_sess *s, const char *path, bool watch);
 struct zc *zc_children(struct zk_sess *s, const char *path, bool watch);
-struct zc *zc_set(struct zk_sess *s, const char *path, const char *data, int len);
+/* version: the data's version it must still have; -1 any */
+struct zc *zc_set(struct zk_sess *s, const char *path, const char *data, int len,
+		  int version);
 /* sync: the server we talk to catches up with the leader, which checks
  * the session on its way (the proof that it is alive there, with no
  * write); what this session asks next sees at least that much. */
@@ -126,14 +131,26 @@ struct zc *zc_multi_send(struct zc *c);
 size_t zc_wait(struct zc **c, size_t n, int64_t deadline_ms);
 void zc_free(struct zc *c);
 
-/* The ACL for nodes dlock creates: the creator's alone with a digest
- * identity, else open (the chroot's ACL governs). */
-struct ACL_vector *zs_acl(const struct zk_sess *s);
+/* The ACL for a node dlock creates with these flags. Without a digest
+ * identity, open (world:anyone, all). With one: a persistent node that
+ * is not sequential (the lock's znode, the ancestors dlock makes, the
+ * history's znodes) is shared by everyone who takes the lock: the
+ * creator's all, and read, create and delete for anyone, so that one
+ * identity's first run closes the name to no other (only the creator
+ * may change its data or ACL); a sequential one (a contender, an event)
+ * is its creator's, readable by anyone (status and history read them).
+ * An ACL an administrator set on an existing node is never changed. */
+struct ACL_vector *zs_acl(const struct zk_sess *s, int flags);
 
 /* An error for a library code: "what: no such node" with the exit status
- * that code calls for (69 connection, 77 ACL or auth, 64 bad path, 70
- * else). */
+ * that code calls for (zs_exit_of()). */
 void zs_error(struct error *err, int rc, const char *what);
+/* 77 the credentials or an ACL refused (ZNOAUTH, ZAUTHFAILED,
+ * ZSESSIONCLOSEDREQUIRESASLAUTH); 69 unreachable or unusable for now
+ * (connection loss, timeouts, an expired or moved session, a read-only
+ * member, throttling) or a server too old (ZUNIMPLEMENTED); 64 a name
+ * to fix (ZBADARGUMENTS, ZNOCHILDRENFOREPHEMERALS); 71 out of memory
+ * (ZSYSTEMERROR); 70 anything else. */
 int zs_exit_of(int rc);
 /* Whether rc means "ask again, maybe elsewhere": connection lost, timed
  * out, closing. */

@@ -33,6 +33,8 @@ struct zk {
 				 * a write, proved the session */
 	bool create_tried;	/* a create whose reply never came may have
 				 * made a node: look for it first */
+	bool event_unheard;	/* that create's multi may have made our
+				 * "acquired" event too: find_event() */
 	bool reentry_asked;
 	bool held;		/* acquired and not given back */
 	bool waited;		/* own was made before the round that won */
@@ -43,12 +45,19 @@ struct zk {
 	/* holding */
 	bool own_watched;
 	struct zc *watch_req;	/* the exists that sets that watch */
-	struct zc *acq_event;	/* the "acquired" event on its way */
-	bool acq_pending;	/* that event (and after a wait, the holder
-				 * info's new since) not written yet: once
-				 * the job has run a while, else with the
-				 * release, in its multi (a write less for a
-				 * short job: as many as the C floor's) */
+	char *acq_path;		/* our "acquired" event, once made */
+	struct zc *acq_event;	/* that event, sent after a wait (a round
+				 * that made our node wins at once, and its
+				 * multi made it too): answer not read yet */
+	bool set_pending;	/* after a wait: our node's data, the holder
+				 * info, whose since is then, not when we
+				 * started to wait; written once the job runs
+				 * (a waiter behind us watches that data: it
+				 * wakes, and sleeps again) */
+	struct zc *set_req;
+	char *stale_event;	/* an "acquired" event our node's multi made
+				 * in a round that did not win: deleted */
+	struct zc *stale_req;
 	int last_state;
 	bool adopted;		/* -F's helper took the session over */
 };
@@ -72,10 +81,10 @@ int zk_resume(struct zk *z, const char *token, int64_t deadline_ms,
  * none (a -k token, or none of ours). */
 int zk_token_session(const char *token, clientid_t *id);
 
-/* Creates path's missing ancestors and path itself (persistent, empty),
- * all in one round trip. */
-int zk_ensure(struct zk *z, const char *path, bool itself, int64_t deadline_ms,
-	      struct error *err);
+/* Creates the missing ancestors of paths[0..n-1] and those paths
+ * (persistent, empty), all in one round trip. */
+int zk_ensure(struct zk *z, const char *const *paths, size_t n,
+	      int64_t deadline_ms, struct error *err);
 
 /* The children of dir as contenders, sorted; *kids owns the names (give
  * both to zk_contenders_free). rc as the library's (ZNONODE: none). */
@@ -87,7 +96,10 @@ struct zk_contenders {
 int zk_contenders(struct zk_contenders *out, struct zc *children);
 void zk_contenders_free(struct zk_contenders *cs);
 
-/* An event's data (history): each field a "key=value" line. */
+/* An event's data (history): each field a "key=value" line. token: the
+ * holder's GUID (zk_event_token()); fence ZK_FENCE_TXN: the event's own
+ * czxid (it was made in the same multi as the contender). */
+#define ZK_FENCE_TXN (-2)
 int zk_event_data(char *out, size_t len, const char *kind, const char *token,
 		  long long fence, long long exit, long long held_ms,
 		  const char *holder, const char *by);

@@ -154,8 +154,15 @@ int zk_url_parse(const char *s, struct zk_url *u, char *why, size_t whylen)
 	if (slash && slash[1]) {
 		const char *bad;
 
+		size_t clen;
+
 		if (url_decode(slash, strlen(slash), u->chroot, sizeof u->chroot) < 0)
 			FAIL("bad chroot");
+		/* zk://h/jobs/ is zk://h/jobs, as a directory reads (one
+		 * slash: "//" is still an empty component) */
+		clen = strlen(u->chroot);
+		if (clen > 2 && u->chroot[clen - 1] == '/' && u->chroot[clen - 2] != '/')
+			u->chroot[clen - 1] = '\0';
 		if ((bad = zk_path_invalid(u->chroot)))
 			FAIL("bad chroot: %s", bad);
 	}

@@ -1,7 +1,7 @@
 /* fuzz_zookeeper.c - libFuzzer target for the ZooKeeper engine's parsers:
  * zk:// URLs, znode paths, and a lock's children as contenders (names
  * from the server: anyone may create a child) with who holds and whom
- * each waits for. The first byte picks the parser, the rest is its input;
+ * each waits for, and a holder's node data (zk_node_info()). The first byte picks the parser, the rest is its input;
  * children are separated by '\n'. See tests/fuzz/README.md. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,10 +25,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data + 1, size - 1);
 	text[size - 1] = '\0';
-	switch (data[0] % 3) {
+	switch (data[0] % 4) {
 	case 0:
-		if (zk_url_parse(text, &u, why, sizeof why) == 0 && strlen(u.text) >= sizeof u.text)
-			abort();
+		if (zk_url_parse(text, &u, why, sizeof why) == 0 &&
+		    (strlen(u.text) >= sizeof u.text ||
+		     (u.chroot[0] && zk_path_invalid(u.chroot))))
+			abort();	/* every chroot parsed is a path */
 		break;
 	case 1:
 		zk_path_invalid(text[0] == '/' ? text : "/");
@@ -53,6 +55,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					       prefix, sizeof prefix);
 		}
 		break;
+	case 3: {
+		/* a holder's node data, the raw bytes (anyone may set them) */
+		long long t;
+		size_t info = zk_node_info((const char *)data + 1, (int)(size - 1), &t);
+
+		if (info > size - 1 || (info < size - 1 && data[1 + info] != '\0') || t < -1)
+			abort();
+		break;
+	}
 	}
 	free(text);
 	return 0;

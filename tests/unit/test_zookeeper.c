@@ -90,7 +90,11 @@ int main(void)
 	url_bad("zk://h,", "empty host");
 	url_bad("zk://a,,b", "empty host");
 	url_bad("zk://h//x", "chroot");
-	url_bad("zk://h/x/", "chroot");
+	/* a trailing slash, as a directory is written: the same chroot */
+	url_ok("zk://h/jobs/", "h:2181", "/jobs", "", "", "zk://h/jobs");
+	url_ok("zk://h/a/b/", "h:2181", "/a/b", "", "", "zk://h/a/b");
+	url_bad("zk://h/x//", "chroot");
+	url_bad("zk://h//", "chroot");
 	url_bad("zk://h/./x", "chroot");
 	url_bad("zk://:sekrit@h", "bad user");
 	url_bad("zk://h%20x", "bad character");
@@ -194,5 +198,30 @@ int main(void)
 	   strcmp(prefix, "-" G "-l5-9000__lock__") == 0, "limit prefix %s", prefix);
 	ok(zk_name_has_guid("-" G "-x-1__lock__0000000001", G), "our GUID found");
 	ok(!zk_name_has_guid(G "__lock__0000000001", G), "kazoo's name is not ours");
+
+	{
+		/* history names dlock's contenders by their GUID, others by name */
+		struct zk_contender c;
+		char tok[ZK_GUID_LEN + 1];
+
+		zk_contender_parse("-" G "-x-1__lock__0000000001", &c);
+		ok(strcmp(zk_event_token(&c, tok, sizeof tok), G) == 0, "event token: the GUID");
+		zk_contender_parse("k__lock__0000000001", &c);
+		ok(strcmp(zk_event_token(&c, tok, sizeof tok), "k__lock__0000000001") == 0,
+		   "event token: kazoo's node name");
+	}
+	{
+		/* a holder's node data: the info, then what dlock extend wrote */
+		static const char ext[] = "h\t1\tu\t2\tcmd\0timeout_ms=30000";
+		static const char bad[] = "h\t1\tu\t2\tcmd\0timeout_ms=3x";
+		long long t;
+
+		ok(zk_node_info("h\t1\tu\t2\tcmd", 11, &t) == 11 && t == -1, "info alone");
+		ok(zk_node_info(ext, sizeof ext - 1, &t) == 11 && t == 30000,
+		   "info and timeout (got %lld)", t);
+		ok(zk_node_info(bad, sizeof bad - 1, &t) == 11 && t == -1, "a bad timeout: none");
+		ok(zk_node_info("", 0, &t) == 0 && t == -1, "no data");
+		ok(zk_node_info("x", -1, &t) == 0 && t == -1, "no data at all (-1)");
+	}
 	return done_testing();
 }
