@@ -263,6 +263,12 @@ one_line() {
 	touch "$T/k.release"
 	reap d
 	assert_equal "$bg_status" 0
+	# release --force of kazoo's: no '0.0s left' of a session not ours
+	kz_lock k2 "$H" lock /dlock:K8
+	wait_until 10 test -e "$T/k2.ready" || fail "kazoo: $(cat "$T/k2.out")"
+	run -0 --separate-stderr dlock release -S "$Z" --force K8
+	assert_output --regexp "^broken: another client's lock, value '[^']*'$"
+	touch "$T/k2.release"
 	# and the other way
 	hold h -S "$Z" K8
 	wait_ready h

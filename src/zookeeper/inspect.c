@@ -629,7 +629,7 @@ int zk_force(struct lock *lk, struct broken_holder **out, size_t *n,
 		b->token = strdup(cs.c[i].name);
 		b->token_len = strlen(cs.c[i].name);
 		b->info = info_of(gets[i], &b->info_len, &timeout_ms);
-		b->left_ms = timeout_ms > 0 ? timeout_ms : cs.c[i].ours ? cs.c[i].timeout_ms : 0;
+		b->left_ms = timeout_ms > 0 ? timeout_ms : cs.c[i].ours ? cs.c[i].timeout_ms : -2;	/* another client's: its session's timeout is not ours to know */
 		b->n_servers = 1;
 		(*n)++;
 		if (r == 1)
