@@ -257,6 +257,13 @@ static int exec_child(void *arg)
 	pid_t pid = getpid();
 
 	setpgid(0, 0);
+	/* The last resort, should dlock and its watchdog both die: the
+	 * command itself is told (its group is the watchdog's to tell). If
+	 * dlock is gone already, the command never starts. */
+	if (job->death_signal &&
+	    (prctl(PR_SET_PDEATHSIG, job->death_signal) < 0 ||
+	     getppid() != job->supervisor))
+		_exit(EX_OSERR);
 	/* Published before exec, so no instant of the job goes unwatched. */
 	if (job->wd)
 		watchdog_job(job->wd, pid);
@@ -305,6 +312,7 @@ int child_start(struct job *job, struct error *err)
 	 * (a fork costs a tenth of a millisecond and more here), and we go
 	 * on only once the child has exec'd or failed to. */
 	job->exec_errno = 0;
+	job->supervisor = getpid();
 	job->pid = clone(exec_child, stack + sizeof stack,
 			 CLONE_VM | CLONE_VFORK | SIGCHLD, job);
 	if (job->pid < 0) {

@@ -28,6 +28,10 @@ struct job {
 				 * exec inherited them): not the job's */
 	size_t n_inherited;
 	int term_signal;	/* the signal that killed the command, or 0 */
+	int death_signal;	/* the command's PR_SET_PDEATHSIG: the
+				 * --on-lost signal should dlock die and its
+				 * watchdog with it (pkill -9 -f dlock); 0 */
+	pid_t supervisor;	/* dlock, the command's parent */
 	bool ran;		/* the command started (child_start) */
 	bool lost;		/* the lease was lost while the job ran */
 	volatile int exec_errno;	/* set by the child when exec fails */

@@ -156,6 +156,7 @@ static int run_job(struct options *opts, const struct settings *st,
 			return err.exit;
 		}
 		watchdog_skip(&wd, job->inherited, job->n_inherited);
+		job->death_signal = opts->on_lost_signal;
 		watchdog_record(&wd, opts->key, lk, n_locks,
 				st->tls ? &st->tls_opts : NULL);
 		job->wd = w.wd = &wd;

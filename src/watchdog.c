@@ -348,7 +348,7 @@ int watchdog_main(void)
 
 	if (pg == MAP_FAILED)
 		return EX_USAGE;	/* not started by dlock */
-	prctl(PR_SET_NAME, "dlock-watchdog");	/* not "exe" */
+	prctl(PR_SET_NAME, WATCHDOG_COMM);	/* not "exe" */
 	close(PAGE_FD);
 	/* everything but the pipe and the connections held (sorted) */
 	for (int i = 0, from = PIPE_FD + 1; i <= pg->n_hold; i++) {
@@ -444,7 +444,7 @@ static NO_SANITIZE int watch_first(void *arg)
 	/* Out of dlock's process group and session: a kill -9 of dlock's
 	 * group (a CI runner cancelling a step) must not take us with it. */
 	sys(SYS_setsid, 0, 0, 0, 0, 0);
-	sys(SYS_prctl, PR_SET_NAME, (long)"dlock-watchdog", 0, 0, 0);
+	sys(SYS_prctl, PR_SET_NAME, (long)WATCHDOG_COMM, 0, 0, 0);
 	/* None of dlock's descriptors: not the pipe's write end, which would
 	 * hide dlock's death, nor its stdout, whose reader waits for EOF.
 	 * Its stderr stays, for the line should dlock be killed: the job has
@@ -507,7 +507,7 @@ static int start_process(struct watchdog *wd, int page_fd, int pipe_fd,
 	wd->pid = fork();
 	if (wd->pid == 0) {
 		setsid();
-		prctl(PR_SET_NAME, "dlock-watchdog");
+		prctl(PR_SET_NAME, WATCHDOG_COMM);
 		close(write_fd);
 		for (int i = 0; i < 2; i++)	/* stderr stays: say_killed() */
 			if (i != pipe_fd)

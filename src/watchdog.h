@@ -12,6 +12,11 @@ struct watch_page;
 
 #define WATCHDOG_MAX_HOLD 8
 
+/* The watchdog's name in ps (comm): without "dlock" in it, so that a
+ * `pkill -9 dlock` meant for dlock leaves the watchdog to stop the job
+ * (pkill matches comm anywhere). Its arguments say "dlock watchdog". */
+#define WATCHDOG_COMM "dlk-watchdog"
+
 struct watchdog {
 	struct watch_page *page;	/* shared with the watchdog process */
 	int page_fd;		/* its memfd, for a watchdog started again */

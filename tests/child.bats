@@ -167,3 +167,23 @@ PY
 	run -0 e2big 4000
 	[[ -n $(all_keys r) ]] || fail "the lock was never taken"
 }
+
+# the watchdog of the job dlock PID runs (its child, by comm or by args)
+watchdog_under() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 == "dlk-watchdog" || ($3 == "dlock" && $4 == "watchdog") { print $1 }'; }
+has_watchdog() { [[ -n $(watchdog_under "$1") ]]; }
+
+@test "dlock and its watchdog killed together (pkill -9 -f dlock): the command is still told" {
+	hold h -S "$U" -t 2 K
+	wait_ready h
+	local d w
+	d=$(<"$T/h.dlock")
+	wait_until 5 has_watchdog "$d" || fail "no watchdog: $(ps -o pid,comm,args --ppid "$d")"
+	w=$(watchdog_under "$d")
+	# `pkill dlock` matches comm anywhere: the watchdog's has no "dlock"
+	[[ $(ps -o comm= -p "$w") != *dlock* ]] || fail "watchdog named $(ps -o comm= -p "$w")"
+	kill -KILL "$d" "$w"
+	# PR_SET_PDEATHSIG: the command gets the --on-lost signal at once,
+	# well before its 2 s lease lapses
+	wait_until 1 test -e "$T/h.sig" || fail "the command runs on untold"
+	assert_equal "$(<"$T/h.sig")" TERM
+}

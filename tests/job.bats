@@ -15,7 +15,7 @@ held() { ! dlock -S "$U" -n K true; }	# K is taken (by anyone)
 free() { dlock -S "$U" -n K true; }
 pgid_of() { ps -o pgid= -p "$1" | tr -d ' '; }
 # command_of DLOCK-PID: the command dlock started (its other child, the
-# watchdog, is named "dlock-watchdog")
+# watchdog, is named "dlk-watchdog")
 # (the exec'd watchdog is "exe" by comm until it renames itself: by args
 # it is "dlock watchdog" from the start)
 command_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 !~ /^dlock/ && $3 != "dlock" { print $1 }'; }
@@ -427,7 +427,7 @@ second_alone() {
 
 # by its name before the exec, by its args after (its comm is "exe" until
 # it renames itself)
-watchdog_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 == "dlock-watchdog" || ($3 == "dlock" && $4 == "watchdog") { print $1 }'; }
+watchdog_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 == "dlk-watchdog" || ($3 == "dlock" && $4 == "watchdog") { print $1 }'; }
 has_watchdog() { [[ -n $(watchdog_of "$1") ]]; }
 is_exec_d() { [[ $(tr '\0' ' ' <"/proc/$1/cmdline") == "dlock watchdog " ]]; }
 state_of() { s=$(<"/proc/$1/stat"); s=${s##*) }; echo "${s:0:1}"; }
