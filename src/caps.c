@@ -3,25 +3,28 @@
 #include <string.h>
 #include "caps.h"
 
-/* Each capability as the man page's table of features by engine names
- * its row, in the table's order. */
+/* In the order of the man page's table of features by engine, each named
+ * as its row is (tests/docs.bats compares the two). */
 static const struct feature {
 	unsigned cap;
 	const char *label;
+	const char *trait_no;	/* a trait's "no", in the core's words */
 } features[] = {
-	{ CAP_SHARED, "-s" },
-	{ CAP_LIMIT, "--limit" },
-	{ CAP_FAIR, "--fair" },
-	{ CAP_SEVERAL, "several servers" },
-	{ CAP_STEPS, "acquire, extend, release --token" },
-	{ CAP_HISTORY, "history" },
-	{ CAP_FORCE, "release --force" },
-	{ CAP_MIN_HOLD_KEPT, "--min-hold kept by the store" },
-	{ CAP_UNAVAILABLE_RUN, "--unavailable run" },
-	{ CAP_LIST, "status without key" },
-	{ CAP_NO_FORK, "-F" },
-	{ CAP_WAIT_REPLICAS, "--wait-replicas" },
-	{ CAP_HELD_BY_CONNECTION, "held by the connection" },
+	{ CAP_SHARED, "-s", NULL },
+	{ CAP_LIMIT, "--limit", NULL },
+	{ CAP_FAIR, "--fair", NULL },
+	{ CAP_SEVERAL, "several servers", NULL },
+	{ CAP_STEPS, "acquire, extend, release --token", NULL },
+	{ CAP_HISTORY, "history", NULL },
+	{ CAP_FORCE, "release --force", NULL },
+	{ CAP_MIN_HOLD_KEPT, "--min-hold kept by the store",
+	  "dlock keeps the lock itself until --min-hold is over" },
+	{ CAP_UNAVAILABLE_RUN, "--unavailable run", NULL },
+	{ CAP_LIST, "status without key", NULL },
+	{ CAP_NO_FORK, "-F", NULL },
+	{ CAP_WAIT_REPLICAS, "--wait-replicas", NULL },
+	{ CAP_HELD_BY_CONNECTION, "held by the connection",
+	  "the lock outlives its connection until its lease or session ends" },
 };
 
 #define N_FEATURES (sizeof features / sizeof features[0])
@@ -166,4 +169,18 @@ int caps_check(const struct engine *e, char *why, size_t whylen)
 		return -1;
 	}
 	return check_reasons(e, caps_of(e), why, whylen);
+}
+
+void caps_print(FILE *out, const struct engine *e)
+{
+	for (size_t i = 0; i < N_FEATURES; i++) {
+		const struct feature *f = &features[i];
+		const char *why = f->trait_no ? f->trait_no : caps_why(e, f->cap);
+
+		if (caps_has(e, f->cap))
+			fprintf(out, "  %-34s yes\n", f->label);
+		else
+			fprintf(out, "  %-34s no%s%s\n", f->label, why ? ": " : "",
+				why ? why : "");
+	}
 }

@@ -3,10 +3,12 @@
  * One source of truth: the inspection functions an engine fills give
  * CAP_STEPS, CAP_HISTORY, CAP_FORCE and CAP_LIST; settings.flags declares
  * the rest; settings.cannot says why for each one it lacks. The option
- * check (main.c) reads them here. */
+ * check (main.c), `dlock help engines` and, through it, the man page's
+ * table of features by engine (tests/docs.bats) read them here. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "engine.h"
 
 /* Every capability e has: its declared flags and the derived ones. */
@@ -22,3 +24,6 @@ int caps_check(const struct engine *e, char *why, size_t whylen);
 /* The name of cap as the man page's table of features names its row;
  * NULL for no single capability. */
 const char *caps_label(unsigned cap);
+/* e's row of the features table, one line each: "  LABEL  yes", or "no:
+ * " and the engine's reason (a trait: the core's words). */
+void caps_print(FILE *out, const struct engine *e);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 #include <unistd.h>
 #include "caps.h"
 #include "engine.h"
@@ -289,6 +290,46 @@ void engine_usage(FILE *out, int indent, int title_width)
 		for (const char *const *line = slots[i].usage; *line; line++)
 			fprintf(out, "%*s%-*s%s\n", indent, "", title_width,
 				line == slots[i].usage ? slots[i].title : "", *line);
+}
+
+/* One engine's heading: "PostgreSQL (dlock-postgres.so): postgres://, ...". */
+static void print_heading(FILE *out, const struct slot *s)
+{
+	fprintf(out, "%s (%s):", s->title, s->module ? s->module : "built in");
+	for (const struct scheme *c = s->schemes; c->prefix; c++)
+		if (c->listed)
+			fprintf(out, "%s %s", c == s->schemes ? "" : ",", c->prefix);
+	fputc('\n', out);
+}
+
+int engine_list(FILE *out)
+{
+	int status = EX_OK;
+
+	for (size_t i = 0; i < N_SLOTS; i++) {
+		struct slot *s = &slots[i];
+		char err[PATH_MAX + 512];
+
+		print_heading(out, s);
+		switch (load(s, err, sizeof err)) {
+		case LOADED:
+			/* a module was checked as it loaded, the built-in one
+			 * is here */
+			if (!s->module &&
+			    check_engine(s, s->engine, "dlock", err, sizeof err) != LOADED)
+				break;
+			caps_print(out, s->engine);
+			continue;
+		case ABSENT:
+			fprintf(out, "  %s\n", err);
+			continue;
+		case FAULTY:
+			break;
+		}
+		status = EX_SOFTWARE;
+		fprintf(out, "  refused: %s\n", err);
+	}
+	return status;
 }
 
 void engine_bad_url(const char *url, const char *why, char *err, size_t errlen)

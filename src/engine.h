@@ -435,6 +435,10 @@ bool engine_claims(const char *url);
 size_t engine_stores(char *out, size_t len);
 size_t engine_tls_urls(char *out, size_t len);
 void engine_usage(FILE *out, int indent, int title_width);
+/* dlock help engines: each engine (its module loaded where it is one) and
+ * what it can do, a "no" with its reason; the exit status, 0 unless a
+ * module installed is refused (70: faulty). */
+int engine_list(FILE *out);
 /* "bad server URL 'URL': why", the URL left out where it may hold a
  * password: for engines' parse(). */
 void engine_bad_url(const char *url, const char *why, char *err, size_t errlen);

@@ -1,7 +1,8 @@
 /* test_caps.c - what an engine can do, from what it fills (src/caps.h):
  * the derived capabilities, the reasons, and the check that a declaration
  * holds together, on the built-in engine and on copies of it broken one
- * way each. The modules' declarations are checked as they load. */
+ * way each. The modules' declarations are checked as they load, and all
+ * of them by `dlock help engines` (tests/docs.bats). */
 #include <string.h>
 
 #include "caps.h"
