@@ -172,8 +172,27 @@ static void *open_module(const char *module, char *path, size_t pathlen,
 enum load_result {
 	LOADED,
 	ABSENT,			/* no module, or a library of its missing */
+	STALE,			/* a module of another engine ABI */
 	FAULTY,			/* a declaration that does not hold together */
 };
+
+/* Whether the module h, found at path, was built for this dlock's engine
+ * ABI (engine.h), before anything in it is used. */
+static enum load_result check_abi(void *h, const char *path, char *err,
+				  size_t errlen)
+{
+	const unsigned *abi = dlsym(h, ENGINE_ABI_SYMBOL);
+
+	if (abi && *abi == ENGINE_ABI)
+		return LOADED;
+	if (abi)
+		snprintf(err, errlen, "%s is a module of engine ABI %u, this dlock's is %u: a module of another build (install this dlock's)",
+			 path, *abi, ENGINE_ABI);
+	else
+		snprintf(err, errlen, "%s has no engine ABI number (a module older than ABI 1), this dlock's is %u: a module of another build (install this dlock's)",
+			 path, ENGINE_ABI);
+	return STALE;
+}
 
 /* Whether e, its slot's, is what the slot says and holds together. */
 static enum load_result check_engine(const struct slot *s, const struct engine *e,
@@ -205,10 +224,12 @@ static enum load_result load(struct slot *s, char *err, size_t errlen)
 		return ABSENT;
 	}
 	/* Never closed: its code runs until dlock exits. */
+	if ((r = check_abi(h, path, err, errlen)) != LOADED)
+		return r;
 	if (!(e = dlsym(h, s->symbol))) {
 		snprintf(err, errlen, "%s: no %s in it: a module of another dlock version?",
 			 path, s->symbol);
-		return FAULTY;
+		return STALE;
 	}
 	if ((r = check_engine(s, e, path, err, errlen)) != LOADED)
 		return r;
@@ -322,6 +343,11 @@ int engine_list(FILE *out)
 			continue;
 		case ABSENT:
 			fprintf(out, "  %s\n", err);
+			continue;
+		case STALE:
+			if (status == EX_OK)
+				status = EX_USAGE;
+			fprintf(out, "  refused: %s\n", err);
 			continue;
 		case FAULTY:
 			break;

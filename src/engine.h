@@ -407,6 +407,21 @@ struct engine {
 	struct engine_inspect_ops inspect;
 };
 
+/* The engine ABI: the layout of everything in this header and config.h,
+ * and the core functions that modules call back (error_set, log_line,
+ * show_*, clock_*...). Raise it with any change to them. Each module
+ * exports its build's number (ENGINE_MODULE_ABI, once beside its struct
+ * engine); dlock refuses a module of another (64), naming both numbers:
+ * a module left from an older build would be called through a struct of
+ * another layout. The number has a section of its own, which a test
+ * patches in a copy of a module (tests/modules.bats). */
+#define ENGINE_ABI 1
+#define ENGINE_ABI_SYMBOL "dlock_engine_abi"
+extern const unsigned dlock_engine_abi;
+#define ENGINE_MODULE_ABI \
+	__attribute__((section(".dlock_abi"), used, visibility("default"))) \
+	const unsigned dlock_engine_abi = ENGINE_ABI
+
 /* The engine whose scheme url has, loaded if it is a module; NULL with
  * the reason in err (an unknown scheme, a module not installed). */
 const struct engine *engine_of(const char *url, char *err, size_t errlen);
@@ -437,7 +452,7 @@ size_t engine_tls_urls(char *out, size_t len);
 void engine_usage(FILE *out, int indent, int title_width);
 /* dlock help engines: each engine (its module loaded where it is one) and
  * what it can do, a "no" with its reason; the exit status, 0 unless a
- * module installed is refused (70: faulty). */
+ * module installed is refused (64 another build's, 70 faulty). */
 int engine_list(FILE *out);
 /* "bad server URL 'URL': why", the URL left out where it may hold a
  * password: for engines' parse(). */

@@ -1004,6 +1004,8 @@ static int release(struct lock *lk, const struct release_how *how,
 	return r < 0 ? -1 : 0;
 }
 
+ENGINE_MODULE_ABI;
+
 const struct engine etcd_engine = {
 	.settings = {
 		.name = "etcd",

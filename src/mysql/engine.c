@@ -1152,6 +1152,8 @@ static int release(struct lock *lk, const struct release_how *how,
 	return 0;
 }
 
+ENGINE_MODULE_ABI;
+
 const struct engine mysql_engine = {
 	.settings = {
 		.name = "MySQL",

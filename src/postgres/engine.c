@@ -1086,6 +1086,8 @@ static int force(struct lock *lk, struct broken_holder **out, size_t *n_out,
 	return EX_OK;
 }
 
+ENGINE_MODULE_ABI;
+
 const struct engine postgres_engine = {
 	.settings = {
 		.name = "PostgreSQL",

@@ -1232,6 +1232,8 @@ static int release(struct lock *lk, const struct release_how *how,
 	return 0;
 }
 
+ENGINE_MODULE_ABI;
+
 const struct engine zookeeper_engine = {
 	.settings = {
 		.name = "ZooKeeper",
