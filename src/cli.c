@@ -134,7 +134,7 @@ static void usage(void)
 "                               open on until the caller exits or -u FD\n"
 "  dlock -u FD\n"
 "  dlock [options] --fd N [--] COMMAND [ARG...]\n"
-"  dlock help | version\n"
+"  dlock help [engines] | version\n"
 "Options may come before a subcommand too; the first word that is no\n"
 "option names the form (a lock named as a subcommand: dlock run NAME --).\n"
 "\n", stdout);
@@ -661,6 +661,9 @@ static const struct form *form_of(int argc, char **argv)
 	if (i >= argc)
 		return &forms[0];
 	word = argv[i];
+	if (strcmp(word, "help") == 0 && i + 2 == argc &&
+	    strcmp(argv[i + 1], "engines") == 0)
+		exit(engine_list(stdout));
 	if (strcmp(word, "help") == 0 || strcmp(word, "version") == 0) {
 		if (i + 1 < argc)
 			errx(EX_USAGE, "%s takes no argument (a lock named '%s': dlock run %s -- COMMAND)",

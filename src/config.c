@@ -9,6 +9,7 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include "caps.h"
 #include "config.h"
 #include "log.h"
 #include "parse.h"
@@ -84,7 +85,7 @@ static int check_servers(const char *list, char *err, size_t errlen)
 
 		r = config_parse_servers(urls, n, &engine, &servers, err, errlen);
 		if (r == 0)
-			engine->free_servers(servers, n);
+			engine->settings.free_servers(servers, n);
 	}
 	while (n > 0)
 		free(urls[--n]);
@@ -298,7 +299,7 @@ int config_parse_servers(char *const *urls, size_t n,
 		}
 		if (e && this != e) {
 			snprintf(err, errlen, "one engine per lock: %s and %s servers cannot be mixed",
-				 e->name, this->name);
+				 e->settings.name, this->settings.name);
 			return -1;
 		}
 		e = this;
@@ -307,13 +308,13 @@ int config_parse_servers(char *const *urls, size_t n,
 		snprintf(err, errlen, "empty server list");
 		return -1;
 	}
-	if (n > 1 && !(e->caps & CAP_SEVERAL)) {
+	if (n > 1 && !caps_has(e, CAP_SEVERAL)) {
 		snprintf(err, errlen, "%s takes one server URL (%zu given): name every host in that URL",
-			 e->name, n);
+			 e->settings.name, n);
 		return -1;
 	}
 	/* the engine's reason names the URL where that is safe */
-	if (e->parse((const char *const *)urls, n, servers, err, errlen) < 0)
+	if (e->settings.parse((const char *const *)urls, n, servers, err, errlen) < 0)
 		return -1;
 	*engine = e;
 	return 0;
@@ -643,8 +644,8 @@ static int resolve_tls(const struct config_flags *fl, const struct config_file *
 	const char *key = fl->tls_key ? fl->tls_key : cf->tls_key;
 	const char *insecure = cf->tls_insecure;
 
-	st->tls = st->engine->uses_tls &&
-		  st->engine->uses_tls(st->servers, st->n_servers);
+	st->tls = st->engine->settings.uses_tls &&
+		  st->engine->settings.uses_tls(st->servers, st->n_servers);
 	if (flag && !st->tls) {
 		char tls_urls[256];
 
@@ -788,7 +789,7 @@ void config_report(const struct config_flags *fl, const struct settings *st)
 		for (size_t i = 0; i < st->n_servers && len < sizeof list; i++)
 			len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
 						i ? ", " : "",
-						st->engine->server_text(st->servers, i));
+						st->engine->settings.server_text(st->servers, i));
 		log_event(LOG_INFO, fl->key, "servers", NULL, 0, "servers from %s: %s",
 			  st->servers_from, list);
 	}
@@ -803,7 +804,7 @@ void config_report(const struct config_flags *fl, const struct settings *st)
 void config_free(struct settings *st)
 {
 	if (st->engine && st->servers)
-		st->engine->free_servers(st->servers, st->n_servers);
+		st->engine->settings.free_servers(st->servers, st->n_servers);
 	for (size_t i = 0; st->server_texts && i < st->n_servers; i++)
 		free(st->server_texts[i]);
 	free(st->server_texts);

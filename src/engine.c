@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 #include <unistd.h>
+#include "caps.h"
 #include "engine.h"
 
 extern const struct engine redis_engine;
@@ -136,10 +138,12 @@ static const struct scheme *scheme_of(const char *url, struct slot **slot)
 	return NULL;
 }
 
-/* Opens the module beside the executable, else in DLOCK_ENGINE_DIR. */
-static void *open_module(const char *module, char *why, size_t whylen)
+/* Opens the module beside the executable, else in DLOCK_ENGINE_DIR; path
+ * says which it tried last. */
+static void *open_module(const char *module, char *path, size_t pathlen,
+			 char *why, size_t whylen)
 {
-	char exe[PATH_MAX], path[PATH_MAX + 64];
+	char exe[PATH_MAX];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	void *h;
 
@@ -149,7 +153,7 @@ static void *open_module(const char *module, char *why, size_t whylen)
 		exe[len] = '\0';
 		if ((slash = strrchr(exe, '/'))) {
 			*slash = '\0';
-			snprintf(path, sizeof path, "%s/%s", exe, module);
+			snprintf(path, pathlen, "%s/%s", exe, module);
 			if (access(path, F_OK) == 0) {
 				if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
 					return h;
@@ -158,32 +162,79 @@ static void *open_module(const char *module, char *why, size_t whylen)
 			}
 		}
 	}
-	snprintf(path, sizeof path, "%s/%s", DLOCK_ENGINE_DIR, module);
+	snprintf(path, pathlen, "%s/%s", DLOCK_ENGINE_DIR, module);
 	if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
 		return h;
 	snprintf(why, whylen, "%s", dlerror());
 	return NULL;
 }
 
-static const struct engine *load(struct slot *s, char *err, size_t errlen)
+enum load_result {
+	LOADED,
+	ABSENT,			/* no module, or a library of its missing */
+	STALE,			/* a module of another engine ABI */
+	FAULTY,			/* a declaration that does not hold together */
+};
+
+/* Whether the module h, found at path, was built for this dlock's engine
+ * ABI (engine.h), before anything in it is used. */
+static enum load_result check_abi(void *h, const char *path, char *err,
+				  size_t errlen)
 {
-	char why[PATH_MAX + 256];
+	const unsigned *abi = dlsym(h, ENGINE_ABI_SYMBOL);
+
+	if (abi && *abi == ENGINE_ABI)
+		return LOADED;
+	if (abi)
+		snprintf(err, errlen, "%s is a module of engine ABI %u, this dlock's is %u: a module of another build (install this dlock's)",
+			 path, *abi, ENGINE_ABI);
+	else
+		snprintf(err, errlen, "%s has no engine ABI number (a module older than ABI 1), this dlock's is %u: a module of another build (install this dlock's)",
+			 path, ENGINE_ABI);
+	return STALE;
+}
+
+/* Whether e, its slot's, is what the slot says and holds together. */
+static enum load_result check_engine(const struct slot *s, const struct engine *e,
+				     const char *path, char *err, size_t errlen)
+{
+	char why[256];
+
+	if (strcmp(e->settings.name, s->name) != 0)
+		snprintf(why, sizeof why, "its engine is named '%s', not '%s'",
+			 e->settings.name, s->name);
+	else if (caps_check(e, why, sizeof why) == 0)
+		return LOADED;
+	snprintf(err, errlen, "%s: a faulty engine declaration: %s", path, why);
+	return FAULTY;
+}
+
+static enum load_result load(struct slot *s, char *err, size_t errlen)
+{
+	char why[PATH_MAX + 256], path[PATH_MAX + 64];
+	const struct engine *e;
+	enum load_result r;
 	void *h;
 
 	if (s->engine)
-		return s->engine;
-	if (!(h = open_module(s->module, why, sizeof why))) {
+		return LOADED;
+	if (!(h = open_module(s->module, path, sizeof path, why, sizeof why))) {
 		snprintf(err, errlen, "%s needs dlock's %s engine, which is not installed here (%s)",
 			 s->schemes[0].prefix, s->name, why);
-		return NULL;
+		return ABSENT;
 	}
 	/* Never closed: its code runs until dlock exits. */
-	if (!(s->engine = dlsym(h, s->symbol))) {
+	if ((r = check_abi(h, path, err, errlen)) != LOADED)
+		return r;
+	if (!(e = dlsym(h, s->symbol))) {
 		snprintf(err, errlen, "%s: no %s in it: a module of another dlock version?",
-			 s->module, s->symbol);
-		return NULL;
+			 path, s->symbol);
+		return STALE;
 	}
-	return s->engine;
+	if ((r = check_engine(s, e, path, err, errlen)) != LOADED)
+		return r;
+	s->engine = e;
+	return LOADED;
 }
 
 const struct engine *engine_of(const char *url, char *err, size_t errlen)
@@ -192,7 +243,7 @@ const struct engine *engine_of(const char *url, char *err, size_t errlen)
 	struct slot *s;
 
 	if (scheme_of(url, &s))
-		return load(s, err, errlen);
+		return load(s, err, errlen) == LOADED ? s->engine : NULL;
 	for (size_t i = 0; i < N_SLOTS; i++)
 		for (const struct scheme *c = slots[i].schemes; c->prefix; c++) {
 			if (!c->listed)
@@ -260,6 +311,51 @@ void engine_usage(FILE *out, int indent, int title_width)
 		for (const char *const *line = slots[i].usage; *line; line++)
 			fprintf(out, "%*s%-*s%s\n", indent, "", title_width,
 				line == slots[i].usage ? slots[i].title : "", *line);
+}
+
+/* One engine's heading: "PostgreSQL (dlock-postgres.so): postgres://, ...". */
+static void print_heading(FILE *out, const struct slot *s)
+{
+	fprintf(out, "%s (%s):", s->title, s->module ? s->module : "built in");
+	for (const struct scheme *c = s->schemes; c->prefix; c++)
+		if (c->listed)
+			fprintf(out, "%s %s", c == s->schemes ? "" : ",", c->prefix);
+	fputc('\n', out);
+}
+
+int engine_list(FILE *out)
+{
+	int status = EX_OK;
+
+	for (size_t i = 0; i < N_SLOTS; i++) {
+		struct slot *s = &slots[i];
+		char err[PATH_MAX + 512];
+
+		print_heading(out, s);
+		switch (load(s, err, sizeof err)) {
+		case LOADED:
+			/* a module was checked as it loaded, the built-in one
+			 * is here */
+			if (!s->module &&
+			    check_engine(s, s->engine, "dlock", err, sizeof err) != LOADED)
+				break;
+			caps_print(out, s->engine);
+			continue;
+		case ABSENT:
+			fprintf(out, "  %s\n", err);
+			continue;
+		case STALE:
+			if (status == EX_OK)
+				status = EX_USAGE;
+			fprintf(out, "  refused: %s\n", err);
+			continue;
+		case FAULTY:
+			break;
+		}
+		status = EX_SOFTWARE;
+		fprintf(out, "  refused: %s\n", err);
+	}
+	return status;
 }
 
 void engine_bad_url(const char *url, const char *why, char *err, size_t errlen)

@@ -50,32 +50,49 @@ enum lock_result {
 
 enum extend_result { EXTEND_OK, EXTEND_FAILED, EXTEND_LOST };
 
-/* What an engine can do. An option that needs a capability the engine
- * lacks is a usage error (64) naming engine and option, found before
- * anything is contacted (engine_check() in engine.c). */
+/* What an engine can do, one bit each. An option that needs a capability
+ * the engine lacks is a usage error (64) naming engine and option, found
+ * before anything is contacted (main.c), with the engine's reason. Each is
+ * said once: by the functions the engine fills (derived), or in its
+ * settings.flags (declared) where no function can show it. */
 enum engine_cap {
+	/* declared: behaviour the functions cannot show */
 	CAP_SHARED = 1 << 0,		/* -s */
 	CAP_LIMIT = 1 << 1,		/* --limit N */
 	CAP_FAIR = 1 << 2,		/* --fair: honoured, or FIFO anyway */
-	CAP_STEPS = 1 << 3,		/* acquire, extend, release --token
-					 * from separate processes */
-	CAP_HISTORY = 1 << 4,		/* dlock history */
-	CAP_FORCE = 1 << 5,		/* release --force */
 	CAP_SEVERAL = 1 << 6,		/* several -S URLs (RedLock) */
 	CAP_WAIT_REPLICAS = 1 << 7,	/* --wait-replicas */
-	CAP_MIN_HOLD_KEPT = 1 << 8,	/* the store keeps --min-hold after
-					 * dlock exits; without it dlock
-					 * keeps the lock itself until then */
 	CAP_NO_FORK = 1 << 9,		/* -F: a forked helper can keep the
 					 * lease (the connections survive
 					 * fork()) */
 	CAP_UNAVAILABLE_RUN = 1 << 10,	/* --unavailable run */
-	CAP_LIST = 1 << 11,		/* dlock status with no KEY */
+	/* derived from the inspection part (caps_of()) */
+	CAP_STEPS = 1 << 3,		/* acquire, extend, release --token
+					 * from separate processes:
+					 * release_token and extend_token */
+	CAP_HISTORY = 1 << 4,		/* dlock history: history */
+	CAP_FORCE = 1 << 5,		/* release --force: force */
+	CAP_LIST = 1 << 11,		/* dlock status with no KEY: list */
+	/* declared traits: how the store keeps a lock. Nothing is refused
+	 * for want of one, so none takes a reason. */
+	CAP_MIN_HOLD_KEPT = 1 << 8,	/* the store keeps --min-hold after
+					 * dlock exits; without it dlock
+					 * keeps the lock itself until then */
 	CAP_HELD_BY_CONNECTION = 1 << 12,	/* the store frees the lock the
 					 * moment its connection closes (not
 					 * at a lease's end): the watchdog
 					 * holds the connection, should dlock
 					 * be killed, until the job is stopped */
+};
+#define CAPS_DERIVED (CAP_STEPS | CAP_HISTORY | CAP_FORCE | CAP_LIST)
+#define CAPS_TRAITS (CAP_MIN_HOLD_KEPT | CAP_HELD_BY_CONNECTION)
+#define CAPS_ALL ((1u << 13) - 1)
+
+/* Why an engine lacks a capability: settings.cannot lists one for each
+ * it lacks (traits aside), and none for one it has (caps_check()). */
+struct engine_cannot {
+	unsigned cap;		/* one enum engine_cap; 0 ends the list */
+	const char *why;	/* after "ENGINE cannot OPTION: " */
 };
 
 /* --tls-ca, --tls-cert, --tls-key, --tls-insecure (config.c resolves). */
@@ -255,39 +272,53 @@ struct broken_holder {
 	size_t n_servers;
 };
 
-/* ---- the engine --------------------------------------------------------- */
+/* ---- the engine ---------------------------------------------------------
+ *
+ * An engine fills one struct engine in three parts: its settings (what the
+ * core needs of it before any lock exists), its lock operations, and its
+ * inspection and repair operations. A member marked [opt] may be NULL: the
+ * engine has no such thing, and the core does without it or refuses what
+ * needs it (64, with the engine's reason); the others must be there.
+ * What it can do follows from what it fills (caps.h); a module declares
+ * nothing twice. What the core knows of an engine without loading it (the
+ * URL schemes it claims, how far a URL reaches in a list, --help's lines)
+ * is its slot in src/engine.c. */
 
-struct engine {
-	const char *name;	/* "Redis", "PostgreSQL"... for messages */
-	unsigned caps;		/* enum engine_cap */
+/* Part 1: the settings, before any lock. */
+struct engine_settings {
+	const char *name;	/* "Redis", "PostgreSQL"... for messages: its
+				 * slot's name in src/engine.c */
+	unsigned flags;		/* the declared enum engine_cap bits (none of
+				 * CAPS_DERIVED: those follow from part 3) */
+	/* Why it lacks each capability it lacks; { 0, NULL } ends it. */
+	const struct engine_cannot *cannot;
 	int64_t min_ttl_ms;	/* the shortest --ttl it can keep */
+	/* parse: the list into what lock_params.servers points to; pure, a
+	 * bad URL is -1 with the reason (64), never echoing a password. */
+	int (*parse)(const char *const *urls, size_t n, void **servers,
+		     char *err, size_t errlen);
+	/* Frees them (MySQL wipes the passwords in them first). */
+	void (*free_servers)(void *servers, size_t n);
+	/* Server i as messages name it, its password masked. */
+	const char *(*server_text)(const void *servers, size_t i);
+	/* [opt] Whether these servers ask for TLS (--tls-* need one). */
+	bool (*uses_tls)(const void *servers, size_t n);
+	/* [opt] Once, on the main thread, before any other thread and lock:
+	 * load what the engine needs (OpenSSL for rediss://), given the
+	 * settings (config.h); end undoes it at exit. */
+	int (*init)(const struct settings *st, struct error *err);
+	void (*end)(void);
+};
+
+/* Part 2: a lock. */
+struct engine_lock_ops {
 	/* How long the job runs before watch_fds() is asked: where watching
 	 * costs connections of its own (Redis), a job that ends sooner never
 	 * opens them; 0 where it is a socket the lock has anyway. */
 	int64_t watch_after_ms;
-	/* Why it lacks cap (one enum engine_cap), for the usage error; NULL
-	 * or a NULL answer: no reason given. */
-	const char *(*cannot)(unsigned cap);
-
-	/* Settings (the URL schemes each engine claims are engine.c's).
-	 * parse: the list into what lock_params.servers points to; pure, a
-	 * bad URL is -1 with the reason (64), never echoing a password.
-	 * uses_tls: whether these servers ask for TLS (--tls-* need one). */
-	int (*parse)(const char *const *urls, size_t n, void **servers,
-		     char *err, size_t errlen);
-	void (*free_servers)(void *servers, size_t n);
-	/* Server i as messages name it, its password masked. */
-	const char *(*server_text)(const void *servers, size_t i);
-	bool (*uses_tls)(const void *servers, size_t n);
-	/* Once, on the main thread, before any other thread and lock: load
-	 * what the engine needs (OpenSSL for rediss://), given the settings
-	 * (config.h). NULL: nothing. */
-	int (*init)(const struct settings *st, struct error *err);
-	void (*end)(void);
-
-	/* A lock. open fills lk->e and lk->key, contacting nothing yet;
-	 * close frees what open and the rest made (connections closed: a
-	 * lock that dies with its connection is given back then). */
+	/* open fills lk->e and lk->key, contacting nothing yet; close frees
+	 * what open and the rest made (connections closed: a lock that dies
+	 * with its connection is given back then). */
 	int (*open)(struct lock *lk, struct error *err);
 	void (*close)(struct lock *lk);
 
@@ -312,23 +343,23 @@ struct engine {
 
 	/* Holding. extend: one renewal round (or probe), each server bounded
 	 * by timeout_ms; EXTEND_OK sets valid_until_ms from the round's
-	 * start, EXTEND_LOST means the store says it is no longer ours.
-	 * watch_fds/watch_events: what tells the holder early that the lock
-	 * may be gone (a release notice, a socket the server closed, a
-	 * watch); watch_events returns true to ask for a renewal round now,
-	 * with what it learnt in note (or ""). NULL: nothing to watch. */
+	 * start, EXTEND_LOST means the store says it is no longer ours. */
 	enum extend_result (*extend)(struct lock *lk, int64_t timeout_ms,
 				     struct error *err);
+	/* [opt, both or neither] What tells the holder early that the lock
+	 * may be gone (a release notice, a socket the server closed, a
+	 * watch); watch_events returns true to ask for a renewal round now,
+	 * with what it learnt in note (or ""). */
 	size_t (*watch_fds)(struct lock *lk, struct pollfd *pfd, size_t max);
 	bool (*watch_events)(struct lock *lk, const struct pollfd *pfd,
 			     size_t n, char *note, size_t notelen);
-	/* dlock was killed (kill -9) while the job ran; its watchdog, in a
-	 * process of its own, opened lk (p->token the holder's, fence and
-	 * info set) to write the lock's history a "killed" event, bounded by
-	 * --node-timeout. NULL: no history to write. */
+	/* [opt, with history] dlock was killed (kill -9) while the job ran;
+	 * its watchdog, in a process of its own, opened lk (p->token the
+	 * holder's, fence and info set) to write the lock's history a
+	 * "killed" event, bounded by --node-timeout. */
 	void (*note_killed)(struct lock *lk, int64_t held_ms);
 	/* Every descriptor the lock uses, for -F's helper, which closes all
-	 * others. */
+	 * others, and the watchdog (CAP_HELD_BY_CONNECTION). */
 	size_t (*fds)(const struct lock *lk, int *fds, size_t max);
 
 	/* Releasing. 0 done, 1 done on a majority only (err says where
@@ -336,37 +367,64 @@ struct engine {
 	 * lk->lost_at_release when it was no longer ours. */
 	int (*release)(struct lock *lk, const struct release_how *how,
 		       struct error *err);
-	/* -k: raise the lock's fencing counter to fence (another key's,
-	 * larger) and make it this holder's, so that the next holder of this
-	 * key gets a larger one. NULL: the store's fences are one counter
-	 * for every key (a transaction ID, a zxid, a revision). */
+	/* [opt] -k: raise the lock's fencing counter to fence (another
+	 * key's, larger) and make it this holder's, so that the next holder
+	 * of this key gets a larger one. NULL: the store's fences are one
+	 * counter for every key (a transaction ID, a zxid, a revision). */
 	int (*raise_fence)(struct lock *lk, const char *fence, struct error *err);
-	/* --verbose after a failure: one line for each server that failed.
-	 * NULL: one server, the error says it all. */
+	/* [opt] --verbose after a failure: one line for each server that
+	 * failed. NULL: one server, the error says it all. */
 	void (*log_servers)(const struct lock *lk);
+};
 
-	/* Inspection and repair; NULL where the caps say no. status fills
-	 * locks[0..n-1] (name set by the caller) in as few rounds as it can;
-	 * 0, or -1 with err when nothing could be asked. list: every lock's
-	 * name under the prefix. lk is opened on the first name (or "").  */
+/* Part 3: inspection and repair. lk is opened on the first name (or ""),
+ * and none of them is called while a job runs. Each [opt] one gives a
+ * capability (caps_of()). */
+struct engine_inspect_ops {
+	/* status fills locks[0..n-1] (name set by the caller) in as few
+	 * rounds as it can; 0, or -1 with err when nothing could be asked. */
 	int (*status)(struct lock *lk, struct status_lock *locks, size_t n,
 		      struct error *err);
+	/* [opt] CAP_LIST: every lock's name under the prefix. */
 	int (*list)(struct lock *lk, char ***names, size_t *n,
 		    struct error *err);
+	/* [opt] CAP_HISTORY: the lock's last count events. */
 	int (*history)(struct lock *lk, long count, struct history_report *out,
 		       struct error *err);
-	/* release --token: 0 released, 1 not held by that token, else an
-	 * exit status with err. */
+	/* [opt, both or neither] CAP_STEPS. release --token: 0 released, 1
+	 * not held by that token, else an exit status with err. extend from
+	 * another process: lk->token is the token given; the lease renewed
+	 * to the TTL. */
 	int (*release_token)(struct lock *lk, const char *token,
 			     struct error *err);
-	/* release --force: the holders broken; 0 broken, 1 free, else an
-	 * exit status with err (70: a key that is no lock, left alone). */
+	enum extend_result (*extend_token)(struct lock *lk, struct error *err);
+	/* [opt] CAP_FORCE, release --force: the holders broken; 0 broken, 1
+	 * free, else an exit status with err (70: a key that is no lock,
+	 * left alone). */
 	int (*force)(struct lock *lk, struct broken_holder **out, size_t *n,
 		     struct error *err);
-	/* extend from another process (CAP_STEPS): lk->token is the token
-	 * given; the lease renewed to the TTL. */
-	enum extend_result (*extend_token)(struct lock *lk, struct error *err);
 };
+
+struct engine {
+	struct engine_settings settings;
+	struct engine_lock_ops lock;
+	struct engine_inspect_ops inspect;
+};
+
+/* The engine ABI: the layout of everything in this header and config.h,
+ * and the core functions that modules call back (error_set, log_line,
+ * show_*, clock_*...). Raise it with any change to them. Each module
+ * exports its build's number (ENGINE_MODULE_ABI, once beside its struct
+ * engine); dlock refuses a module of another (64), naming both numbers:
+ * a module left from an older build would be called through a struct of
+ * another layout. The number has a section of its own, which a test
+ * patches in a copy of a module (tests/modules.bats). */
+#define ENGINE_ABI 1
+#define ENGINE_ABI_SYMBOL "dlock_engine_abi"
+extern const unsigned dlock_engine_abi;
+#define ENGINE_MODULE_ABI \
+	__attribute__((section(".dlock_abi"), used, visibility("default"))) \
+	const unsigned dlock_engine_abi = ENGINE_ABI
 
 /* The engine whose scheme url has, loaded if it is a module; NULL with
  * the reason in err (an unknown scheme, a module not installed). */
@@ -396,6 +454,10 @@ bool engine_claims(const char *url);
 size_t engine_stores(char *out, size_t len);
 size_t engine_tls_urls(char *out, size_t len);
 void engine_usage(FILE *out, int indent, int title_width);
+/* dlock help engines: each engine (its module loaded where it is one) and
+ * what it can do, a "no" with its reason; the exit status, 0 unless a
+ * module installed is refused (64 another build's, 70 faulty). */
+int engine_list(FILE *out);
 /* "bad server URL 'URL': why", the URL left out where it may hold a
  * password: for engines' parse(). */
 void engine_bad_url(const char *url, const char *why, char *err, size_t errlen);

@@ -186,7 +186,7 @@ int history_main(const struct lock_params *base, const struct command_args *a)
 	int status = EX_OK;
 
 	if (lock_init(&lk, base, &err) < 0 ||
-	    lk.eng->history(&lk, a->count, &h, &err) < 0) {
+	    lk.eng->inspect.history(&lk, a->count, &h, &err) < 0) {
 		log_error(base->name, &err);
 		status = err.exit;
 		goto out;

@@ -64,7 +64,7 @@ void keeper_keep_only(const struct lock *lk, size_t n_locks, const int *extra,
 	if (n_fds > sizeof room / sizeof *room && !(keep = calloc(n_fds, sizeof *keep)))
 		_exit(EX_OSERR);
 	for (size_t l = 0; l < n_locks; l++)
-		n += (int)lk[l].eng->fds(&lk[l], keep + n, LOCK_FDS_MAX);
+		n += (int)lk[l].eng->lock.fds(&lk[l], keep + n, LOCK_FDS_MAX);
 	for (size_t i = 0; i < n_extra; i++)
 		keep[n++] = extra[i];
 	keep[n++] = STDERR_FILENO;

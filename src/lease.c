@@ -101,7 +101,7 @@ void lease_init(struct lease *ls, struct lock *lk)
 void lease_init_locks(struct lease *ls, struct lock *lk, size_t n)
 {
 	int64_t period_ms = lk->ttl_ms / 3, valid_ms = lk->valid_until_ms;
-	int64_t after_ms = lk->eng->watch_after_ms;
+	int64_t after_ms = lk->eng->lock.watch_after_ms;
 
 	for (size_t i = 1; i < n; i++)
 		valid_ms = min64(valid_ms, lk[i].valid_until_ms);
@@ -115,7 +115,7 @@ void lease_init_locks(struct lease *ls, struct lock *lk, size_t n)
 		.renew_at_ms = valid_ms - lk->ttl_ms + period_ms,
 		.notify_fd = -1,
 		/* renewals as often as that find out as soon */
-		.watch_at_ms = lk->eng->watch_fds && period_ms > after_ms ?
+		.watch_at_ms = lk->eng->lock.watch_fds && period_ms > after_ms ?
 			       clock_now_ms() + after_ms : -1,
 	};
 	pthread_mutex_init(&ls->mutex, NULL);
@@ -152,8 +152,8 @@ size_t lease_watch_fds(struct lease *ls, struct pollfd *pfd)
 	for (size_t i = 0; i < ls->n_locks; i++) {
 		struct lock *lk = &ls->lk[i];
 
-		ls->watch_n[i] = lk->eng->watch_fds ?
-				 lk->eng->watch_fds(lk, pfd + n, MAX_LEASE_FDS - n) : 0;
+		ls->watch_n[i] = lk->eng->lock.watch_fds ?
+				 lk->eng->lock.watch_fds(lk, pfd + n, MAX_LEASE_FDS - n) : 0;
 		n += ls->watch_n[i];
 	}
 	return n;
@@ -168,7 +168,7 @@ void lease_watch_events(struct lease *ls, const struct pollfd *pfd, size_t n)
 		char note[256] = "";
 
 		if (ls->watch_n[i] == 0 ||
-		    !lk->eng->watch_events(lk, pfd + at, ls->watch_n[i], note,
+		    !lk->eng->lock.watch_events(lk, pfd + at, ls->watch_n[i], note,
 					    sizeof note))
 			continue;
 		again = true;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
+#include "caps.h"
 #include "clock.h"
 #include "lock.h"
 /* A field of the holder info: the scripts split it at tabs, and a
@@ -121,7 +122,7 @@ int lock_init(struct lock *lk, const struct lock_params *p, struct error *err)
 		.wait_deadline_ms = -1,
 	};
 	describe_holder(lk, p->command);
-	if (lk->eng->open(lk, err) < 0)
+	if (lk->eng->lock.open(lk, err) < 0)
 		return -1;
 	if (env_token && *env_token && outer_key(lk->key) && in_the_job())
 		lk->reentry_token = env_token;
@@ -131,19 +132,19 @@ int lock_init(struct lock *lk, const struct lock_params *p, struct error *err)
 void lock_free(struct lock *lk)
 {
 	if (lk->eng && lk->e)
-		lk->eng->close(lk);
+		lk->eng->lock.close(lk);
 	lk->e = NULL;
 }
 
 void lock_log_servers(const struct lock *lk)
 {
-	if (lk->eng->log_servers)
-		lk->eng->log_servers(lk);
+	if (lk->eng->lock.log_servers)
+		lk->eng->lock.log_servers(lk);
 }
 
 int lock_begin(struct lock *lk, struct error *err)
 {
-	return lk->eng->begin(lk, err);
+	return lk->eng->lock.begin(lk, err);
 }
 
 enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
@@ -152,25 +153,25 @@ enum lock_result lock_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	lk->queue_pos = 0;
 	stamp_since(lk);
 	*retry_ms = -1;
-	return lk->eng->try(lk, retry_ms, err);
+	return lk->eng->lock.try(lk, retry_ms, err);
 }
 
 void lock_end_wait(struct lock *lk, enum lock_result r)
 {
-	lk->eng->end_wait(lk, r);
+	lk->eng->lock.end_wait(lk, r);
 }
 
 enum extend_result lock_extend(struct lock *lk, int64_t timeout_ms,
 			       struct error *err)
 {
-	return lk->eng->extend(lk, timeout_ms, err);
+	return lk->eng->lock.extend(lk, timeout_ms, err);
 }
 
 int lock_release(struct lock *lk, struct error *err)
 {
 	const struct release_how how = { .exit_status = LOCK_EXIT_UNKNOWN };
 
-	return lk->eng->release(lk, &how, err);
+	return lk->eng->lock.release(lk, &how, err);
 }
 
 /* --min-hold where the store cannot keep a lock once its holder is gone
@@ -188,7 +189,7 @@ static void hold_until(struct lock *lk, int64_t until_ms)
 			next_ms = until_ms;
 		poll(NULL, 0, clock_poll_ms(next_ms - now_ms));
 		if (clock_now_ms() < until_ms &&
-		    lk->eng->extend(lk, lk->node_timeout_ms, &ignored) != EXTEND_OK)
+		    lk->eng->lock.extend(lk, lk->node_timeout_ms, &ignored) != EXTEND_OK)
 			return;		/* the release says what became of it */
 	}
 }
@@ -202,10 +203,10 @@ int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 
 	int r;
 
-	if (min_hold && !(lk->eng->caps & CAP_MIN_HOLD_KEPT) && lk->p->min_hold_ms > 0)
+	if (min_hold && !caps_has(lk->eng, CAP_MIN_HOLD_KEPT) && lk->p->min_hold_ms > 0)
 		hold_until(lk, lk->acquired_ms + lk->p->min_hold_ms);
 	err->msg[0] = '\0';
-	r = lk->eng->release(lk, &how, err);
+	r = lk->eng->lock.release(lk, &how, err);
 	if (!lk->lost_at_release)
 		return r;
 	if (err->exit != EX_TEMPFAIL || !err->msg[0])
@@ -215,8 +216,8 @@ int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 
 int lock_raise_fence(struct lock *lk, const char *fence, struct error *err)
 {
-	if (lk->eng->raise_fence)
-		return lk->eng->raise_fence(lk, fence, err);
+	if (lk->eng->lock.raise_fence)
+		return lk->eng->lock.raise_fence(lk, fence, err);
 	snprintf(lk->fence, sizeof lk->fence, "%s", fence);
 	return 0;
 }
@@ -231,8 +232,8 @@ size_t lock_held_fds(const struct lock *lk, size_t n, int *fds, size_t max)
 	size_t got = 0;
 
 	for (size_t i = 0; i < n && got < max; i++)
-		if (lk[i].eng->caps & CAP_HELD_BY_CONNECTION)
-			got += lk[i].eng->fds(&lk[i], fds + got, max - got);
+		if (caps_has(lk[i].eng, CAP_HELD_BY_CONNECTION))
+			got += lk[i].eng->lock.fds(&lk[i], fds + got, max - got);
 	return got;
 }
 

@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include "caps.h"
 #include "child.h"
 #include "cli.h"
 #include "commands.h"
@@ -634,19 +635,19 @@ static int refuse_unsupported(const struct options *opts,
 	};
 	const struct engine *e = st->engine;
 
-	if (st->ttl_ms < e->min_ttl_ms) {
+	if (st->ttl_ms < e->settings.min_ttl_ms) {
 		log_line(NULL, "%s cannot keep a --ttl below %.3g s (its timeouts count in whole seconds)",
-			 e->name, (double)e->min_ttl_ms / 1000);
+			 e->settings.name, (double)e->settings.min_ttl_ms / 1000);
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof wants / sizeof wants[0]; i++) {
 		const char *why;
 
-		if (!wants[i].asked || (e->caps & wants[i].cap))
+		if (!wants[i].asked || caps_has(e, wants[i].cap))
 			continue;
-		why = e->cannot ? e->cannot(wants[i].cap) : NULL;
+		why = caps_why(e, wants[i].cap);
 		log_event(LOG_ERROR, NULL, "usage", NULL, 0, "%s cannot %s%s%s",
-			  e->name, wants[i].option,
+			  e->settings.name, wants[i].option,
 			  why ? ": " : "", why ? why : "");
 		return -1;
 	}
@@ -739,7 +740,7 @@ int main(int argc, char **argv)
 	}
 	/* What the engine loads (OpenSSL only for rediss://: loading it is
 	 * not a plain run's cost), on this thread, before any other. */
-	if (st.engine->init && st.engine->init(&st, &err) < 0) {
+	if (st.engine->settings.init && st.engine->settings.init(&st, &err) < 0) {
 		log_error(opts.key, &err);
 		config_free(&st);
 		cli_free(&opts);
@@ -763,8 +764,8 @@ int main(int argc, char **argv)
 		status = run_command(&opts, &st, &sig);
 	close(sig.fd);
 	notify_end();
-	if (st.engine->end)
-		st.engine->end();
+	if (st.engine->settings.end)
+		st.engine->settings.end();
 	config_free(&st);
 	cli_free(&opts);
 	if (die_by) {

@@ -64,7 +64,7 @@ static int force(struct lock *lk)
 	struct broken_holder *b = NULL;
 	struct error err = { 0 };
 	size_t n = 0;
-	int status = lk->eng->force(lk, &b, &n, &err);
+	int status = lk->eng->inspect.force(lk, &b, &n, &err);
 
 	for (size_t j = 0; status == EX_OK && j < n; j++)
 		print_broken(lk, &b[j]);
@@ -115,7 +115,7 @@ int release_main(const struct lock_params *base, const struct command_args *a)
 		status = EX_USAGE;
 		goto out;
 	}
-	status = lk.eng->release_token(&lk, token, &err);
+	status = lk.eng->inspect.release_token(&lk, token, &err);
 	if (status == 1 && !err.msg[0]) {
 		char shown[80];
 

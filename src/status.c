@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include "caps.h"
 #include "clock.h"
 #include "commands.h"
 #include "lock.h"
@@ -155,7 +156,7 @@ static void print_waiters(const struct status *s, const struct status_lock *m)
 	struct table t;
 	const char *head[] = { "POS", "HOST", "PID", "USER", "SINCE", "COMMAND" };
 
-	fprintf(s->out, "  %s:\n", s->p->engine->caps & CAP_SEVERAL ?
+	fprintf(s->out, "  %s:\n", caps_has(s->p->engine, CAP_SEVERAL) ?
 	       "waiting in the --fair queue, in its order" : "waiting, in queue order");
 	table_init(&t, 6, "  ");
 	table_add(&t, head);
@@ -222,7 +223,7 @@ static void print_block(const struct status *s, const struct status_lock *m)
 		fprintf(s->out, ", never expires (no TTL)");
 	if (m->n_waiting > 0)
 		fprintf(s->out, ", %lld waiting", m->n_waiting);
-	if (m->n_waiters > 0 && s->p->engine->caps & CAP_SEVERAL)
+	if (m->n_waiters > 0 && caps_has(s->p->engine, CAP_SEVERAL))
 		fprintf(s->out, " (%zu in the --fair queue)", m->n_waiters);
 	if (m->fence >= 0)
 		fprintf(s->out, ", fencing counter %lld", m->fence);
@@ -440,7 +441,7 @@ static void print_json(const struct status *s)
 	json_key(&j, "majority");
 	json_int(&j, (long long)majority(s->n_servers));
 	json_key(&j, "engine");
-	json_cstr(&j, s->p->engine->name);
+	json_cstr(&j, s->p->engine->settings.name);
 	json_key(&j, "locks");
 	json_open(&j, '[');
 	for (size_t e = 0; e < s->n_locks; e++)
@@ -482,12 +483,12 @@ static int names_of(struct status *s, struct lock *lk, struct error *err)
 	size_t n = a->n_keys;
 
 	if (s->listing) {
-		if (!lk->eng->list) {
+		if (!lk->eng->inspect.list) {
 			error_set(err, EX_USAGE, "%s cannot list its locks: name them (dlock status KEY...)",
-				  lk->eng->name);
+				  lk->eng->settings.name);
 			return -1;
 		}
-		if (lk->eng->list(lk, &names, &n, err) < 0)
+		if (lk->eng->inspect.list(lk, &names, &n, err) < 0)
 			return -1;
 	}
 	s->locks = calloc(n ? n : 1, sizeof *s->locks);
@@ -527,7 +528,7 @@ static int look(struct status *s, struct lock *lk)
 	int status = EX_OK;
 
 	if (names_of(s, lk, &err) < 0 ||
-	    (s->n_locks > 0 && lk->eng->status(lk, s->locks, s->n_locks, &err) < 0)) {
+	    (s->n_locks > 0 && lk->eng->inspect.status(lk, s->locks, s->n_locks, &err) < 0)) {
 		say_error(s, s->listing ? NULL : s->p->name, &err);
 		return err.exit;
 	}

@@ -196,7 +196,7 @@ int extend_main(const struct lock_params *base, const struct command_args *a)
 		goto out;
 	}
 	strcpy(lk.token, token);
-	switch (lk.eng->extend_token(&lk, &err)) {
+	switch (lk.eng->inspect.extend_token(&lk, &err)) {
 	case EXTEND_OK:
 		status = EX_OK;
 		break;

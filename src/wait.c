@@ -42,13 +42,13 @@ static int sleep_or_wake(struct waiter *w, const struct signals *sig, int64_t ms
 	for (;;) {
 		struct pollfd pfd[MAX_WAIT_FDS + 1] = { { sig->fd, POLLIN, 0 } };
 		int64_t left_ms = until_ms - clock_now_ms();
-		size_t n = w->lk->eng->wait_fds(w->lk, pfd + 1, MAX_WAIT_FDS);
+		size_t n = w->lk->eng->lock.wait_fds(w->lk, pfd + 1, MAX_WAIT_FDS);
 
 		w->pushed |= n > 0;
 		if (left_ms <= 0 || poll(pfd, n + 1, clock_poll_ms(left_ms)) <= 0)
 			return 0;
 		if (n > 0)
-			*woken |= w->lk->eng->wait_events(w->lk, pfd + 1, n);
+			*woken |= w->lk->eng->lock.wait_events(w->lk, pfd + 1, n);
 		if ((pfd[0].revents & POLLIN) && (*signo = signals_interrupt(sig)))
 			return 1;
 		if (*woken)

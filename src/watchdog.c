@@ -216,7 +216,7 @@ static void record_lock(const struct watch_record *rec,
 		snprintf(lk.token, sizeof lk.token, "%s", wl->token);
 		snprintf(lk.fence, sizeof lk.fence, "%s", wl->fence);
 		snprintf(lk.info, sizeof lk.info, "%s", wl->info);
-		engine->note_killed(&lk, clock_now_ms() - wl->acquired_ms);
+		engine->lock.note_killed(&lk, clock_now_ms() - wl->acquired_ms);
 	}
 	lock_free(&lk);
 }
@@ -249,10 +249,10 @@ static void record_killed(const struct watch_page *pg)
 	for (size_t i = 0; i < rec->n_urls; i++)
 		urls[i] = (char *)rec->urls[i];
 	if (config_parse_servers(urls, rec->n_urls, &st.engine, &st.servers, why,
-				 sizeof why) < 0 || !st.engine->note_killed)
+				 sizeof why) < 0 || !st.engine->lock.note_killed)
 		_exit(0);
 	st.n_servers = rec->n_urls;
-	if (!st.engine->init || st.engine->init(&st, &err) == 0)
+	if (!st.engine->settings.init || st.engine->settings.init(&st, &err) == 0)
 		for (size_t i = 0; i < rec->n_locks; i++)
 			record_lock(rec, st.engine, st.servers, &rec->locks[i]);
 	_exit(0);

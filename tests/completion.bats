@@ -116,6 +116,28 @@ long_only() { grep -- '^--.' | sort -u; }
 	assert_output ''
 }
 
+@test "each shell offers engines after help, and nothing after that" {
+	need_bash_completion
+	run -0 bash_complete dlock help ''
+	assert_output engines
+	run -0 bash_complete dlock -S x help e
+	assert_output engines
+	run -0 bash_complete dlock help engines ''
+	assert_output ''
+	if command -v zsh >/dev/null; then
+		run -0 zsh_complete 'dlock help '
+		assert_output engines
+		run zsh_complete 'dlock help engines '
+		assert_output ''
+	fi
+	if command -v fish >/dev/null; then
+		run -0 fish_complete 'dlock help '
+		assert_output engines
+		run -0 fish_complete 'dlock -S x help e'
+		assert_output engines
+	fi
+}
+
 @test "bash offers each form the options dlock takes in it, no others" {
 	need_bash_completion
 	local form want got

@@ -116,6 +116,73 @@ engine_titles() {
 	((${#bad[@]} == 0)) || fail "missing: ${bad[*]}"
 }
 
+# The man page's table of features by engine (under ENGINES), a line per
+# cell: "ENGINE<TAB>ROW<TAB>yes|no", markup gone; a cell that begins with
+# "no" is a no, any other a yes (RedLock, ticket queue...).
+man_features() {
+	sed -E 's/\*//g; s/(^|[^[:alnum:]])_([^_]+)_/\1\2/g' "$TOP/man/dlock.1.scd" |
+		awk '/^\[\[ Feature/ { in_table = 1; next }
+		     !in_table { next }
+		     /^$/ { exit }
+		     { text = $0; sub(/^(:\[|[|:])[[:space:]]*/, "", text)
+		       sub(/[[:space:]]+$/, "", text) }
+		     /^:\[/ { title[++n] = text; next }
+		     /^\|/ { row = text; col = 0; next }
+		     /^:/ { print title[++col] "\t" row "\t" (text ~ /^no([^[:alnum:]]|$)/ ? "no" : "yes") }'
+}
+
+# listed_features FILE: dlock help engines' output in FILE as the same
+# lines; an engine whose module is not installed as "ENGINE<TAB>-<TAB>absent".
+listed_features() {
+	awk '
+		/^[^ ]/ { title = $0; sub(/ \(.*/, "", title); next }
+		/not installed here/ { print title "\t-\tabsent"; next }
+		{ line = substr($0, 3)
+		  if (!match(line, /  +(yes|no)(: .*)?$/)) next
+		  label = substr(line, 1, RSTART - 1)
+		  said = substr(line, RSTART); sub(/^ +/, "", said); sub(/:.*/, "", said)
+		  print title "\t" label "\t" said }' "$1"
+}
+
+@test "the man page's table of features agrees with dlock help engines, cell by cell" {
+	local engine row said cell n=0 bad=() absent=()
+	local -A man=() listed=()
+	run -0 man_features
+	((${#lines[@]} >= 50)) || fail "the man page's table: only ${#lines[@]} cells found"
+	while IFS=$'\t' read -r engine row said; do
+		man["$engine: $row"]=$said
+	done < <(man_features)
+	dlock help engines >"$T/engines" || fail "dlock help engines: exit $?: $(cat "$T/engines")"
+	listed_features "$T/engines" >"$T/listed"
+	while IFS=$'\t' read -r engine row said; do
+		if [[ $said == absent ]]; then
+			absent+=("$engine")
+			continue
+		fi
+		listed[$engine]=1
+		n=$((n + 1))
+		cell=${man["$engine: $row"]-}
+		if [[ -z $cell ]]; then
+			bad+=("$engine, '$row': dlock help engines says $said; the man page's table has no such row or column")
+		elif [[ $cell != "$said" ]]; then
+			bad+=("$engine, '$row': the man page says $cell, dlock help engines $said")
+		fi
+	done <"$T/listed"
+	((n >= 13)) || fail "dlock help engines: only $n features: $(cat "$T/listed")"
+	# every engine of the table is one dlock has
+	while IFS=$'\t' read -r engine row said; do
+		[[ -n ${listed["$engine"]-} || " ${absent[*]} " == *" $engine "* ]] ||
+			bad+=("the man page's column '$engine' is no engine of dlock help engines")
+	done < <(man_features)
+	((${#bad[@]} == 0)) || fail "$(printf '%s\n' "${bad[@]}" | sort -u)"
+	# a build tree builds every module (CI); an installed dlock has those
+	# of the packages installed
+	if ((${#absent[@]} > 0)); then
+		[[ ! -e ${DLOCK%/*}/build.ninja ]] || skip_unless_strict "not built, not compared: ${absent[*]}"
+		echo "# not installed, not compared: ${absent[*]}" >&3
+	fi
+}
+
 @test "EXIT STATUS and README's exit table state one rule for every engine: 64, 69, 70, 77" {
 	local rule
 	rule=$(sed -n '/^# EXIT STATUS/,/^\[\[/p' "$TOP/man/dlock.1.scd" | tr -s '\n\t' '  ')

@@ -1,13 +1,13 @@
 # fish completion for dlock(1)
 
 # Prints the form being completed: run (with or without the word), status,
-# history, release, acquire or extend. Subcommand words are recognised only
-# as the first argument, once it is complete.
+# history, release, acquire, extend, help or version. Subcommand words are
+# recognised only as the first argument, once it is complete.
 function __dlock_form
     set -l tokens (commandline -opc)
     set -l i (__dlock_form_index)
     if test $i -le (count $tokens)
-        and contains -- $tokens[$i] status history release acquire extend
+        and contains -- $tokens[$i] status history release acquire extend help version
         echo $tokens[$i]
     else
         echo run
@@ -216,6 +216,12 @@ complete -c dlock -n $first -a acquire -d 'Take a lock, print its token (pipelin
 complete -c dlock -n $first -a extend -d 'Renew the lease of an acquired lock'
 complete -c dlock -n $first -a help -d 'Show help'
 complete -c dlock -n $first -a version -d 'Show version'
+# dlock help engines: what each engine can do
+function __dlock_after_help
+    test (__dlock_form) = help
+    and test (__dlock_form_index) -eq (count (commandline -opc))
+end
+complete -c dlock -n __dlock_after_help -a engines -d 'What each engine can do'
 
 # One option per line, in --help order, each offered to the forms that
 # take it (src/cli.c's forms[] and group_of()); -c/--command only right

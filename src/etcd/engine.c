@@ -75,16 +75,11 @@ static int init(const struct settings *st, struct error *err)
 	return st->tls ? http_tls_init(err) : 0;
 }
 
-static const char *cannot(unsigned cap)
-{
-	switch (cap) {
-	case CAP_SEVERAL:
-		return "several -S: one etcd cluster keeps the lock, its members in one URL";
-	case CAP_WAIT_REPLICAS:
-		return "etcd's writes are on a majority of members already";
-	}
-	return NULL;
-}
+static const struct engine_cannot cannot[] = {
+	{ CAP_SEVERAL, "several -S: one etcd cluster keeps the lock, its members in one URL" },
+	{ CAP_WAIT_REPLICAS, "etcd's writes are on a majority of members already" },
+	{ 0, NULL }
+};
 
 /* ---- the lock ------------------------------------------------------------- */
 
@@ -1009,36 +1004,44 @@ static int release(struct lock *lk, const struct release_how *how,
 	return r < 0 ? -1 : 0;
 }
 
+ENGINE_MODULE_ABI;
+
 const struct engine etcd_engine = {
-	.name = "etcd",
-	.caps = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_STEPS | CAP_HISTORY |
-		CAP_FORCE | CAP_NO_FORK | CAP_LIST | CAP_UNAVAILABLE_RUN,
-	.min_ttl_ms = 1000,
-	.watch_after_ms = 500,
-	.cannot = cannot,
-	.parse = parse,
-	.free_servers = free_servers,
-	.server_text = server_text,
-	.uses_tls = uses_tls,
-	.init = init,
-	.end = http_tls_end,
-	.open = open_lock,
-	.close = close_lock,
-	.begin = begin,
-	.try = try,
-	.wait_fds = wait_fds,
-	.wait_events = wait_events,
-	.end_wait = end_wait,
-	.extend = extend,
-	.watch_fds = watch_fds,
-	.watch_events = watch_events,
-	.note_killed = note_killed,
-	.fds = fds,
-	.release = release,
-	.status = etcd_status,
-	.list = etcd_list,
-	.history = etcd_history,
-	.release_token = etcd_release_token,
-	.force = etcd_force,
-	.extend_token = etcd_extend_token,
+	.settings = {
+		.name = "etcd",
+		.flags = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_NO_FORK |
+			 CAP_UNAVAILABLE_RUN,
+		.cannot = cannot,
+		.min_ttl_ms = 1000,
+		.parse = parse,
+		.free_servers = free_servers,
+		.server_text = server_text,
+		.uses_tls = uses_tls,
+		.init = init,
+		.end = http_tls_end,
+	},
+	.lock = {
+		.watch_after_ms = 500,
+		.open = open_lock,
+		.close = close_lock,
+		.begin = begin,
+		.try = try,
+		.wait_fds = wait_fds,
+		.wait_events = wait_events,
+		.end_wait = end_wait,
+		.extend = extend,
+		.watch_fds = watch_fds,
+		.watch_events = watch_events,
+		.note_killed = note_killed,
+		.fds = fds,
+		.release = release,
+	},
+	.inspect = {
+		.status = etcd_status,
+		.list = etcd_list,
+		.history = etcd_history,
+		.release_token = etcd_release_token,
+		.force = etcd_force,
+		.extend_token = etcd_extend_token,
+	},
 };

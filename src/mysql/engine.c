@@ -106,24 +106,15 @@ static void end(void)
 	mysql_library_end();
 }
 
-static const char *cannot(unsigned cap)
-{
-	switch (cap) {
-	case CAP_SHARED:
-		return "GET_LOCK has no shared mode";
-	case CAP_LIMIT:
-		return "GET_LOCK has one holder per name";
-	case CAP_FAIR:
-		return "the server grants GET_LOCK's waiters in no defined order";
-	case CAP_STEPS:
-		return "the lock lives and dies with the connection of the dlock that took it";
-	case CAP_SEVERAL:
-		return "one server is the lock (a replica never sees GET_LOCK): name one URL";
-	case CAP_WAIT_REPLICAS:
-		return "GET_LOCK is not replicated";
-	}
-	return NULL;
-}
+static const struct engine_cannot cannot[] = {
+	{ CAP_SHARED, "GET_LOCK has no shared mode" },
+	{ CAP_LIMIT, "GET_LOCK has one holder per name" },
+	{ CAP_FAIR, "the server grants GET_LOCK's waiters in no defined order" },
+	{ CAP_STEPS, "the lock lives and dies with the connection of the dlock that took it" },
+	{ CAP_SEVERAL, "one server is the lock (a replica never sees GET_LOCK): name one URL" },
+	{ CAP_WAIT_REPLICAS, "GET_LOCK is not replicated" },
+	{ 0, NULL }
+};
 
 /* ---- helpers (inspect.c uses them too) ----------------------------------- */
 
@@ -1161,34 +1152,41 @@ static int release(struct lock *lk, const struct release_how *how,
 	return 0;
 }
 
+ENGINE_MODULE_ABI;
+
 const struct engine mysql_engine = {
-	.name = "MySQL",
-	.caps = CAP_HISTORY | CAP_FORCE | CAP_NO_FORK | CAP_UNAVAILABLE_RUN |
-		CAP_LIST | CAP_HELD_BY_CONNECTION,
-	.min_ttl_ms = 1000,
-	.cannot = cannot,
-	.parse = parse,
-	.free_servers = free_servers,
-	.server_text = server_text,
-	.uses_tls = uses_tls,
-	.init = init,
-	.end = end,
-	.open = open_lock,
-	.close = close_lock,
-	.begin = begin,
-	.try = try,
-	.wait_fds = wait_fds,
-	.wait_events = wait_events,
-	.end_wait = end_wait,
-	.extend = extend,
-	.watch_fds = watch_fds,
-	.watch_events = watch_events,
-	.note_killed = note_killed,
-	.fds = fds,
-	.release = release,
-	.raise_fence = raise_fence,
-	.status = my_status,
-	.list = my_list,
-	.history = my_history,
-	.force = my_force,
+	.settings = {
+		.name = "MySQL",
+		.flags = CAP_NO_FORK | CAP_UNAVAILABLE_RUN | CAP_HELD_BY_CONNECTION,
+		.cannot = cannot,
+		.min_ttl_ms = 1000,
+		.parse = parse,
+		.free_servers = free_servers,
+		.server_text = server_text,
+		.uses_tls = uses_tls,
+		.init = init,
+		.end = end,
+	},
+	.lock = {
+		.open = open_lock,
+		.close = close_lock,
+		.begin = begin,
+		.try = try,
+		.wait_fds = wait_fds,
+		.wait_events = wait_events,
+		.end_wait = end_wait,
+		.extend = extend,
+		.watch_fds = watch_fds,
+		.watch_events = watch_events,
+		.note_killed = note_killed,
+		.fds = fds,
+		.release = release,
+		.raise_fence = raise_fence,
+	},
+	.inspect = {
+		.status = my_status,
+		.list = my_list,
+		.history = my_history,
+		.force = my_force,
+	},
 };

@@ -167,20 +167,14 @@ static bool uses_tls(const void *servers, size_t n)
 	return n > 0 && ((const struct pg_url *)servers)[0].tls;
 }
 
-static const char *cannot(unsigned cap)
-{
-	switch (cap) {
-	case CAP_STEPS:
-		return "an advisory lock belongs to the session that took it and ends with it: acquire, extend and release cannot be separate processes";
-	case CAP_HISTORY:
-		return "advisory locks leave no trace to read back";
-	case CAP_WAIT_REPLICAS:
-		return "a standby never sees advisory locks";
-	case CAP_LIST:
-		return "advisory lock keys are hashes: name the locks (dlock status KEY...)";
-	}
-	return NULL;
-}
+static const struct engine_cannot cannot[] = {
+	{ CAP_SEVERAL, "one server keeps the lock (a standby never sees it): name its hosts in one URL, libpq's host list" },
+	{ CAP_STEPS, "an advisory lock belongs to the session that took it and ends with it: acquire, extend and release cannot be separate processes" },
+	{ CAP_HISTORY, "advisory locks leave no trace to read back" },
+	{ CAP_WAIT_REPLICAS, "a standby never sees advisory locks" },
+	{ CAP_LIST, "advisory lock keys are hashes: name the locks (dlock status KEY...)" },
+	{ 0, NULL }
+};
 
 /* ---- the holder's comment --------------------------------------------- */
 
@@ -1575,29 +1569,37 @@ static int force(struct lock *lk, struct broken_holder **out, size_t *n_out,
 	return EX_OK;
 }
 
+ENGINE_MODULE_ABI;
+
 const struct engine postgres_engine = {
-	.name = "PostgreSQL",
-	.caps = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_FORCE | CAP_NO_FORK |
-		CAP_UNAVAILABLE_RUN | CAP_HELD_BY_CONNECTION,
-	.min_ttl_ms = 1000,
-	.cannot = cannot,
-	.parse = parse,
-	.free_servers = free_servers,
-	.server_text = server_text,
-	.uses_tls = uses_tls,
-	.open = open_lock,
-	.close = close_lock,
-	.begin = begin,
-	.try = try,
-	.wait_fds = wait_fds,
-	.wait_events = wait_events,
-	.end_wait = end_wait,
-	.extend = extend,
-	.watch_fds = watch_fds,
-	.watch_events = watch_events,
-	.fds = fds,
-	.release = release,
-	.raise_fence = raise_fence,
-	.status = status,
-	.force = force,
+	.settings = {
+		.name = "PostgreSQL",
+		.flags = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_NO_FORK |
+			 CAP_UNAVAILABLE_RUN | CAP_HELD_BY_CONNECTION,
+		.cannot = cannot,
+		.min_ttl_ms = 1000,
+		.parse = parse,
+		.free_servers = free_servers,
+		.server_text = server_text,
+		.uses_tls = uses_tls,
+	},
+	.lock = {
+		.open = open_lock,
+		.close = close_lock,
+		.begin = begin,
+		.try = try,
+		.wait_fds = wait_fds,
+		.wait_events = wait_events,
+		.end_wait = end_wait,
+		.extend = extend,
+		.watch_fds = watch_fds,
+		.watch_events = watch_events,
+		.fds = fds,
+		.release = release,
+		.raise_fence = raise_fence,
+	},
+	.inspect = {
+		.status = status,
+		.force = force,
+	},
 };

@@ -69,16 +69,11 @@ static bool uses_tls(const void *servers, size_t n)
 	return false;
 }
 
-static const char *cannot(unsigned cap)
-{
-	switch (cap) {
-	case CAP_SEVERAL:
-		return "one zk:// URL names the whole ensemble (zk://a:2181,b:2181,c:2181)";
-	case CAP_WAIT_REPLICAS:
-		return "a quorum of the ensemble commits every write already";
-	}
-	return NULL;
-}
+static const struct engine_cannot cannot[] = {
+	{ CAP_SEVERAL, "one zk:// URL names the whole ensemble (zk://a:2181,b:2181,c:2181)" },
+	{ CAP_WAIT_REPLICAS, "a quorum of the ensemble commits every write already" },
+	{ 0, NULL }
+};
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -1523,33 +1518,41 @@ static int release(struct lock *lk, const struct release_how *how,
 	return 0;
 }
 
+ENGINE_MODULE_ABI;
+
 const struct engine zookeeper_engine = {
-	.name = "ZooKeeper",
-	.caps = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_STEPS | CAP_HISTORY |
-		CAP_FORCE | CAP_NO_FORK | CAP_UNAVAILABLE_RUN | CAP_LIST,
-	.min_ttl_ms = 1,
-	.cannot = cannot,
-	.parse = parse,
-	.free_servers = free_servers,
-	.server_text = server_text,
-	.uses_tls = uses_tls,
-	.open = open_lock,
-	.close = close_lock,
-	.begin = begin,
-	.try = try,
-	.wait_fds = wait_fds,
-	.wait_events = wait_events,
-	.end_wait = end_wait,
-	.extend = extend,
-	.watch_fds = watch_fds,
-	.watch_events = watch_events,
-	.note_killed = note_killed,
-	.fds = fds,
-	.release = release,
-	.status = zk_status,
-	.list = zk_list,
-	.history = zk_history,
-	.release_token = zk_release_token,
-	.force = zk_force,
-	.extend_token = zk_extend_token,
+	.settings = {
+		.name = "ZooKeeper",
+		.flags = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_NO_FORK |
+			 CAP_UNAVAILABLE_RUN,
+		.cannot = cannot,
+		.min_ttl_ms = 1,
+		.parse = parse,
+		.free_servers = free_servers,
+		.server_text = server_text,
+		.uses_tls = uses_tls,
+	},
+	.lock = {
+		.open = open_lock,
+		.close = close_lock,
+		.begin = begin,
+		.try = try,
+		.wait_fds = wait_fds,
+		.wait_events = wait_events,
+		.end_wait = end_wait,
+		.extend = extend,
+		.watch_fds = watch_fds,
+		.watch_events = watch_events,
+		.note_killed = note_killed,
+		.fds = fds,
+		.release = release,
+	},
+	.inspect = {
+		.status = zk_status,
+		.list = zk_list,
+		.history = zk_history,
+		.release_token = zk_release_token,
+		.force = zk_force,
+		.extend_token = zk_extend_token,
+	},
 };

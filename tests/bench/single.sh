@@ -12,7 +12,9 @@
 # Environment: DLOCK (default ./build/dlock), ROUNDS (default 200),
 # WARMUP (default 5 rounds, not counted), RSS_RUNS (default 5), REDISPY
 # (auto; 0 skips redis-py), CSV (a file to append results to, README.md),
-# MAX_SECONDS (0; else fewer rounds when more would take longer).
+# MAX_SECONDS (0; else fewer rounds when more would take longer), BASE
+# (another dlock binary, e.g. main's, run as two more tools in the same
+# rounds: a change compared with its base on a loaded machine).
 # Starts its own redis-server (TCP on a free loopback port and a unix
 # socket) and, if installed, its own etcd, in a temp dir; stops them by PID
 # and removes the dir whatever happens.  Only 127.0.0.1 is contacted.
@@ -29,6 +31,8 @@ REDISPY=${REDISPY:-auto}
 die() { echo "single.sh: $*" >&2; exit 1; }
 [[ -x $DLOCK ]] || die "no dlock binary at '$DLOCK' (set DLOCK=path)"
 DLOCK=$(realpath "$DLOCK")
+BASE=${BASE:-}
+[[ -z $BASE || -x $BASE ]] || die "no dlock binary at BASE='$BASE'"
 for c in redis-server redis-cli flock python3; do
 	command -v "$c" >/dev/null || die "$c not found"
 done
@@ -100,6 +104,8 @@ tool "true"                  "$TRUE"
 tool "flock FILE true"       flock "$T/flock.lock" true
 tool "dlock K true (tcp)"    "$DLOCK" -S "redis://127.0.0.1:$RPORT" bench-tcp true
 tool "dlock K true (unix)"   "$DLOCK" -S "unix:$T/redis.sock" bench-unix true
+[[ -n $BASE ]] && tool "base K true (tcp)"  "$BASE" -S "redis://127.0.0.1:$RPORT" bench-btcp true
+[[ -n $BASE ]] && tool "base K true (unix)" "$BASE" -S "unix:$T/redis.sock" bench-bunix true
 tool "redis-cli SET NX+EVAL" redis-cli -p "$RPORT"	# stdin: cli.txt
 ((HAVE_ETCD)) && tool "etcdctl lock K true" etcdctl --endpoints="$EURL" lock bench true
 [[ -n $PY ]] && tool "redis-py Lock K true" "$PY" -c "$PYLOCK" "$RPORT" "$TRUE"
@@ -118,7 +124,8 @@ run() {	# run I: run tool I once, silently; its status
 for ((i = 0; i < N; i++)); do
 	run "$i" || die "'${NAMES[$i]}' failed: $(head -c 300 "$T/out")"
 done
-if [[ $(redis-cli -p "$RPORT" exists dlock:bench-tcp dlock:bench-unix dlock:bench-cli dlock:bench-py) != 0 ]]; then
+if [[ $(redis-cli -p "$RPORT" exists dlock:bench-tcp dlock:bench-unix dlock:bench-cli dlock:bench-py \
+	dlock:bench-btcp dlock:bench-bunix) != 0 ]]; then
 	die "a lock key is still there after its holder exited"
 fi
 if [[ $(redis-cli -p "$RPORT" <"$T/cli.txt") != $'OK\n1' ]]; then

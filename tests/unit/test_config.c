@@ -46,7 +46,7 @@ static int servers(const char *list, size_t max, size_t *n)
 	int r;
 
 	if (engine && urls)
-		engine->free_servers(urls, 0);
+		engine->settings.free_servers(urls, 0);
 	urls = NULL;
 	*n = 0;
 	r = config_split_servers(list, texts, max, n, err, sizeof err);
