@@ -7,6 +7,33 @@
  * (src/etcd/). Each fills one struct engine; no core file includes a
  * client library's header, and no engine includes another's.
  *
+ * One file set per engine, the same names in every folder, one role each
+ * (as tooz keeps one driver per engine); an engine adds files for what is
+ * its own (Redis's cluster, sentinel, TLS and Lua; etcd's HTTP and JSON),
+ * never fewer. Adding an engine means filling these:
+ *   NAME.h       its own state (the lock's struct) and what its files
+ *                share; included by no other folder
+ *   engine.c     the struct engine: its settings, lock and inspect parts
+ *                wired to the functions below, its reasons for what it
+ *                cannot do (caps.h), ENGINE_MODULE_ABI; nothing else
+ *   url.c/.h     its URLs: strict, pure, fuzzed; the text messages show
+ *                (url_mask()); whether they ask for TLS; no I/O
+ *   conn.c/.h    a connection to the store, every wait bounded by a
+ *                deadline; the store's answers sorted into exit codes
+ *                (64 a setting to fix, 69 unreachable or busy, 70 an
+ *                unexpected answer, 77 refused credentials)
+ *   names.c/.h   the one place where a lock's NAME (its --limit slots, its
+ *                history, its fence) becomes the store's keys, paths or
+ *                names: pure, unit-tested against collisions
+ *   lock.c       begin, try, the wait, extend, the watch, release,
+ *                raise_fence, note_killed: the lock_ops part
+ *   inspect.c    status, list, history, release --token, --force, extend
+ *                --token: the inspect part
+ *   meson.build  the module (a meson feature found by pkg-config)
+ * and its tests: tests/NAME.bats for what is native to the store (its own
+ * clients, its own faults), the feature suites run on it by the matrix
+ * (tests/README.md), and a fuzz target for what it parses.
+ *
  * One loss clock for every engine: lock.valid_until_ms is a monotonic
  * bound (clock.h) until which the lock is surely ours. Only proof of life
  * moves it forward: a grant, a renewal the store confirmed, a probe the
