@@ -85,7 +85,7 @@
 # they counted), DURATION_MAX (600 s: the run is cut there, and fails), NET
 # (auto, netns or loop), KEEP (1: keep the run's directory; it is kept
 # anyway when a check fails). The README's soak, per engine:
-#   SECTIONS=100 MIN_FAULTS=21 GAP=1 DOWN_MAX=4 tests/nemesis.sh etcd
+#   SECTIONS=100 MIN_FAULTS=21 GAP=4 DOWN_MAX=4 tests/nemesis.sh etcd
 set -uo pipefail
 export LC_ALL=C
 unset DLOCK_SERVERS DLOCK_PASSWORD DLOCK_PREFIX DLOCK_KEY DLOCK_TOKEN DLOCK_FENCE DLOCK_JOB

@@ -2,7 +2,7 @@
 # "The cluster" there), as three hosts, each a server and a sentinel: m1
 # the master, m2 and m3 its replicas (quorum 2, down-after 1 s). dlock asks
 # the sentinels (redis-sentinel://) and waits for one replica
-# (--wait-replicas 1: a failover keeps the lock); the servers keep an
+# (--wait-replicas 1; REDIS_WAIT_REPLICAS=2 for both); the servers keep an
 # append-only file fsynced at every write, as the man page's REDLOCK asks
 # of a server that may restart.
 # shellcheck shell=bash disable=SC2034	# variables tests/nemesis.sh reads
@@ -46,7 +46,7 @@ cluster_start() {
 	for m in "${MEMBERS[@]}"; do member_start "$m"; done
 	wait_until 60 cluster_ready || { echo "the sentinels do not agree"; return 1; }
 	URL=redis-sentinel://$sent/$REDIS_MASTER
-	LOCK_ARGS=(--wait-replicas 1)
+	LOCK_ARGS=(--wait-replicas "${REDIS_WAIT_REPLICAS:-1}")
 }
 
 _alive() { local p; p=$(cat "$1" 2>/dev/null) && ! dead "$p"; }
