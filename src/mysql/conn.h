@@ -12,7 +12,7 @@
 #include "engine.h"
 #include "url.h"
 
-#define MY_MAX_STMTS 8
+#define MY_MAX_STMTS 12
 /* err_no of a server older than the engine needs (dlock's own, beyond
  * the library's and the server's numbers) */
 #define MY_ER_TOO_OLD 90001

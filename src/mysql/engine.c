@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sysexits.h>
 #include <sys/socket.h>
 #include <mysqld_error.h>
@@ -326,6 +327,8 @@ static int begin(struct lock *lk, struct error *err)
 	lk->fence[0] = '\0';
 	m->fence = -1;
 	m->event_id = 0;
+	m->no_history = false;
+	m->history_rows = -1;
 	return 0;
 }
 
@@ -371,7 +374,7 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 	FILE *f;
 	int n = 0;
 
-	*b = (struct my_batch){ -1, -1, -1, -1, -1, -1 };
+	*b = (struct my_batch){ -1, -1, -1, -1, -1, -1, -1 };
 	if (!info || !(f = open_memstream(&s, &len))) {
 		free(info);
 		return NULL;
@@ -396,7 +399,9 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 		fprintf(f, "SELECT GET_LOCK(%s, %.3f);", m->lit, secs);
 		b->get = n++;
 	}
-	/* one transaction, one flush of the redo log for both rows */
+	/* one transaction, one flush of the redo log: the fence row's (the
+	 * history's own table flushes nothing, unless an InnoDB one made by
+	 * an older dlock: then both rows in that one flush) */
 	if (!p->no_fence && p->history > 0) {
 		fprintf(f, "START TRANSACTION;");
 		n++;
@@ -417,6 +422,13 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 			"FROM DUAL WHERE IS_USED_LOCK(%s) = CONNECTION_ID();",
 			m->rowkey, tok, info, m->lit);
 		b->history = n++;
+		/* how many events the lock has, for the release's trim: an
+		 * index range read forwards (finding the --history'th newest
+		 * by a read backwards, as "ORDER BY id DESC LIMIT 1 OFFSET n",
+		 * costs MyISAM and Aria ten times as much) */
+		fprintf(f, "SELECT COUNT(*) FROM dlock_history WHERE name = %s;",
+			m->rowkey);
+		b->count = n++;
 		fprintf(f, "COMMIT;");
 		n++;
 	}
@@ -438,26 +450,105 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 static void fence_error(struct lock *lk, struct error *err)
 {
 	struct mylock *m = M(lk);
-	char what[200];
+	char what[300];
 
-	snprintf(what, sizeof what, "writing the fencing counter in %s.dlock_locks (needs SELECT, INSERT and UPDATE on it and dlock_history; or --no-fence)",
+	snprintf(what, sizeof what, "writing the fencing counter in %s.dlock_locks (needs SELECT, INSERT and UPDATE on it, SELECT, INSERT and DELETE on dlock_history; or --no-fence)",
 		 m->u->database);
 	my_error(&m->c, what, err);
 }
 
+/* Creates the tables on first use: dlock_history with an engine whose
+ * writes flush nothing (mylock.h), InnoDB where the server will not have
+ * that one. */
 static int create_tables(struct lock *lk, int64_t deadline_ms, struct error *err)
 {
 	struct mylock *m = M(lk);
-	char what[240];
+	struct my_conn *c = &m->c;
+	const char *fast = MY_HISTORY_MARIADB;
+	char what[240], sql[sizeof MY_DDL_HISTORY + 40];
 
-	if (my_query(&m->c, MY_DDL_LOCKS ";" MY_DDL_HISTORY, deadline_ms, err) < 0)
+	snprintf(what, sizeof what, "creating %s.dlock_locks and dlock_history (needs CREATE, or an administrator to create them as dlock(1) shows; or --no-fence)",
+		 m->u->database);
+	if (my_query(c, c->mariadb ? MY_DDL_LOCKS :
+		     MY_DDL_LOCKS ";SELECT @@enforce_gtid_consistency", deadline_ms, err) < 0)
 		return -1;
-	if (m->c.err_no) {
-		snprintf(what, sizeof what, "creating %s.dlock_locks and dlock_history (needs CREATE, or an administrator to create them as dlock(1) shows; or --no-fence)",
-			 m->u->database);
-		my_error(&m->c, what, err);
+	if (c->err_no && c->err_at == 0) {
+		my_error(c, what, err);
 		return -1;
 	}
+	if (!c->mariadb) {
+		/* MySQL refuses MyISAM in a transaction with InnoDB where it
+		 * enforces GTID consistency (no such variable: no GTIDs) */
+		size_t len;
+		const char *v = c->err_no ? "OFF" : my_field(c, 1, 0, &len);
+
+		fast = v && strcasecmp(v, "OFF") == 0 ? MY_HISTORY_MYSQL : NULL;
+	}
+	if (fast) {
+		snprintf(sql, sizeof sql, "%s%s", MY_DDL_HISTORY, fast);
+		if (my_query(c, sql, deadline_ms, err) < 0)
+			return -1;
+		if (!c->err_no)
+			return 0;
+		if (my_exit_of(c->err_no) == EX_NOPERM) {
+			my_error(c, what, err);
+			return -1;
+		}
+		/* refused (enforce_storage_engine, disabled_storage_engines,
+		 * no such engine): the durable one does too */
+	}
+	snprintf(sql, sizeof sql, "%s%s", MY_DDL_HISTORY, MY_HISTORY_DURABLE);
+	if (my_query(c, sql, deadline_ms, err) < 0)
+		return -1;
+	if (c->err_no) {
+		my_error(c, what, err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether the batch b failed at the fence row's statement or after it,
+ * before the holder's (which runs when the lock is not ours). */
+static bool failed_from_fence(const struct my_conn *c, const struct my_batch *b)
+{
+	return c->err_no && (size_t)b->fence <= c->err_at &&
+	       (b->holder < 0 || c->err_at < (size_t)b->holder);
+}
+
+/* The 'acquired' event failed after the fence row was written, in the
+ * transaction the failure left open: a history table that is damaged (a
+ * crash it was not repaired from: error 126, 145, 1030...), or MyISAM
+ * where MySQL enforces GTID consistency (1785). The history is a record,
+ * not the lock: the fence row committed and read back (ours, with our
+ * fence: the transaction was not rolled back), the run goes on without
+ * events, and a warning says why. Returns 0, or -1 with err. */
+static int without_history(struct lock *lk, int64_t deadline_ms,
+			   struct error *err)
+{
+	struct mylock *m = M(lk);
+	char why[sizeof m->c.err_msg], tok[MY_TOKEN_LIT];
+	char sql[2 * sizeof m->rowkey + MY_TOKEN_LIT + 120];
+	long long fence = -1;
+
+	snprintf(why, sizeof why, "%s", m->c.err_msg);
+	my_token_sql(lk->token, tok);
+	snprintf(sql, sizeof sql, "COMMIT;SELECT fence FROM dlock_locks WHERE name = %s "
+		 "AND conn = CONNECTION_ID() AND token = %s", m->rowkey, tok);
+	if (my_query(&m->c, sql, deadline_ms, err) < 0)
+		return -1;
+	if (m->c.err_no) {
+		fence_error(lk, err);
+		return -1;
+	}
+	if (!my_int(&m->c, 1, 0, &fence) || fence != m->fence) {
+		error_set(err, EX_SOFTWARE, "%s: the fencing counter's row was not written while the lock was held",
+			  m->u->text);
+		return -1;
+	}
+	m->no_history = true;
+	m->event_id = 0;
+	log_line(lk->p->name, "warning: %s: no history of this run: writing %s.dlock_history: %s",
+		 m->u->text, m->u->database, why);
 	return 0;
 }
 
@@ -467,45 +558,50 @@ static int take_fence(struct lock *lk, const struct my_batch *b,
 		      int64_t deadline_ms, struct error *err)
 {
 	struct mylock *m = M(lk);
+	struct my_conn *c = &m->c;
 	struct my_batch again;
 	const struct my_batch *at = b;
+	bool lost_event;
 	char *sql = NULL;
 
 	if (b->fence < 0)
 		return 0;
-	if (m->c.err_no && (size_t)b->fence <= m->c.err_at &&
-	    (b->holder < 0 || m->c.err_at < (size_t)b->holder)) {
-		if (m->c.err_no != ER_NO_SUCH_TABLE) {
-			fence_error(lk, err);
-			return -1;
-		}
+	if (failed_from_fence(c, b) && c->err_no == ER_NO_SUCH_TABLE) {
 		if (create_tables(lk, deadline_ms, err) < 0 ||
 		    !(sql = acquire_sql(lk, 0, 0, &again))) {
 			if (!sql && !err->exit)
 				error_set(err, EX_OSERR, "out of memory");
 			return -1;
 		}
-		if (my_query(&m->c, sql, deadline_ms, err) < 0) {
+		if (my_query(c, sql, deadline_ms, err) < 0) {
 			free(sql);
 			return -1;
 		}
 		free(sql);
-		if (m->c.err_no) {
-			fence_error(lk, err);
-			return -1;
-		}
 		at = &again;
 	}
-	if ((size_t)at->fence >= m->c.n_results ||
-	    m->c.results[at->fence].affected == 0 ||
-	    m->c.results[at->fence].insert_id == 0) {
+	/* the event alone failed, as a statement does (not rights, not a
+	 * deadlock or lock wait, not the connection) */
+	lost_event = failed_from_fence(c, at) && c->err_at == (size_t)at->history &&
+		     my_exit_of(c->err_no) == EX_SOFTWARE && !c->broken;
+	if (failed_from_fence(c, at) && !lost_event) {
+		fence_error(lk, err);
+		return -1;
+	}
+	if ((size_t)at->fence >= c->n_results ||
+	    c->results[at->fence].affected == 0 ||
+	    c->results[at->fence].insert_id == 0) {
 		error_set(err, EX_SOFTWARE, "%s: the fencing counter's row was not written while the lock was held",
 			  m->u->text);
 		return -1;
 	}
-	m->fence = (long long)m->c.results[at->fence].insert_id;
-	if (at->history >= 0 && (size_t)at->history < m->c.n_results)
-		m->event_id = m->c.results[at->history].insert_id;
+	m->fence = (long long)c->results[at->fence].insert_id;
+	if (lost_event)
+		return without_history(lk, deadline_ms, err);
+	if (at->history >= 0 && (size_t)at->history < c->n_results)
+		m->event_id = c->results[at->history].insert_id;
+	if (at->count < 0 || !my_int(c, (size_t)at->count, 0, &m->history_rows))
+		m->history_rows = -1;
 	return 0;
 }
 
@@ -1062,7 +1158,8 @@ static char *release_sql(struct lock *lk, const struct release_how *how,
 	size_t len = 0;
 	FILE *f;
 	int n = 0;
-	bool history = !p->no_fence && p->history > 0 && m->fence >= 0;
+	bool history = !p->no_fence && p->history > 0 && m->fence >= 0 &&
+		       !m->no_history;
 
 	exit_sql(how, status);
 	if (!(info = malloc(2 * strlen(lk->info) + 4)))
@@ -1074,17 +1171,32 @@ static char *release_sql(struct lock *lk, const struct release_how *how,
 		return NULL;
 	}
 	if (history && how->job) {
-		/* the event and the trim in one transaction: one flush */
+		/* the event and the trim in one transaction: one flush of an
+		 * InnoDB table's, none of the others' (INSERT ... VALUES:
+		 * MariaDB flushes a MyISAM table's files after INSERT ...
+		 * SELECT) */
 		fprintf(f, "START TRANSACTION;INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, exit_status, held_ms) "
-			"SELECT %s, " MY_NOW_MS ", IF(IS_USED_LOCK(%s) = CONNECTION_ID(), 'released', 'lost'), "
-			"%s, %s, %lld, %s, %" PRId64 " FROM DUAL;",
+			"VALUES (%s, " MY_NOW_MS ", IF(IS_USED_LOCK(%s) = CONNECTION_ID(), 'released', 'lost'), "
+			"%s, %s, %lld, %s, %" PRId64 ");",
 			m->rowkey, m->lit, tok, info, m->fence, status,
 			clock_now_ms() - lk->acquired_ms);
-		fprintf(f, "DELETE FROM dlock_history WHERE name = %s AND id <= "
-			"(SELECT id FROM (SELECT id FROM dlock_history WHERE name = %s "
-			"ORDER BY id DESC LIMIT 1 OFFSET %ld) AS t);COMMIT;",
-			m->rowkey, m->rowkey, p->history);
-		n += 4;
+		n += 2;
+		/* the oldest beyond --history, by the count taken with our
+		 * event (another's event since, such as a 'lost' from the
+		 * holder before us, is trimmed at the next release) */
+		if (m->history_rows >= 0 && m->history_rows + 1 > p->history) {
+			fprintf(f, "DELETE FROM dlock_history WHERE name = %s ORDER BY id LIMIT %lld;",
+				m->rowkey, m->history_rows + 1 - p->history);
+			n++;
+		} else if (m->history_rows < 0) {
+			fprintf(f, "DELETE FROM dlock_history WHERE name = %s AND id <= "
+				"(SELECT id FROM (SELECT id FROM dlock_history WHERE name = %s "
+				"ORDER BY id DESC LIMIT 1 OFFSET %ld) AS t);",
+				m->rowkey, m->rowkey, p->history);
+			n++;
+		}
+		fprintf(f, "COMMIT;");
+		n++;
 	} else if (history && m->event_id) {
 		/* an acquisition no command used: the history forgets it */
 		fprintf(f, "DELETE FROM dlock_history WHERE id = %llu AND IS_USED_LOCK(%s) = CONNECTION_ID();",
