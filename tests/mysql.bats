@@ -649,6 +649,15 @@ assert ev[0]["fence"] == ev[1]["fence"] == ev[2]["fence"] + 1, ev
 	run -0 dlock -S "$U" --history 0 H true
 	[[ $(my "SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:H'") == 3 ]] ||
 		fail "--history 0 wrote events"
+	# --history 16: trimmed at every second release (even fences), so
+	# 16 or 18 events once full
+	local n r
+	for r in 1 2 3 4 5 6 7 8 9 10 11; do
+		run -0 dlock -S "$U" --history 16 H true
+		n=$(my "SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:H'")
+		((n == 3 + 2 * r || n == 16 || n == 18)) || fail "$n events after run $r"
+	done
+	((n <= 18)) || fail "$n events kept"
 	nothing_left dlock:H
 }
 
@@ -747,6 +756,49 @@ assert ev[0]["fence"] > ev[2]["fence"] > ev[4]["fence"], ev
 	run -0 dlock history -S "$u" --json K
 	[[ $output == *'"event":"released"'*'"event":"acquired"'* ]] || fail "$output"
 	my "DROP DATABASE dmg"
+	nothing_left
+}
+
+@test "history: the 'acquired' event is the server's to write while the job starts; a dropped dlock_history is made again" {
+	run -0 dlock -S "$U" K true	# the tables exist
+	# the job sees its own event (written after the fence row, which
+	# the job waited for; the event, not)
+	run -0 dlock -S "$U" K sh -c "
+		for i in \$(seq 100); do
+			n=\$(mariadb -S $MY_DIR/sock -uroot -N -B dlock -e \"SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:K' AND event = 'acquired' AND fence = \$DLOCK_FENCE\")
+			[ \"\$n\" = 1 ] && exit 0
+			sleep 0.05
+		done
+		exit 9"
+	my "DROP TABLE dlock_history"
+	run -0 --separate-stderr dlock -S "$U" K sh -c 'echo $DLOCK_FENCE'
+	assert_equal "$stderr" ''
+	local f=$output
+	run -0 dlock history -S "$U" --json K
+	/usr/bin/python3 -c '
+import json, sys
+ev = json.loads(sys.argv[1])["events"]
+assert [e["event"] for e in ev] == ["released", "acquired"], ev
+assert ev[0]["fence"] == ev[1]["fence"] == int(sys.argv[2]), ev
+' "$output" "$f" || fail "$output"
+	nothing_left
+}
+
+@test "history: an account without rights on dlock_history takes locks and fences, with one warning a run" {
+	run -0 dlock -S "$U" K true	# the tables exist
+	my "DROP USER IF EXISTS 'nohist'@'%'; CREATE USER 'nohist'@'%' IDENTIFIED BY 'nohistpass';
+		GRANT SELECT, INSERT, UPDATE ON dlock.dlock_locks TO 'nohist'@'%';
+		GRANT SELECT ON dlock.dlock_history TO 'nohist'@'%'"
+	local u="mysql://nohist:nohistpass@127.0.0.1:$MY_PORT/dlock" f0 f1
+	f0=$(my "SELECT fence FROM dlock_locks WHERE name = 'dlock:K'")
+	run -0 --separate-stderr dlock -S "$u" K sh -c 'echo $DLOCK_FENCE'
+	f1=$output
+	((f1 == f0 + 1)) || fail "fence $f1 after $f0"
+	[[ $stderr =~ ^"dlock: K: warning: mysql://127.0.0.1:$MY_PORT: no history of this run: writing dlock.dlock_history: "[^$'\n']*"command denied to user 'nohist'"[^$'\n']*$ ]] ||
+		fail "$stderr"
+	[[ $(my "SELECT COUNT(*) FROM dlock_history WHERE fence = $f1 AND name = 'dlock:K'") == 0 ]] ||
+		fail "events written"
+	my "DROP USER 'nohist'@'%'"
 	nothing_left
 }
 

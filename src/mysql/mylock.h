@@ -61,7 +61,7 @@
 /* Where each statement's result is in a batch that acquires; -1: not
  * in it. */
 struct my_batch {
-	int set, check, get, fence, history, count, holder;
+	int set, check, get, fence, history, count;
 };
 
 struct mylock {
@@ -88,9 +88,13 @@ struct mylock {
 	long long fence;	/* -1: none */
 	unsigned long long event_id;	/* our 'acquired' event; 0 */
 	bool no_history;	/* dlock_history failed us: no more events */
-	/* the lock's events in dlock_history once ours was written: the
-	 * release trims the oldest beyond --history by this count (-1: not
-	 * known: by a search for the cut) */
+	/* The batch that took the lock, whose history statements (its
+	 * tail) the job did not wait for: finish_tail() reads them */
+	struct my_batch tail;
+	bool tail_pending;	/* its answers are still to be read */
+	bool tail_ours;		/* it took the lock: they are the history's */
+	/* the lock's events in dlock_history once ours was written, when
+	 * this release trims the oldest beyond --history (-1: it does not) */
 	long long history_rows;
 };
 
