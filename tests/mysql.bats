@@ -299,7 +299,7 @@ assert k["held_ms"] >= 300 and k["token"] == a["token"], ev
 
 # ---- fences and names -----------------------------------------------------
 
-@test "fences strictly increase, also across a server restart" {
+@test "fences strictly increase, also across a server restart; the history table repaired on the way" {
 	local f prev=0 i
 	for i in 1 2 3; do
 		f=$(dlock -S "$U" K sh -c 'echo $DLOCK_FENCE') || fail "run $i failed"
@@ -310,10 +310,21 @@ assert k["held_ms"] >= 300 and k["token"] == a["token"], ev
 	run -0 pytry dlock:K 0
 	my_kill_server KILL
 	my_run_server || fail "mariadbd does not come back"
-	f=$(dlock -S "$U" K sh -c 'echo $DLOCK_FENCE') || fail "run after the restart failed"
+	# dlock_history was not closed: the server checks and repairs it
+	# when it opens it, and the history goes on (no warning)
+	run -0 --separate-stderr dlock -S "$U" K sh -c 'echo $DLOCK_FENCE'
+	f=$output
+	assert_equal "$stderr" ''
 	((f > prev)) || fail "fence $f after the restart, $prev before"
 	[[ $(my "SELECT fence FROM dlock_locks WHERE name = 'dlock:K'") == "$f" ]] ||
 		fail "the counter row is not the fence"
+	run -0 dlock history -S "$U" --json K
+	/usr/bin/python3 -c '
+import json, sys
+ev = json.loads(sys.argv[1])["events"]
+assert [e["event"] for e in ev[:2]] == ["released", "acquired"], ev
+assert ev[0]["fence"] == int(sys.argv[2]) and ev[2]["fence"] == int(sys.argv[3]), ev
+' "$output" "$f" "$prev" || fail "$output"
 	nothing_left
 }
 
@@ -622,13 +633,173 @@ assert ev[0]["exit"] == 3 and ev[2]["exit"] == 0, ev
 assert ev[0]["fence"] == ev[1]["fence"] > ev[2]["fence"], ev
 assert ev[0]["held_ms"] >= 0 and ev[0]["host"], ev
 ' "$output" || fail "$output"
-	run -0 dlock -S "$U" --history 3 H true
-	[[ $(my "SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:H'") == 3 ]] ||
-		fail "not trimmed to 3: $(my "SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:H'")"
+	local i
+	for i in 1 2 3; do	# from 4 events to 3; then 3 + 2 to 3 again
+		run -0 dlock -S "$U" --history 3 H true
+		[[ $(my "SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:H'") == 3 ]] ||
+			fail "not trimmed to 3: $(my "SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:H'")"
+	done
+	run -0 dlock history -S "$U" --json H
+	/usr/bin/python3 -c '
+import json, sys
+ev = json.loads(sys.argv[1])["events"]
+assert [e["event"] for e in ev] == ["released", "acquired", "released"], ev
+assert ev[0]["fence"] == ev[1]["fence"] == ev[2]["fence"] + 1, ev
+' "$output" || fail "not the newest kept: $output"
 	run -0 dlock -S "$U" --history 0 H true
 	[[ $(my "SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:H'") == 3 ]] ||
 		fail "--history 0 wrote events"
+	# --history 16: trimmed at every second release (even fences), so
+	# 16 or 18 events once full
+	local n r
+	for r in 1 2 3 4 5 6 7 8 9 10 11; do
+		run -0 dlock -S "$U" --history 16 H true
+		n=$(my "SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:H'")
+		((n == 3 + 2 * r || n == 16 || n == 18)) || fail "$n events after run $r"
+	done
+	((n <= 18)) || fail "$n events kept"
 	nothing_left dlock:H
+}
+
+# Innodb_data_fsyncs: the redo log's flushes (and the data files')
+fsyncs() { my "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'INNODB_DATA_FSYNCS'"; }
+engine_of() { my "SELECT CONCAT(ENGINE, ' ', CREATE_OPTIONS) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '$1' AND TABLE_NAME = '$2'"; }
+
+@test "history: its table flushes nothing: a run flushes the redo log once, for the fence row" {
+	run -0 dlock -S "$U" K true	# the tables exist
+	[[ $(engine_of dlock dlock_history) == "Aria transactional=0" ]] ||
+		fail "dlock_history is $(engine_of dlock dlock_history)"
+	[[ $(engine_of dlock dlock_locks) == InnoDB* ]] || fail "dlock_locks is $(engine_of dlock dlock_locks)"
+	local before i
+	before=$(fsyncs)
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		dlock -S "$U" K true || fail "run $i failed"
+	done
+	# one flush a run (the fence's commit; the server's own, seldom,
+	# besides); an InnoDB history flushes twice a run
+	(($(fsyncs) - before >= 10 && $(fsyncs) - before <= 14)) ||
+		fail "$(($(fsyncs) - before)) flushes for 10 runs"
+	run -0 dlock history -S "$U" --json K
+	[[ $output == *'"event":"released"'*'"event":"acquired"'* ]] || fail "$output"
+	nothing_left
+}
+
+@test "history: an older dlock's InnoDB dlock_history keeps working; dlock(1)'s ALTER TABLE converts it" {
+	local u="mysql://dl:secret@127.0.0.1:$MY_PORT/old" alter
+	run -0 dlock -S "$U" K true	# dlock's tables, to copy
+	my "DROP DATABASE IF EXISTS old; CREATE DATABASE old;
+		GRANT ALL ON old.* TO 'dl'@'%';
+		CREATE TABLE old.dlock_locks LIKE dlock.dlock_locks;
+		CREATE TABLE old.dlock_history LIKE dlock.dlock_history;
+		ALTER TABLE old.dlock_history ENGINE=InnoDB"
+	run -0 dlock -S "$u" K true
+	run -3 dlock -S "$u" K sh -c 'exit 3'
+	[[ $(engine_of old dlock_history) == InnoDB* ]] || fail "dlock_history is $(engine_of old dlock_history)"
+	# the statement dlock(1) gives, as written there
+	alter=$(awk '/^## MySQL and MariaDB/ { m = 1 } m && /^## etcd/ { exit } m' \
+		"$BATS_TEST_DIRNAME/../man/dlock.1.scd" | tr '\n' ' ' | tr -d '*' |
+		grep -o 'ALTER TABLE dlock_history ENGINE=Aria TRANSACTIONAL=0')
+	[[ $alter ]] || fail "dlock(1) gives no ALTER TABLE for an InnoDB dlock_history"
+	mariadb -S "$MY_DIR/sock" -uroot old -e "$alter" || fail "'$alter' does not run"
+	[[ $(engine_of old dlock_history) == "Aria transactional=0" ]] || fail "$(engine_of old dlock_history)"
+	run -0 --separate-stderr dlock -S "$u" K true
+	assert_equal "$stderr" ''
+	run -0 dlock history -S "$u" --json K
+	/usr/bin/python3 -c '
+import json, sys
+ev = json.loads(sys.argv[1])["events"]
+assert [e["event"] for e in ev] == ["released", "acquired"] * 3, ev
+assert [e["exit"] for e in ev if e["event"] == "released"] == [0, 3, 0], ev
+assert ev[0]["fence"] > ev[2]["fence"] > ev[4]["fence"], ev
+' "$output" || fail "$output"
+	my "DROP DATABASE old"
+	nothing_left
+}
+
+@test "history: where the server refuses Aria (enforce_storage_engine), dlock_history is InnoDB" {
+	local u="mysql://dl:secret@127.0.0.1:$MY_PORT/enf"
+	my "DROP DATABASE IF EXISTS enf; CREATE DATABASE enf; GRANT ALL ON enf.* TO 'dl'@'%';
+		SET GLOBAL enforce_storage_engine = InnoDB"
+	run -0 --separate-stderr dlock -S "$u" K true
+	my "SET GLOBAL enforce_storage_engine = NULL"
+	assert_equal "$stderr" ''
+	[[ $(engine_of enf dlock_history) == InnoDB* ]] || fail "dlock_history is $(engine_of enf dlock_history)"
+	run -0 dlock history -S "$u" --json K
+	[[ $output == *'"event":"released"'*'"event":"acquired"'* ]] || fail "$output"
+	my "DROP DATABASE enf"
+	nothing_left
+}
+
+@test "history: a damaged dlock_history: the lock, its fence and the job go on, one warning; REPAIR TABLE brings it back" {
+	local u="mysql://dl:secret@127.0.0.1:$MY_PORT/dmg" f0 f1
+	run -0 dlock -S "$U" K true	# dlock's tables, to copy
+	# the tables as dlock(1) gives them
+	my "DROP DATABASE IF EXISTS dmg; CREATE DATABASE dmg; GRANT ALL ON dmg.* TO 'dl'@'%';
+		CREATE TABLE dmg.dlock_locks LIKE dlock.dlock_locks;
+		CREATE TABLE dmg.dlock_history LIKE dlock.dlock_history;
+		ALTER TABLE dmg.dlock_history ENGINE=Aria TRANSACTIONAL=0"
+	f0=$(dlock -S "$u" K sh -c 'echo $DLOCK_FENCE') || fail "the first run failed"
+	# its index file cut short, as a crash of the disk might leave it
+	my "FLUSH TABLES dmg.dlock_history"
+	truncate -s 100 "$MY_DIR/data/dmg/dlock_history.MAI"
+	run -70 dlock history -S "$u" K
+	run -0 --separate-stderr dlock -S "$u" K sh -c 'echo $DLOCK_FENCE'
+	f1=$output
+	((f1 > f0)) || fail "fence $f1 after $f0"
+	assert_equal "$(my "SELECT fence FROM dmg.dlock_locks")" "$f1"
+	[[ $stderr =~ ^"dlock: K: warning: mysql://127.0.0.1:$MY_PORT: no history of this run: writing dmg.dlock_history: "[^$'\n']+$ ]] ||
+		fail "$stderr"
+	nothing_left
+	my "REPAIR TABLE dmg.dlock_history USE_FRM" >/dev/null
+	run -0 --separate-stderr dlock -S "$u" K true
+	assert_equal "$stderr" ''
+	run -0 dlock history -S "$u" --json K
+	[[ $output == *'"event":"released"'*'"event":"acquired"'* ]] || fail "$output"
+	my "DROP DATABASE dmg"
+	nothing_left
+}
+
+@test "history: the 'acquired' event is the server's to write while the job starts; a dropped dlock_history is made again" {
+	run -0 dlock -S "$U" K true	# the tables exist
+	# the job sees its own event (written after the fence row, which
+	# the job waited for; the event, not)
+	run -0 dlock -S "$U" K sh -c "
+		for i in \$(seq 100); do
+			n=\$(mariadb -S $MY_DIR/sock -uroot -N -B dlock -e \"SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:K' AND event = 'acquired' AND fence = \$DLOCK_FENCE\")
+			[ \"\$n\" = 1 ] && exit 0
+			sleep 0.05
+		done
+		exit 9"
+	my "DROP TABLE dlock_history"
+	run -0 --separate-stderr dlock -S "$U" K sh -c 'echo $DLOCK_FENCE'
+	assert_equal "$stderr" ''
+	local f=$output
+	run -0 dlock history -S "$U" --json K
+	/usr/bin/python3 -c '
+import json, sys
+ev = json.loads(sys.argv[1])["events"]
+assert [e["event"] for e in ev] == ["released", "acquired"], ev
+assert ev[0]["fence"] == ev[1]["fence"] == int(sys.argv[2]), ev
+' "$output" "$f" || fail "$output"
+	nothing_left
+}
+
+@test "history: an account without rights on dlock_history takes locks and fences, with one warning a run" {
+	run -0 dlock -S "$U" K true	# the tables exist
+	my "DROP USER IF EXISTS 'nohist'@'%'; CREATE USER 'nohist'@'%' IDENTIFIED BY 'nohistpass';
+		GRANT SELECT, INSERT, UPDATE ON dlock.dlock_locks TO 'nohist'@'%';
+		GRANT SELECT ON dlock.dlock_history TO 'nohist'@'%'"
+	local u="mysql://nohist:nohistpass@127.0.0.1:$MY_PORT/dlock" f0 f1
+	f0=$(my "SELECT fence FROM dlock_locks WHERE name = 'dlock:K'")
+	run -0 --separate-stderr dlock -S "$u" K sh -c 'echo $DLOCK_FENCE'
+	f1=$output
+	((f1 == f0 + 1)) || fail "fence $f1 after $f0"
+	[[ $stderr =~ ^"dlock: K: warning: mysql://127.0.0.1:$MY_PORT: no history of this run: writing dlock.dlock_history: "[^$'\n']*"command denied to user 'nohist'"[^$'\n']*$ ]] ||
+		fail "$stderr"
+	[[ $(my "SELECT COUNT(*) FROM dlock_history WHERE fence = $f1 AND name = 'dlock:K'") == 0 ]] ||
+		fail "events written"
+	my "DROP USER 'nohist'@'%'"
+	nothing_left
 }
 
 @test "release --force: KILL CONNECTION of the holder, which exits 75; 77 where the account may not" {
@@ -764,6 +935,8 @@ assert ev[0]["held_ms"] >= 0 and ev[0]["host"], ev
 	assert_line --index 1 --regexp '^[0-9.]+s ago +released '
 	run -0 dlock -S "$u" --history 1 K true
 	[[ $(my "SELECT COUNT(*) FROM app.dlock_history") == 1 ]] || fail "not trimmed"
+	[[ $(engine_of app dlock_history) == "Aria transactional=0" ]] ||
+		fail "the history table is $(engine_of app dlock_history)"
 	my "DROP DATABASE app; DROP USER 'cron'@'%'"
 	nothing_left
 }

@@ -139,7 +139,7 @@ my_setup() {
 	# The server may have been stopped by a test that failed half-way.
 	my_up || my_run_server || fail "mariadbd does not come back"
 	# what a test that failed half-way may have left
-	my sql "SET GLOBAL read_only = 0, sql_mode = DEFAULT, max_connections = DEFAULT"
+	my sql "SET GLOBAL read_only = 0, sql_mode = DEFAULT, max_connections = DEFAULT, enforce_storage_engine = NULL"
 }
 
 # my sql STATEMENTS: the mariadb client as root (unix socket), no headers
@@ -211,11 +211,12 @@ c.close()
 EOF
 }
 
-# man_block TEXT: the man page's first code block after the paragraph
-# that starts with TEXT, as the reader sees it
+# man_block TEXT: the first code block of the man page's MySQL section
+# after the paragraph that starts with TEXT, as the reader sees it
 man_block() {
 	awk -v start="$1" '
-		index($0, start) == 1 { found = 1 }
+		$0 == "## MySQL and MariaDB" { mysql = 1 }
+		mysql && index($0, start) == 1 { found = 1 }
 		found && /^```$/ { if (inside) exit; inside = 1; next }
 		inside' "$BATS_TEST_DIRNAME/../man/dlock.1.scd" | sed 's/\\\\/\\/g'
 }

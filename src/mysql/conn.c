@@ -102,6 +102,12 @@ bool my_pending(const struct my_conn *c)
 	return c->m && c->op != OP_NONE;
 }
 
+bool my_paused(const struct my_conn *c)
+{
+	return my_pending(c) && c->op == OP_NEXT && !c->started &&
+	       c->stop_at && c->n_results >= c->stop_at;
+}
+
 int my_fd(const struct my_conn *c)
 {
 	return c->m ? (int)mysql_get_socket(c->m) : -1;
@@ -259,6 +265,10 @@ static void step(struct my_conn *c, int ready)
 			c->started = false;
 			if (c->op == OP_NONE)
 				return;
+			if (my_paused(c)) {
+				c->wait = 0;	/* nothing asked of the socket */
+				return;
+			}
 			continue;
 		case OP_NEXT:
 			w = first ? mysql_next_result_start(&ierr, c->m) :
@@ -331,7 +341,14 @@ int my_connect_start(struct my_conn *c, struct error *err)
 
 int my_send(struct my_conn *c, const char *sql, struct error *err)
 {
+	return my_send_part(c, sql, 0, err);
+}
+
+int my_send_part(struct my_conn *c, const char *sql, size_t stop_at,
+		 struct error *err)
+{
 	my_done(c);
+	c->stop_at = stop_at;
 	if (!(c->sql = strdup(sql))) {
 		error_set(err, EX_OSERR, "%s: out of memory", c->u->text);
 		return -1;
@@ -345,7 +362,12 @@ int my_send(struct my_conn *c, const char *sql, struct error *err)
 
 int my_run(struct my_conn *c, int64_t deadline_ms)
 {
-	while (my_pending(c)) {
+	if (my_paused(c))
+		return 0;
+	/* taken up again after a pause (the library may hold the rest) */
+	if (my_pending(c) && c->op == OP_NEXT && !c->started)
+		step(c, 0);
+	while (my_pending(c) && !my_paused(c)) {
 		struct pollfd pfd = { my_fd(c), my_events(c), 0 };
 		int64_t left_ms = deadline_ms - clock_now_ms();
 		int timeout = clock_poll_ms(left_ms), r, ready = 0;

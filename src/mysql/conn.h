@@ -12,7 +12,7 @@
 #include "engine.h"
 #include "url.h"
 
-#define MY_MAX_STMTS 8
+#define MY_MAX_STMTS 12
 /* err_no of a server older than the engine needs (dlock's own, beyond
  * the library's and the server's numbers) */
 #define MY_ER_TOO_OLD 90001
@@ -39,6 +39,10 @@ struct my_conn {
 	char *sql;			/* the batch, owned */
 	struct my_result results[MY_MAX_STMTS];
 	size_t n_results;
+	/* 0, or the batch pauses once it has that many results: the rest
+	 * stays the server's to send until my_run() is asked again with
+	 * stop_at 0 (my_paused()) */
+	size_t stop_at;
 	/* The batch's first failure: the statement it stopped at (index),
 	 * the server's or library's error number (0: none) and words. */
 	size_t err_at;
@@ -59,13 +63,19 @@ int my_connect_start(struct my_conn *c, struct error *err);
  * results are kept). The connection must be idle. Returns 0 or -1 (out
  * of memory, with err). */
 int my_send(struct my_conn *c, const char *sql, struct error *err);
-/* Drives the call under way until it is over or deadline_ms passes
- * (poll() on the socket). Returns 0 when it is over (see err_no for a
- * statement's failure, broken for the connection's), 1 when it is still
- * pending at the deadline. */
+/* The same, pausing once stop_at results are in (0: never). */
+int my_send_part(struct my_conn *c, const char *sql, size_t stop_at,
+		 struct error *err);
+/* Drives the call under way until it is over, paused or deadline_ms
+ * passes (poll() on the socket). Returns 0 when it is over or paused (see
+ * err_no for a statement's failure, broken for the connection's), 1 when
+ * it is still pending at the deadline. */
 int my_run(struct my_conn *c, int64_t deadline_ms);
-/* Whether a call is under way; its descriptor and poll() events. */
+/* Whether a call is under way (paused or not); whether it is paused
+ * (my_run() returns 0 then, until c->stop_at is 0 again); its descriptor
+ * and poll() events. */
 bool my_pending(const struct my_conn *c);
+bool my_paused(const struct my_conn *c);
 int my_fd(const struct my_conn *c);
 short my_events(const struct my_conn *c);
 /* Frees the last batch's results. */

@@ -15,17 +15,20 @@
  * Acquiring is one round trip after the handshake: the session's settings,
  * the checks (the handshake's connection id is CONNECTION_ID(): no pooler
  * moves the session; not read-only; not Galera), GET_LOCK(name, 0), the
- * fence row and the history event go as one batch. A refusal starts a
- * blocking GET_LOCK with the -w time left (never a negative timeout:
- * MariaDB answers NULL at once; "for ever" is a minute at a time), whose
- * socket wakes the core's wait (wait_fds). At the deadline or on a signal
- * the call is cancelled (KILL QUERY from a second connection) and its
- * answer read: a grant that came just before is given back. */
+ * fence row and the history event go as one batch, and the job starts
+ * once the fence row is committed (the event's answer is read later). A
+ * refusal asks who holds the lock, then starts a blocking GET_LOCK with
+ * the -w time left (never a negative timeout: MariaDB answers NULL at
+ * once; "for ever" is a minute at a time), whose socket wakes the core's
+ * wait (wait_fds). At the deadline or on a signal the call is cancelled
+ * (KILL QUERY from a second connection) and its answer read: a grant that
+ * came just before is given back. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sysexits.h>
 #include <sys/socket.h>
 #include <mysqld_error.h>
@@ -317,6 +320,8 @@ static int begin(struct lock *lk, struct error *err)
 	lk->fence[0] = '\0';
 	m->fence = -1;
 	m->event_id = 0;
+	m->no_history = false;
+	m->history_rows = -1;
 	return 0;
 }
 
@@ -328,6 +333,8 @@ static void drop(struct mylock *m)
 	m->held = false;
 	m->waiting = false;
 	m->probing = false;
+	m->tail_pending = false;
+	m->tail_ours = false;
 }
 
 static int connect_lock(struct lock *lk, int64_t deadline_ms, struct error *err)
@@ -343,14 +350,26 @@ static int connect_lock(struct lock *lk, int64_t deadline_ms, struct error *err)
 	return 0;
 }
 
+/* Every how many releases (by the fence) the history is trimmed back to
+ * --history n: each run that trims pays for a count and a delete, which
+ * cost the server about as much as the two events; between trims a lock
+ * keeps up to a quarter more (as on etcd; Redis trims with MAXLEN ~). */
+static long trim_every(long history)
+{
+	long every = history / 8;
+
+	return every < 1 ? 1 : every > 64 ? 64 : every;
+}
+
 /* What acquire_sql() puts in a batch besides the fence row and the
  * history event (which are written only if the lock is ours). */
 #define WITH_GET 1		/* GET_LOCK (and, first, the session's set-up) */
-#define WITH_HOLDER 2		/* who holds it, when it is not ours */
 
 /* The statements that take the lock, as one batch: the session set up and
  * checked (first time), GET_LOCK with secs, the fence row and the history
- * event when granted, and who holds it when not. */
+ * event when granted. Each statement costs the server a packet, and the
+ * client a wake-up: the checks ride in GET_LOCK's statement, and who
+ * holds the lock is asked only when it was refused (held_by()). */
 static char *acquire_sql(struct lock *lk, double secs, int with,
 			 struct my_batch *b)
 {
@@ -376,22 +395,18 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 		fprintf(f, "SET SESSION wait_timeout = %ld, interactive_timeout = %ld, autocommit = 1;",
 			wait_timeout_s(lk), wait_timeout_s(lk));
 		b->set = n++;
-		fprintf(f, "SELECT CONNECTION_ID(), @@read_only, %s, VERSION();",
-			m->no_wsrep ? "0" : "@@wsrep_on");
-		b->check = n++;
-		fprintf(f, "SELECT IF(CONNECTION_ID() = %lu AND @@read_only = 0%s, GET_LOCK(%s, %.3f), -1);",
+		/* checked(): columns 1 to 3 */
+		fprintf(f, "SELECT IF(CONNECTION_ID() = %lu AND @@read_only = 0%s, GET_LOCK(%s, %.3f), -1), "
+			"CONNECTION_ID(), @@read_only, %s, VERSION();",
 			m->c.thread_id, m->no_wsrep ? "" : " AND @@wsrep_on = 0",
-			m->lit, secs);
-		b->get = n++;
+			m->lit, secs, m->no_wsrep ? "0" : "@@wsrep_on");
+		b->get = b->check = n++;
 	} else {
 		fprintf(f, "SELECT GET_LOCK(%s, %.3f);", m->lit, secs);
 		b->get = n++;
 	}
-	/* one transaction, one flush of the redo log for both rows */
-	if (!p->no_fence && p->history > 0) {
-		fprintf(f, "START TRANSACTION;");
-		n++;
-	}
+	/* the fence row, committed (the redo log flushed) before its
+	 * answer comes: the job starts on that answer */
 	if (!p->no_fence) {
 		fprintf(f, "INSERT INTO dlock_locks (name, fence, conn, token, holder, ttl_ms, lock_name) "
 			"SELECT %s, LAST_INSERT_ID(1), CONNECTION_ID(), %s, %s, %" PRId64 ", %s "
@@ -402,20 +417,25 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 			m->rowkey, tok, info, lk->ttl_ms, m->full_hex, m->lit);
 		b->fence = n++;
 	}
+	/* The tail, which the job does not wait for (query_head()): the
+	 * history's statements, after the fence row, run by the server while
+	 * the job starts, read by finish_tail(). No later statement of ours
+	 * comes before them, nor any acquisition after ours. */
 	if (!p->no_fence && p->history > 0) {
+		/* the lock's events, when this release trims them (the fence
+		 * is a multiple of trim_every()): an index range read
+		 * forwards (finding the --history'th newest by a read
+		 * backwards, "ORDER BY id DESC LIMIT 1 OFFSET n", costs MyISAM
+		 * and Aria ten times as much) */
+		fprintf(f, "SELECT IF(IS_USED_LOCK(%s) = CONNECTION_ID() AND LAST_INSERT_ID() %% %ld = 0, "
+			"(SELECT COUNT(*) FROM dlock_history WHERE name = %s), NULL);",
+			m->lit, trim_every(p->history), m->rowkey);
+		b->count = n++;
 		fprintf(f, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence) "
 			"SELECT %s, " MY_NOW_MS ", 'acquired', %s, %s, LAST_INSERT_ID() "
 			"FROM DUAL WHERE IS_USED_LOCK(%s) = CONNECTION_ID();",
 			m->rowkey, tok, info, m->lit);
 		b->history = n++;
-		fprintf(f, "COMMIT;");
-		n++;
-	}
-	if ((with & WITH_HOLDER) && !p->no_fence) {
-		fprintf(f, "SELECT holder, fence FROM dlock_locks WHERE name = %s "
-			"AND conn = IS_USED_LOCK(%s) AND IS_USED_LOCK(%s) <> CONNECTION_ID();",
-			m->rowkey, m->lit, m->lit);
-		b->holder = n++;
 	}
 	if (fclose(f) == 0)
 		sql = s;
@@ -429,74 +449,214 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 static void fence_error(struct lock *lk, struct error *err)
 {
 	struct mylock *m = M(lk);
-	char what[200];
+	char what[300];
 
-	snprintf(what, sizeof what, "writing the fencing counter in %s.dlock_locks (needs SELECT, INSERT and UPDATE on it and dlock_history; or --no-fence)",
+	snprintf(what, sizeof what, "writing the fencing counter in %s.dlock_locks (needs SELECT, INSERT and UPDATE on it, SELECT, INSERT and DELETE on dlock_history; or --no-fence)",
 		 m->u->database);
 	my_error(&m->c, what, err);
 }
 
+/* Creates the tables on first use: dlock_history with an engine whose
+ * writes flush nothing (mylock.h), InnoDB where the server will not have
+ * that one. */
 static int create_tables(struct lock *lk, int64_t deadline_ms, struct error *err)
 {
 	struct mylock *m = M(lk);
-	char what[240];
+	struct my_conn *c = &m->c;
+	const char *fast = MY_HISTORY_MARIADB;
+	char what[240], sql[sizeof MY_DDL_HISTORY + 40];
 
-	if (my_query(&m->c, MY_DDL_LOCKS ";" MY_DDL_HISTORY, deadline_ms, err) < 0)
+	snprintf(what, sizeof what, "creating %s.dlock_locks and dlock_history (needs CREATE, or an administrator to create them as dlock(1) shows; or --no-fence)",
+		 m->u->database);
+	if (my_query(c, c->mariadb ? MY_DDL_LOCKS :
+		     MY_DDL_LOCKS ";SELECT @@enforce_gtid_consistency", deadline_ms, err) < 0)
 		return -1;
-	if (m->c.err_no) {
-		snprintf(what, sizeof what, "creating %s.dlock_locks and dlock_history (needs CREATE, or an administrator to create them as dlock(1) shows; or --no-fence)",
-			 m->u->database);
-		my_error(&m->c, what, err);
+	if (c->err_no && c->err_at == 0) {
+		my_error(c, what, err);
+		return -1;
+	}
+	if (!c->mariadb) {
+		/* MySQL refuses MyISAM in a transaction with InnoDB where it
+		 * enforces GTID consistency (no such variable: no GTIDs) */
+		size_t len;
+		const char *v = c->err_no ? "OFF" : my_field(c, 1, 0, &len);
+
+		fast = v && strcasecmp(v, "OFF") == 0 ? MY_HISTORY_MYSQL : NULL;
+	}
+	if (fast) {
+		snprintf(sql, sizeof sql, "%s%s", MY_DDL_HISTORY, fast);
+		if (my_query(c, sql, deadline_ms, err) < 0)
+			return -1;
+		if (!c->err_no)
+			return 0;
+		if (my_exit_of(c->err_no) == EX_NOPERM) {
+			my_error(c, what, err);
+			return -1;
+		}
+		/* refused (enforce_storage_engine, disabled_storage_engines,
+		 * no such engine): the durable one does too */
+	}
+	snprintf(sql, sizeof sql, "%s%s", MY_DDL_HISTORY, MY_HISTORY_DURABLE);
+	if (my_query(c, sql, deadline_ms, err) < 0)
+		return -1;
+	if (c->err_no) {
+		my_error(c, what, err);
 		return -1;
 	}
 	return 0;
 }
 
-/* The fence and event from a batch that took the lock: creates the tables
- * on first use. Returns 0, or -1 with err (the lock then given back). */
+/* Whether the batch b failed at the fence row's statement or after it. */
+static bool failed_from_fence(const struct my_conn *c, const struct my_batch *b)
+{
+	return c->err_no && (size_t)b->fence <= c->err_at;
+}
+
+/* Sends a batch that asks for the lock and waits for its answers up to
+ * the fence row's: the tail's (the history's statements) are the server's
+ * to run meanwhile, read by finish_tail(). Returns 0, or -1 with err (the
+ * connection closed). */
+static int query_head(struct mylock *m, const char *sql,
+		      const struct my_batch *b, int64_t deadline_ms,
+		      struct error *err)
+{
+	size_t stop_at = b->history >= 0 ? (size_t)b->fence + 1 : 0;
+
+	if (my_send_part(&m->c, sql, stop_at, err) < 0)
+		return -1;
+	if (my_run(&m->c, deadline_ms) == 1) {
+		my_close(&m->c);
+		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
+		return -1;
+	}
+	if (m->c.broken) {
+		my_error(&m->c, NULL, err);
+		my_close(&m->c);
+		return -1;
+	}
+	m->tail = *b;
+	m->tail_pending = stop_at > 0;
+	m->tail_ours = false;
+	return 0;
+}
+
+/* The fence from a batch that took the lock (its event is the tail's):
+ * creates the tables on first use. Returns 0, or -1 with err (the lock
+ * then given back). */
 static int take_fence(struct lock *lk, const struct my_batch *b,
 		      int64_t deadline_ms, struct error *err)
 {
 	struct mylock *m = M(lk);
+	struct my_conn *c = &m->c;
 	struct my_batch again;
 	const struct my_batch *at = b;
 	char *sql = NULL;
 
 	if (b->fence < 0)
 		return 0;
-	if (m->c.err_no && (size_t)b->fence <= m->c.err_at &&
-	    (b->holder < 0 || m->c.err_at < (size_t)b->holder)) {
-		if (m->c.err_no != ER_NO_SUCH_TABLE) {
-			fence_error(lk, err);
-			return -1;
-		}
+	if (failed_from_fence(c, b) && c->err_no == ER_NO_SUCH_TABLE) {
 		if (create_tables(lk, deadline_ms, err) < 0 ||
 		    !(sql = acquire_sql(lk, 0, 0, &again))) {
 			if (!sql && !err->exit)
 				error_set(err, EX_OSERR, "out of memory");
 			return -1;
 		}
-		if (my_query(&m->c, sql, deadline_ms, err) < 0) {
+		if (query_head(m, sql, &again, deadline_ms, err) < 0) {
 			free(sql);
 			return -1;
 		}
 		free(sql);
-		if (m->c.err_no) {
-			fence_error(lk, err);
-			return -1;
-		}
 		at = &again;
 	}
-	if ((size_t)at->fence >= m->c.n_results ||
-	    m->c.results[at->fence].affected == 0 ||
-	    m->c.results[at->fence].insert_id == 0) {
+	if (failed_from_fence(c, at)) {
+		fence_error(lk, err);
+		return -1;
+	}
+	if ((size_t)at->fence >= c->n_results ||
+	    c->results[at->fence].affected == 0 ||
+	    c->results[at->fence].insert_id == 0) {
 		error_set(err, EX_SOFTWARE, "%s: the fencing counter's row was not written while the lock was held",
 			  m->u->text);
 		return -1;
 	}
-	m->fence = (long long)m->c.results[at->fence].insert_id;
-	if (at->history >= 0 && (size_t)at->history < m->c.n_results)
-		m->event_id = m->c.results[at->history].insert_id;
+	m->fence = (long long)c->results[at->fence].insert_id;
+	m->tail_ours = m->tail_pending;
+	return 0;
+}
+
+/* The tail failed: the history table missing (dropped since: dlock_locks
+ * is there) is made again and the event written; any other failure of
+ * the history's is no failure of the lock, which is held, its fence
+ * written: a warning, and no more events this run. */
+static void tail_failed(struct lock *lk, int64_t deadline_ms)
+{
+	struct mylock *m = M(lk);
+	struct my_conn *c = &m->c;
+	char why[640], tok[MY_TOKEN_LIT], *info, *sql = NULL;
+	struct error err = { 0 };
+
+	snprintf(why, sizeof why, "writing %s.dlock_history: %s", m->u->database, c->err_msg);
+	if (c->err_no == ER_NO_SUCH_TABLE) {
+		my_token_sql(lk->token, tok);
+		info = my_info_sql(lk->info);
+		if (!info || asprintf(&sql, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence) "
+				      "VALUES (%s, " MY_NOW_MS ", 'acquired', %s, %s, %lld)",
+				      m->rowkey, tok, info, m->fence) < 0)
+			sql = NULL;
+		free(info);
+		if (sql && create_tables(lk, deadline_ms, &err) == 0 &&
+		    my_query(c, sql, deadline_ms, &err) == 0 && !c->err_no) {
+			m->event_id = c->results[0].insert_id;
+			m->history_rows = 1;
+			free(sql);
+			return;
+		}
+		free(sql);
+		if (c->err_no)
+			snprintf(why, sizeof why, "writing %s.dlock_history: %s", m->u->database, c->err_msg);
+		else if (err.exit)
+			snprintf(why, sizeof why, "%s", err.msg);
+		if (!c->m || c->broken)
+			return;		/* the lock is lost: the next probe says so */
+	}
+	m->no_history = true;
+	log_line(lk->p->name, "warning: %s: no history of this run: %s", m->u->text, why);
+}
+
+/* The answers to the tail of the batch that took the lock (or that did
+ * not: then only read), before anything else is asked on the connection,
+ * until deadline_ms: the event's id, and the count for a trim. Returns 0
+ * when done (the connection may have died: c->broken), 1 when answers are
+ * still to come at deadline_ms. */
+static int finish_tail(struct lock *lk, int64_t deadline_ms)
+{
+	struct mylock *m = M(lk);
+	struct my_conn *c = &m->c;
+	const struct my_batch *b = &m->tail;
+
+	if (!m->tail_pending || !c->m)
+		return 0;
+	c->stop_at = 0;
+	if (my_run(c, deadline_ms) == 1)
+		return 1;
+	m->tail_pending = false;
+	if (m->tail_ours && !c->broken && !my_gone(c->err_no)) {
+		m->history_rows = -1;
+		if (c->err_no && c->err_at <= (size_t)b->history) {
+			/* a round trip or two, whatever deadline_ms: the
+			 * lock's connection is never cut short by it */
+			tail_failed(lk, clock_now_ms() + lk->node_timeout_ms);
+		} else {
+			if ((size_t)b->history < c->n_results)
+				m->event_id = c->results[b->history].insert_id;
+			/* ours too, which came after the count */
+			if (my_int(c, (size_t)b->count, 0, &m->history_rows))
+				m->history_rows++;
+		}
+	}
+	m->tail_ours = false;
+	if (!c->broken)
+		my_done(c);
 	return 0;
 }
 
@@ -513,11 +673,11 @@ static int checked(struct lock *lk, const struct my_batch *b, struct error *err)
 
 	if (b->check < 0)
 		return 0;
-	if ((v = my_field(c, (size_t)b->check, 0, &len)))
-		id = strtoll(v, NULL, 10);
 	if ((v = my_field(c, (size_t)b->check, 1, &len)))
-		ro = strtoll(v, NULL, 10);
+		id = strtoll(v, NULL, 10);
 	if ((v = my_field(c, (size_t)b->check, 2, &len)))
+		ro = strtoll(v, NULL, 10);
+	if ((v = my_field(c, (size_t)b->check, 3, &len)))
 		wsrep = strtoll(v, NULL, 10);
 	if (id != (long long)c->thread_id) {
 		error_set(err, EX_UNAVAILABLE, "%s: the session moved (CONNECTION_ID() %lld, the handshake's %lu): a pooler (ProxySQL, MaxScale...) between dlock and the server, where GET_LOCK, which belongs to the connection, is not safe; name the server itself",
@@ -552,6 +712,10 @@ static enum extend_result probe(struct lock *lk, int64_t deadline_ms,
 	if (!c->m) {
 		error_set(err, EX_TEMPFAIL, "%s: the lock's connection is gone", m->u->text);
 		return EXTEND_LOST;
+	}
+	if (finish_tail(lk, deadline_ms) == 1) {
+		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
+		return EXTEND_FAILED;
 	}
 	if (!m->probing) {
 		snprintf(sql, sizeof sql, "SELECT IS_USED_LOCK(%s) = CONNECTION_ID(), CONNECTION_ID()",
@@ -621,16 +785,24 @@ static int start_wait(struct lock *lk, struct error *err)
 	 * all): the second begun, and KILL QUERY at the deadline */
 	if (!m->c.mariadb)
 		left_ms = (left_ms + 999) / 1000 * 1000;
+	if (finish_tail(lk, now_ms + lk->node_timeout_ms) == 1 || m->c.broken) {
+		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
+		return -1;
+	}
 	if (!(sql = acquire_sql(lk, (double)left_ms / 1000, WITH_GET,
 				&m->wait_batch))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	if (my_send(&m->c, sql, err) < 0) {
+	if (my_send_part(&m->c, sql, m->wait_batch.history >= 0 ?
+			 (size_t)m->wait_batch.fence + 1 : 0, err) < 0) {
 		free(sql);
 		return -1;
 	}
 	free(sql);
+	m->tail = m->wait_batch;
+	m->tail_pending = m->wait_batch.history >= 0;
+	m->tail_ours = false;
 	m->waiting = true;
 	m->wait_ends_ms = now_ms + left_ms;
 	return 0;
@@ -644,8 +816,6 @@ static enum lock_result answer(struct lock *lk, const struct my_batch *b,
 	struct mylock *m = M(lk);
 	struct my_conn *c = &m->c;
 	long long got;
-	size_t len;
-	const char *v;
 
 	if (c->broken || (c->err_no && c->err_at <= (size_t)b->get)) {
 		my_error(c, NULL, err);
@@ -665,13 +835,6 @@ static enum lock_result answer(struct lock *lk, const struct my_batch *b,
 	if (got == 0) {
 		lk->refused = true;
 		lk->held_by[0] = '\0';
-		if (b->holder >= 0 && (!c->err_no || c->err_at > (size_t)b->holder) &&
-		    (v = my_field(c, (size_t)b->holder, 0, &len)) && len > 0) {
-			const char *f = my_field(c, (size_t)b->holder, 1, &len);
-
-			snprintf(lk->held_by, sizeof lk->held_by, "%.*s\t%s",
-				 (int)strnlen(v, sizeof lk->held_by - 24), v, f ? f : "");
-		}
 		return LOCK_HELD;
 	}
 	m->held = true;
@@ -711,6 +874,34 @@ static int reentered(struct lock *lk, int64_t deadline_ms, struct error *err)
 
 static enum lock_result take_up_wait(struct lock *lk, struct error *err);
 
+/* Who holds the lock that was refused, when a dlock does (its row names
+ * the holder's connection): lk->held_by, empty when not known. Asked
+ * after the refusal, not in the batch: an uncontended run does not pay
+ * for it. A failure here is no failure of the lock. */
+static void held_by(struct lock *lk, int64_t deadline_ms)
+{
+	struct mylock *m = M(lk);
+	char sql[3 * sizeof m->lit + 160];
+	struct error ignored;
+	const char *v, *f;
+	size_t len;
+
+	lk->held_by[0] = '\0';
+	if (lk->p->no_fence || finish_tail(lk, deadline_ms) == 1 || m->c.broken)
+		return;
+	snprintf(sql, sizeof sql, "SELECT holder, fence FROM dlock_locks WHERE name = %s "
+		 "AND conn = IS_USED_LOCK(%s) AND IS_USED_LOCK(%s) <> CONNECTION_ID()",
+		 m->rowkey, m->lit, m->lit);
+	if (my_query(&m->c, sql, deadline_ms, &ignored) < 0 || m->c.err_no)
+		return;
+	if ((v = my_field(&m->c, 0, 0, &len)) && len > 0) {
+		f = my_field(&m->c, 0, 1, &len);
+		snprintf(lk->held_by, sizeof lk->held_by, "%.*s\t%s",
+			 (int)strnlen(v, sizeof lk->held_by - 24), v, f ? f : "");
+	}
+	my_done(&m->c);
+}
+
 static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *err)
 {
 	struct mylock *m = M(lk);
@@ -736,12 +927,12 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *er
 		}
 	}
 	for (int round = 0;; round++) {
-		if (!(sql = acquire_sql(lk, 0, WITH_GET | WITH_HOLDER, &b))) {
+		if (!(sql = acquire_sql(lk, 0, WITH_GET, &b))) {
 			error_set(err, EX_OSERR, "out of memory");
 			drop(m);
 			return LOCK_FAILED;
 		}
-		if (my_query(&m->c, sql, deadline_ms, err) < 0) {
+		if (query_head(m, sql, &b, deadline_ms, err) < 0) {
 			free(sql);
 			drop(m);
 			return LOCK_FAILED;
@@ -758,9 +949,12 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *er
 	r = answer(lk, &b, start_ms, deadline_ms, err);
 	if (r == LOCK_ACQUIRED) {
 		lk->valid_until_ms = valid_from(lk, start_ms);
-		my_done(&m->c);
+		if (!m->tail_pending)
+			my_done(&m->c);
 		return r;
 	}
+	if (r == LOCK_HELD)
+		held_by(lk, deadline_ms);
 	if (r == LOCK_HELD && start_wait(lk, err) == 0) {
 		*retry_ms = -1;
 		return r;
@@ -859,10 +1053,13 @@ static void end_wait(struct lock *lk, enum lock_result r)
 		/* the server gives up at the -w deadline by itself */
 		if (r == LOCK_HELD && m->wait_ends_ms <= now_ms + WAIT_GRACE_MS)
 			my_run(&m->c, end_ms);
-		if (my_pending(&m->c)) {
+		if (my_pending(&m->c) && !my_paused(&m->c)) {
 			kill_query(lk, end_ms);
 			my_run(&m->c, end_ms);
 		}
+		/* the rest of a batch that came (its event) */
+		m->c.stop_at = 0;
+		my_run(&m->c, end_ms);
 		/* granted just before: closing gives it back; its history
 		 * event goes too (the fence stays used: still increasing) */
 		if (!my_pending(&m->c) && !m->c.broken &&
@@ -899,6 +1096,10 @@ static int raise_fence(struct lock *lk, const char *fence, struct error *err)
 	snprintf(sql, sizeof sql,
 		 "UPDATE dlock_locks SET fence = GREATEST(fence, %s) WHERE name = %s AND conn = CONNECTION_ID()",
 		 fence, m->rowkey);
+	if (finish_tail(lk, clock_now_ms() + lk->node_timeout_ms) == 1) {
+		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
+		return -1;
+	}
 	if (my_query(&m->c, sql, clock_now_ms() + lk->node_timeout_ms, err) < 0)
 		return -1;
 	if (m->c.err_no) {
@@ -946,6 +1147,15 @@ static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 
 	if (n == 0 || !pfd[0].revents)
 		return false;
+	/* the tail's answers (what came of them; the rest when it comes) */
+	if (M(lk)->tail_pending) {
+		finish_tail(lk, clock_now_ms());
+		if (!M(lk)->c.broken)
+			return false;
+		snprintf(note, notelen, "%s: the server ended the lock's connection (%s)",
+			 M(lk)->u->text, M(lk)->c.err_no ? M(lk)->c.err_msg : "connection lost");
+		return true;
+	}
 	if (recv(pfd[0].fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
 		snprintf(note, notelen, "%s: the server closed the lock's connection (KILL, restart or wait_timeout)",
 			 M(lk)->u->text);
@@ -1053,7 +1263,8 @@ static char *release_sql(struct lock *lk, const struct release_how *how,
 	size_t len = 0;
 	FILE *f;
 	int n = 0;
-	bool history = !p->no_fence && p->history > 0 && m->fence >= 0;
+	bool history = !p->no_fence && p->history > 0 && m->fence >= 0 &&
+		       !m->no_history;
 
 	exit_sql(how, status);
 	if (!(info = malloc(2 * strlen(lk->info) + 4)))
@@ -1065,17 +1276,26 @@ static char *release_sql(struct lock *lk, const struct release_how *how,
 		return NULL;
 	}
 	if (history && how->job) {
-		/* the event and the trim in one transaction: one flush */
+		/* the event and the trim in one transaction: one flush of an
+		 * InnoDB table's, none of the others' (INSERT ... VALUES:
+		 * MariaDB flushes a MyISAM table's files after INSERT ...
+		 * SELECT) */
 		fprintf(f, "START TRANSACTION;INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, exit_status, held_ms) "
-			"SELECT %s, " MY_NOW_MS ", IF(IS_USED_LOCK(%s) = CONNECTION_ID(), 'released', 'lost'), "
-			"%s, %s, %lld, %s, %" PRId64 " FROM DUAL;",
+			"VALUES (%s, " MY_NOW_MS ", IF(IS_USED_LOCK(%s) = CONNECTION_ID(), 'released', 'lost'), "
+			"%s, %s, %lld, %s, %" PRId64 ");",
 			m->rowkey, m->lit, tok, info, m->fence, status,
 			clock_now_ms() - lk->acquired_ms);
-		fprintf(f, "DELETE FROM dlock_history WHERE name = %s AND id <= "
-			"(SELECT id FROM (SELECT id FROM dlock_history WHERE name = %s "
-			"ORDER BY id DESC LIMIT 1 OFFSET %ld) AS t);COMMIT;",
-			m->rowkey, m->rowkey, p->history);
-		n += 4;
+		n += 2;
+		/* a release that trims: the oldest beyond --history, by the
+		 * count taken with our event (another's since, such as a
+		 * 'lost' from the holder before us, goes at the next trim) */
+		if (m->history_rows >= 0 && m->history_rows + 1 > p->history) {
+			fprintf(f, "DELETE FROM dlock_history WHERE name = %s ORDER BY id LIMIT %lld;",
+				m->rowkey, m->history_rows + 1 - p->history);
+			n++;
+		}
+		fprintf(f, "COMMIT;");
+		n++;
 	} else if (history && m->event_id) {
 		/* an acquisition no command used: the history forgets it */
 		fprintf(f, "DELETE FROM dlock_history WHERE id = %llu AND IS_USED_LOCK(%s) = CONNECTION_ID();",
@@ -1110,8 +1330,10 @@ static int release(struct lock *lk, const struct release_how *how,
 		record_lost(lk, how);
 		return 0;
 	}
-	/* a probe whose answer was late: take it, or give up on it */
-	if (m->probing && my_run(c, deadline_ms) == 1) {
+	/* the tail's answers, or a probe's that was late: take them, or
+	 * give up on them */
+	if (finish_tail(lk, deadline_ms) == 1 ||
+	    (m->probing && my_run(c, deadline_ms) == 1)) {
 		drop(m);
 		error_set(err, EX_UNAVAILABLE, "%s: no answer in time; the lock goes when the server sees the connection closed",
 			  m->u->text);

@@ -11,9 +11,10 @@
  * the same, for an administrator to create them ahead). dlock_locks: one
  * row per lock name, its fencing counter and its last holder; the holder
  * is the one IS_USED_LOCK() names only while conn is that connection's
- * id. dlock_history: events, newest last, trimmed to --history. Names are
- * VARBINARY: compared byte for byte (a _ci collation makes Foo and foo,
- * and any PAD SPACE one 'a' and 'a ', one row). */
+ * id. InnoDB: the fence is durable (the redo log flushed) before the job
+ * starts. dlock_history: events, newest last, trimmed to --history. Names
+ * are VARBINARY: compared byte for byte (a _ci collation makes Foo and
+ * foo, and any PAD SPACE one 'a' and 'a ', one row). */
 #define MY_DDL_LOCKS \
 	"CREATE TABLE IF NOT EXISTS dlock_locks (" \
 	"name VARBINARY(64) NOT NULL PRIMARY KEY, " \
@@ -24,6 +25,15 @@
 	"ttl_ms BIGINT UNSIGNED NOT NULL, " \
 	"lock_name VARBINARY(1024) NOT NULL" \
 	") ENGINE=InnoDB"
+/* The history is a record for people, not a safety mechanism: a table
+ * whose writes flush nothing (an InnoDB one costs every release a second
+ * flush of the redo log, the fence's being the first), repaired by the
+ * server after a crash, the last rows maybe lost. MariaDB: Aria without
+ * its transaction log (MyISAM there flushes its files at every INSERT ...
+ * SELECT); MySQL: MyISAM, unless the server enforces GTID consistency,
+ * which refuses it in a transaction with the fence row. MY_DDL_HISTORY
+ * is followed by one of the engines; a server that refuses the fast one
+ * (enforce_storage_engine, disabled_storage_engines) gets InnoDB. */
 #define MY_DDL_HISTORY \
 	"CREATE TABLE IF NOT EXISTS dlock_history (" \
 	"id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, " \
@@ -37,7 +47,10 @@
 	"exit_status INT NULL, " \
 	"held_ms BIGINT NULL, " \
 	"KEY name_id (name, id)" \
-	") ENGINE=InnoDB"
+	") "
+#define MY_HISTORY_MARIADB "ENGINE=Aria TRANSACTIONAL=0"
+#define MY_HISTORY_MYSQL "ENGINE=MyISAM"
+#define MY_HISTORY_DURABLE "ENGINE=InnoDB"
 
 /* The server's clock in ms, for history times and holders' since */
 #define MY_NOW_MS "CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)"
@@ -48,7 +61,7 @@
 /* Where each statement's result is in a batch that acquires; -1: not
  * in it. */
 struct my_batch {
-	int set, check, get, fence, history, holder;
+	int set, check, get, fence, history, count;
 };
 
 struct mylock {
@@ -74,6 +87,15 @@ struct mylock {
 	bool reentry_asked;
 	long long fence;	/* -1: none */
 	unsigned long long event_id;	/* our 'acquired' event; 0 */
+	bool no_history;	/* dlock_history failed us: no more events */
+	/* The batch that took the lock, whose history statements (its
+	 * tail) the job did not wait for: finish_tail() reads them */
+	struct my_batch tail;
+	bool tail_pending;	/* its answers are still to be read */
+	bool tail_ours;		/* it took the lock: they are the history's */
+	/* the lock's events in dlock_history once ours was written, when
+	 * this release trims the oldest beyond --history (-1: it does not) */
+	long long history_rows;
 };
 
 static inline struct mylock *M(const struct lock *lk)
