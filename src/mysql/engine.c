@@ -9,8 +9,9 @@
  * a probe every TTL/3 (IS_USED_LOCK(name) = CONNECTION_ID()) moves the
  * loss clock, and the idle connection's socket is watched (readable: the
  * server closed it or is about to). The fence is a counter row written
- * while holding (LAST_INSERT_ID(fence + 1)): no server value increases
- * across holders and restarts by itself.
+ * while holding (LAST_INSERT_ID(GREATEST(fence + 1, the server's clock in
+ * us))): no server value increases across holders and restarts by itself,
+ * and the clock covers a commit a crash or a failover lost.
  *
  * Acquiring is one round trip after the handshake: the session's settings,
  * the checks (the handshake's connection id is CONNECTION_ID(): no pooler
@@ -406,12 +407,16 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 		b->get = n++;
 	}
 	/* the fence row, committed (the redo log flushed) before its
-	 * answer comes: the job starts on that answer */
+	 * answer comes: the job starts on that answer. The counter alone
+	 * repeats after a crash that lost its commit (a server with
+	 * innodb_flush_log_at_trx_commit=0) or a failover to a replica that
+	 * lagged: the server's clock in us is its floor, as on Redis and
+	 * PostgreSQL, so the next fence is larger all the same */
 	if (!p->no_fence) {
 		fprintf(f, "INSERT INTO dlock_locks (name, fence, conn, token, holder, ttl_ms, lock_name) "
-			"SELECT %s, LAST_INSERT_ID(1), CONNECTION_ID(), %s, %s, %" PRId64 ", %s "
+			"SELECT %s, LAST_INSERT_ID(" MY_NOW_US "), CONNECTION_ID(), %s, %s, %" PRId64 ", %s "
 			"FROM DUAL WHERE IS_USED_LOCK(%s) = CONNECTION_ID() "
-			"ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1), "
+			"ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(GREATEST(fence + 1, " MY_NOW_US ")), "
 			"conn = VALUES(conn), token = VALUES(token), holder = VALUES(holder), "
 			"ttl_ms = VALUES(ttl_ms), lock_name = VALUES(lock_name);",
 			m->rowkey, tok, info, lk->ttl_ms, m->full_hex, m->lit);

@@ -54,6 +54,8 @@
 
 /* The server's clock in ms, for history times and holders' since */
 #define MY_NOW_MS "CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)"
+/* The server's clock in microseconds: the fence's floor (see lock.c). */
+#define MY_NOW_US "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)"
 
 /* Longest SQL literal of a lock name: X'...' of 1024 bytes and more */
 #define MY_HEX_MAX (2 * 1024 + 4)
