@@ -731,6 +731,57 @@ pooled_backends_clean() {
 	assert_output held
 }
 
+@test "postgres: a name's lock does not depend on the client's encoding (PGCLIENTENCODING, the URL's, a role's); psql in UTF8 takes the same" {
+	local name=$'caf\xc3\xa9'
+	psql_ "CREATE ROLE latin LOGIN; ALTER ROLE latin SET client_encoding = 'LATIN1';
+		GRANT SELECT, INSERT, UPDATE ON public.dlock_fences TO latin"
+	hold h -S "$PG_URL" "$name"
+	wait_ready h
+	PGCLIENTENCODING=LATIN1 run -1 dlock -S "$PG_URL" -n "$name" echo RAN-JOB
+	run -1 dlock -S "$PG_URL&client_encoding=LATIN1" -n "$name" echo RAN-JOB
+	run -1 dlock -S "postgres://latin@/postgres?host=$PGDIR&port=$PGPORT" -n "$name" echo RAN-JOB
+	# psql, its client_encoding UTF8 (dlock(1)), takes the same lock
+	assert_equal "$(PGCLIENTENCODING=UTF8 psql_ "SELECT pg_try_advisory_lock(hashtextextended('dlock:$name', 0))")" f
+	finish h
+	assert_equal "$bg_status" 0
+	# and the other way round, dlock's status with it
+	PGCLIENTENCODING=LATIN1 start_bg l -S "postgres://latin@/postgres?host=$PGDIR&port=$PGPORT" "$name" "$T/job" "$T/l"
+	wait_ready l
+	PGCLIENTENCODING=LATIN1 run -0 dlock status -S "$PG_URL" "$name"
+	assert_line -n 0 --partial "$name: held"
+	assert_equal "$(PGCLIENTENCODING=UTF8 psql_ "SELECT pg_try_advisory_lock(hashtextextended('dlock:$name', 0))")" f
+	finish l
+	assert_equal "$bg_status" 0
+}
+
+@test "postgres: in a LATIN1 or SQL_ASCII database, psql takes dlock's lock on the same text; a name LATIN1 cannot hold is 64" {
+	local name=$'caf\xc3\xa9' db enc
+	# try_in DB ENCODING NAME: psql's pg_try_advisory_lock on dlock's key
+	# of NAME (its bytes in ENCODING) in DB
+	cat >"$T/try_in" <<-'SH'
+		PGCLIENTENCODING=$2 psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X \
+			-c "SELECT pg_try_advisory_lock(hashtextextended('dlock:$3', 0))" "$1"
+	SH
+	for db in latin1 sql_ascii; do
+		enc=${db^^}
+		psql_ "DROP DATABASE IF EXISTS $db" >/dev/null
+		psql_ "CREATE DATABASE $db ENCODING '$enc' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+		run -0 dlock -S "postgres://postgres@/$db?host=$PGDIR&port=$PGPORT" "$name" \
+			sh "$T/try_in" "$db" UTF8 "$name"
+		assert_output f
+		# the text as the database holds it: LATIN1 bytes in LATIN1
+		if [[ $db == latin1 ]]; then
+			run -0 dlock -S "postgres://postgres@/$db?host=$PGDIR&port=$PGPORT" "$name" \
+				sh "$T/try_in" "$db" LATIN1 $'caf\xe9'
+			assert_output f
+		fi
+	done
+	run -64 --separate-stderr dlock -S "postgres://postgres@/latin1?host=$PGDIR&port=$PGPORT" -n $'\xe6\x97\xa5' true
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'has no equivalent in encoding "LATIN1"'* ]] || fail "stderr: $stderr"
+	psql_ "DROP DATABASE latin1" && psql_ "DROP DATABASE sql_ascii"
+}
+
 @test "postgres: a lock lives in one database; where the URL names none, --verbose and status say which" {
 	local nodb="postgres://postgres@?host=$PGDIR&port=$PGPORT"
 	psql_ "CREATE DATABASE other" >/dev/null

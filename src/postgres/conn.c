@@ -213,6 +213,9 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 	snprintf(interval, sizeof interval, "%lld",
 		 (long long)(s->ttl_ms / 9000 > 0 ? s->ttl_ms / 9000 : 1));
 	keys[n] = "dbname", values[n++] = url->uri;
+	/* the name is UTF-8 (checked): sent as such whatever PGCLIENTENCODING,
+	 * the URI or the role says, so that the server hashes the same text */
+	keys[n] = "client_encoding", values[n++] = "UTF8";
 	keys[n] = "fallback_application_name", values[n++] = s->application_name;
 	keys[n] = "keepalives", values[n++] = "1";
 	keys[n] = "keepalives_idle", values[n++] = idle;

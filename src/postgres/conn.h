@@ -38,9 +38,10 @@ struct pg_session {
 /* The oldest server dlock takes (PQserverVersion()'s form). */
 #define PG_MIN_VERSION 140000
 
-/* Connects within deadline_ms (monotonic). NULL with err: 69 unreachable
- * or older than PG_MIN_VERSION, 77 credentials, 64 a setting libpq
- * refuses. */
+/* Connects within deadline_ms (monotonic), client_encoding UTF8 (the
+ * server hashes the name's text as the database holds it). NULL with
+ * err: 69 unreachable or older than PG_MIN_VERSION, 77 credentials, 64 a
+ * setting libpq refuses. */
 PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		   const struct pg_session *s, int64_t deadline_ms,
 		   struct error *err);
