@@ -408,6 +408,26 @@ print(cur.fetchone()[0])"
 	[[ ${lines[0]} != 1 ]]
 }
 
+@test "postgres: a nested dlock of a role that cannot read its caller's statements says why (64) rather than wait on it" {
+	export PGPASSWORD=pw	# the role dlock's, on TCP
+	local inner="$DLOCK -S $PG_TCP_URL"
+	# without -w it would wait on its own caller for ever
+	run -0 dlock -S "$PG_URL" other-role sh -c "timeout 20 $inner other-role touch $T/ran; echo \"rc \$?\""
+	assert_line "rc 64"
+	assert_output --partial 'role "postgres" whose statements this role cannot read'
+	[[ ! -e $T/ran ]] || fail "the nested command ran"
+	# with the right to read them, it re-enters
+	psql_ "GRANT pg_read_all_stats TO dlock"
+	run -0 dlock -S "$PG_URL" other-role sh -c "$inner -n other-role sh -c 'echo \$DLOCK_TOKEN'; echo \"outer \$DLOCK_TOKEN\""
+	psql_ "REVOKE pg_read_all_stats FROM dlock"
+	assert_equal "outer ${lines[0]}" "${lines[1]}"
+	# not nested: a holder it cannot read is waited for as any other
+	hold h -S "$PG_URL" other-role
+	wait_ready h
+	run -1 dlock -S "$PG_TCP_URL" -w 0.5 other-role true
+	finish h
+}
+
 @test "postgres: -k takes several keys, each on its own session" {
 	run -0 dlock -S "$PG_URL" -k ka -k kb sh -c 'echo $DLOCK_KEYS'
 	assert_output 'dlock:ka dlock:kb'

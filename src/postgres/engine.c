@@ -109,6 +109,9 @@ struct pg {
 	bool held;
 	bool stolen;		/* a statement found the session not ours */
 	bool told_db;		/* say_database() said it */
+	char hidden_holder[80];	/* a nested dlock: the role of a holder
+				 * whose statements this role cannot read
+				 * (its caller's, perhaps); "": none */
 	long slot;		/* --limit: the slot held, 1..N */
 	char pid[16];		/* the backend our statements run on */
 	char mark[24];		/* dlock.session on it: this connection's */
@@ -561,7 +564,12 @@ static bool mode_reenters(struct lock *lk, const char *query, struct error *err)
 
 /* A nested dlock: the lock is held by a session whose statements carry
  * DLOCK_TOKEN. Its fence is the one it announced (right after its grant:
- * asked again for a moment if not yet there). */
+ * asked again for a moment if not yet there). A holder of another role
+ * shows this role no statement (pg_stat_activity: "<insufficient
+ * privilege>", unless pg_read_all_stats): whether it is the caller cannot
+ * be told, and it is not re-entered (nothing but its statements can say
+ * so: its pid, role and application_name are anybody's to see or set);
+ * its role is noted, for try() to say why rather than wait on it. */
 static int reentered(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
@@ -580,11 +588,15 @@ static int reentered(struct lock *lk, struct error *err)
 		like[n++] = *t;
 	}
 	snprintf(like + n, sizeof like - n, " %%");
+	pg->hidden_holder[0] = '\0';
 	for (;;) {
 		bool dead;
 		PGresult *r = pg_query(pg->c, pg->url,
-				       "SELECT a.query " LOCKS_OF_KEY
-				       "AND l.granted AND a.query LIKE $2 LIMIT 1",
+				       "SELECT a.query, a.query LIKE $2, a.usename " LOCKS_OF_KEY
+				       "AND l.granted AND (a.query LIKE $2 OR NOT "
+				       "(pg_has_role(a.usesysid, 'USAGE') OR "
+				       "pg_has_role('pg_read_all_stats', 'USAGE'))) "
+				       "ORDER BY 2 DESC NULLS LAST LIMIT 1",
 				       params, 2, clock_now_ms() + lk->node_timeout_ms,
 				       &dead, err);
 		char fence[24];
@@ -593,7 +605,10 @@ static int reentered(struct lock *lk, struct error *err)
 			disconnect(pg);
 			return -1;
 		}
-		if (PQntuples(r) == 0) {
+		if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") != 0)
+			snprintf(pg->hidden_holder, sizeof pg->hidden_holder, "%s",
+				 PQgetvalue(r, 0, 2));
+		if (PQntuples(r) == 0 || pg->hidden_holder[0]) {
 			PQclear(r);
 			return 0;
 		}
@@ -967,8 +982,15 @@ again:
 			disconnect(pg);
 		return res;
 	}
-	lk->refused = true;
 	PQclear(r);
+	if (pg->hidden_holder[0]) {
+		/* waiting would wait on our own caller, for ever without -w */
+		error_set(err, EX_USAGE, "%s: DLOCK_TOKEN names this lock, but its holder is a session of role \"%s\" whose statements this role cannot read: a nested dlock cannot tell whether it is its caller's, and would wait on it; run the nested dlock as the same role, or grant this one pg_read_all_stats",
+			  pg->url->text, pg->hidden_holder);
+		disconnect(pg);
+		return LOCK_FAILED;
+	}
+	lk->refused = true;
 	if (lk->p->limit != 0 || lk->p->verbose || lk->p->waits) {
 		struct error e = { 0 };
 
