@@ -89,6 +89,36 @@ print(cur.fetchone()[0])"
 	touch "$T/dlock:hasty.go"
 }
 
+@test "postgres: PGOPTIONS, the URL's options and a role's settings cannot cut dlock's statements (timeouts, isolation); the user's other options still apply" {
+	PGOPTIONS='-c statement_timeout=1 -c lock_timeout=1' run -0 dlock -S "$PG_URL" -n opts echo ran
+	assert_output ran
+	run -0 dlock -S "$PG_URL&options=-c%20statement_timeout%3D1" -n opts echo ran
+	psql_ "CREATE ROLE rushed LOGIN; ALTER ROLE rushed SET statement_timeout = '1ms';
+		GRANT SELECT, INSERT, UPDATE ON public.dlock_fences TO rushed"
+	run -0 dlock -S "postgres://rushed@/postgres?host=$PGDIR&port=$PGPORT" -n opts echo ran
+	# shared holders write the fence row at once: read committed, whatever
+	# the default isolation (serializable failed some with 40001)
+	local k pids=() rc bad=0
+	for k in 1 2 3 4 5 6 7 8 9 10 11 12; do
+		PGOPTIONS='-c default_transaction_isolation=serializable' \
+			"$DLOCK" -S "$PG_URL" -s -w 20 opts true 2>>"$T/iso.err" &
+		pids+=($!)
+	done
+	for k in "${pids[@]}"; do
+		rc=0
+		wait "$k" || rc=$?
+		((rc == 0)) || bad=$((bad + 1))
+	done
+	((bad == 0)) || fail "$bad of 12 failed: $(cat "$T/iso.err")"
+	# the user's own options still apply
+	PGOPTIONS='-c default_transaction_read_only=on' run -69 --separate-stderr dlock -S "$PG_URL" -n opts true
+	[[ $stderr == *'read-only'* ]] || fail "stderr: $stderr"
+	# one that no session starts with (psql fails alike): 64, one line
+	PGOPTIONS='-c transaction_isolation=serializable' run -64 --separate-stderr dlock -S "$PG_URL" -n opts true
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'must be called before any query'*'PGOPTIONS'* ]] || fail "stderr: $stderr"
+}
+
 @test "postgres: a waiter waits in the server and gets the lock as soon as psql releases it" {
 	psql_hold dlock:handoff
 	"$DLOCK" -S "$PG_URL" handoff sh -c 'echo got >"$0"' "$T/got" &
@@ -564,8 +594,8 @@ print(cur.fetchone()[0])"
 	no_advisory_lock
 }
 
-# pooled_runs N ID: N runs of dlock through the PgBouncer at once with
-# another N, each job marking the time it holds the lock with mkdir (an
+# pooled_runs N ID: N runs of dlock through the PgBouncer (declared as
+# session pooling, whatever it does) at once with another N, each job marking the time it holds the lock with mkdir (an
 # overlap: $T/overlap); their exit statuses, sorted and counted, in
 # $T/ID.codes
 pooled_runs() {
@@ -574,7 +604,7 @@ pooled_runs() {
 	for ((i = 0; i < 2 * n; i++)); do
 		{
 			local rc=0
-			"$DLOCK" -S "$BOUNCER_URL" -n -t 3 bounced sh -c \
+			"$DLOCK" -S "$BOUNCER_DLOCK_URL" -n -t 3 bounced sh -c \
 				'mkdir "$0/in" 2>/dev/null || touch "$0/overlap"; sleep 0.1; rmdir "$0/in"' "$T" \
 				2>>"$T/$id.err" || rc=$?
 			echo "$rc" >>"$T/$id.codes"
@@ -598,7 +628,7 @@ pooled_backends_clean() {
 	done
 }
 
-@test "postgres: PgBouncer in transaction mode, round robin over a warm pool: refused (69), nothing left, never two holders" {
+@test "postgres: PgBouncer in transaction mode declared as session pooling, round robin over a warm pool: refused (69), nothing left, never two holders" {
 	start_pgbouncer transaction "server_round_robin = 1"
 	warm_pool 4
 	pooled_runs 6 rr
@@ -609,7 +639,7 @@ pooled_backends_clean() {
 	stop_pgbouncer
 }
 
-@test "postgres: PgBouncer in transaction mode, LIFO under another client's traffic: refused (69), nothing left, never two holders" {
+@test "postgres: PgBouncer in transaction mode declared as session pooling, LIFO under another client's traffic: refused (69), nothing left, never two holders" {
 	start_pgbouncer transaction
 	warm_pool 3
 	bouncer_traffic
@@ -623,7 +653,7 @@ pooled_backends_clean() {
 
 @test "postgres: a holder whose pooler starts sharing its session (session to transaction pooling): 75, its lock and settings given back" {
 	start_pgbouncer session "server_round_robin = 1"
-	"$DLOCK" -S "$BOUNCER_URL" -t 3 moved "$T/job" "$T/h" 2>"$T/err" &
+	"$DLOCK" -S "$BOUNCER_DLOCK_URL" -t 3 moved "$T/job" "$T/h" 2>"$T/err" &
 	local pid=$! rc=0
 	track $pid
 	wait_until 10 test -e "$T/h.ready"
@@ -640,26 +670,80 @@ pooled_backends_clean() {
 	pooled_backends_clean
 }
 
-@test "postgres: PgBouncer in transaction mode, an idle pool of one: refused (69); in session mode it works" {
+@test "postgres: PgBouncer in transaction mode, an idle pool of one: refused (69), declared or not; session pooling declared works" {
 	start_pgbouncer transaction
 	run -69 --separate-stderr dlock -S "$BOUNCER_URL" bounced echo ran
+	refute_output --partial ran
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'dlock_pooling=session'* ]] || fail "stderr: $stderr"
+	# declared (wrongly): the checks behind the declaration see it
+	run -69 --separate-stderr dlock -S "$BOUNCER_DLOCK_URL" bounced echo ran
 	refute_output --partial ran
 	assert_equal "${#stderr_lines[@]}" 1
 	[[ $stderr == *'transaction'* ]] || fail "stderr: $stderr"
 	stop_pgbouncer
 	no_advisory_lock
 	start_pgbouncer session
-	run -0 dlock -S "$BOUNCER_URL" bounced echo ran
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" bounced echo ran
 	assert_output ran
-	run -0 dlock -S "$BOUNCER_URL" -s bounced echo ran
-	run -0 dlock -S "$BOUNCER_URL" --limit 2 bounced echo ran
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" -s bounced echo ran
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" --limit 2 bounced echo ran
 	# held, its heartbeat and release go through the pooler too
-	run -0 dlock -S "$BOUNCER_URL" -t 1 bounced sleep 1.2
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" -t 1 bounced sleep 1.2
 	# a nested dlock re-enters its caller's lock through it
-	run -0 dlock -S "$BOUNCER_URL" bounced sh -c '"$0" -S "$1" -n bounced echo inner' "$DLOCK" "$BOUNCER_URL"
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" bounced sh -c '"$0" -S "$1" -n bounced echo inner' "$DLOCK" "$BOUNCER_DLOCK_URL"
 	assert_output inner
 	stop_pgbouncer
 	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: a pooler the URL does not declare is refused (69), one line saying what to write, nothing taken or set" {
+	# PgBouncer refuses the settings dlock starts its session with
+	# (unsupported startup parameter: options)
+	start_pgbouncer session
+	run -69 --separate-stderr dlock -S "$BOUNCER_URL" -n undeclared touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'pooler'*'dlock_pooling=session'* ]] || fail "stderr: $stderr"
+	stop_pgbouncer
+	# one that drops them (ignore_startup_parameters): the backend the
+	# statement ran on is not the connection's
+	start_pgbouncer session "ignore_startup_parameters = options" "default_pool_size = 2"
+	run -69 --separate-stderr dlock -S "$BOUNCER_URL" -n undeclared touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'a pooler or proxy is in the path'*'dlock_pooling=session'* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	no_advisory_lock
+	# nothing set on the pooled backend (LIFO: the one dlock had)
+	assert_equal "$(bouncer_sql "SELECT current_setting('idle_session_timeout') || ' ' || coalesce(current_setting('dlock.session', true), '')")" '0 '
+	# declared, it works
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" -n undeclared echo ran
+	assert_output ran
+	stop_pgbouncer
+	# status needs no session of its own: through any pooler
+	start_pgbouncer transaction
+	run -1 dlock status -S "$BOUNCER_URL" undeclared
+	assert_output 'undeclared: free'
+	stop_pgbouncer
+	# dlock's parameter is its own: libpq never sees it; a wrong one is 64,
+	# nothing contacted
+	run -64 --separate-stderr dlock -S "postgres://u@127.0.0.1:1/db?dlock_pooling=transaction" -n K true
+	[[ $stderr == *'dlock_pooling=transaction'*'dlock_pooling=session'* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "postgres://u@127.0.0.1:1/db?sslmode=disable&dlock_pool=x" -n K true
+	[[ $stderr == *"unknown parameter 'dlock_pool'"* ]] || fail "stderr: $stderr"
+	# declared with no pooler in the path: as direct
+	run -0 dlock -S "$PG_URL&dlock_pooling=session" -n direct-declared echo ran
+	run -0 dlock -S "postgres://postgres@/postgres?dlock_pooling=session&host=$PGDIR&port=$PGPORT" -n direct-declared echo ran
+}
+
+@test "postgres: two transaction-mode PgBouncers on one port (so_reuseport) are refused every time" {
+	local ran=0 try
+	start_reuseport_pgbouncers 2 transaction "ignore_startup_parameters = options"
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		run -69 dlock -S "$BOUNCER_URL" -n -t 5 K echo RAN-JOB
+		[[ $output != *RAN-JOB* ]] || ran=$((ran + 1))
+	done
+	((ran == 0)) || fail "the job ran $ran times in 10 through transaction pooling"
+	no_advisory_lock
 }
 
 @test "postgres: a pooled session that holds the lock already (a client's, left over) is never re-entered: 69" {
@@ -668,7 +752,7 @@ pooled_backends_clean() {
 	start_pgbouncer session "server_reset_query ="
 	bouncer_sql "SELECT pg_advisory_lock(hashtextextended('dlock:left', 0))" >/dev/null
 	key_held dlock:left
-	run -69 --separate-stderr dlock -S "$BOUNCER_URL" -n left touch "$T/ran"
+	run -69 --separate-stderr dlock -S "$BOUNCER_DLOCK_URL" -n left touch "$T/ran"
 	[[ ! -e $T/ran ]] || fail "the command ran on a session that held the lock already"
 	[[ $stderr == *'pooler'* ]] || fail "stderr: $stderr"
 	stop_pgbouncer
@@ -855,6 +939,15 @@ pooled_backends_clean() {
 	run -0 psql_each "$take"
 	assert_output $'\nt'
 	no_advisory_lock
+	# through PgBouncer in session pooling, declared as written
+	cmd=$(readme_pg_block 5)
+	[[ $cmd == "dlock -S 'postgres://cron@pgbouncer.internal:6432/app?dlock_pooling=session' nightly /usr/local/bin/nightly-report" ]] ||
+		fail "README's command: $cmd"
+	start_pgbouncer session
+	cmd=${cmd/"postgres://cron@pgbouncer.internal:6432/app"/"$BOUNCER_URL"}
+	cmd=${cmd/\/usr\/local\/bin\/nightly-report/"echo ran"}
+	run -0 eval "PATH=$T/bin:\$PATH $cmd"
+	assert_output ran
 }
 
 @test "postgres: a key of 1000 bytes is held, shown and released whole" {

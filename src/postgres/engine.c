@@ -305,11 +305,12 @@ static void say_database(struct lock *lk)
 
 /* A connection: the backend it reports (a pooler's own number through
  * one) until the check says which one our statements run on, and a new
- * mark for the session. */
-static int connect_once(struct lock *lk, struct error *err)
+ * mark for the session. for_lock: a lock's session, with dlock's
+ * settings (else status and --force: any pooler passes them). */
+static int connect_once(struct lock *lk, bool for_lock, struct error *err)
 {
 	struct pg *pg = P(lk);
-	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME };
+	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME, for_lock };
 
 	if (pg->c)
 		return 0;
@@ -325,36 +326,45 @@ static int connect_once(struct lock *lk, struct error *err)
 
 /* The session's settings, made by the statement that passed the check
  * (no round trip of their own; its SELECT reads s, as an unused WITH
- * query is never run): the server ends a session that has been idle
- * about the TTL (idle_session_timeout: a stopped or cut-off holder), or
- * whose peer stopped answering (keepalives, tcp_user_timeout; TCP only).
- * The fence's commit is flushed before the reply (synchronous_commit at
- * least local: a role's "off" would let a crash lose it). A role's
- * lock_timeout or statement_timeout would cut the blocking wait short of
- * -w (and idle_in_transaction_session_timeout has no business here):
- * off, so that -w alone decides. dlock.session ($3) marks the session as
- * this connection's: every later statement checks it. */
+ * query is never run). dlock.session ($3) marks the session as this
+ * connection's: every later statement checks it. The fence's commit is
+ * flushed before the reply (synchronous_commit at least local: a role's
+ * "off" would let a crash lose it; read at the commit, so it holds for
+ * this statement already). The rest came with the session's startup
+ * options (pg_startup_options(): pg_connect() says why each), except
+ * through a declared pooler, which refuses them: made here then, for
+ * every statement after this one: the server ends a session that has
+ * been idle about the TTL (idle_session_timeout: a stopped or cut-off
+ * holder), or whose peer stopped answering (keepalives,
+ * tcp_user_timeout; TCP only); a role's lock_timeout or
+ * statement_timeout would cut the blocking wait short of -w; read
+ * committed, so that shared holders write the fence row at once. */
 static void settings(const struct lock *lk, char *out, size_t len)
 {
 	long long ttl_s = lk->ttl_ms / 1000 > 0 ? lk->ttl_ms / 1000 : 1;
+	int n;
 
-	snprintf(out, len,
-		 "s AS MATERIALIZED (SELECT "
-		 "set_config('dlock.session', $3, false), "
-		 "set_config('synchronous_commit', CASE current_setting('synchronous_commit') "
-		 "WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, false), "
-		 "set_config('idle_session_timeout', '%lld', false), "
-		 "set_config('tcp_keepalives_idle', '%lld', false), "
-		 "set_config('tcp_keepalives_interval', '%lld', false), "
-		 "set_config('tcp_keepalives_count', '3', false), "
-		 "set_config('tcp_user_timeout', '%lld', false), "
-		 "set_config('client_connection_check_interval', '1000', false), "
-		 "set_config('lock_timeout', '0', false), "
-		 "set_config('statement_timeout', '0', false), "
-		 "set_config('idle_in_transaction_session_timeout', '0', false) "
-		 "FROM c WHERE c.ok), ",
-		 (long long)lk->ttl_ms, ttl_s / 3 > 0 ? ttl_s / 3 : 1,
-		 ttl_s / 9 > 0 ? ttl_s / 9 : 1, (long long)lk->ttl_ms);
+	n = snprintf(out, len,
+		     "s AS MATERIALIZED (SELECT "
+		     "set_config('dlock.session', $3, false), "
+		     "set_config('synchronous_commit', CASE current_setting('synchronous_commit') "
+		     "WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, false)");
+	if (!pg_startup_options(P(lk)->url) && n > 0 && (size_t)n < len)
+		n += snprintf(out + n, len - (size_t)n, ", "
+			      "set_config('idle_session_timeout', '%lld', false), "
+			      "set_config('tcp_keepalives_idle', '%lld', false), "
+			      "set_config('tcp_keepalives_interval', '%lld', false), "
+			      "set_config('tcp_keepalives_count', '3', false), "
+			      "set_config('tcp_user_timeout', '%lld', false), "
+			      "set_config('client_connection_check_interval', '1000', false), "
+			      "set_config('lock_timeout', '0', false), "
+			      "set_config('statement_timeout', '0', false), "
+			      "set_config('idle_in_transaction_session_timeout', '0', false), "
+			      "set_config('default_transaction_isolation', 'read committed', false)",
+			      (long long)lk->ttl_ms, ttl_s / 3 > 0 ? ttl_s / 3 : 1,
+			      ttl_s / 9 > 0 ? ttl_s / 9 : 1, (long long)lk->ttl_ms);
+	if (n > 0 && (size_t)n < len)
+		snprintf(out + n, len - (size_t)n, " FROM c WHERE c.ok), ");
 }
 
 /* The check, as SQL ($2 the backend's pid, $3 the mark, $4 the virtual
@@ -386,6 +396,19 @@ static void pooler_error(const struct pg *pg, struct error *err)
 	error_set(err, EX_UNAVAILABLE,
 		  "%s: a pooler that shares backends between clients (PgBouncer in transaction or statement mode) is in the path: a session-level advisory lock would land on another client's session; connect to PostgreSQL directly, or through session pooling",
 		  pg->url->text);
+}
+
+/* A pooler or a proxy in the path (the backend our statement ran on is
+ * not the one the connection reported) that the URL does not declare:
+ * what it does with sessions cannot be told from outside for sure (with
+ * no traffic, a transaction pooler hands a client its own backend every
+ * time; two PgBouncers on one port pass any two-client check now and
+ * then), so it is refused unless declared. */
+static void undeclared_pooler(const struct pg *pg, const char *backend, struct error *err)
+{
+	error_set(err, EX_UNAVAILABLE,
+		  "%s: a pooler or proxy is in the path (the statement ran on backend %s, not on the connection's %d): %s",
+		  pg->url->text, backend, PQbackendPID(pg->c), PG_POOLER_ADVICE);
 }
 
 /* "B/L" -> "B/(L+1)": the virtual transaction ID of the backend's next
@@ -445,7 +468,7 @@ static int next_is_ours(struct lock *lk, struct error *err)
 static int pooler_check(struct lock *lk, const char *first_pid, struct error *err)
 {
 	struct pg *pg = P(lk);
-	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME };
+	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME, true };
 	PGconn *other = NULL;
 	PGresult *r;
 	bool dead, shared;
@@ -673,7 +696,7 @@ static int create_fences(struct lock *lk, struct error *err)
 	bool dead;
 	PGresult *r;
 
-	if (connect_once(lk, err) < 0)
+	if (connect_once(lk, true, err) < 0)
 		return -1;
 	r = pg_query_why(pg->c, pg->url, FENCE_DDL, NULL, 0,
 			 clock_now_ms() + lk->node_timeout_ms, &dead, &why, err);
@@ -904,7 +927,7 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 		}
 		return wait_over(lk, err);
 	}
-	if (connect_once(lk, err) < 0)
+	if (connect_once(lk, true, err) < 0)
 		return LOCK_FAILED;
 	if (lk->p->verbose)
 		say_database(lk);
@@ -950,9 +973,11 @@ again:
 
 		snprintf(first_pid, sizeof first_pid, "%s", PQgetvalue(r, 0, 3));
 		PQclear(r);
-		if (g == GUARD_DIRECT && pooler_check(lk, first_pid, err) == 0)
+		if (g == GUARD_DIRECT && !pg->url->session_pooling)
+			undeclared_pooler(pg, first_pid, err);
+		else if (g == GUARD_DIRECT && pooler_check(lk, first_pid, err) == 0)
 			goto again;
-		if (g != GUARD_DIRECT)
+		else if (g != GUARD_DIRECT)
 			pooler_error(pg, err);
 		disconnect(pg);
 		return LOCK_FAILED;
@@ -1527,7 +1552,7 @@ oom:
 static int status(struct lock *lk, struct status_lock *locks, size_t n,
 		  struct error *err)
 {
-	if (connect_once(lk, err) < 0)
+	if (connect_once(lk, false, err) < 0)
 		return -1;
 	say_database(lk);
 	for (size_t i = 0; i < n; i++)
@@ -1550,7 +1575,7 @@ static int force(struct lock *lk, struct broken_holder **out, size_t *n_out,
 
 	*out = NULL;
 	*n_out = 0;
-	if (!s.name || connect_once(lk, err) < 0 || one_status(lk, &s, err) < 0 ||
+	if (!s.name || connect_once(lk, false, err) < 0 || one_status(lk, &s, err) < 0 ||
 	    (s.state == ST_UNKNOWN && (*err = s.err, true))) {
 		status_lock_free(&s);
 		return err->exit ? err->exit : EX_OSERR;
