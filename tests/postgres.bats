@@ -618,13 +618,15 @@ pooled_runs() {
 }
 
 # pooled_backends_clean: no advisory lock on any backend, nor dlock's
-# settings on the pooled ones (server_round_robin visits each in turn)
+# settings on the pooled ones (server_round_robin visits each in turn);
+# a pooler that resets nothing keeps the mark "released" that dlock
+# leaves on purpose (it shows the next dlock that nobody resets)
 pooled_backends_clean() {
 	no_advisory_lock || fail "advisory locks left: $(psql_ "SELECT pid, objid, granted FROM pg_locks WHERE locktype = 'advisory'")"
 	local i v
 	for i in 1 2 3 4 5 6 7 8; do
 		v=$(bouncer_sql "SELECT current_setting('idle_session_timeout') || ' ' || coalesce(current_setting('dlock.session', true), '')")
-		[[ $v == '0 ' ]] || fail "dlock's settings left on a pooled backend: $v"
+		[[ $v == '0 ' || $v == '0 released' ]] || fail "dlock's settings left on a pooled backend: $v"
 	done
 }
 
@@ -744,6 +746,52 @@ pooled_backends_clean() {
 	done
 	((ran == 0)) || fail "the job ran $ran times in 10 through transaction pooling"
 	no_advisory_lock
+}
+
+@test "postgres: a declared session pooler that does not reset sessions is refused (69) on a backend a dlock used; with DISCARD ALL, again and again" {
+	local try
+	# two backends (dlock's check takes a second connection): each client
+	# gets the one the last one had (LIFO)
+	start_pgbouncer session "server_reset_query =" "default_pool_size = 2"
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" -n noreset true
+	run -69 --separate-stderr dlock -S "$BOUNCER_DLOCK_URL" -n noreset touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'does not reset sessions'*'server_reset_query'* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	# dlock gave its settings back all the same: another client of the
+	# backend is not ended when idle for dlock's TTL
+	assert_equal "$(bouncer_sql "SHOW idle_session_timeout")" 0
+	stop_pgbouncer
+	# a holder killed (kill -9) leaves its lock on the backend: refused too
+	start_pgbouncer session "server_reset_query =" "default_pool_size = 2"
+	# (a TTL longer than the test: dlock's idle_session_timeout, left on
+	# the backend, would end it and free the lock once idle that long)
+	hold h -S "$BOUNCER_DLOCK_URL" -t 60 noreset
+	wait_ready h
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 10 no_bouncer_client
+	# (unless PgBouncer closed that backend: its client left while a
+	# statement was under way)
+	if key_held dlock:noreset; then
+		run -69 --separate-stderr dlock -S "$BOUNCER_DLOCK_URL" -w 1 noreset touch "$T/ran"
+		[[ $stderr == *'does not reset sessions'* ]] || fail "stderr: $stderr"
+		[[ ! -e $T/ran ]] || fail "the command ran"
+	else
+		echo "# PgBouncer closed the killed holder's backend" >&3
+	fi
+	stop_pgbouncer
+	wait_until 10 no_advisory_lock
+	# the default (DISCARD ALL) resets each session after its client
+	start_pgbouncer session "default_pool_size = 2"
+	for try in 1 2 3; do
+		run -0 dlock -S "$BOUNCER_DLOCK_URL" -n noreset true
+	done
+	hold h2 -S "$BOUNCER_DLOCK_URL" -t 2 noreset
+	wait_ready h2
+	kill -KILL "$(<"$T/h2.dlock")"
+	wait_until 10 no_advisory_lock
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" -n noreset true
+	stop_pgbouncer
 }
 
 @test "postgres: a pooled session that holds the lock already (a client's, left over) is never re-entered: 69" {

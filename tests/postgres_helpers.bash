@@ -187,6 +187,7 @@ write_pgbouncer_ini() {
 		echo "unix_socket_dir ="
 		echo "auth_type = trust"
 		echo "auth_file = $PGDIR/users.txt"
+		echo "admin_users = postgres"
 		echo "pool_mode = $mode"
 		echo "pidfile = $base.pid"
 		echo "logfile = $base.log"
@@ -215,7 +216,13 @@ stop_pgbouncer() {
 
 # bouncer_sql SQL: SQL through the PgBouncer, as a client of it
 bouncer_sql() { psql "$BOUNCER_URL" -Atq -X -c "$1"; }
-
+# no_bouncer_client: nobody is a client of database postgres through the
+# PgBouncer (a killed dlock's connection closed: its backend is back in
+# the pool)
+no_bouncer_client() {
+	[[ $(psql "${BOUNCER_URL%/postgres}/pgbouncer" -Atq -X -F ' ' -c "SHOW CLIENTS" |
+		awk '$3 == "postgres"' | wc -l) == 0 ]]
+}
 
 # warm_pool N: N transactions at once through the PgBouncer, so that its
 # pool has N server connections, idle when this returns

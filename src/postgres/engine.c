@@ -427,9 +427,10 @@ static int vxid_next(const char *vxid, char *out, size_t len)
 
 /* One statement on our connection that must run on our backend (pg->pid)
  * as its very next transaction (pg->vxid; "": any): nobody else's ran on
- * it since our last. Then pg->vxid is the next one's. 1 yes, 0 no, -1
- * err. */
-static int next_is_ours(struct lock *lk, struct error *err)
+ * it since our last. Then pg->vxid is the next one's. *left: the session
+ * holds an advisory lock, or dlock's mark (what an earlier client left on
+ * a backend that the pooler does not reset). 1 yes, 0 no, -1 err. */
+static int next_is_ours(struct lock *lk, bool *left, struct error *err)
 {
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->pid, pg->vxid };
@@ -439,13 +440,16 @@ static int next_is_ours(struct lock *lk, struct error *err)
 
 	r = pg_query(pg->c, pg->url,
 		     "SELECT pg_backend_pid() = $1::int AND ($2 = '' OR v.virtualxid = $2), "
-		     "v.virtualxid FROM pg_locks v "
+		     "v.virtualxid, EXISTS (SELECT 1 FROM pg_locks a WHERE a.locktype = 'advisory' "
+		     "AND a.pid = pg_backend_pid()) OR "
+		     "coalesce(current_setting('dlock.session', true), '') <> '' FROM pg_locks v "
 		     "WHERE v.locktype = 'virtualxid' AND v.pid = pg_backend_pid()",
 		     params, 2, clock_now_ms() + lk->node_timeout_ms, &dead, err);
 	if (!r)
 		return -1;
 	ours = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0 &&
 	       vxid_next(PQgetvalue(r, 0, 1), pg->vxid, sizeof pg->vxid) == 0;
+	*left = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 2), "t") == 0;
 	PQclear(r);
 	return ours;
 }
@@ -471,13 +475,23 @@ static int pooler_check(struct lock *lk, const char *first_pid, struct error *er
 	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME, true };
 	PGconn *other = NULL;
 	PGresult *r;
-	bool dead, shared;
+	bool dead, shared, left;
 	int ours;
 
 	snprintf(pg->pid, sizeof pg->pid, "%s", first_pid);
 	pg->vxid[0] = '\0';
-	if ((ours = next_is_ours(lk, err)) < 0)
+	if ((ours = next_is_ours(lk, &left, err)) < 0)
 		return -1;
+	if (left) {
+		/* a client's lock, or a dlock's killed or released there: the
+		 * next client gets what the last one left (dlock's release
+		 * leaves its mark on purpose, so that this shows on the next
+		 * dlock's first session there) */
+		error_set(err, EX_UNAVAILABLE,
+			  "%s: the pooled session holds an advisory lock or dlock's mark, left by an earlier client: the pooler does not reset sessions after a client (PgBouncer: server_reset_query = DISCARD ALL, the default), so a killed holder's lock would stay on its backend; or it shares them (transaction pooling)",
+			  pg->url->text);
+		return -1;
+	}
 	if (ours && !(other = pg_connect(pg->url, lk->p, &s,
 					 clock_now_ms() + lk->node_timeout_ms, err)))
 		return -1;
@@ -485,12 +499,15 @@ static int pooler_check(struct lock *lk, const char *first_pid, struct error *er
 		r = pg_query(other, pg->url, "SELECT pg_backend_pid() FROM pg_sleep(0.002)", NULL, 0,
 			     clock_now_ms() + lk->node_timeout_ms, &dead, err);
 		if (!r) {
+			if (!dead)
+				error_set(err, EX_UNAVAILABLE, "%s: a second connection through the pooler got no backend in time (the check of a pooled session takes two: a pool of one that ours fills waits for ever)",
+					  pg->url->text);
 			ours = -1;
 			break;
 		}
 		shared = PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 0), first_pid) == 0;
 		PQclear(r);
-		ours = shared ? 0 : next_is_ours(lk, err);
+		ours = shared ? 0 : next_is_ours(lk, &left, err);
 	}
 	PQfinish(other);
 	if (ours < 0)
@@ -893,8 +910,9 @@ static bool still_ours(struct lock *lk, struct error *err)
 	struct pg *pg = P(lk);
 	struct release_how how = { .job = false, .exit_status = LOCK_EXIT_UNKNOWN };
 	struct error ignored = { 0 };
+	bool left;
 	int ours = vxid_next(pg->vxid, pg->vxid, sizeof pg->vxid) < 0 ? 0 :
-		   next_is_ours(lk, err);
+		   next_is_ours(lk, &left, err);
 
 	if (ours == 1)
 		return true;
@@ -1285,8 +1303,10 @@ static int release(struct lock *lk, const struct release_how *how,
 	/* a reply still to read (the heartbeat sent after the grant): a
 	 * session that ended meanwhile is found there (-2); the unlock
 	 * only on our session (NULL elsewhere). Through a pooler, the
-	 * session's settings (settings()) go back to the role's too (our
-	 * mark: pg_settings does not list it), and a session found shared
+	 * session's settings (settings()) go back to the role's too; our
+	 * mark (which pg_settings does not list) says "released", so that
+	 * the next dlock on this backend refuses a pooler that does not
+	 * reset sessions (pooler_check()). A session found shared
 	 * (-3) may still have our lock on our backend: asked again until a
 	 * statement lands there, within the node timeout. */
 	pooled = pg->c && atoi(pg->pid) != PQbackendPID(pg->c);
@@ -1294,7 +1314,7 @@ static int release(struct lock *lk, const struct release_how *how,
 	    asprintf(&sql, "WITH c AS MATERIALIZED (SELECT pg_backend_pid() = $2::int AND "
 		     "current_setting('dlock.session', true) = $3 AS ok)%s "
 		     "SELECT CASE WHEN c.ok THEN %s END%s FROM c %s",
-		     pooled ? ", r AS MATERIALIZED (SELECT set_config('dlock.session', '', false) "
+		     pooled ? ", r AS MATERIALIZED (SELECT set_config('dlock.session', 'released', false) "
 			      "FROM c WHERE c.ok UNION ALL SELECT set_config(name, reset_val, false) "
 			      "FROM pg_settings, c WHERE c.ok AND source = 'session')" : "",
 		     unlock, pooled ? ", (SELECT count(*) FROM r)" : "",
