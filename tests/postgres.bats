@@ -89,6 +89,36 @@ print(cur.fetchone()[0])"
 	touch "$T/dlock:hasty.go"
 }
 
+@test "postgres: PGOPTIONS, the URL's options and a role's settings cannot cut dlock's statements (timeouts, isolation); the user's other options still apply" {
+	PGOPTIONS='-c statement_timeout=1 -c lock_timeout=1' run -0 dlock -S "$PG_URL" -n opts echo ran
+	assert_output ran
+	run -0 dlock -S "$PG_URL&options=-c%20statement_timeout%3D1" -n opts echo ran
+	psql_ "CREATE ROLE rushed LOGIN; ALTER ROLE rushed SET statement_timeout = '1ms';
+		GRANT SELECT, INSERT, UPDATE ON public.dlock_fences TO rushed"
+	run -0 dlock -S "postgres://rushed@/postgres?host=$PGDIR&port=$PGPORT" -n opts echo ran
+	# shared holders write the fence row at once: read committed, whatever
+	# the default isolation (serializable failed some with 40001)
+	local k pids=() rc bad=0
+	for k in 1 2 3 4 5 6 7 8 9 10 11 12; do
+		PGOPTIONS='-c default_transaction_isolation=serializable' \
+			"$DLOCK" -S "$PG_URL" -s -w 20 opts true 2>>"$T/iso.err" &
+		pids+=($!)
+	done
+	for k in "${pids[@]}"; do
+		rc=0
+		wait "$k" || rc=$?
+		((rc == 0)) || bad=$((bad + 1))
+	done
+	((bad == 0)) || fail "$bad of 12 failed: $(cat "$T/iso.err")"
+	# the user's own options still apply
+	PGOPTIONS='-c default_transaction_read_only=on' run -69 --separate-stderr dlock -S "$PG_URL" -n opts true
+	[[ $stderr == *'read-only'* ]] || fail "stderr: $stderr"
+	# one that no session starts with (psql fails alike): 64, one line
+	PGOPTIONS='-c transaction_isolation=serializable' run -64 --separate-stderr dlock -S "$PG_URL" -n opts true
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'must be called before any query'*'PGOPTIONS'* ]] || fail "stderr: $stderr"
+}
+
 @test "postgres: a waiter waits in the server and gets the lock as soon as psql releases it" {
 	psql_hold dlock:handoff
 	"$DLOCK" -S "$PG_URL" handoff sh -c 'echo got >"$0"' "$T/got" &
@@ -408,6 +438,26 @@ print(cur.fetchone()[0])"
 	[[ ${lines[0]} != 1 ]]
 }
 
+@test "postgres: a nested dlock of a role that cannot read its caller's statements says why (64) rather than wait on it" {
+	export PGPASSWORD=pw	# the role dlock's, on TCP
+	local inner="$DLOCK -S $PG_TCP_URL"
+	# without -w it would wait on its own caller for ever
+	run -0 dlock -S "$PG_URL" other-role sh -c "timeout 20 $inner other-role touch $T/ran; echo \"rc \$?\""
+	assert_line "rc 64"
+	assert_output --partial 'role "postgres" whose statements this role cannot read'
+	[[ ! -e $T/ran ]] || fail "the nested command ran"
+	# with the right to read them, it re-enters
+	psql_ "GRANT pg_read_all_stats TO dlock"
+	run -0 dlock -S "$PG_URL" other-role sh -c "$inner -n other-role sh -c 'echo \$DLOCK_TOKEN'; echo \"outer \$DLOCK_TOKEN\""
+	psql_ "REVOKE pg_read_all_stats FROM dlock"
+	assert_equal "outer ${lines[0]}" "${lines[1]}"
+	# not nested: a holder it cannot read is waited for as any other
+	hold h -S "$PG_URL" other-role
+	wait_ready h
+	run -1 dlock -S "$PG_TCP_URL" -w 0.5 other-role true
+	finish h
+}
+
 @test "postgres: -k takes several keys, each on its own session" {
 	run -0 dlock -S "$PG_URL" -k ka -k kb sh -c 'echo $DLOCK_KEYS'
 	assert_output 'dlock:ka dlock:kb'
@@ -544,8 +594,8 @@ print(cur.fetchone()[0])"
 	no_advisory_lock
 }
 
-# pooled_runs N ID: N runs of dlock through the PgBouncer at once with
-# another N, each job marking the time it holds the lock with mkdir (an
+# pooled_runs N ID: N runs of dlock through the PgBouncer (declared as
+# session pooling, whatever it does) at once with another N, each job marking the time it holds the lock with mkdir (an
 # overlap: $T/overlap); their exit statuses, sorted and counted, in
 # $T/ID.codes
 pooled_runs() {
@@ -554,7 +604,7 @@ pooled_runs() {
 	for ((i = 0; i < 2 * n; i++)); do
 		{
 			local rc=0
-			"$DLOCK" -S "$BOUNCER_URL" -n -t 3 bounced sh -c \
+			"$DLOCK" -S "$BOUNCER_DLOCK_URL" -n -t 3 bounced sh -c \
 				'mkdir "$0/in" 2>/dev/null || touch "$0/overlap"; sleep 0.1; rmdir "$0/in"' "$T" \
 				2>>"$T/$id.err" || rc=$?
 			echo "$rc" >>"$T/$id.codes"
@@ -568,17 +618,19 @@ pooled_runs() {
 }
 
 # pooled_backends_clean: no advisory lock on any backend, nor dlock's
-# settings on the pooled ones (server_round_robin visits each in turn)
+# settings on the pooled ones (server_round_robin visits each in turn);
+# a pooler that resets nothing keeps the mark "released" that dlock
+# leaves on purpose (it shows the next dlock that nobody resets)
 pooled_backends_clean() {
 	no_advisory_lock || fail "advisory locks left: $(psql_ "SELECT pid, objid, granted FROM pg_locks WHERE locktype = 'advisory'")"
 	local i v
 	for i in 1 2 3 4 5 6 7 8; do
 		v=$(bouncer_sql "SELECT current_setting('idle_session_timeout') || ' ' || coalesce(current_setting('dlock.session', true), '')")
-		[[ $v == '0 ' ]] || fail "dlock's settings left on a pooled backend: $v"
+		[[ $v == '0 ' || $v == '0 released' ]] || fail "dlock's settings left on a pooled backend: $v"
 	done
 }
 
-@test "postgres: PgBouncer in transaction mode, round robin over a warm pool: refused (69), nothing left, never two holders" {
+@test "postgres: PgBouncer in transaction mode declared as session pooling, round robin over a warm pool: refused (69), nothing left, never two holders" {
 	start_pgbouncer transaction "server_round_robin = 1"
 	warm_pool 4
 	pooled_runs 6 rr
@@ -589,7 +641,7 @@ pooled_backends_clean() {
 	stop_pgbouncer
 }
 
-@test "postgres: PgBouncer in transaction mode, LIFO under another client's traffic: refused (69), nothing left, never two holders" {
+@test "postgres: PgBouncer in transaction mode declared as session pooling, LIFO under another client's traffic: refused (69), nothing left, never two holders" {
 	start_pgbouncer transaction
 	warm_pool 3
 	bouncer_traffic
@@ -603,7 +655,7 @@ pooled_backends_clean() {
 
 @test "postgres: a holder whose pooler starts sharing its session (session to transaction pooling): 75, its lock and settings given back" {
 	start_pgbouncer session "server_round_robin = 1"
-	"$DLOCK" -S "$BOUNCER_URL" -t 3 moved "$T/job" "$T/h" 2>"$T/err" &
+	"$DLOCK" -S "$BOUNCER_DLOCK_URL" -t 3 moved "$T/job" "$T/h" 2>"$T/err" &
 	local pid=$! rc=0
 	track $pid
 	wait_until 10 test -e "$T/h.ready"
@@ -620,26 +672,126 @@ pooled_backends_clean() {
 	pooled_backends_clean
 }
 
-@test "postgres: PgBouncer in transaction mode, an idle pool of one: refused (69); in session mode it works" {
+@test "postgres: PgBouncer in transaction mode, an idle pool of one: refused (69), declared or not; session pooling declared works" {
 	start_pgbouncer transaction
 	run -69 --separate-stderr dlock -S "$BOUNCER_URL" bounced echo ran
+	refute_output --partial ran
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'dlock_pooling=session'* ]] || fail "stderr: $stderr"
+	# declared (wrongly): the checks behind the declaration see it
+	run -69 --separate-stderr dlock -S "$BOUNCER_DLOCK_URL" bounced echo ran
 	refute_output --partial ran
 	assert_equal "${#stderr_lines[@]}" 1
 	[[ $stderr == *'transaction'* ]] || fail "stderr: $stderr"
 	stop_pgbouncer
 	no_advisory_lock
 	start_pgbouncer session
-	run -0 dlock -S "$BOUNCER_URL" bounced echo ran
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" bounced echo ran
 	assert_output ran
-	run -0 dlock -S "$BOUNCER_URL" -s bounced echo ran
-	run -0 dlock -S "$BOUNCER_URL" --limit 2 bounced echo ran
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" -s bounced echo ran
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" --limit 2 bounced echo ran
 	# held, its heartbeat and release go through the pooler too
-	run -0 dlock -S "$BOUNCER_URL" -t 1 bounced sleep 1.2
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" -t 1 bounced sleep 1.2
 	# a nested dlock re-enters its caller's lock through it
-	run -0 dlock -S "$BOUNCER_URL" bounced sh -c '"$0" -S "$1" -n bounced echo inner' "$DLOCK" "$BOUNCER_URL"
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" bounced sh -c '"$0" -S "$1" -n bounced echo inner' "$DLOCK" "$BOUNCER_DLOCK_URL"
 	assert_output inner
 	stop_pgbouncer
 	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: a pooler the URL does not declare is refused (69), one line saying what to write, nothing taken or set" {
+	# PgBouncer refuses the settings dlock starts its session with
+	# (unsupported startup parameter: options)
+	start_pgbouncer session
+	run -69 --separate-stderr dlock -S "$BOUNCER_URL" -n undeclared touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'pooler'*'dlock_pooling=session'* ]] || fail "stderr: $stderr"
+	stop_pgbouncer
+	# one that drops them (ignore_startup_parameters): the backend the
+	# statement ran on is not the connection's
+	start_pgbouncer session "ignore_startup_parameters = options" "default_pool_size = 2"
+	run -69 --separate-stderr dlock -S "$BOUNCER_URL" -n undeclared touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'a pooler or proxy is in the path'*'dlock_pooling=session'* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	no_advisory_lock
+	# nothing set on the pooled backend (LIFO: the one dlock had)
+	assert_equal "$(bouncer_sql "SELECT current_setting('idle_session_timeout') || ' ' || coalesce(current_setting('dlock.session', true), '')")" '0 '
+	# declared, it works
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" -n undeclared echo ran
+	assert_output ran
+	stop_pgbouncer
+	# status needs no session of its own: through any pooler
+	start_pgbouncer transaction
+	run -1 dlock status -S "$BOUNCER_URL" undeclared
+	assert_output 'undeclared: free'
+	stop_pgbouncer
+	# dlock's parameter is its own: libpq never sees it; a wrong one is 64,
+	# nothing contacted
+	run -64 --separate-stderr dlock -S "postgres://u@127.0.0.1:1/db?dlock_pooling=transaction" -n K true
+	[[ $stderr == *'dlock_pooling=transaction'*'dlock_pooling=session'* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "postgres://u@127.0.0.1:1/db?sslmode=disable&dlock_pool=x" -n K true
+	[[ $stderr == *"unknown parameter 'dlock_pool'"* ]] || fail "stderr: $stderr"
+	# declared with no pooler in the path: as direct
+	run -0 dlock -S "$PG_URL&dlock_pooling=session" -n direct-declared echo ran
+	run -0 dlock -S "postgres://postgres@/postgres?dlock_pooling=session&host=$PGDIR&port=$PGPORT" -n direct-declared echo ran
+}
+
+@test "postgres: two transaction-mode PgBouncers on one port (so_reuseport) are refused every time" {
+	local ran=0 try
+	start_reuseport_pgbouncers 2 transaction "ignore_startup_parameters = options"
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		run -69 dlock -S "$BOUNCER_URL" -n -t 5 K echo RAN-JOB
+		[[ $output != *RAN-JOB* ]] || ran=$((ran + 1))
+	done
+	((ran == 0)) || fail "the job ran $ran times in 10 through transaction pooling"
+	no_advisory_lock
+}
+
+@test "postgres: a declared session pooler that does not reset sessions is refused (69) on a backend a dlock used; with DISCARD ALL, again and again" {
+	local try
+	# two backends (dlock's check takes a second connection): each client
+	# gets the one the last one had (LIFO)
+	start_pgbouncer session "server_reset_query =" "default_pool_size = 2"
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" -n noreset true
+	run -69 --separate-stderr dlock -S "$BOUNCER_DLOCK_URL" -n noreset touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'does not reset sessions'*'server_reset_query'* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	# dlock gave its settings back all the same: another client of the
+	# backend is not ended when idle for dlock's TTL
+	assert_equal "$(bouncer_sql "SHOW idle_session_timeout")" 0
+	stop_pgbouncer
+	# a holder killed (kill -9) leaves its lock on the backend: refused too
+	start_pgbouncer session "server_reset_query =" "default_pool_size = 2"
+	# (a TTL longer than the test: dlock's idle_session_timeout, left on
+	# the backend, would end it and free the lock once idle that long)
+	hold h -S "$BOUNCER_DLOCK_URL" -t 60 noreset
+	wait_ready h
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 10 no_bouncer_client
+	# (unless PgBouncer closed that backend: its client left while a
+	# statement was under way)
+	if key_held dlock:noreset; then
+		run -69 --separate-stderr dlock -S "$BOUNCER_DLOCK_URL" -w 1 noreset touch "$T/ran"
+		[[ $stderr == *'does not reset sessions'* ]] || fail "stderr: $stderr"
+		[[ ! -e $T/ran ]] || fail "the command ran"
+	else
+		echo "# PgBouncer closed the killed holder's backend" >&3
+	fi
+	stop_pgbouncer
+	wait_until 10 no_advisory_lock
+	# the default (DISCARD ALL) resets each session after its client
+	start_pgbouncer session "default_pool_size = 2"
+	for try in 1 2 3; do
+		run -0 dlock -S "$BOUNCER_DLOCK_URL" -n noreset true
+	done
+	hold h2 -S "$BOUNCER_DLOCK_URL" -t 2 noreset
+	wait_ready h2
+	kill -KILL "$(<"$T/h2.dlock")"
+	wait_until 10 no_advisory_lock
+	run -0 dlock -S "$BOUNCER_DLOCK_URL" -n noreset true
+	stop_pgbouncer
 }
 
 @test "postgres: a pooled session that holds the lock already (a client's, left over) is never re-entered: 69" {
@@ -648,7 +800,7 @@ pooled_backends_clean() {
 	start_pgbouncer session "server_reset_query ="
 	bouncer_sql "SELECT pg_advisory_lock(hashtextextended('dlock:left', 0))" >/dev/null
 	key_held dlock:left
-	run -69 --separate-stderr dlock -S "$BOUNCER_URL" -n left touch "$T/ran"
+	run -69 --separate-stderr dlock -S "$BOUNCER_DLOCK_URL" -n left touch "$T/ran"
 	[[ ! -e $T/ran ]] || fail "the command ran on a session that held the lock already"
 	[[ $stderr == *'pooler'* ]] || fail "stderr: $stderr"
 	stop_pgbouncer
@@ -731,6 +883,57 @@ pooled_backends_clean() {
 	assert_output held
 }
 
+@test "postgres: a name's lock does not depend on the client's encoding (PGCLIENTENCODING, the URL's, a role's); psql in UTF8 takes the same" {
+	local name=$'caf\xc3\xa9'
+	psql_ "CREATE ROLE latin LOGIN; ALTER ROLE latin SET client_encoding = 'LATIN1';
+		GRANT SELECT, INSERT, UPDATE ON public.dlock_fences TO latin"
+	hold h -S "$PG_URL" "$name"
+	wait_ready h
+	PGCLIENTENCODING=LATIN1 run -1 dlock -S "$PG_URL" -n "$name" echo RAN-JOB
+	run -1 dlock -S "$PG_URL&client_encoding=LATIN1" -n "$name" echo RAN-JOB
+	run -1 dlock -S "postgres://latin@/postgres?host=$PGDIR&port=$PGPORT" -n "$name" echo RAN-JOB
+	# psql, its client_encoding UTF8 (dlock(1)), takes the same lock
+	assert_equal "$(PGCLIENTENCODING=UTF8 psql_ "SELECT pg_try_advisory_lock(hashtextextended('dlock:$name', 0))")" f
+	finish h
+	assert_equal "$bg_status" 0
+	# and the other way round, dlock's status with it
+	PGCLIENTENCODING=LATIN1 start_bg l -S "postgres://latin@/postgres?host=$PGDIR&port=$PGPORT" "$name" "$T/job" "$T/l"
+	wait_ready l
+	PGCLIENTENCODING=LATIN1 run -0 dlock status -S "$PG_URL" "$name"
+	assert_line -n 0 --partial "$name: held"
+	assert_equal "$(PGCLIENTENCODING=UTF8 psql_ "SELECT pg_try_advisory_lock(hashtextextended('dlock:$name', 0))")" f
+	finish l
+	assert_equal "$bg_status" 0
+}
+
+@test "postgres: in a LATIN1 or SQL_ASCII database, psql takes dlock's lock on the same text; a name LATIN1 cannot hold is 64" {
+	local name=$'caf\xc3\xa9' db enc
+	# try_in DB ENCODING NAME: psql's pg_try_advisory_lock on dlock's key
+	# of NAME (its bytes in ENCODING) in DB
+	cat >"$T/try_in" <<-'SH'
+		PGCLIENTENCODING=$2 psql -h "$PGDIR" -p "$PGPORT" -U postgres -Atq -X \
+			-c "SELECT pg_try_advisory_lock(hashtextextended('dlock:$3', 0))" "$1"
+	SH
+	for db in latin1 sql_ascii; do
+		enc=${db^^}
+		psql_ "DROP DATABASE IF EXISTS $db" >/dev/null
+		psql_ "CREATE DATABASE $db ENCODING '$enc' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+		run -0 dlock -S "postgres://postgres@/$db?host=$PGDIR&port=$PGPORT" "$name" \
+			sh "$T/try_in" "$db" UTF8 "$name"
+		assert_output f
+		# the text as the database holds it: LATIN1 bytes in LATIN1
+		if [[ $db == latin1 ]]; then
+			run -0 dlock -S "postgres://postgres@/$db?host=$PGDIR&port=$PGPORT" "$name" \
+				sh "$T/try_in" "$db" LATIN1 $'caf\xe9'
+			assert_output f
+		fi
+	done
+	run -64 --separate-stderr dlock -S "postgres://postgres@/latin1?host=$PGDIR&port=$PGPORT" -n $'\xe6\x97\xa5' true
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'has no equivalent in encoding "LATIN1"'* ]] || fail "stderr: $stderr"
+	psql_ "DROP DATABASE latin1" && psql_ "DROP DATABASE sql_ascii"
+}
+
 @test "postgres: a lock lives in one database; where the URL names none, --verbose and status say which" {
 	local nodb="postgres://postgres@?host=$PGDIR&port=$PGPORT"
 	psql_ "CREATE DATABASE other" >/dev/null
@@ -784,6 +987,15 @@ pooled_backends_clean() {
 	run -0 psql_each "$take"
 	assert_output $'\nt'
 	no_advisory_lock
+	# through PgBouncer in session pooling, declared as written
+	cmd=$(readme_pg_block 5)
+	[[ $cmd == "dlock -S 'postgres://cron@pgbouncer.internal:6432/app?dlock_pooling=session' nightly /usr/local/bin/nightly-report" ]] ||
+		fail "README's command: $cmd"
+	start_pgbouncer session
+	cmd=${cmd/"postgres://cron@pgbouncer.internal:6432/app"/"$BOUNCER_URL"}
+	cmd=${cmd/\/usr\/local\/bin\/nightly-report/"echo ran"}
+	run -0 eval "PATH=$T/bin:\$PATH $cmd"
+	assert_output ran
 }
 
 @test "postgres: a key of 1000 bytes is held, shown and released whole" {

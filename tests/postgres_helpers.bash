@@ -137,13 +137,47 @@ man_example() {
 
 # start_pgbouncer MODE [SETTING...]: a PgBouncer in front of the server, in
 # pool_mode MODE, with the [pgbouncer] settings given ("name = value");
-# exports BOUNCER_URL and BOUNCER_PID. One at a time (stop_pgbouncer;
-# stop_postgres stops it too).
+# exports BOUNCER_URL (for psql; dlock refuses it, a pooler it was not
+# told of), BOUNCER_DLOCK_URL (the same, declaring session pooling to
+# dlock: ?dlock_pooling=session) and BOUNCER_PID. One at a time
+# (stop_pgbouncer; stop_postgres stops it too).
 start_pgbouncer() {
 	command -v pgbouncer >/dev/null || skip_unless_strict "pgbouncer is not installed"
 	local mode=$1 port setting
 	shift
 	port=$(free_port)
+	write_pgbouncer_ini "$PGDIR/pgbouncer" "$port" "$mode" "$@"
+	rm -f "$PGDIR/pgbouncer.pid"
+	runuser -u postgres -- pgbouncer -d "$PGDIR/pgbouncer.ini" 3>&-
+	wait_until 10 test -s "$PGDIR/pgbouncer.pid" || fail "pgbouncer did not start"
+	BOUNCER_PID=$(<"$PGDIR/pgbouncer.pid")
+	export BOUNCER_URL="postgres://postgres@127.0.0.1:$port/postgres" BOUNCER_PID
+	export BOUNCER_DLOCK_URL="$BOUNCER_URL?dlock_pooling=session"
+}
+
+# start_reuseport_pgbouncers N MODE [SETTING...]: N PgBouncers on one port
+# (so_reuseport = 1: how PgBouncer uses more than one core; the kernel
+# spreads the connections over them), as start_pgbouncer; their pids in
+# $PGDIR/pgb-*.pid, stopped by stop_pgbouncer.
+start_reuseport_pgbouncers() {
+	command -v pgbouncer >/dev/null || skip_unless_strict "pgbouncer is not installed"
+	local n=$1 mode=$2 port k
+	shift 2
+	port=$(free_port)
+	for ((k = 1; k <= n; k++)); do
+		write_pgbouncer_ini "$PGDIR/pgb-$k" "$port" "$mode" "so_reuseport = 1" "$@"
+		runuser -u postgres -- pgbouncer -d "$PGDIR/pgb-$k.ini" 3>&-
+		wait_until 10 test -s "$PGDIR/pgb-$k.pid" || fail "pgbouncer $k did not start"
+	done
+	export BOUNCER_URL="postgres://postgres@127.0.0.1:$port/postgres"
+	export BOUNCER_DLOCK_URL="$BOUNCER_URL?dlock_pooling=session"
+}
+
+# write_pgbouncer_ini BASE PORT MODE [SETTING...]: BASE.ini, its pid file
+# BASE.pid and log BASE.log
+write_pgbouncer_ini() {
+	local base=$1 port=$2 mode=$3 setting
+	shift 3
 	{
 		echo "[databases]"
 		echo "postgres = host=$PGDIR port=$PGPORT user=postgres"
@@ -153,23 +187,26 @@ start_pgbouncer() {
 		echo "unix_socket_dir ="
 		echo "auth_type = trust"
 		echo "auth_file = $PGDIR/users.txt"
+		echo "admin_users = postgres"
 		echo "pool_mode = $mode"
-		echo "pidfile = $PGDIR/pgbouncer.pid"
-		echo "logfile = $PGDIR/pgbouncer.log"
+		echo "pidfile = $base.pid"
+		echo "logfile = $base.log"
 		for setting; do echo "$setting"; done
-	} >"$PGDIR/pgbouncer.ini"
+	} >"$base.ini"
 	echo '"postgres" ""' >"$PGDIR/users.txt"
-	chown postgres "$PGDIR/pgbouncer.ini" "$PGDIR/users.txt"
-	rm -f "$PGDIR/pgbouncer.pid"
-	runuser -u postgres -- pgbouncer -d "$PGDIR/pgbouncer.ini" 3>&-
-	wait_until 10 test -s "$PGDIR/pgbouncer.pid" || fail "pgbouncer did not start"
-	BOUNCER_PID=$(<"$PGDIR/pgbouncer.pid")
-	export BOUNCER_URL="postgres://postgres@127.0.0.1:$port/postgres" BOUNCER_PID
+	chown postgres "$base.ini" "$PGDIR/users.txt"
 }
 
 stop_pgbouncer() {
-	local pid=${BOUNCER_PID:-}
+	local pid=${BOUNCER_PID:-} f other
 	[[ -n $pid || ! -s ${PGDIR:-}/pgbouncer.pid ]] || pid=$(<"$PGDIR/pgbouncer.pid")
+	for f in "${PGDIR:-/nonexistent}"/pgb-*.pid; do
+		other=$(cat "$f" 2>/dev/null) || continue
+		[[ -n $other ]] || continue
+		kill "$other" 2>/dev/null
+		wait_until 10 dead "$other"
+		rm -f "$f"
+	done
 	[[ -n $pid ]] || return 0
 	kill "$pid" 2>/dev/null
 	wait_until 10 dead "$pid"
@@ -179,6 +216,13 @@ stop_pgbouncer() {
 
 # bouncer_sql SQL: SQL through the PgBouncer, as a client of it
 bouncer_sql() { psql "$BOUNCER_URL" -Atq -X -c "$1"; }
+# no_bouncer_client: nobody is a client of database postgres through the
+# PgBouncer (a killed dlock's connection closed: its backend is back in
+# the pool)
+no_bouncer_client() {
+	[[ $(psql "${BOUNCER_URL%/postgres}/pgbouncer" -Atq -X -F ' ' -c "SHOW CLIENTS" |
+		awk '$3 == "postgres"' | wc -l) == 0 ]]
+}
 
 # warm_pool N: N transactions at once through the PgBouncer, so that its
 # pool has N server connections, idle when this returns

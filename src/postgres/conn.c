@@ -49,6 +49,79 @@ static bool bad_port(const PQconninfoOption *opts, char *why, size_t len)
 	return false;
 }
 
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* s[0..n) with its %XX decoded, into out (len > 0), cut at len - 1. */
+static void decoded(const char *s, size_t n, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n && o + 1 < len; i++) {
+		if (s[i] == '%' && i + 2 < n && hex_digit(s[i + 1]) >= 0 &&
+		    hex_digit(s[i + 2]) >= 0) {
+			out[o++] = (char)(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
+			i += 2;
+		} else {
+			out[o++] = s[i];
+		}
+	}
+	out[o] = '\0';
+}
+
+/* dlock's own parameters of a URI (dlock_...), which libpq would refuse
+ * as unknown: read into u, and the URI without them in *rest (its '?'
+ * gone too when nothing is left). 0, or -1 with why (a setting to fix). */
+static int own_params(const char *uri, struct pg_url *u, char **rest, char *why,
+		      size_t len)
+{
+	const char *q = strchr(uri, '?');
+	size_t o;
+
+	*rest = malloc(strlen(uri) + 1);
+	if (!*rest) {
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
+	o = q ? (size_t)(q - uri) : strlen(uri);
+	memcpy(*rest, uri, o);
+	for (const char *p = q ? q + 1 : NULL; p && *p; p += *p == '&') {
+		size_t n = strcspn(p, "&"), k = strcspn(p, "=&");
+		char key[64], value[64];
+
+		decoded(p, k, key, sizeof key);
+		if (strncmp(key, "dlock_", 6) != 0) {
+			char sep = o == (size_t)(q - uri) ? '?' : '&';
+
+			(*rest)[o++] = sep;
+			memcpy(*rest + o, p, n);
+			o += n;
+		} else if (strcmp(key, "dlock_pooling") != 0) {
+			snprintf(why, len, "unknown parameter '%.40s' (dlock's own: dlock_pooling=session)",
+				 key);
+			goto bad;
+		} else {
+			decoded(p + k + (k < n), n - k - (k < n), value, sizeof value);
+			if (strcmp(value, "session") != 0) {
+				snprintf(why, len, "dlock_pooling=%.40s: an advisory lock belongs to a session, so only a pooler that gives each client one backend for its whole connection can carry it (dlock_pooling=session)",
+					 value);
+				goto bad;
+			}
+			u->session_pooling = true;
+		}
+		p += n;
+	}
+	(*rest)[o] = '\0';
+	return 0;
+bad:
+	free(*rest);
+	*rest = NULL;
+	return -1;
+}
+
 int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
 		  char *err, size_t errlen)
 {
@@ -59,9 +132,16 @@ int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		char *why = NULL, msg[300];
-		PQconninfoOption *opts = PQconninfoParse(urls[i], &why);
+		char *why = NULL, msg[300], *uri;
+		PQconninfoOption *opts;
 
+		if (own_params(urls[i], &u[i], &uri, msg, sizeof msg) < 0) {
+			engine_bad_url(urls[i], msg, err, errlen);
+			pg_free_urls(u, n);
+			return -1;
+		}
+		u[i].uri = uri;
+		opts = PQconninfoParse(uri, &why);
 		if (!opts) {
 			snprintf(msg, sizeof msg, "%s", why ? why : "out of memory");
 			msg[strcspn(msg, "\n")] = '\0';
@@ -76,7 +156,6 @@ int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
 			pg_free_urls(u, n);
 			return -1;
 		}
-		u[i].uri = strdup(urls[i]);
 		u[i].text = masked(urls[i]);
 		for (PQconninfoOption *o = opts; o->keyword; o++) {
 			if (!o->val)
@@ -199,12 +278,67 @@ static int wait_fd(int fd, short events, int64_t deadline_ms)
 	}
 }
 
+bool pg_startup_options(const struct pg_url *url)
+{
+	return !url->session_pooling;
+}
+
+/* The options the session starts with: the user's (the URI's options=,
+ * else PGOPTIONS, as libpq would take them; a service file's are not
+ * read), then dlock's, which win: what must hold from the first
+ * statement on (a role's or the user's statement_timeout or lock_timeout
+ * would cut it; another isolation level would fail a fence written by
+ * two shared holders at once), and what ends a silent holder's session
+ * within about the TTL. NULL: out of memory. */
+static char *startup_options(const struct pg_url *url, const struct pg_session *s)
+{
+	const char *user = url->options ? url->options : getenv("PGOPTIONS");
+	long long ttl_s = s->ttl_ms / 1000 > 0 ? s->ttl_ms / 1000 : 1;
+	char *options;
+
+	if (asprintf(&options, "%s%s-c statement_timeout=0 -c lock_timeout=0 "
+		     "-c idle_in_transaction_session_timeout=0 "
+		     "-c default_transaction_isolation=read\\ committed "
+		     "-c idle_session_timeout=%lld -c tcp_keepalives_idle=%lld "
+		     "-c tcp_keepalives_interval=%lld -c tcp_keepalives_count=3 "
+		     "-c tcp_user_timeout=%lld -c client_connection_check_interval=1000",
+		     user ? user : "", user && *user ? " " : "", (long long)s->ttl_ms,
+		     ttl_s / 3 > 0 ? ttl_s / 3 : 1, ttl_s / 9 > 0 ? ttl_s / 9 : 1,
+		     (long long)s->ttl_ms) < 0)
+		return NULL;
+	return options;
+}
+
+/* err for a connection the server or a pooler refused: the words of
+ * some say what to do. */
+static void connect_failed(PGconn *c, const struct pg_url *url, bool sent_options,
+			   struct error *err)
+{
+	const char *msg = PQerrorMessage(c);
+	char said[sizeof err->msg], why[400];
+
+	pg_error(c, NULL, url, err);
+	snprintf(said, sizeof said, "%s", err->msg);
+	cause(msg, why, sizeof why);
+	if (sent_options && has(msg, "unsupported startup parameter"))
+		/* PgBouncer: an option it does not pass on */
+		error_set(err, EX_UNAVAILABLE, "%s: a pooler is in the path (it refuses the settings dlock starts its session with: %s): %s",
+			  url->text, why, PG_POOLER_ADVICE);
+	else if (has(msg, "configuration parameter") || has(msg, "must be called before any query") ||
+		 has(msg, "cannot be changed"))
+		/* a -c of PGOPTIONS or of the URI's options= that no session
+		 * can start with (transaction_isolation: psql fails alike) */
+		error_set(err, EX_USAGE, "%s (a setting the session starts with: PGOPTIONS or the URL's options=)",
+			  said);
+}
+
 PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		   const struct pg_session *s, int64_t deadline_ms,
 		   struct error *err)
 {
-	char idle[24], interval[24];
+	char idle[24], interval[24], *options = NULL;
 	const char *keys[16], *values[16];
+	bool sent_options;
 	int n = 0;
 	PGconn *c;
 
@@ -212,7 +346,17 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 	snprintf(idle, sizeof idle, "%lld", (long long)(s->ttl_ms / 3000 > 0 ? s->ttl_ms / 3000 : 1));
 	snprintf(interval, sizeof interval, "%lld",
 		 (long long)(s->ttl_ms / 9000 > 0 ? s->ttl_ms / 9000 : 1));
+	if (s->lock && pg_startup_options(url) && !(options = startup_options(url, s))) {
+		error_set(err, EX_OSERR, "%s: out of memory", url->text);
+		return NULL;
+	}
 	keys[n] = "dbname", values[n++] = url->uri;
+	/* after the URI's, so that they override it */
+	if (options)
+		keys[n] = "options", values[n++] = options;
+	/* the name is UTF-8 (checked): sent as such whatever PGCLIENTENCODING,
+	 * the URI or the role says, so that the server hashes the same text */
+	keys[n] = "client_encoding", values[n++] = "UTF8";
 	keys[n] = "fallback_application_name", values[n++] = s->application_name;
 	keys[n] = "keepalives", values[n++] = "1";
 	keys[n] = "keepalives_idle", values[n++] = idle;
@@ -229,7 +373,9 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 	if (p->tls && p->tls->insecure && url->tls)
 		keys[n] = "sslmode", values[n++] = "require";
 	keys[n] = values[n] = NULL;
-	c = PQconnectStartParams(keys, values, 1);
+	c = PQconnectStartParams(keys, values, 1);	/* copies them */
+	sent_options = options != NULL;
+	free(options);
 	if (!c) {
 		error_set(err, EX_OSERR, "%s: out of memory", url->text);
 		return NULL;
@@ -238,7 +384,7 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		int ready;
 
 		if (PQstatus(c) == CONNECTION_BAD || st == PGRES_POLLING_FAILED) {
-			pg_error(c, NULL, url, err);
+			connect_failed(c, url, sent_options, err);
 			PQfinish(c);
 			return NULL;
 		}

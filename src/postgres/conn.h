@@ -8,13 +8,18 @@
 #include "engine.h"
 #include "log.h"
 
-/* A server URL: the libpq connection URI as given (passed to libpq as it
- * is: sslmode, host=/socket/dir, .pgpass and PGPASSWORD work), and its
- * text for messages with any password masked. */
+/* A server URL: the libpq connection URI as given, without dlock's own
+ * parameters (passed to libpq as it is: sslmode, host=/socket/dir,
+ * .pgpass and PGPASSWORD work), and its text for messages with any
+ * password masked. */
 struct pg_url {
-	char *uri;
+	char *uri;		/* for libpq: dlock_... taken out */
 	char *text;
 	char *options;		/* the URI's own options= (NULL: none) */
+	bool session_pooling;	/* dlock_pooling=session: a pooler that
+				 * keeps one backend per client connection
+				 * and resets it after is declared in the
+				 * path (else a pooler is refused) */
 	bool has_dbname;	/* it names the database (else libpq's
 				 * default: PGDATABASE, or the user's name) */
 	bool has_password;
@@ -27,20 +32,38 @@ int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
 void pg_free_urls(struct pg_url *u, size_t n);
 
 /* The session settings every lock connection starts with, as startup
- * options (no round trip): the server ends the session, and with it the
- * lock, when dlock stops talking for about the TTL (idle_session_timeout,
- * TCP keepalives, tcp_user_timeout). */
+ * options (no round trip; pg_startup_options()): the server ends the
+ * session, and with it the lock, when dlock stops talking for about the
+ * TTL (idle_session_timeout, TCP keepalives, tcp_user_timeout). */
 struct pg_session {
 	int64_t ttl_ms;
 	const char *application_name;
+	bool lock;		/* a lock's session (else status, --force:
+				 * no settings but the encoding, so that
+				 * they pass any pooler) */
 };
 
 /* The oldest server dlock takes (PQserverVersion()'s form). */
 #define PG_MIN_VERSION 140000
 
-/* Connects within deadline_ms (monotonic). NULL with err: 69 unreachable
- * or older than PG_MIN_VERSION, 77 credentials, 64 a setting libpq
- * refuses. */
+/* What to do about a pooler in the path, for messages. */
+#define PG_POOLER_ADVICE \
+	"an advisory lock needs a session of its own: connect to PostgreSQL directly, " \
+	"or, through session pooling that resets each session after its client " \
+	"(PgBouncer's pool_mode = session with server_reset_query = DISCARD ALL), " \
+	"add dlock_pooling=session to the URL"
+
+/* Whether a connection to url carries dlock's settings as startup
+ * options: not through a declared pooler (PgBouncer refuses them, or
+ * drops them with ignore_startup_parameters): the first statement makes
+ * them there. */
+bool pg_startup_options(const struct pg_url *url);
+
+/* Connects within deadline_ms (monotonic), client_encoding UTF8 (the
+ * server hashes the name's text as the database holds it). NULL with
+ * err: 69 unreachable, older than PG_MIN_VERSION or an undeclared pooler
+ * that refuses startup options, 77 credentials, 64 a setting libpq or
+ * the server's startup refuses. */
 PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		   const struct pg_session *s, int64_t deadline_ms,
 		   struct error *err);

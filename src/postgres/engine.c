@@ -109,6 +109,9 @@ struct pg {
 	bool held;
 	bool stolen;		/* a statement found the session not ours */
 	bool told_db;		/* say_database() said it */
+	char hidden_holder[80];	/* a nested dlock: the role of a holder
+				 * whose statements this role cannot read
+				 * (its caller's, perhaps); "": none */
 	long slot;		/* --limit: the slot held, 1..N */
 	char pid[16];		/* the backend our statements run on */
 	char mark[24];		/* dlock.session on it: this connection's */
@@ -296,11 +299,12 @@ static void say_database(struct lock *lk)
 
 /* A connection: the backend it reports (a pooler's own number through
  * one) until the check says which one our statements run on, and a new
- * mark for the session. */
-static int connect_once(struct lock *lk, struct error *err)
+ * mark for the session. for_lock: a lock's session, with dlock's
+ * settings (else status and --force: any pooler passes them). */
+static int connect_once(struct lock *lk, bool for_lock, struct error *err)
 {
 	struct pg *pg = P(lk);
-	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME };
+	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME, for_lock };
 
 	if (pg->c)
 		return 0;
@@ -316,36 +320,45 @@ static int connect_once(struct lock *lk, struct error *err)
 
 /* The session's settings, made by the statement that passed the check
  * (no round trip of their own; its SELECT reads s, as an unused WITH
- * query is never run): the server ends a session that has been idle
- * about the TTL (idle_session_timeout: a stopped or cut-off holder), or
- * whose peer stopped answering (keepalives, tcp_user_timeout; TCP only).
- * The fence's commit is flushed before the reply (synchronous_commit at
- * least local: a role's "off" would let a crash lose it). A role's
- * lock_timeout or statement_timeout would cut the blocking wait short of
- * -w (and idle_in_transaction_session_timeout has no business here):
- * off, so that -w alone decides. dlock.session ($3) marks the session as
- * this connection's: every later statement checks it. */
+ * query is never run). dlock.session ($3) marks the session as this
+ * connection's: every later statement checks it. The fence's commit is
+ * flushed before the reply (synchronous_commit at least local: a role's
+ * "off" would let a crash lose it; read at the commit, so it holds for
+ * this statement already). The rest came with the session's startup
+ * options (pg_startup_options(): pg_connect() says why each), except
+ * through a declared pooler, which refuses them: made here then, for
+ * every statement after this one: the server ends a session that has
+ * been idle about the TTL (idle_session_timeout: a stopped or cut-off
+ * holder), or whose peer stopped answering (keepalives,
+ * tcp_user_timeout; TCP only); a role's lock_timeout or
+ * statement_timeout would cut the blocking wait short of -w; read
+ * committed, so that shared holders write the fence row at once. */
 static void settings(const struct lock *lk, char *out, size_t len)
 {
 	long long ttl_s = lk->ttl_ms / 1000 > 0 ? lk->ttl_ms / 1000 : 1;
+	int n;
 
-	snprintf(out, len,
-		 "s AS MATERIALIZED (SELECT "
-		 "set_config('dlock.session', $3, false), "
-		 "set_config('synchronous_commit', CASE current_setting('synchronous_commit') "
-		 "WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, false), "
-		 "set_config('idle_session_timeout', '%lld', false), "
-		 "set_config('tcp_keepalives_idle', '%lld', false), "
-		 "set_config('tcp_keepalives_interval', '%lld', false), "
-		 "set_config('tcp_keepalives_count', '3', false), "
-		 "set_config('tcp_user_timeout', '%lld', false), "
-		 "set_config('client_connection_check_interval', '1000', false), "
-		 "set_config('lock_timeout', '0', false), "
-		 "set_config('statement_timeout', '0', false), "
-		 "set_config('idle_in_transaction_session_timeout', '0', false) "
-		 "FROM c WHERE c.ok), ",
-		 (long long)lk->ttl_ms, ttl_s / 3 > 0 ? ttl_s / 3 : 1,
-		 ttl_s / 9 > 0 ? ttl_s / 9 : 1, (long long)lk->ttl_ms);
+	n = snprintf(out, len,
+		     "s AS MATERIALIZED (SELECT "
+		     "set_config('dlock.session', $3, false), "
+		     "set_config('synchronous_commit', CASE current_setting('synchronous_commit') "
+		     "WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, false)");
+	if (!pg_startup_options(P(lk)->url) && n > 0 && (size_t)n < len)
+		n += snprintf(out + n, len - (size_t)n, ", "
+			      "set_config('idle_session_timeout', '%lld', false), "
+			      "set_config('tcp_keepalives_idle', '%lld', false), "
+			      "set_config('tcp_keepalives_interval', '%lld', false), "
+			      "set_config('tcp_keepalives_count', '3', false), "
+			      "set_config('tcp_user_timeout', '%lld', false), "
+			      "set_config('client_connection_check_interval', '1000', false), "
+			      "set_config('lock_timeout', '0', false), "
+			      "set_config('statement_timeout', '0', false), "
+			      "set_config('idle_in_transaction_session_timeout', '0', false), "
+			      "set_config('default_transaction_isolation', 'read committed', false)",
+			      (long long)lk->ttl_ms, ttl_s / 3 > 0 ? ttl_s / 3 : 1,
+			      ttl_s / 9 > 0 ? ttl_s / 9 : 1, (long long)lk->ttl_ms);
+	if (n > 0 && (size_t)n < len)
+		snprintf(out + n, len - (size_t)n, " FROM c WHERE c.ok), ");
 }
 
 /* The check, as SQL ($2 the backend's pid, $3 the mark, $4 the virtual
@@ -379,6 +392,19 @@ static void pooler_error(const struct pg *pg, struct error *err)
 		  pg->url->text);
 }
 
+/* A pooler or a proxy in the path (the backend our statement ran on is
+ * not the one the connection reported) that the URL does not declare:
+ * what it does with sessions cannot be told from outside for sure (with
+ * no traffic, a transaction pooler hands a client its own backend every
+ * time; two PgBouncers on one port pass any two-client check now and
+ * then), so it is refused unless declared. */
+static void undeclared_pooler(const struct pg *pg, const char *backend, struct error *err)
+{
+	error_set(err, EX_UNAVAILABLE,
+		  "%s: a pooler or proxy is in the path (the statement ran on backend %s, not on the connection's %d): %s",
+		  pg->url->text, backend, PQbackendPID(pg->c), PG_POOLER_ADVICE);
+}
+
 /* "B/L" -> "B/(L+1)": the virtual transaction ID of the backend's next
  * transaction (L counts the backend's transactions). 0, or -1 when vxid
  * is not one. */
@@ -395,9 +421,10 @@ static int vxid_next(const char *vxid, char *out, size_t len)
 
 /* One statement on our connection that must run on our backend (pg->pid)
  * as its very next transaction (pg->vxid; "": any): nobody else's ran on
- * it since our last. Then pg->vxid is the next one's. 1 yes, 0 no, -1
- * err. */
-static int next_is_ours(struct lock *lk, struct error *err)
+ * it since our last. Then pg->vxid is the next one's. *left: the session
+ * holds an advisory lock, or dlock's mark (what an earlier client left on
+ * a backend that the pooler does not reset). 1 yes, 0 no, -1 err. */
+static int next_is_ours(struct lock *lk, bool *left, struct error *err)
 {
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->pid, pg->vxid };
@@ -407,13 +434,16 @@ static int next_is_ours(struct lock *lk, struct error *err)
 
 	r = pg_query(pg->c, pg->url,
 		     "SELECT pg_backend_pid() = $1::int AND ($2 = '' OR v.virtualxid = $2), "
-		     "v.virtualxid FROM pg_locks v "
+		     "v.virtualxid, EXISTS (SELECT 1 FROM pg_locks a WHERE a.locktype = 'advisory' "
+		     "AND a.pid = pg_backend_pid()) OR "
+		     "coalesce(current_setting('dlock.session', true), '') <> '' FROM pg_locks v "
 		     "WHERE v.locktype = 'virtualxid' AND v.pid = pg_backend_pid()",
 		     params, 2, clock_now_ms() + lk->node_timeout_ms, &dead, err);
 	if (!r)
 		return -1;
 	ours = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0 &&
 	       vxid_next(PQgetvalue(r, 0, 1), pg->vxid, sizeof pg->vxid) == 0;
+	*left = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 2), "t") == 0;
 	PQclear(r);
 	return ours;
 }
@@ -436,16 +466,26 @@ static int next_is_ours(struct lock *lk, struct error *err)
 static int pooler_check(struct lock *lk, const char *first_pid, struct error *err)
 {
 	struct pg *pg = P(lk);
-	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME };
+	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME, true };
 	PGconn *other = NULL;
 	PGresult *r;
-	bool dead, shared;
+	bool dead, shared, left;
 	int ours;
 
 	snprintf(pg->pid, sizeof pg->pid, "%s", first_pid);
 	pg->vxid[0] = '\0';
-	if ((ours = next_is_ours(lk, err)) < 0)
+	if ((ours = next_is_ours(lk, &left, err)) < 0)
 		return -1;
+	if (left) {
+		/* a client's lock, or a dlock's killed or released there: the
+		 * next client gets what the last one left (dlock's release
+		 * leaves its mark on purpose, so that this shows on the next
+		 * dlock's first session there) */
+		error_set(err, EX_UNAVAILABLE,
+			  "%s: the pooled session holds an advisory lock or dlock's mark, left by an earlier client: the pooler does not reset sessions after a client (PgBouncer: server_reset_query = DISCARD ALL, the default), so a killed holder's lock would stay on its backend; or it shares them (transaction pooling)",
+			  pg->url->text);
+		return -1;
+	}
 	if (ours && !(other = pg_connect(pg->url, lk->p, &s,
 					 clock_now_ms() + lk->node_timeout_ms, err)))
 		return -1;
@@ -453,12 +493,15 @@ static int pooler_check(struct lock *lk, const char *first_pid, struct error *er
 		r = pg_query(other, pg->url, "SELECT pg_backend_pid() FROM pg_sleep(0.002)", NULL, 0,
 			     clock_now_ms() + lk->node_timeout_ms, &dead, err);
 		if (!r) {
+			if (!dead)
+				error_set(err, EX_UNAVAILABLE, "%s: a second connection through the pooler got no backend in time (the check of a pooled session takes two: a pool of one that ours fills waits for ever)",
+					  pg->url->text);
 			ours = -1;
 			break;
 		}
 		shared = PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 0), first_pid) == 0;
 		PQclear(r);
-		ours = shared ? 0 : next_is_ours(lk, err);
+		ours = shared ? 0 : next_is_ours(lk, &left, err);
 	}
 	PQfinish(other);
 	if (ours < 0)
@@ -555,7 +598,12 @@ static bool mode_reenters(struct lock *lk, const char *query, struct error *err)
 
 /* A nested dlock: the lock is held by a session whose statements carry
  * DLOCK_TOKEN. Its fence is the one it announced (right after its grant:
- * asked again for a moment if not yet there). */
+ * asked again for a moment if not yet there). A holder of another role
+ * shows this role no statement (pg_stat_activity: "<insufficient
+ * privilege>", unless pg_read_all_stats): whether it is the caller cannot
+ * be told, and it is not re-entered (nothing but its statements can say
+ * so: its pid, role and application_name are anybody's to see or set);
+ * its role is noted, for try() to say why rather than wait on it. */
 static int reentered(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
@@ -574,11 +622,15 @@ static int reentered(struct lock *lk, struct error *err)
 		like[n++] = *t;
 	}
 	snprintf(like + n, sizeof like - n, " %%");
+	pg->hidden_holder[0] = '\0';
 	for (;;) {
 		bool dead;
 		PGresult *r = pg_query(pg->c, pg->url,
-				       "SELECT a.query " LOCKS_OF_KEY
-				       "AND l.granted AND a.query LIKE $2 LIMIT 1",
+				       "SELECT a.query, a.query LIKE $2, a.usename " LOCKS_OF_KEY
+				       "AND l.granted AND (a.query LIKE $2 OR NOT "
+				       "(pg_has_role(a.usesysid, 'USAGE') OR "
+				       "pg_has_role('pg_read_all_stats', 'USAGE'))) "
+				       "ORDER BY 2 DESC NULLS LAST LIMIT 1",
 				       params, 2, clock_now_ms() + lk->node_timeout_ms,
 				       &dead, err);
 		char fence[24];
@@ -587,7 +639,10 @@ static int reentered(struct lock *lk, struct error *err)
 			disconnect(pg);
 			return -1;
 		}
-		if (PQntuples(r) == 0) {
+		if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") != 0)
+			snprintf(pg->hidden_holder, sizeof pg->hidden_holder, "%s",
+				 PQgetvalue(r, 0, 2));
+		if (PQntuples(r) == 0 || pg->hidden_holder[0]) {
 			PQclear(r);
 			return 0;
 		}
@@ -652,7 +707,7 @@ static int create_fences(struct lock *lk, struct error *err)
 	bool dead;
 	PGresult *r;
 
-	if (connect_once(lk, err) < 0)
+	if (connect_once(lk, true, err) < 0)
 		return -1;
 	r = pg_query_why(pg->c, pg->url, FENCE_DDL, NULL, 0,
 			 clock_now_ms() + lk->node_timeout_ms, &dead, &why, err);
@@ -849,8 +904,9 @@ static bool still_ours(struct lock *lk, struct error *err)
 	struct pg *pg = P(lk);
 	struct release_how how = { .job = false, .exit_status = LOCK_EXIT_UNKNOWN };
 	struct error ignored = { 0 };
+	bool left;
 	int ours = vxid_next(pg->vxid, pg->vxid, sizeof pg->vxid) < 0 ? 0 :
-		   next_is_ours(lk, err);
+		   next_is_ours(lk, &left, err);
 
 	if (ours == 1)
 		return true;
@@ -883,7 +939,7 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 		}
 		return wait_over(lk, err);
 	}
-	if (connect_once(lk, err) < 0)
+	if (connect_once(lk, true, err) < 0)
 		return LOCK_FAILED;
 	if (lk->p->verbose)
 		say_database(lk);
@@ -929,9 +985,11 @@ again:
 
 		snprintf(first_pid, sizeof first_pid, "%s", PQgetvalue(r, 0, 3));
 		PQclear(r);
-		if (g == GUARD_DIRECT && pooler_check(lk, first_pid, err) == 0)
+		if (g == GUARD_DIRECT && !pg->url->session_pooling)
+			undeclared_pooler(pg, first_pid, err);
+		else if (g == GUARD_DIRECT && pooler_check(lk, first_pid, err) == 0)
 			goto again;
-		if (g != GUARD_DIRECT)
+		else if (g != GUARD_DIRECT)
 			pooler_error(pg, err);
 		disconnect(pg);
 		return LOCK_FAILED;
@@ -961,8 +1019,15 @@ again:
 			disconnect(pg);
 		return res;
 	}
-	lk->refused = true;
 	PQclear(r);
+	if (pg->hidden_holder[0]) {
+		/* waiting would wait on our own caller, for ever without -w */
+		error_set(err, EX_USAGE, "%s: DLOCK_TOKEN names this lock, but its holder is a session of role \"%s\" whose statements this role cannot read: a nested dlock cannot tell whether it is its caller's, and would wait on it; run the nested dlock as the same role, or grant this one pg_read_all_stats",
+			  pg->url->text, pg->hidden_holder);
+		disconnect(pg);
+		return LOCK_FAILED;
+	}
+	lk->refused = true;
 	if (lk->p->limit != 0 || lk->p->verbose || lk->p->waits) {
 		struct error e = { 0 };
 
@@ -1232,8 +1297,10 @@ static int release(struct lock *lk, const struct release_how *how,
 	/* a reply still to read (the heartbeat sent after the grant): a
 	 * session that ended meanwhile is found there (-2); the unlock
 	 * only on our session (NULL elsewhere). Through a pooler, the
-	 * session's settings (settings()) go back to the role's too (our
-	 * mark: pg_settings does not list it), and a session found shared
+	 * session's settings (settings()) go back to the role's too; our
+	 * mark (which pg_settings does not list) says "released", so that
+	 * the next dlock on this backend refuses a pooler that does not
+	 * reset sessions (pooler_check()). A session found shared
 	 * (-3) may still have our lock on our backend: asked again until a
 	 * statement lands there, within the node timeout. */
 	pooled = pg->c && atoi(pg->pid) != PQbackendPID(pg->c);
@@ -1241,7 +1308,7 @@ static int release(struct lock *lk, const struct release_how *how,
 	    asprintf(&sql, "WITH c AS MATERIALIZED (SELECT pg_backend_pid() = $2::int AND "
 		     "current_setting('dlock.session', true) = $3 AS ok)%s "
 		     "SELECT CASE WHEN c.ok THEN %s END%s FROM c %s",
-		     pooled ? ", r AS MATERIALIZED (SELECT set_config('dlock.session', '', false) "
+		     pooled ? ", r AS MATERIALIZED (SELECT set_config('dlock.session', 'released', false) "
 			      "FROM c WHERE c.ok UNION ALL SELECT set_config(name, reset_val, false) "
 			      "FROM pg_settings, c WHERE c.ok AND source = 'session')" : "",
 		     unlock, pooled ? ", (SELECT count(*) FROM r)" : "",
@@ -1499,7 +1566,7 @@ oom:
 static int status(struct lock *lk, struct status_lock *locks, size_t n,
 		  struct error *err)
 {
-	if (connect_once(lk, err) < 0)
+	if (connect_once(lk, false, err) < 0)
 		return -1;
 	say_database(lk);
 	for (size_t i = 0; i < n; i++)
@@ -1522,7 +1589,7 @@ static int force(struct lock *lk, struct broken_holder **out, size_t *n_out,
 
 	*out = NULL;
 	*n_out = 0;
-	if (!s.name || connect_once(lk, err) < 0 || one_status(lk, &s, err) < 0 ||
+	if (!s.name || connect_once(lk, false, err) < 0 || one_status(lk, &s, err) < 0 ||
 	    (s.state == ST_UNKNOWN && (*err = s.err, true))) {
 		status_lock_free(&s);
 		return err->exit ? err->exit : EX_OSERR;
