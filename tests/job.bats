@@ -18,7 +18,7 @@ pgid_of() { ps -o pgid= -p "$1" | tr -d ' '; }
 # watchdog, is named "dlk-watchdog")
 # (the exec'd watchdog is "exe" by comm until it renames itself: by args
 # it is "dlock watchdog" from the start)
-command_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 !~ /^dlock/ && $3 != "dlock" { print $1 }'; }
+command_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 !~ /^(dlock|dlk-watchdog)/ && $3 != "dlock" { print $1 }'; }
 has_command() { [[ -n $(command_of "$1") ]]; }
 lost_line() {
 	grep -q '^dlock: K: .*lease lost' "$T/$1.err" ||
