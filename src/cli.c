@@ -3,8 +3,6 @@
  * error may exit at once (64) without anything to give back. */
 #include <ctype.h>
 #include <err.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -15,8 +13,8 @@
 #include <strings.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <sys/stat.h>
 #include "cli.h"
+#include "clicheck.h"
 #include "engine.h"
 #include "help.h"
 #include "parse.h"
@@ -241,36 +239,6 @@ static unsigned group_of(int c)
 	default:
 		return G_COMMON;
 	}
-}
-
-/* What follows KEY: [--] COMMAND [ARG...], or -c STRING. */
-static void parse_command_part(int argc, char **argv, struct options *opts)
-{
-	if (argc > 0 && strcmp(argv[0], "--") == 0) {
-		argc--;
-		argv++;
-	} else if (argc > 0 && (strcmp(argv[0], "-c") == 0 ||
-				strcmp(argv[0], "--command") == 0)) {
-		if (opts->shell_cmd)
-			errx(EX_USAGE, "-c given twice");
-		if (argc != 2)
-			errx(EX_USAGE, "%s takes exactly one argument", argv[0]);
-		opts->shell_cmd = argv[1];
-		return;
-	} else if (argc > 0 && strncmp(argv[0], "--command=", 10) == 0) {
-		if (opts->shell_cmd || argc != 1)
-			errx(EX_USAGE, "--command takes exactly one argument");
-		opts->shell_cmd = argv[0] + 10;
-		return;
-	}
-	if (opts->shell_cmd) {
-		if (argc > 0)
-			errx(EX_USAGE, "-c takes exactly one argument");
-		return;
-	}
-	if (argc == 0)
-		errx(EX_USAGE, "%s: missing COMMAND", opts->key);
-	opts->argv = argv;
 }
 
 /* A URL's password on the command line is there for anyone's ps(1) to see:
@@ -567,23 +535,6 @@ static void __attribute__((noreturn)) not_here(const struct form *f, int c, int 
 	errx(EX_USAGE, "-%c does not apply to 'dlock %s'", c, f->word);
 }
 
-/* -k: DLOCK_KEYS lists the keys separated by spaces, and a key named
- * twice would wait for itself. One -k is the KEY positional. */
-static void check_keys(int n_keys, struct options *opts)
-{
-	opts->multi = n_keys > 1;
-	if (!opts->multi)
-		return;
-	for (int i = 0; i < n_keys; i++) {
-		if (strpbrk(opts->keys[i], " \t\n"))
-			errx(EX_USAGE, "-k '%s': a key of several must not contain white space (DLOCK_KEYS separates them by spaces)",
-			     opts->keys[i]);
-		for (int k = 0; k < i; k++)
-			if (strcmp(opts->keys[i], opts->keys[k]) == 0)
-				errx(EX_USAGE, "-k '%s' given twice", opts->keys[i]);
-	}
-}
-
 /* flock's byte-range options: a key is one lock, with no bytes to lock
  * a range of; taking the whole key instead would exclude holders that
  * flock lets run side by side (an fcntl lock and a flock one do not
@@ -600,65 +551,6 @@ static void flock_only(const char *word)
 			errx(EX_USAGE, "%s: flock's byte-range (fcntl) locks have no keyed equivalent: a KEY is one lock",
 			     ranged[i]);
 	}
-}
-
-/* What a descriptor is open on, as the kernel names it: the lock's name
- * in the descriptor form and with --fd. Not open: flock's EBADF line and
- * status (65); open on no file (a pipe, a socket) or on a deleted one:
- * there is no name that another host could lock by. */
-static char *fd_path(int fd)
-{
-	char link[64], path[PATH_MAX];
-	struct stat sb;
-	ssize_t n;
-
-	if (fcntl(fd, F_GETFD) < 0)
-		errx(EX_DATAERR, "%d: %s", fd, strerror(errno));
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	n = readlink(link, path, sizeof path - 1);
-	if (n < 0)
-		errx(EX_USAGE, "descriptor %d: %s: %s (is /proc mounted?)", fd,
-		     link, strerror(errno));
-	path[n] = '\0';
-	if (path[0] != '/')
-		errx(EX_USAGE, "descriptor %d is open on %s, not on a file: no path to name the lock by",
-		     fd, path);
-	if (fstat(fd, &sb) == 0 && sb.st_nlink == 0 && !S_ISDIR(sb.st_mode))
-		errx(EX_USAGE, "descriptor %d is open on a deleted file (%s): its name may be another file's now",
-		     fd, path);
-	return strdup(path);
-}
-
-/* The descriptor form, --fd and -u: what each may not be combined with,
- * and the lock's name. The descriptor form runs no command: a keeper
- * process holds the lock for our caller, which nothing here can make
- * wait for it or tell of a lost lease but a signal. */
-static void check_fd(struct options *opts, int n_keys, bool has_command)
-{
-	/* a job gets the variables in its environment */
-	if (opts->export_vars && opts->cmd == CMD_RUN && (!opts->fd_form || opts->unlock))
-		errx(EX_USAGE, "--export prints the variables of a lock held for the caller: dlock acquire --export KEY, or the descriptor form, dlock --export FD");
-	if (opts->unlock && !opts->fd_form)
-		errx(EX_USAGE, "-u releases the descriptor form's lock: dlock -u FD, nothing more");
-	if (opts->fd < 0)
-		return;
-	if (n_keys > 1 || (opts->multi && n_keys > 0))
-		errx(EX_USAGE, "--fd names the lock: no -k or KEY with it");
-	if (!opts->fd_form && !has_command)
-		errx(EX_USAGE, "--fd %d: missing COMMAND (for flock's descriptor form: dlock %d)",
-		     opts->fd, opts->fd);
-	if (opts->fd_form && !opts->unlock) {
-		if (opts->no_fork || opts->close)
-			errx(EX_USAGE, "%s: the descriptor form (dlock FD) runs no command",
-			     opts->no_fork ? "-F" : "-o");
-		if (opts->on_lost_signal == ON_LOST_IGNORE)
-			errx(EX_USAGE, "--on-lost ignore: the descriptor form has no exit status to report a lost lease by, and the caller would run on without the lock");
-		if (opts->cfg.unavailable == UNAVAILABLE_RUN)
-			errx(EX_USAGE, "--unavailable run: the descriptor form has no command to run without the lock");
-	}
-	opts->fd_path = fd_path(opts->fd);
-	if (!opts->fd_path)
-		err(EX_OSERR, "strdup");
 }
 
 /* The checks once every option is in: combinations and positionals. */
@@ -691,7 +583,7 @@ static void check(const struct form *f, int n_keys, struct options *opts,
 	for (int i = 0; i < n_keys; i++)
 		if (opts->keys[i][0] == '\0')
 			errx(EX_USAGE, "empty KEY");
-	check_keys(n_keys, opts);
+	clicheck_keys(n_keys, opts);
 	opts->key = opts->cfg.key = n_keys > 0 ? opts->keys[0] : NULL;
 }
 
@@ -814,7 +706,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 		while (optind < argc)
 			opts->keys[n_keys++] = argv[optind++];
 	}
-	check_fd(opts, n_keys, optind < argc || opts->shell_cmd);
+	clicheck_fd(opts, n_keys, optind < argc || opts->shell_cmd);
 	if (opts->fd >= 0)
 		opts->keys[n_keys++] = opts->fd_path;
 	check(f, n_keys, opts, mode_given, limit);
@@ -822,7 +714,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 	if (by_k && strcmp(argv[optind - 1], "--") == 0)
 		optind--;
 	if (f->cmd == CMD_RUN && !opts->fd_form)
-		parse_command_part(argc - optind, argv + optind, opts);
+		clicheck_command(argc - optind, argv + optind, opts);
 }
 
 void cli_free(struct options *opts)
