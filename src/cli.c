@@ -265,8 +265,12 @@ static const char *scrubbed(char *arg)
 	return copy;
 }
 
-static void parse_option(int c, const char *arg, struct options *opts,
-			 bool *mode_given, long *limit)
+/* Each option's value, checked and stored: a function for each group of
+ * --help, which returns whether c is one of its options. */
+
+/* Modes and waiting. */
+static bool set_mode(int c, const char *arg, struct options *opts,
+		     bool *mode_given, long *limit)
 {
 	switch (c) {
 	case 'x':
@@ -293,6 +297,16 @@ static void parse_option(int c, const char *arg, struct options *opts,
 	case 'E':
 		opts->conflict_exit = (int)count_arg("--conflict-exit-code", arg, 0, 255);
 		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* Lease. */
+static bool set_lease(int c, const char *arg, struct options *opts)
+{
+	switch (c) {
 	case 't':
 		opts->cfg.ttl_ms = seconds_arg("--ttl", arg, false);
 		if (opts->cfg.ttl_ms < MIN_TTL_MS)
@@ -320,6 +334,16 @@ static void parse_option(int c, const char *arg, struct options *opts,
 			errx(EX_USAGE, "bad --min-hold '%s': 0 (off) or seconds, up to %" PRId64,
 			     arg, MAX_SECONDS_MS / 1000);
 		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* Servers. */
+static bool set_servers(int c, const char *arg, struct options *opts)
+{
+	switch (c) {
 	case OPT_PREFIX:
 		opts->cfg.prefix = arg;
 		break;
@@ -358,6 +382,16 @@ static void parse_option(int c, const char *arg, struct options *opts,
 		if (opts->cfg.unavailable == UNAVAILABLE_UNSET)
 			errx(EX_USAGE, "bad --unavailable '%s': fail or run", arg);
 		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* Command: what runs under the lock. */
+static bool set_job(int c, const char *arg, struct options *opts)
+{
+	switch (c) {
 	case 'c':
 		opts->shell_cmd = arg;
 		break;
@@ -373,6 +407,16 @@ static void parse_option(int c, const char *arg, struct options *opts,
 	case 'F':
 		opts->no_fork = true;
 		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* status, history, release, extend, acquire. */
+static bool set_subcommand(int c, const char *arg, struct options *opts)
+{
+	switch (c) {
 	case OPT_JSON:
 		opts->json = true;
 		break;
@@ -396,6 +440,16 @@ static void parse_option(int c, const char *arg, struct options *opts,
 	case OPT_WATCH:
 		opts->watch = true;
 		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* For operators. */
+static bool set_operator(int c, const char *arg, struct options *opts)
+{
+	switch (c) {
 	case OPT_METRICS_DIR:
 		if (!*arg)
 			errx(EX_USAGE, "empty --metrics-dir");
@@ -413,6 +467,20 @@ static void parse_option(int c, const char *arg, struct options *opts,
 			errx(EX_USAGE, "bad --log-format '%s': text or json", arg);
 		log_set_format((enum log_format)opts->cfg.log_format);
 		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+static void parse_option(int c, const char *arg, struct options *opts,
+			 bool *mode_given, long *limit)
+{
+	if (set_mode(c, arg, opts, mode_given, limit) || set_lease(c, arg, opts) ||
+	    set_servers(c, arg, opts) || set_job(c, arg, opts) ||
+	    set_subcommand(c, arg, opts) || set_operator(c, arg, opts))
+		return;
+	switch (c) {
 	case OPT_VERBOSE:
 		opts->verbose = opts->cfg.verbose = true;
 		break;
@@ -557,25 +625,7 @@ static void flock_only(const char *word)
 static void check(const struct form *f, int n_keys, struct options *opts,
 		  bool mode_given, long limit)
 {
-	if (limit) {
-		if (mode_given)
-			errx(EX_USAGE, "--limit excludes --shared and --exclusive");
-		opts->limit = limit;
-	}
-	if (opts->wait_ms == 0)
-		opts->nonblock = true;
-	if (opts->force && opts->token)
-		errx(EX_USAGE, "release: --token and --force exclude each other");
-	/* flock refuses them together too: -o closes a descriptor in the
-	 * child that -F's command would be */
-	if (opts->watch && opts->quiet)
-		errx(EX_USAGE, "status: --watch and -q exclude each other: there would be nothing to watch");
-	if (opts->notify && (opts->no_fork || opts->fd_form))
-		errx(EX_USAGE, "--notify%s: %s", opts->notify_pass ? "-pass" : "",
-		     opts->no_fork ? "with -F the command takes dlock's PID, and so its place as the unit's main process: let it notify" :
-		     "the descriptor form (dlock FD) runs no command to be ready");
-	if (opts->no_fork && opts->close)
-		errx(EX_USAGE, "-F and -o exclude each other (as in flock): with -F the command is dlock's process");
+	clicheck_options(opts, mode_given, limit);
 	if (n_keys < f->min_keys)
 		errx(EX_USAGE, "missing KEY");
 	if (f->max_keys >= 0 && n_keys > f->max_keys && !opts->multi)

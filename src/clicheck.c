@@ -1,5 +1,5 @@
-/* clicheck.c - what names the lock and what runs under it, checked once
- * getopt is done (cli.c): the keys of -k, the descriptor that names the
+/* clicheck.c - the command line once getopt is done (cli.c): options
+ * that exclude each other, the keys of -k, the descriptor that names the
  * lock (dlock FD, --fd), the COMMAND after KEY (or -c STRING). As in
  * cli.c, nothing has been contacted yet: a usage error exits at once. */
 #include <err.h>
@@ -20,6 +20,30 @@
 #ifndef errx
 #define errx log_exit
 #endif
+
+/* Options that exclude each other, and what one implies of another. */
+void clicheck_options(struct options *opts, bool mode_given, long limit)
+{
+	if (limit) {
+		if (mode_given)
+			errx(EX_USAGE, "--limit excludes --shared and --exclusive");
+		opts->limit = limit;
+	}
+	if (opts->wait_ms == 0)
+		opts->nonblock = true;
+	if (opts->force && opts->token)
+		errx(EX_USAGE, "release: --token and --force exclude each other");
+	if (opts->watch && opts->quiet)
+		errx(EX_USAGE, "status: --watch and -q exclude each other: there would be nothing to watch");
+	if (opts->notify && (opts->no_fork || opts->fd_form))
+		errx(EX_USAGE, "--notify%s: %s", opts->notify_pass ? "-pass" : "",
+		     opts->no_fork ? "with -F the command takes dlock's PID, and so its place as the unit's main process: let it notify" :
+		     "the descriptor form (dlock FD) runs no command to be ready");
+	/* flock refuses them together too: -o closes a descriptor in the
+	 * child that -F's command would be */
+	if (opts->no_fork && opts->close)
+		errx(EX_USAGE, "-F and -o exclude each other (as in flock): with -F the command is dlock's process");
+}
 
 /* -k: DLOCK_KEYS lists the keys separated by spaces, and a key named
  * twice would wait for itself. One -k is the KEY positional. */

@@ -1,7 +1,11 @@
-/* clicheck.h - cli.c's checks of the keys, the descriptor and COMMAND */
+/* clicheck.h - cli.c's checks once getopt is done */
 #pragma once
 #include <stdbool.h>
 #include "cli.h"
+
+/* The options that exclude each other; --limit N (limit) into opts
+ * unless -s or -x was given too (mode_given); -w 0 is -n. */
+void clicheck_options(struct options *opts, bool mode_given, long limit);
 
 /* -k given n_keys times: several keys are a multi-lock, each free of
  * white space and named once. */
