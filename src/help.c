@@ -6,7 +6,8 @@
 #include "engine.h"
 #include "help.h"
 
-void help_print(FILE *out)
+/* The forms, and what dlock is. */
+static void print_forms(FILE *out)
 {
 	char stores[256];
 
@@ -34,6 +35,11 @@ void help_print(FILE *out)
 	fprintf(out, "Run COMMAND while holding the lock KEY, as flock(1) does with a file,\n"
 		"but in a store that every host reaches (the server URL names it):\n"
 		"%s.\n\n", stores);
+}
+
+/* The options, in the option table's order, by group: the lock's. */
+static void print_lock_options(FILE *out)
+{
 	fputs(
 "  -k, --key KEY                a lock to take, repeated for several: all are\n"
 "                               taken or none (no KEY positional then)\n"
@@ -79,7 +85,13 @@ void help_print(FILE *out)
 "      --no-fence               no DLOCK_FENCE, and no write to make one\n"
 "      --unavailable fail|run   no server reachable: exit 69 (fail, the\n"
 "                               default), or run COMMAND without the lock\n"
-"\n"
+"\n", out);
+}
+
+/* What runs under the lock, the other forms', the operators'. */
+static void print_job_options(FILE *out)
+{
+	fputs(
 "Command:\n"
 "  -c, --command STRING         run STRING with $SHELL -c\n"
 "      --fd N                   lock the file descriptor N is open on (its\n"
@@ -121,7 +133,15 @@ void help_print(FILE *out)
 "                               on stdout\n"
 "  -h, --help                   show this help\n"
 "  -V, --version                show the version\n"
-"\n"
+"\n", out);
+}
+
+void help_print(FILE *out)
+{
+	print_forms(out);
+	print_lock_options(out);
+	print_job_options(out);
+	fputs(
 "URLs (one store for a lock; default " DEFAULT_SERVER "):\n",
 	      out);
 	engine_usage(out, 2, 15);
