@@ -107,25 +107,6 @@ static void print_text(const struct history_report *h, const char *name)
 	table_free(&t);
 }
 
-static void json_holder(struct json *j, const char *info, size_t len)
-{
-	struct show_info hi;
-	bool ok = info && show_info_parse(info, len, &hi) == 0;
-
-	json_key(j, "host");
-	ok ? json_cstr(j, hi.host) : json_null(j);
-	json_key(j, "pid");
-	json_int_or_null(j, ok ? hi.pid : -1);
-	json_key(j, "user");
-	ok ? json_cstr(j, hi.user) : json_null(j);
-	json_key(j, "command");
-	ok ? json_str(j, hi.command, hi.command_len) : json_null(j);
-	json_key(j, "since_ms");
-	json_int_or_null(j, ok ? hi.since_ms : -1);
-	if (ok)
-		show_info_free(&hi);
-}
-
 static void print_json(const struct history_report *h, const char *name,
 		       const char *key)
 {
@@ -155,7 +136,7 @@ static void print_json(const struct history_report *h, const char *name,
 		json_cstr(&j, kinds[ev->kind]);
 		json_key(&j, "token");
 		json_str(&j, ev->token, ev->token_len);
-		json_holder(&j, ev->holder, ev->holder_len);
+		json_info(&j, ev->holder, ev->holder_len);
 		json_key(&j, "fence");
 		json_int_or_null(&j, ev->fence);
 		json_key(&j, "exit");
@@ -165,7 +146,7 @@ static void print_json(const struct history_report *h, const char *name,
 		json_key(&j, "by");
 		if (ev->by) {
 			json_open(&j, '{');
-			json_holder(&j, ev->by, ev->by_len);
+			json_info(&j, ev->by, ev->by_len);
 			json_close(&j, '}');
 		} else {
 			json_null(&j);

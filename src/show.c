@@ -385,6 +385,25 @@ void json_null(struct json *j)
 	fputs("null", j->f);
 }
 
+void json_info(struct json *j, const char *info, size_t len)
+{
+	struct show_info hi;
+	bool ok = info && show_info_parse(info, len, &hi) == 0;
+
+	json_key(j, "host");
+	ok ? json_cstr(j, hi.host) : json_null(j);
+	json_key(j, "pid");
+	json_int_or_null(j, ok ? hi.pid : -1);
+	json_key(j, "user");
+	ok ? json_cstr(j, hi.user) : json_null(j);
+	json_key(j, "command");
+	ok ? json_str(j, hi.command, hi.command_len) : json_null(j);
+	json_key(j, "since_ms");
+	json_int_or_null(j, ok ? hi.since_ms : -1);
+	if (ok)
+		show_info_free(&hi);
+}
+
 void show_who(const char *token, size_t token_len, const char *info,
 	      size_t info_len, char *out, size_t len)
 {

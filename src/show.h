@@ -78,3 +78,6 @@ void json_int(struct json *j, long long v);
 void json_int_or_null(struct json *j, long long v);	/* < 0: null */
 void json_bool(struct json *j, bool v);
 void json_null(struct json *j);
+/* A holder info's host, pid, user, command and since_ms, as keys of the
+ * object open in j: each null where info is NULL or no holder info. */
+void json_info(struct json *j, const char *info, size_t len);

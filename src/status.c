@@ -306,23 +306,83 @@ static void print_list(const struct status *s)
 
 /* ---- JSON -------------------------------------------------------------- */
 
-static void json_info(struct json *j, const char *info, size_t len)
+/* "holders": each holder, with its holder info. */
+static void json_holders(struct json *j, const struct status_lock *m)
 {
-	struct show_info hi;
-	bool ok = info && show_info_parse(info, len, &hi) == 0;
+	json_key(j, "holders");
+	json_open(j, '[');
+	for (size_t i = 0; m->state != ST_OTHER && i < m->n_holders; i++) {
+		const struct status_holder *mh = &m->holders[i];
 
-	json_key(j, "host");
-	ok ? json_cstr(j, hi.host) : json_null(j);
-	json_key(j, "pid");
-	json_int_or_null(j, ok ? hi.pid : -1);
-	json_key(j, "user");
-	ok ? json_cstr(j, hi.user) : json_null(j);
-	json_key(j, "command");
-	ok ? json_str(j, hi.command, hi.command_len) : json_null(j);
-	json_key(j, "since_ms");
-	json_int_or_null(j, ok ? hi.since_ms : -1);
-	if (ok)
-		show_info_free(&hi);
+		json_open(j, '{');
+		json_key(j, "token");
+		json_str(j, mh->token, mh->token_len);
+		json_key(j, "foreign");
+		json_bool(j, !mh->info);
+		json_info(j, mh->info, mh->info_len);
+		json_key(j, "finished_ms");
+		json_int_or_null(j, finished_ms(mh));
+		json_key(j, "ttl_ms");
+		json_int_or_null(j, mh->left_ms);
+		json_key(j, "fence");
+		json_int_or_null(j, mh->fence);
+		json_key(j, "slot");
+		json_int_or_null(j, mh->slot);
+		json_key(j, "servers");
+		json_int(j, (long long)mh->n_servers);
+		json_close(j, '}');
+	}
+	json_close(j, ']');
+}
+
+/* "fair_queue": the --fair queue in its order. */
+static void json_waiters(struct json *j, const struct status_lock *m)
+{
+	json_key(j, "fair_queue");
+	json_open(j, '[');
+	for (size_t i = 0; i < m->n_waiters; i++) {
+		json_open(j, '{');
+		json_key(j, "position");
+		json_int(j, (long long)i + 1);
+		json_key(j, "token");
+		json_str(j, m->waiters[i].token, m->waiters[i].token_len);
+		json_key(j, "ticket");
+		json_int_or_null(j, m->waiters[i].ticket);
+		json_info(j, m->waiters[i].info, m->waiters[i].info_len);
+		json_close(j, '}');
+	}
+	json_close(j, ']');
+}
+
+/* "servers": what each server says, with several. */
+static void json_servers(struct json *j, const struct status_lock *m)
+{
+	json_key(j, "servers");
+	json_open(j, '[');
+	for (size_t k = 0; k < m->n_servers; k++) {
+		const struct status_server *v = &m->servers[k];
+
+		json_open(j, '{');
+		json_key(j, "url");
+		json_cstr(j, v->url);
+		json_key(j, "says");
+		json_cstr(j, v->kind);
+		json_key(j, "error");
+		json_cstr(j, v->failed ? v->says : NULL);
+		json_key(j, "type");
+		json_cstr(j, v->failed ? NULL : v->type);
+		json_key(j, "ttl_ms");
+		json_int_or_null(j, v->failed || v->ttl_ms < 0 ? -1 : v->ttl_ms);
+		json_key(j, "fence");
+		json_int_or_null(j, v->fence);
+		json_key(j, "holders");
+		json_open(j, '[');
+		for (size_t i = 0; i < v->n_tokens; i++)
+			json_cstr(j, v->tokens[i]);
+		json_close(j, ']');
+		json_close(j, '}');
+	}
+	json_close(j, ']');
 }
 
 static void json_lock(struct json *j, const struct status *s,
@@ -359,74 +419,13 @@ static void json_lock(struct json *j, const struct status *s,
 	json_int(j, (long long)m->n_agree);
 	json_key(j, "majority_agrees");
 	json_bool(j, m->n_agree >= majority(s->n_servers));
-	json_key(j, "holders");
-	json_open(j, '[');
-	for (size_t i = 0; m->state != ST_OTHER && i < m->n_holders; i++) {
-		const struct status_holder *mh = &m->holders[i];
-
-		json_open(j, '{');
-		json_key(j, "token");
-		json_str(j, mh->token, mh->token_len);
-		json_key(j, "foreign");
-		json_bool(j, !mh->info);
-		json_info(j, mh->info, mh->info_len);
-		json_key(j, "finished_ms");
-		json_int_or_null(j, finished_ms(mh));
-		json_key(j, "ttl_ms");
-		json_int_or_null(j, mh->left_ms);
-		json_key(j, "fence");
-		json_int_or_null(j, mh->fence);
-		json_key(j, "slot");
-		json_int_or_null(j, mh->slot);
-		json_key(j, "servers");
-		json_int(j, (long long)mh->n_servers);
-		json_close(j, '}');
-	}
-	json_close(j, ']');
+	json_holders(j, m);
 	json_key(j, "waiting");
 	json_int(j, m->n_waiting);
 	json_key(j, "writers_waiting");
 	json_int(j, m->n_writers);
-	json_key(j, "fair_queue");
-	json_open(j, '[');
-	for (size_t i = 0; i < m->n_waiters; i++) {
-		json_open(j, '{');
-		json_key(j, "position");
-		json_int(j, (long long)i + 1);
-		json_key(j, "token");
-		json_str(j, m->waiters[i].token, m->waiters[i].token_len);
-		json_key(j, "ticket");
-		json_int_or_null(j, m->waiters[i].ticket);
-		json_info(j, m->waiters[i].info, m->waiters[i].info_len);
-		json_close(j, '}');
-	}
-	json_close(j, ']');
-	json_key(j, "servers");
-	json_open(j, '[');
-	for (size_t k = 0; k < m->n_servers; k++) {
-		const struct status_server *v = &m->servers[k];
-
-		json_open(j, '{');
-		json_key(j, "url");
-		json_cstr(j, v->url);
-		json_key(j, "says");
-		json_cstr(j, v->kind);
-		json_key(j, "error");
-		json_cstr(j, v->failed ? v->says : NULL);
-		json_key(j, "type");
-		json_cstr(j, v->failed ? NULL : v->type);
-		json_key(j, "ttl_ms");
-		json_int_or_null(j, v->failed || v->ttl_ms < 0 ? -1 : v->ttl_ms);
-		json_key(j, "fence");
-		json_int_or_null(j, v->fence);
-		json_key(j, "holders");
-		json_open(j, '[');
-		for (size_t i = 0; i < v->n_tokens; i++)
-			json_cstr(j, v->tokens[i]);
-		json_close(j, ']');
-		json_close(j, '}');
-	}
-	json_close(j, ']');
+	json_waiters(j, m);
+	json_servers(j, m);
 	json_close(j, '}');
 }
 
