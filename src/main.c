@@ -12,7 +12,6 @@
 #include <sysexits.h>
 #include <unistd.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include "caps.h"
 #include "child.h"
@@ -231,26 +230,6 @@ static int run_no_fork(struct options *opts, struct lock *lk, size_t n_locks,
 	return err.exit;	/* the helper sees us exit, and releases */
 }
 
-/* Whether a SIGINT or SIGQUIT that ends us came from the terminal, as
- * Ctrl-C: the shell must then see us killed by it, as it would see flock,
- * so that a loop or script running us stops there (an exit status of 130
- * does not stop them). */
-static bool from_terminal(int sig, bool tty_handed)
-{
-	int fd;
-	bool fg;
-
-	if (sig != SIGINT && sig != SIGQUIT)
-		return false;
-	if (tty_handed)
-		return true;
-	fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
-	fg = fd >= 0 && tcgetpgrp(fd) == getpgrp();
-	if (fd >= 0)
-		close(fd);
-	return fg;
-}
-
 static const char *outer_var(const char *name, const char *otherwise)
 {
 	const char *value = getenv(name);
@@ -330,7 +309,7 @@ static int run_unlocked(const struct options *opts, const struct lock *lk,
 		return err.exit;
 	}
 	status = supervise(job, &w);
-	if (job->term_signal && from_terminal(job->term_signal, job->tty_handed))
+	if (job->term_signal && signals_from_terminal(job->term_signal, job->tty_handed))
 		*die_by = job->term_signal;
 	return status;
 }
@@ -443,7 +422,7 @@ static int take_locks(struct run *r)
 		return opts->conflict_exit;
 	case LOCK_INTERRUPTED:
 		r->outcome = RUN_INTERRUPTED;
-		if (from_terminal(signo, false))
+		if (signals_from_terminal(signo, false))
 			*r->die_by = signo;
 		return 128 + signo;
 	case LOCK_FAILED:
@@ -502,7 +481,7 @@ static int start_job(struct run *r)
 	}
 	status = run_job(opts, r->st, m->locks, m->n, &r->job, r->sig, &r->ob);
 	r->outcome = r->job.lost ? RUN_LOST : r->job.ran ? RUN_ACQUIRED : RUN_FAILED;
-	if (r->job.term_signal && from_terminal(r->job.term_signal, r->job.tty_handed))
+	if (r->job.term_signal && signals_from_terminal(r->job.term_signal, r->job.tty_handed))
 		*r->die_by = r->job.term_signal;
 	return status;
 }
@@ -654,20 +633,6 @@ static int refuse_unsupported(const struct options *opts,
 	return 0;
 }
 
-/* Ends dlock by sig, its default action restored, without a core dump. */
-static void die(int sig)
-{
-	struct rlimit none = { 0, 0 };
-	sigset_t set;
-
-	setrlimit(RLIMIT_CORE, &none);
-	signal(sig, SIG_DFL);
-	sigemptyset(&set);
-	sigaddset(&set, sig);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
-	raise(sig);
-}
-
 /* Closed standard descriptors would be taken by the first socket, and a
  * line meant for stderr would go to a server. /dev/null takes their place,
  * opened the other way round, so that a read or write still fails as on
@@ -772,7 +737,7 @@ int main(int argc, char **argv)
 		/* dies by the signal: no on_exit handler runs */
 		export_guard(128 + die_by, NULL);
 		fflush(stdout);
-		die(die_by);
+		signals_die(die_by);
 	}
 	return status;
 }
