@@ -150,20 +150,11 @@ int extend_main(const struct lock_params *base, const struct command_args *a)
 	struct lock lk;
 	struct error err = { 0 };
 	const char *token;
-	int status;
+	int status = command_by_token(&lk, base, a, &token, "--token",
+				      " (dlock acquire --export)");
 
-	if (lock_init(&lk, base, &err) < 0) {
-		log_error(base->name, &err);
-		status = err.exit;
+	if (status != 0)
 		goto out;
-	}
-	token = command_token(&lk, a);
-	if (!token) {
-		log_line(base->name, "no token: give --token, or DLOCK_KEY=%s and DLOCK_TOKEN (dlock acquire --export)",
-			 lk.key);
-		status = EX_USAGE;
-		goto out;
-	}
 	if (strlen(token) >= sizeof lk.token) {
 		log_line(base->name, "bad --token '%s': a token has at most %zu characters",
 			 token, sizeof lk.token - 1);
