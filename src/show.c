@@ -6,21 +6,12 @@
 #include <string.h>
 #include <wchar.h>
 #include "show.h"
+#include "urlpart.h"
 
-/* A decimal number of at most 18 digits, the whole of s[0..len). */
-static int number(const char *s, size_t len, long long *out)
+/* A decimal number of at most 18 digits, the whole of s. */
+static int number(const char *s, long long *out)
 {
-	long long v = 0;
-
-	if (len == 0 || len > 18)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	*out = v;
-	return 0;
+	return url_digits(s, strlen(s), 18, out);
 }
 
 /* The holder info's fields after the command: "fence" or "fence\tfinished",
@@ -29,9 +20,9 @@ static int tail(char *const *field, size_t n, struct show_info *hi)
 {
 	long long finished;
 
-	if (n == 7 && number(field[6], strlen(field[6]), &finished) < 0)
+	if (n == 7 && number(field[6], &finished) < 0)
 		return -1;
-	if (*field[5] && number(field[5], strlen(field[5]), &hi->fence) < 0)
+	if (*field[5] && number(field[5], &hi->fence) < 0)
 		return -1;
 	if (n == 7)
 		hi->finished_ms = finished;
@@ -65,8 +56,8 @@ int show_info_parse(const char *s, size_t len, struct show_info *hi)
 			field[--n][-1] = '\t';
 		hi->fence = hi->finished_ms = -1;
 	}
-	if (n < 5 || number(field[1], strlen(field[1]), &hi->pid) < 0 ||
-	    number(field[3], strlen(field[3]), &since) < 0) {
+	if (n < 5 || number(field[1], &hi->pid) < 0 ||
+	    number(field[3], &since) < 0) {
 		show_info_free(hi);
 		*hi = none;
 		return -1;
