@@ -376,21 +376,53 @@ void json_null(struct json *j)
 	fputs("null", j->f);
 }
 
+void json_open_field(struct json *j, const char *key, char bracket)
+{
+	json_key(j, key);
+	json_open(j, bracket);
+}
+
+void json_field_str(struct json *j, const char *key, const char *s, size_t len)
+{
+	json_key(j, key);
+	json_str(j, s, len);
+}
+
+void json_field_cstr(struct json *j, const char *key, const char *s)
+{
+	json_key(j, key);
+	json_cstr(j, s);
+}
+
+void json_field_int(struct json *j, const char *key, long long v)
+{
+	json_key(j, key);
+	json_int(j, v);
+}
+
+void json_field_int_or_null(struct json *j, const char *key, long long v)
+{
+	json_key(j, key);
+	json_int_or_null(j, v);
+}
+
+void json_field_bool(struct json *j, const char *key, bool v)
+{
+	json_key(j, key);
+	json_bool(j, v);
+}
+
 void json_info(struct json *j, const char *info, size_t len)
 {
 	struct show_info hi;
 	bool ok = info && show_info_parse(info, len, &hi) == 0;
 
-	json_key(j, "host");
-	ok ? json_cstr(j, hi.host) : json_null(j);
-	json_key(j, "pid");
-	json_int_or_null(j, ok ? hi.pid : -1);
-	json_key(j, "user");
-	ok ? json_cstr(j, hi.user) : json_null(j);
+	json_field_cstr(j, "host", ok ? hi.host : NULL);
+	json_field_int_or_null(j, "pid", ok ? hi.pid : -1);
+	json_field_cstr(j, "user", ok ? hi.user : NULL);
 	json_key(j, "command");
 	ok ? json_str(j, hi.command, hi.command_len) : json_null(j);
-	json_key(j, "since_ms");
-	json_int_or_null(j, ok ? hi.since_ms : -1);
+	json_field_int_or_null(j, "since_ms", ok ? hi.since_ms : -1);
 	if (ok)
 		show_info_free(&hi);
 }
