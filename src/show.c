@@ -139,6 +139,20 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+long show_not_utf8(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_len(u + i, len - i);
+
+		if (!n)
+			return (long)i;
+		i += n;
+	}
+	return -1;
+}
+
 void show_text(const char *s, size_t len, char *out, size_t outlen)
 {
 	const unsigned char *u = (const unsigned char *)s;

@@ -43,6 +43,11 @@ void show_ttl(int64_t ms, char *out, size_t len);
  * of valid UTF-8, becomes '?'; at most outlen - 1 bytes. */
 void show_text(const char *s, size_t len, char *out, size_t outlen);
 
+/* The offset of the first byte of [s, s+len) that is not well-formed
+ * UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+ * U+10FFFF), or -1 when all of it is. */
+long show_not_utf8(const char *s, size_t len);
+
 /* A table of text cells, printed with its columns aligned (by characters,
  * not bytes); the last column is not padded. */
 struct table {
