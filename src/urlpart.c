@@ -47,6 +47,21 @@ int url_decode(const char *s, size_t len, char *out, size_t outlen)
 	return 0;
 }
 
+int url_userinfo(const char *s, size_t len, char *user, size_t userlen,
+		 char *password, size_t passwordlen)
+{
+	const char *colon = memchr(s, ':', len);
+	size_t ulen = colon ? (size_t)(colon - s) : len;
+
+	if (url_decode(s, ulen, user, userlen) < 0)
+		return -1;
+	if (!colon)
+		return 0;
+	if (url_decode(colon + 1, len - ulen - 1, password, passwordlen) < 0)
+		return -2;
+	return 1;
+}
+
 int url_digits(const char *s, size_t len, size_t max_digits, long long *out)
 {
 	long long v = 0;

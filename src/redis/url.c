@@ -86,19 +86,17 @@ static int parse_redis(const char *s, struct url *u, char *err, size_t errlen)
 	if (at && slash && at > slash)
 		at = NULL;	/* an '@' in the path part is not userinfo */
 	if (at) {
-		const char *colon = memchr(s, ':', (size_t)(at - s));
-		size_t ulen = colon ? (size_t)(colon - s) : (size_t)(at - s);
+		int r = url_userinfo(s, (size_t)(at - s), u->user, sizeof u->user,
+				     u->password, sizeof u->password);
 
-		if (url_decode(s, ulen, u->user, sizeof u->user) < 0)
+		if (r == -1)
 			FAIL("bad user name");
-		if (colon) {
-			if (url_decode(colon + 1, (size_t)(at - colon - 1), u->password,
-				   sizeof u->password) < 0)
-				FAIL("bad password");
+		if (r == -2)
+			FAIL("bad password");
+		if (r == 1)
 			u->has_password = 1;
-		} else if (ulen == 0) {
+		else if (!u->user[0])
 			FAIL("empty user name");
-		}
 		hp = at + 1;
 	}
 	slash = strchr(hp, '/');
