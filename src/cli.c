@@ -1,6 +1,7 @@
 /* cli.c - the option table, the forms and strict parsers for numbers and
- * signals (--help's text is help.c's). Everything here runs before a server is contacted, so a usage
- * error may exit at once (64) without anything to give back. */
+ * signals (--help's text is help.c's). Everything here runs before a
+ * server is contacted, so a usage error may exit at once (64) without
+ * anything to give back. */
 #include <ctype.h>
 #include <err.h>
 #include <getopt.h>
