@@ -1,10 +1,9 @@
-/* cli.c - the option table, usage() and strict parsers for numbers and
- * signals. Everything here runs before a server is contacted, so a usage
- * error may exit at once (64) without anything to give back. */
+/* cli.c - the option table, the forms and strict parsers for numbers and
+ * signals (--help's text is help.c's). Everything here runs before a
+ * server is contacted, so a usage error may exit at once (64) without
+ * anything to give back. */
 #include <ctype.h>
 #include <err.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -15,9 +14,10 @@
 #include <strings.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <sys/stat.h>
 #include "cli.h"
+#include "clicheck.h"
 #include "engine.h"
+#include "help.h"
 #include "parse.h"
 #include "version.h"
 
@@ -113,133 +113,6 @@ static const struct option longopts[] = {
 	{ "version",		no_argument,		NULL, 'V' },
 	{ NULL, 0, NULL, 0 }
 };
-
-static void usage(void)
-{
-	char stores[256];
-
-	fputs(
-"Usage:\n"
-"  dlock [options] KEY [--] COMMAND [ARG...]\n"
-"  dlock [options] KEY -c COMMAND_STRING\n"
-"  dlock run [options] KEY [--] COMMAND [ARG...]\n"
-"  dlock [options] -k KEY [-k KEY...] [--] COMMAND [ARG...]\n"
-"  dlock status [options] [KEY...]\n"
-"  dlock history [options] KEY\n"
-"  dlock release [options] KEY [--token TOKEN | --force]\n"
-"  dlock acquire [options] KEY\n"
-"  dlock extend [options] KEY [--token TOKEN]\n"
-"  dlock [options] [--export] FD\n"
-"                               flock's descriptor form: lock the file FD is\n"
-"                               open on until the caller exits or -u FD\n"
-"  dlock -u FD\n"
-"  dlock [options] --fd N [--] COMMAND [ARG...]\n"
-"  dlock help [engines] | version\n"
-"Options may come before a subcommand too; the first word that is no\n"
-"option names the form (a lock named as a subcommand: dlock run NAME --).\n"
-"\n", stdout);
-	engine_stores(stores, sizeof stores);
-	printf("Run COMMAND while holding the lock KEY, as flock(1) does with a file,\n"
-	       "but in a store that every host reaches (the server URL names it):\n"
-	       "%s.\n\n", stores);
-	fputs(
-"  -k, --key KEY                a lock to take, repeated for several: all are\n"
-"                               taken or none (no KEY positional then)\n"
-"\n"
-"Modes:\n"
-"  -x, -e, --exclusive          one holder at a time (the default)\n"
-"  -s, --shared                 any number of shared holders, no exclusive one\n"
-"      --limit N                a semaphore: at most N holders at once\n"
-"\n"
-"Waiting:\n"
-"  -n, --nonblock, --nb, --nonblocking\n"
-"                               fail at once if the lock is held\n"
-"  -w, --wait, --timeout SECS   wait at most SECS seconds (0 is -n)\n"
-"  -E, --conflict-exit-code N   exit status when -n/-w gives up (default 1)\n"
-"      --fair                   waiters get the lock in arrival order\n"
-"\n"
-"Lease:\n"
-"  -t, --ttl SECS               lease time, renewed every TTL/3 (default 30)\n"
-"      --on-lost SIGNAL         sent to the command if the lease is lost\n"
-"                               (default TERM; 'ignore' sends none)\n"
-"      --kill-after SECS        then SIGKILL after SECS (default 5)\n"
-"      --max-hold SECS          stop renewing after SECS: the command is hung\n"
-"      --min-hold SECS          keep the lock SECS after acquiring it, also\n"
-"                               when COMMAND ends sooner (default 0: off)\n"
-"\n"
-"Servers:\n"
-"  -S, --server URL             a server of the store that keeps the locks\n"
-"                               (URLs below)\n"
-"      --prefix STRING          lock names in the store begin with STRING\n"
-"                               (default 'dlock:')\n"
-"      --config FILE            config file (default /etc/dlock.conf and\n"
-"                               $XDG_CONFIG_HOME/dlock/config)\n"
-"      --password-file FILE     read the servers' password from FILE\n"
-"      --tls-ca FILE            TLS: trust the CAs in FILE (default: the\n"
-"                               system's)\n"
-"      --tls-cert FILE          TLS: a client certificate (mutual TLS)\n"
-"      --tls-key FILE           TLS: the client certificate's key\n"
-"      --tls-insecure           TLS: check no certificate (unsafe)\n"
-"      --node-timeout SECS      deadline for one server's answer (default 1,\n"
-"                               or TTL/3 if that is less)\n"
-"      --wait-replicas N        count the lock once N replicas have it\n"
-"      --history N              keep the lock's last N events (0: none)\n"
-"      --no-fence               no DLOCK_FENCE, and no write to make one\n"
-"      --unavailable fail|run   no server reachable: exit 69 (fail, the\n"
-"                               default), or run COMMAND without the lock\n"
-"\n"
-"Command:\n"
-"  -c, --command STRING         run STRING with $SHELL -c\n"
-"      --fd N                   lock the file descriptor N is open on (its\n"
-"                               absolute path names the lock); COMMAND follows\n"
-"  -u, --unlock                 dlock -u FD: release what dlock FD took\n"
-"  -o, --close                  hold the lock until COMMAND exits, not until\n"
-"                               every process of its group has (flock's -o)\n"
-"  -F, --no-fork                COMMAND replaces dlock (keeps its PID); a\n"
-"                               helper process keeps the lease\n"
-"\n"
-"status, history:\n"
-"      --json                   one JSON document\n"
-"  -q, --quiet                  print nothing; the exit status tells\n"
-"  -n, --count N                history: the last N events (default 10)\n"
-"release, extend:\n"
-"      --token TOKEN            the holder's token (default DLOCK_TOKEN when\n"
-"                               DLOCK_KEY names the lock)\n"
-"      --force                  release: break the lock, whoever holds it\n"
-"acquire, dlock FD:\n"
-"      --export                 print DLOCK_KEY=, DLOCK_TOKEN=, DLOCK_FENCE=\n"
-"                               lines for eval (acquire: not the token alone)\n"
-"status:\n"
-"      --watch                  refresh every second until Ctrl-C: in place on\n"
-"                               a terminal, a block per change on a pipe\n"
-"\n"
-"For operators:\n"
-"      --metrics-dir DIR        after the run, DIR/dlock_NAME.prom for\n"
-"                               node_exporter's textfile collector\n"
-"      --notify                 tell systemd (NOTIFY_SOCKET): READY=1 once the\n"
-"                               lock is held and COMMAND started, STATUS=,\n"
-"                               WATCHDOG=1 on each renewal, STOPPING=1\n"
-"      --notify-pass            with --notify: COMMAND gets a NOTIFY_SOCKET of\n"
-"                               dlock's, and its READY=1 is systemd's READY\n"
-"      --log-format text|json   dlock's lines on stderr: text (default), or\n"
-"                               one JSON object each\n"
-"\n"
-"      --verbose                say what dlock waits for and why it fails;\n"
-"                               flock's lines ('getting lock took', 'executing')\n"
-"                               on stdout\n"
-"  -h, --help                   show this help\n"
-"  -V, --version                show the version\n"
-"\n"
-"URLs (one store for a lock; default " DEFAULT_SERVER "):\n",
-	      stdout);
-	engine_usage(stdout, 2, 15);
-	fputs(
-"Environment: DLOCK_SERVERS, DLOCK_PASSWORD, DLOCK_PREFIX, DLOCK_METRICS_DIR,\n"
-"DLOCK_LOG_FORMAT.\n"
-"The command gets DLOCK_KEY, DLOCK_KEYS, DLOCK_TOKEN, DLOCK_FENCE, DLOCK_JOB.\n"
-"See dlock(1).\n", stdout);
-	exit(EX_OK);
-}
 
 static bool is_stop_or_cont(int sig)
 {
@@ -369,36 +242,6 @@ static unsigned group_of(int c)
 	}
 }
 
-/* What follows KEY: [--] COMMAND [ARG...], or -c STRING. */
-static void parse_command_part(int argc, char **argv, struct options *opts)
-{
-	if (argc > 0 && strcmp(argv[0], "--") == 0) {
-		argc--;
-		argv++;
-	} else if (argc > 0 && (strcmp(argv[0], "-c") == 0 ||
-				strcmp(argv[0], "--command") == 0)) {
-		if (opts->shell_cmd)
-			errx(EX_USAGE, "-c given twice");
-		if (argc != 2)
-			errx(EX_USAGE, "%s takes exactly one argument", argv[0]);
-		opts->shell_cmd = argv[1];
-		return;
-	} else if (argc > 0 && strncmp(argv[0], "--command=", 10) == 0) {
-		if (opts->shell_cmd || argc != 1)
-			errx(EX_USAGE, "--command takes exactly one argument");
-		opts->shell_cmd = argv[0] + 10;
-		return;
-	}
-	if (opts->shell_cmd) {
-		if (argc > 0)
-			errx(EX_USAGE, "-c takes exactly one argument");
-		return;
-	}
-	if (argc == 0)
-		errx(EX_USAGE, "%s: missing COMMAND", opts->key);
-	opts->argv = argv;
-}
-
 /* A URL's password on the command line is there for anyone's ps(1) to see:
  * the URL is copied for dlock's use, and the argument overwritten with
  * '*' where the password was. (A password file is the better way.) */
@@ -423,8 +266,12 @@ static const char *scrubbed(char *arg)
 	return copy;
 }
 
-static void parse_option(int c, const char *arg, struct options *opts,
-			 bool *mode_given, long *limit)
+/* Each option's value, checked and stored: a function for each group of
+ * --help, which returns whether c is one of its options. */
+
+/* Modes and waiting. */
+static bool set_mode(int c, const char *arg, struct options *opts,
+		     bool *mode_given, long *limit)
 {
 	switch (c) {
 	case 'x':
@@ -451,6 +298,16 @@ static void parse_option(int c, const char *arg, struct options *opts,
 	case 'E':
 		opts->conflict_exit = (int)count_arg("--conflict-exit-code", arg, 0, 255);
 		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* Lease. */
+static bool set_lease(int c, const char *arg, struct options *opts)
+{
+	switch (c) {
 	case 't':
 		opts->cfg.ttl_ms = seconds_arg("--ttl", arg, false);
 		if (opts->cfg.ttl_ms < MIN_TTL_MS)
@@ -478,6 +335,16 @@ static void parse_option(int c, const char *arg, struct options *opts,
 			errx(EX_USAGE, "bad --min-hold '%s': 0 (off) or seconds, up to %" PRId64,
 			     arg, MAX_SECONDS_MS / 1000);
 		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* Servers. */
+static bool set_servers(int c, const char *arg, struct options *opts)
+{
+	switch (c) {
 	case OPT_PREFIX:
 		opts->cfg.prefix = arg;
 		break;
@@ -516,6 +383,16 @@ static void parse_option(int c, const char *arg, struct options *opts,
 		if (opts->cfg.unavailable == UNAVAILABLE_UNSET)
 			errx(EX_USAGE, "bad --unavailable '%s': fail or run", arg);
 		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* Command: what runs under the lock. */
+static bool set_job(int c, const char *arg, struct options *opts)
+{
+	switch (c) {
 	case 'c':
 		opts->shell_cmd = arg;
 		break;
@@ -531,6 +408,16 @@ static void parse_option(int c, const char *arg, struct options *opts,
 	case 'F':
 		opts->no_fork = true;
 		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* status, history, release, extend, acquire. */
+static bool set_subcommand(int c, const char *arg, struct options *opts)
+{
+	switch (c) {
 	case OPT_JSON:
 		opts->json = true;
 		break;
@@ -554,6 +441,16 @@ static void parse_option(int c, const char *arg, struct options *opts,
 	case OPT_WATCH:
 		opts->watch = true;
 		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* For operators. */
+static bool set_operator(int c, const char *arg, struct options *opts)
+{
+	switch (c) {
 	case OPT_METRICS_DIR:
 		if (!*arg)
 			errx(EX_USAGE, "empty --metrics-dir");
@@ -571,12 +468,26 @@ static void parse_option(int c, const char *arg, struct options *opts,
 			errx(EX_USAGE, "bad --log-format '%s': text or json", arg);
 		log_set_format((enum log_format)opts->cfg.log_format);
 		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+static void parse_option(int c, const char *arg, struct options *opts,
+			 bool *mode_given, long *limit)
+{
+	if (set_mode(c, arg, opts, mode_given, limit) || set_lease(c, arg, opts) ||
+	    set_servers(c, arg, opts) || set_job(c, arg, opts) ||
+	    set_subcommand(c, arg, opts) || set_operator(c, arg, opts))
+		return;
+	switch (c) {
 	case OPT_VERBOSE:
 		opts->verbose = opts->cfg.verbose = true;
 		break;
 	case 'h':
-		usage();
-		break;
+		help_print(stdout);
+		exit(EX_OK);
 	case 'V':
 		printf("dlock %s\n", DLOCK_VERSION);
 		exit(EX_OK);
@@ -669,8 +580,9 @@ static const struct form *form_of(int argc, char **argv)
 			errx(EX_USAGE, "%s takes no argument (a lock named '%s': dlock run %s -- COMMAND)",
 			     word, word, word);
 		if (word[0] == 'h')
-			usage();
-		printf("dlock %s\n", DLOCK_VERSION);
+			help_print(stdout);
+		else
+			printf("dlock %s\n", DLOCK_VERSION);
 		exit(EX_OK);
 	}
 	for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++) {
@@ -692,23 +604,6 @@ static void __attribute__((noreturn)) not_here(const struct form *f, int c, int 
 	errx(EX_USAGE, "-%c does not apply to 'dlock %s'", c, f->word);
 }
 
-/* -k: DLOCK_KEYS lists the keys separated by spaces, and a key named
- * twice would wait for itself. One -k is the KEY positional. */
-static void check_keys(int n_keys, struct options *opts)
-{
-	opts->multi = n_keys > 1;
-	if (!opts->multi)
-		return;
-	for (int i = 0; i < n_keys; i++) {
-		if (strpbrk(opts->keys[i], " \t\n"))
-			errx(EX_USAGE, "-k '%s': a key of several must not contain white space (DLOCK_KEYS separates them by spaces)",
-			     opts->keys[i]);
-		for (int k = 0; k < i; k++)
-			if (strcmp(opts->keys[i], opts->keys[k]) == 0)
-				errx(EX_USAGE, "-k '%s' given twice", opts->keys[i]);
-	}
-}
-
 /* flock's byte-range options: a key is one lock, with no bytes to lock
  * a range of; taking the whole key instead would exclude holders that
  * flock lets run side by side (an fcntl lock and a flock one do not
@@ -727,88 +622,11 @@ static void flock_only(const char *word)
 	}
 }
 
-/* What a descriptor is open on, as the kernel names it: the lock's name
- * in the descriptor form and with --fd. Not open: flock's EBADF line and
- * status (65); open on no file (a pipe, a socket) or on a deleted one:
- * there is no name that another host could lock by. */
-static char *fd_path(int fd)
-{
-	char link[64], path[PATH_MAX];
-	struct stat sb;
-	ssize_t n;
-
-	if (fcntl(fd, F_GETFD) < 0)
-		errx(EX_DATAERR, "%d: %s", fd, strerror(errno));
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	n = readlink(link, path, sizeof path - 1);
-	if (n < 0)
-		errx(EX_USAGE, "descriptor %d: %s: %s (is /proc mounted?)", fd,
-		     link, strerror(errno));
-	path[n] = '\0';
-	if (path[0] != '/')
-		errx(EX_USAGE, "descriptor %d is open on %s, not on a file: no path to name the lock by",
-		     fd, path);
-	if (fstat(fd, &sb) == 0 && sb.st_nlink == 0 && !S_ISDIR(sb.st_mode))
-		errx(EX_USAGE, "descriptor %d is open on a deleted file (%s): its name may be another file's now",
-		     fd, path);
-	return strdup(path);
-}
-
-/* The descriptor form, --fd and -u: what each may not be combined with,
- * and the lock's name. The descriptor form runs no command: a keeper
- * process holds the lock for our caller, which nothing here can make
- * wait for it or tell of a lost lease but a signal. */
-static void check_fd(struct options *opts, int n_keys, bool has_command)
-{
-	/* a job gets the variables in its environment */
-	if (opts->export_vars && opts->cmd == CMD_RUN && (!opts->fd_form || opts->unlock))
-		errx(EX_USAGE, "--export prints the variables of a lock held for the caller: dlock acquire --export KEY, or the descriptor form, dlock --export FD");
-	if (opts->unlock && !opts->fd_form)
-		errx(EX_USAGE, "-u releases the descriptor form's lock: dlock -u FD, nothing more");
-	if (opts->fd < 0)
-		return;
-	if (n_keys > 1 || (opts->multi && n_keys > 0))
-		errx(EX_USAGE, "--fd names the lock: no -k or KEY with it");
-	if (!opts->fd_form && !has_command)
-		errx(EX_USAGE, "--fd %d: missing COMMAND (for flock's descriptor form: dlock %d)",
-		     opts->fd, opts->fd);
-	if (opts->fd_form && !opts->unlock) {
-		if (opts->no_fork || opts->close)
-			errx(EX_USAGE, "%s: the descriptor form (dlock FD) runs no command",
-			     opts->no_fork ? "-F" : "-o");
-		if (opts->on_lost_signal == ON_LOST_IGNORE)
-			errx(EX_USAGE, "--on-lost ignore: the descriptor form has no exit status to report a lost lease by, and the caller would run on without the lock");
-		if (opts->cfg.unavailable == UNAVAILABLE_RUN)
-			errx(EX_USAGE, "--unavailable run: the descriptor form has no command to run without the lock");
-	}
-	opts->fd_path = fd_path(opts->fd);
-	if (!opts->fd_path)
-		err(EX_OSERR, "strdup");
-}
-
 /* The checks once every option is in: combinations and positionals. */
 static void check(const struct form *f, int n_keys, struct options *opts,
 		  bool mode_given, long limit)
 {
-	if (limit) {
-		if (mode_given)
-			errx(EX_USAGE, "--limit excludes --shared and --exclusive");
-		opts->limit = limit;
-	}
-	if (opts->wait_ms == 0)
-		opts->nonblock = true;
-	if (opts->force && opts->token)
-		errx(EX_USAGE, "release: --token and --force exclude each other");
-	/* flock refuses them together too: -o closes a descriptor in the
-	 * child that -F's command would be */
-	if (opts->watch && opts->quiet)
-		errx(EX_USAGE, "status: --watch and -q exclude each other: there would be nothing to watch");
-	if (opts->notify && (opts->no_fork || opts->fd_form))
-		errx(EX_USAGE, "--notify%s: %s", opts->notify_pass ? "-pass" : "",
-		     opts->no_fork ? "with -F the command takes dlock's PID, and so its place as the unit's main process: let it notify" :
-		     "the descriptor form (dlock FD) runs no command to be ready");
-	if (opts->no_fork && opts->close)
-		errx(EX_USAGE, "-F and -o exclude each other (as in flock): with -F the command is dlock's process");
+	clicheck_options(opts, mode_given, limit);
 	if (n_keys < f->min_keys)
 		errx(EX_USAGE, "missing KEY");
 	if (f->max_keys >= 0 && n_keys > f->max_keys && !opts->multi)
@@ -816,7 +634,7 @@ static void check(const struct form *f, int n_keys, struct options *opts,
 	for (int i = 0; i < n_keys; i++)
 		if (opts->keys[i][0] == '\0')
 			errx(EX_USAGE, "empty KEY");
-	check_keys(n_keys, opts);
+	clicheck_keys(n_keys, opts);
 	opts->key = opts->cfg.key = n_keys > 0 ? opts->keys[0] : NULL;
 }
 
@@ -939,7 +757,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 		while (optind < argc)
 			opts->keys[n_keys++] = argv[optind++];
 	}
-	check_fd(opts, n_keys, optind < argc || opts->shell_cmd);
+	clicheck_fd(opts, n_keys, optind < argc || opts->shell_cmd);
 	if (opts->fd >= 0)
 		opts->keys[n_keys++] = opts->fd_path;
 	check(f, n_keys, opts, mode_given, limit);
@@ -947,7 +765,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 	if (by_k && strcmp(argv[optind - 1], "--") == 0)
 		optind--;
 	if (f->cmd == CMD_RUN && !opts->fd_form)
-		parse_command_part(argc - optind, argv + optind, opts);
+		clicheck_command(argc - optind, argv + optind, opts);
 }
 
 void cli_free(struct options *opts)

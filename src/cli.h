@@ -1,4 +1,4 @@
-/* cli.h - the command line: the option table, usage() */
+/* cli.h - the command line: the option table and the forms (help.h: --help) */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>

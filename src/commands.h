@@ -30,9 +30,14 @@ int history_main(const struct lock_params *base, const struct command_args *a);
 int release_main(const struct lock_params *base, const struct command_args *a);
 int acquire_main(const struct lock_params *base, const struct command_args *a);
 int extend_main(const struct lock_params *base, const struct command_args *a);
-/* The holder's token for release and extend: --token, else DLOCK_TOKEN
- * when DLOCK_KEY is lk's key. NULL: none. */
-const char *command_token(const struct lock *lk, const struct command_args *a);
+/* release and extend: the lock of base, and in *token its holder's
+ * token: --token, else DLOCK_TOKEN when DLOCK_KEY is that lock's key
+ * (token NULL: the lock alone, release --force). Returns 0, or dlock's
+ * exit status with the line said; without a token 64, the line saying to
+ * give one of give, then hint. lk is for lock_free() either way. */
+int command_by_token(struct lock *lk, const struct lock_params *base,
+		     const struct command_args *a, const char **token,
+		     const char *give, const char *hint);
 /* acquire --export, dlock --export FD: on stdout, the lines for eval that
  * set DLOCK_KEY, DLOCK_TOKEN and DLOCK_FENCE (fence "": unset, for
  * --no-fence) and, unless reentered, unset DLOCK_JOB; -1 when stdout could

@@ -41,15 +41,6 @@ struct config_flags {
 	int log_format;		/* --log-format (enum log_format); -1 */
 };
 
-/* What one config file says; strings point into the file's text. */
-struct config_file {
-	char *servers, *prefix, *ttl, *password_file, *node_timeout, *history;
-	char *min_hold, *unavailable;
-	char *tls_ca, *tls_cert, *tls_key, *tls_insecure;
-	char *metrics_dir, *log_format;
-	char servers_from[256];	/* the file that named the servers */
-};
-
 struct settings {
 	const struct engine *engine;	/* the one every server URL names */
 	void *servers;		/* engine->parse() of the URLs */
@@ -69,14 +60,6 @@ struct settings {
 	char *metrics_dir;	/* owned; NULL: no metrics (metrics.c) */
 	enum log_format log_format;	/* --log-format, DLOCK_LOG_FORMAT, file */
 };
-
-/* Parses a config file's len bytes in place ("name = value" lines, '#'
- * comments on lines of their own; text has room for one byte more), and
- * checks the form of each value that is a number or a word. Returns 0, or
- * -1 with "LINE: reason" in err (a NUL byte too). Pure: unit-tested,
- * fuzzable. */
-int config_parse(char *text, size_t len, struct config_file *cf, char *err,
-		 size_t errlen);
 
 /* "fail" or "run" -> UNAVAILABLE_FAIL or _RUN; UNAVAILABLE_UNSET for
  * anything else. */

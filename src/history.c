@@ -107,25 +107,6 @@ static void print_text(const struct history_report *h, const char *name)
 	table_free(&t);
 }
 
-static void json_holder(struct json *j, const char *info, size_t len)
-{
-	struct show_info hi;
-	bool ok = info && show_info_parse(info, len, &hi) == 0;
-
-	json_key(j, "host");
-	ok ? json_cstr(j, hi.host) : json_null(j);
-	json_key(j, "pid");
-	json_int_or_null(j, ok ? hi.pid : -1);
-	json_key(j, "user");
-	ok ? json_cstr(j, hi.user) : json_null(j);
-	json_key(j, "command");
-	ok ? json_str(j, hi.command, hi.command_len) : json_null(j);
-	json_key(j, "since_ms");
-	json_int_or_null(j, ok ? hi.since_ms : -1);
-	if (ok)
-		show_info_free(&hi);
-}
-
 static void print_json(const struct history_report *h, const char *name,
 		       const char *key)
 {
@@ -133,45 +114,32 @@ static void print_json(const struct history_report *h, const char *name,
 
 	json_init(&j, stdout);
 	json_open(&j, '{');
-	json_key(&j, "name");
-	json_cstr(&j, name);
-	json_key(&j, "key");
-	json_cstr(&j, key);
-	json_key(&j, "servers");
-	json_int(&j, (long long)h->n_servers);
-	json_key(&j, "servers_answered");
-	json_int(&j, (long long)h->n_ok);
-	json_key(&j, "events");
-	json_open(&j, '[');
+	json_field_cstr(&j, "name", name);
+	json_field_cstr(&j, "key", key);
+	json_field_int(&j, "servers", (long long)h->n_servers);
+	json_field_int(&j, "servers_answered", (long long)h->n_ok);
+	json_open_field(&j, "events", '[');
 	for (size_t i = 0; i < h->n_events; i++) {
 		const struct history_event *ev = &h->events[i];
 
 		json_open(&j, '{');
-		json_key(&j, "time_ms");
-		json_int(&j, ev->time_ms);
-		json_key(&j, "id");
-		json_cstr(&j, ev->id);
-		json_key(&j, "event");
-		json_cstr(&j, kinds[ev->kind]);
-		json_key(&j, "token");
-		json_str(&j, ev->token, ev->token_len);
-		json_holder(&j, ev->holder, ev->holder_len);
-		json_key(&j, "fence");
-		json_int_or_null(&j, ev->fence);
-		json_key(&j, "exit");
-		json_int_or_null(&j, ev->exit);
-		json_key(&j, "held_ms");
-		json_int_or_null(&j, ev->held_ms);
+		json_field_int(&j, "time_ms", ev->time_ms);
+		json_field_cstr(&j, "id", ev->id);
+		json_field_cstr(&j, "event", kinds[ev->kind]);
+		json_field_str(&j, "token", ev->token, ev->token_len);
+		json_info(&j, ev->holder, ev->holder_len);
+		json_field_int_or_null(&j, "fence", ev->fence);
+		json_field_int_or_null(&j, "exit", ev->exit);
+		json_field_int_or_null(&j, "held_ms", ev->held_ms);
 		json_key(&j, "by");
 		if (ev->by) {
 			json_open(&j, '{');
-			json_holder(&j, ev->by, ev->by_len);
+			json_info(&j, ev->by, ev->by_len);
 			json_close(&j, '}');
 		} else {
 			json_null(&j);
 		}
-		json_key(&j, "servers");
-		json_int(&j, (long long)ev->n_servers);
+		json_field_int(&j, "servers", (long long)ev->n_servers);
 		json_close(&j, '}');
 	}
 	json_close(&j, ']');

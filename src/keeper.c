@@ -12,22 +12,17 @@
  *
  * dlock --export FD prints the lock's DLOCK_* variables once the keeper
  * holds it, for the caller to eval; the caller is then the process that
- * reads them (find_caller()).
+ * reads them (caller.c).
  *
- * The keeper listens on an abstract unix socket named by the user, the
- * caller's pid and the lock (dlock-keeper/UID/PID/HASH): dlock -u FD looks
- * for it from its own caller up through that one's ancestors (flock -u
- * from a nested subshell unlocks too), and a second dlock FD of the same
- * caller finds its lock held already, as flock's second flock(2) on the
- * same descriptor does. Only the same user (or root) is answered. */
-#include <dirent.h>
+ * The keeper listens on a socket of its caller's and the lock's
+ * (keepsock.c): dlock -u FD looks for it from its own caller up through
+ * that one's ancestors (flock -u from a nested subshell unlocks too), and
+ * a second dlock FD of the same caller finds its lock held already, as
+ * flock's second flock(2) on the same descriptor does. */
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,23 +30,18 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/time.h>
-#include <sys/un.h>
 #include <sys/wait.h>
+#include "caller.h"
 #include "clock.h"
 #include "commands.h"
 #include "keeper.h"
+#include "keepsock.h"
 #include "lease.h"
 #include "log.h"
 #include "wait.h"
 #include "waitline.h"
 #include "watchdog.h"
-
-#define ANSWER_MS 10000		/* a keeper answers -u once it released:
-				 * a round on every server, bounded */
 
 void keeper_keep_only(const struct lock *lk, size_t n_locks, const int *extra,
 		      size_t n_extra)
@@ -91,105 +81,19 @@ void keeper_keep_only(const struct lock *lk, size_t n_locks, const int *extra,
 		dup2(devnull, STDOUT_FILENO);
 }
 
-/* FNV-1a over the Redis key: the socket's name has no room for a key. */
-static uint64_t hash_key(const char *prefix, const char *name)
-{
-	uint64_t h = 14695981039346656037ULL;
-
-	for (const char *s = prefix; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	h = (h ^ 0xff) * 1099511628211ULL;	/* "a" + "bc" is not "ab" + "c" */
-	for (const char *s = name; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
-static socklen_t sock_name(struct sockaddr_un *sa, pid_t caller,
-			   const struct settings *st, const char *name)
-{
-	int n;
-
-	*sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
-	n = snprintf(sa->sun_path + 1, sizeof sa->sun_path - 1,
-		     "dlock-keeper/%u/%d/%016" PRIx64, (unsigned)getuid(),
-		     (int)caller, hash_key(st->prefix, name));
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-}
-
-/* Whether the other end of s is our user's (or root's, for a keeper). */
-static bool same_user(int s, bool root_too)
-{
-	struct ucred cr;
-	socklen_t len = sizeof cr;
-
-	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
-		return false;
-	return cr.uid == getuid() || (root_too && cr.uid == 0);
-}
-
-/* Asks the keeper of caller for the lock name: 'Q' (what do you hold?
- * the mode, then the key, token and fence, each NUL-terminated, for
- * --export) or 'U' (release: one byte once done). Returns the answer's
- * length (1 or more, at most len: the rest is cut), 0 when there is no
- * keeper, -1 when one did not answer in time. */
-static ssize_t ask(pid_t caller, const struct settings *st, const char *name,
-		   char what, char *answer, size_t len)
-{
-	struct sockaddr_un sa;
-	socklen_t sa_len = sock_name(&sa, caller, st, name);
-	struct pollfd pfd;
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	ssize_t r = 0;
-
-	if (s < 0)
-		return -1;
-	if (connect(s, (struct sockaddr *)&sa, sa_len) < 0 || !same_user(s, false))
-		goto out;
-	r = -1;
-	if (send(s, &what, 1, MSG_NOSIGNAL) != 1)
-		goto out;
-	pfd = (struct pollfd){ s, POLLIN, 0 };
-	if (poll(&pfd, 1, ANSWER_MS) == 1 && (r = recv(s, answer, len, 0)) < 1)
-		r = -1;
-out:
-	close(s);
-	return r;
-}
-
-/* The parent of pid, from /proc; 0 when it cannot be told. */
-static pid_t parent_of(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	FILE *f;
-	int ppid = 0;
-	size_t n;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');	/* the command's name may hold anything */
-	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
-		return 0;
-	return (pid_t)ppid;
-}
-
 int keeper_unlock(const struct options *opts, const struct settings *st)
 {
 	char answer;
 
 	for (pid_t p = getppid(), depth = 0; p > 1 && depth < 64;
-	     p = parent_of(p), depth++) {
-		ssize_t r = ask(p, st, opts->key, 'U', &answer, 1);
+	     p = caller_parent_of(p), depth++) {
+		ssize_t r = keepsock_ask(p, st, opts->key, 'U', &answer, 1);
 
 		if (r == 0)
 			continue;
 		if (r < 0) {
 			log_line(opts->key, "-u: the keeper of process %d did not answer within %d s",
-				 (int)p, ANSWER_MS / 1000);
+				 (int)p, KEEPSOCK_ANSWER_MS / 1000);
 			return EX_UNAVAILABLE;
 		}
 		return 0;	/* the keeper said anything a release failed */
@@ -248,47 +152,21 @@ static void lose(struct keeper *k, const char *why, int64_t end_ms)
 	k->kill_at_ms = end_ms >= 0 && end_ms < kill_at_ms ? end_ms : kill_at_ms;
 }
 
-/* 'Q': the mode, then what dlock --export FD prints (a second dlock FD of
- * the same caller finds its lock held). One message: key, token, fence. */
-static void answer_held(const struct keeper *k, int s, char mode)
-{
-	const struct lock *lk = k->lk;
-	size_t key_len = strlen(lk->key) + 1, token_len = strlen(lk->token) + 1;
-	size_t fence_len = strlen(lk->fence) + 1;
-	char *msg = malloc(1 + key_len + token_len + fence_len);
-
-	if (!msg) {
-		(void)!send(s, &mode, 1, MSG_NOSIGNAL);
-		return;
-	}
-	msg[0] = mode;
-	memcpy(msg + 1, lk->key, key_len);
-	memcpy(msg + 1 + key_len, lk->token, token_len);
-	memcpy(msg + 1 + key_len + token_len, lk->fence, fence_len);
-	(void)!send(s, msg, 1 + key_len + token_len + fence_len, MSG_NOSIGNAL);
-	free(msg);
-}
-
 /* A connection on the socket: 'Q' is answered at once, 'U' once the lock
  * is released (answer_fd). */
 static void on_ask(struct keeper *k)
 {
-	int s = accept4(k->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	char what = 0, mode = mode_of(k->opts);
-	/* The asker sends its byte right after connecting: wait for it, but
-	 * not for one that never comes while the lease needs renewing. */
-	struct timeval patience = { 0, 500 * 1000 };
+	char what;
+	int s = keepsock_accept(k->listen_fd, &what);
 
 	if (s < 0)
 		return;
-	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
-	if (!same_user(s, true) || recv(s, &what, 1, 0) != 1 ||
-	    (what != 'Q' && what != 'U') || k->answer_fd >= 0) {
+	if (k->answer_fd >= 0) {
 		close(s);
 		return;
 	}
 	if (what == 'Q') {
-		answer_held(k, s, mode);
+		keepsock_answer_held(s, mode_of(k->opts), k->lk);
 		close(s);
 		return;
 	}
@@ -439,53 +317,9 @@ static void __attribute__((noreturn)) keeper(struct keeper *k, int ready)
 	if (r < 0)
 		log_line(opts->key, "release failed: %s; the lock lapses within %.3g s",
 			 err.msg, (double)lock_lapse_ms(k->lk) / 1000);
-	if (k->answer_fd >= 0) {
-		char done = r < 0 ? 'F' : 'R';
-
-		(void)!send(k->answer_fd, &done, 1, MSG_NOSIGNAL);
-		close(k->answer_fd);
-	}
+	if (k->answer_fd >= 0)
+		keepsock_answer_done(k->answer_fd, r >= 0);
 	_exit(status ? status : k->lost ? EX_TEMPFAIL : 0);
-}
-
-/* The caller's command line, for the holder info: whose the lock is. */
-static void caller_command(pid_t caller, int fd, char *out, size_t len)
-{
-	char path[64], buf[200];
-	size_t n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)caller);
-	f = fopen(path, "re");
-	if (f) {
-		n = fread(buf, 1, sizeof buf - 1, f);
-		fclose(f);
-	}
-	for (size_t i = 0; i + 1 < n; i++)
-		if (buf[i] == '\0')
-			buf[i] = ' ';
-	buf[n] = '\0';
-	snprintf(out, len, "%s (dlock %d)", n ? buf : "?", fd);
-}
-
-static int listen_on(pid_t caller, const struct settings *st,
-		     const struct options *opts, struct error *err)
-{
-	struct sockaddr_un sa;
-	socklen_t len = sock_name(&sa, caller, st, opts->key);
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	if (s >= 0 && bind(s, (struct sockaddr *)&sa, len) == 0 &&
-	    listen(s, 8) == 0)
-		return s;
-	if (errno == EADDRINUSE)
-		error_set(err, EX_USAGE, "another dlock %d of process %d holds or takes this lock",
-			  opts->fd, (int)caller);
-	else
-		error_set(err, EX_OSERR, "keeper socket: %s", strerror(errno));
-	if (s >= 0)
-		close(s);
-	return -1;
 }
 
 /* --verbose: flock's line on stdout; not with --export, whose stdout is
@@ -496,101 +330,13 @@ static void say_took(const struct options *opts, int64_t start_us)
 		log_flock_took(start_us);
 }
 
-/* The pipe our standard output is, as /proc names it ("pipe:[123]"); ""
- * when it is none. */
-static void stdout_pipe(char *name, size_t len)
-{
-	struct stat sb;
-	ssize_t n = -1;
-
-	if (fstat(STDOUT_FILENO, &sb) == 0 && S_ISFIFO(sb.st_mode))
-		n = readlink("/proc/self/fd/1", name, len - 1);
-	name[n > 0 ? n : 0] = '\0';
-}
-
-/* Whether descriptor fd (a name in /proc/PID/fd) of pid is open for
- * reading only: the read end of a pipe. */
-static bool read_end(pid_t pid, const char *fd)
-{
-	char path[300], line[128];
-	unsigned flags = O_WRONLY;
-	FILE *f;
-
-	snprintf(path, sizeof path, "/proc/%d/fdinfo/%s", (int)pid, fd);
-	if (!(f = fopen(path, "re")))
-		return false;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "flags: %o", &flags) == 1)
-			break;
-	fclose(f);
-	return (flags & O_ACCMODE) == O_RDONLY;
-}
-
-/* Whether pid reads the pipe of that name ("pipe:[123]"). */
-static bool reads_pipe(pid_t pid, const char *pipe_name)
-{
-	char dir[64], link[600], target[256];
-	struct dirent *e;
-	bool found = false;
-	DIR *d;
-
-	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
-	if (!(d = opendir(dir)))
-		return false;
-	while (!found && (e = readdir(d))) {
-		ssize_t n;
-
-		snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
-		n = readlink(link, target, sizeof target - 1);
-		if (n <= 0)
-			continue;
-		target[n] = '\0';
-		found = strcmp(target, pipe_name) == 0 && read_end(pid, e->d_name);
-	}
-	closedir(d);
-	return found;
-}
-
-/* The process whose life the lock lasts: our parent, the shell that runs
- * dlock FD. With --export, the shell that reads our standard output to
- * eval it. In $(dlock --export 9) shells run dlock as their own child, but
- * bash forks a subshell in between when the command has a redirection
- * ($(dlock --export 9 2>/dev/null)), which exits with dlock: the lock
- * would go with it. So the nearest ancestor that reads the pipe our
- * stdout is; 0 when none does (a pipe to another command: whose lock
- * would it be?). */
-static pid_t find_caller(const struct options *opts)
-{
-	char pipe_name[256];
-	pid_t p = getppid();
-
-	if (!opts->export_vars)
-		return p;
-	stdout_pipe(pipe_name, sizeof pipe_name);
-	if (!pipe_name[0])
-		return p;
-	for (int depth = 0; p > 1 && depth < 64; p = parent_of(p), depth++)
-		if (reads_pipe(p, pipe_name))
-			return p;
-	return 0;
-}
-
-static bool is_ancestor(pid_t pid)
-{
-	for (pid_t p = getppid(), depth = 0; p > 1 && depth < 64;
-	     p = parent_of(p), depth++)
-		if (p == pid)
-			return true;
-	return false;
-}
-
 /* k->caller, pinned by a pidfd before it could be another's pid, and its
  * process group. 0, or dlock's exit status. */
 static int pin_caller(struct keeper *k)
 {
 	const struct options *opts = k->opts;
 
-	k->caller = find_caller(opts);
+	k->caller = caller_find(opts->export_vars);
 	if (k->caller == 0) {
 		log_line(opts->key, "dlock --export %d: no process above dlock reads its output: eval \"$(dlock --export %d)\" in the shell that does the work",
 			 opts->fd, opts->fd);
@@ -602,7 +348,7 @@ static int pin_caller(struct keeper *k)
 		log_line(opts->key, "dlock %d: pidfd_open: %s", opts->fd, strerror(errno));
 		return EX_OSERR;
 	}
-	if (k->caller <= 1 || k->pgid <= 1 || !is_ancestor(k->caller)) {
+	if (k->caller <= 1 || k->pgid <= 1 || !caller_is_ancestor(k->caller)) {
 		log_line(opts->key, "dlock %d: no calling process to hold the lock for (%s)",
 			 opts->fd, k->caller <= 1 || getppid() <= 1 ? "its parent is init" :
 			 k->pgid <= 1 ? "it is in init's process group" : "it exited");
@@ -613,52 +359,31 @@ static int pin_caller(struct keeper *k)
 	return 0;
 }
 
-/* The NUL-terminated string at *p, before end; *p moves past it. NULL
- * when there is none. */
-static const char *next_field(const char **p, const char *end)
-{
-	const char *s = *p, *nul = s < end ? memchr(s, '\0', (size_t)(end - s)) : NULL;
-
-	if (!nul)
-		return NULL;
-	*p = nul + 1;
-	return s;
-}
-
-/* --export: what a keeper's answer to 'Q' holds after the mode byte. */
-static int export_held(const struct options *opts, const char *answer, size_t len)
-{
-	const char *p = answer + 1, *end = answer + len;
-	const char *key = next_field(&p, end);
-	const char *token = key ? next_field(&p, end) : NULL;
-	const char *fence = token ? next_field(&p, end) : NULL;
-
-	if (!fence) {
-		log_line(opts->key, "dlock --export %d: the keeper that holds the lock does not tell its token (another dlock version's): dlock -u %d first",
-			 opts->fd, opts->fd);
-		return EX_SOFTWARE;
-	}
-	return steps_export(key, token, fence, false) < 0 ? EX_IOERR : 0;
-}
-
 /* dlock FD again by the same caller (flock(2) again on the same
  * descriptor): 0 where it holds the lock in that mode; -1 where no keeper
  * of the caller's holds it. */
 static int held_already(const struct keeper *k, const struct settings *st)
 {
 	const struct options *opts = k->opts;
-	char answer[1 + PATH_MAX + 256 + LOCK_TOKEN_MAX + 32];
-	ssize_t n = ask(k->caller, st, opts->key, 'Q', answer, sizeof answer);
+	struct keepsock_held h;
 
-	if (n <= 0)
+	if (keepsock_query(k->caller, st, opts->key, &h) < 0)
 		return -1;
-	if (answer[0] != mode_of(opts)) {
+	if (h.mode != mode_of(opts)) {
 		log_line(opts->key, "process %d holds this lock %s already: dlock -u %d first",
-			 (int)k->caller, answer[0] == 's' ? "shared" : answer[0] == 'x' ?
+			 (int)k->caller, h.mode == 's' ? "shared" : h.mode == 'x' ?
 			 "exclusive" : "with --limit", opts->fd);
 		return EX_USAGE;
 	}
-	return opts->export_vars ? export_held(opts, answer, (size_t)n) : 0;
+	if (!opts->export_vars)
+		return 0;
+	/* --export: what dlock --export FD would have printed */
+	if (!h.fence) {
+		log_line(opts->key, "dlock --export %d: the keeper that holds the lock does not tell its token (another dlock version's): dlock -u %d first",
+			 opts->fd, opts->fd);
+		return EX_SOFTWARE;
+	}
+	return steps_export(h.key, h.token, h.fence, false) < 0 ? EX_IOERR : 0;
 }
 
 /* Takes the lock: LOCK_ACQUIRED, else dlock's exit status in *status. */
@@ -712,7 +437,7 @@ static int hand_over(struct keeper *k, struct lock *lk, const struct settings *s
 	char answer;
 	pid_t pid;
 
-	k->listen_fd = listen_on(k->caller, st, opts, &err);
+	k->listen_fd = keepsock_listen(k->caller, st, opts->key, opts->fd, &err);
 	if (k->listen_fd < 0 || pipe2(ready, O_CLOEXEC) < 0) {
 		if (k->listen_fd >= 0) {
 			error_set(&err, EX_OSERR, "pipe: %s", strerror(errno));
@@ -750,7 +475,7 @@ static int hand_over(struct keeper *k, struct lock *lk, const struct settings *s
 	if (opts->export_vars && steps_export(lk->key, lk->token, lk->fence, false) < 0) {
 		log_line(opts->key, "cannot write the variables: %s; lock given back",
 			 strerror(errno ? errno : EIO));
-		ask(k->caller, st, opts->key, 'U', &answer, 1);
+		keepsock_ask(k->caller, st, opts->key, 'U', &answer, 1);
 		_exit(EX_IOERR);
 	}
 	say_took(opts, k->start_us);

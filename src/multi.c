@@ -1,5 +1,5 @@
 /* multi.c - several locks, all or none (-k), built on the single lock;
- * one lock is the case of one (main.c runs every job through here).
+ * one lock is the case of one (run.c runs every job through here).
  *
  * The keys are taken one by one in the order of their Redis keys, the
  * classic remedy for deadlock: a job waits only for a key greater than

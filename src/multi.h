@@ -19,7 +19,7 @@ struct multi {
 	const char *first_key;	/* DLOCK_KEY: the key given first */
 };
 
-/* The locks of names[0..n-1] (distinct, as cli.c makes sure). */
+/* The locks of names[0..n-1] (distinct, as clicheck.c makes sure). */
 int multi_init(struct multi *m, const struct lock_params *base,
 	       const char *const *names, size_t n, struct error *err);
 /* Takes every lock in the order of their Redis keys, each waiting while

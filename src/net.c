@@ -228,6 +228,23 @@ connected:
 	return 1;
 }
 
+int net_wait(int fd, short events, int64_t deadline_ms)
+{
+	for (;;) {
+		struct pollfd p = { fd, events, 0 };
+		int64_t left_ms = deadline_ms - clock_now_ms();
+		int n;
+
+		if (left_ms <= 0)
+			return 0;
+		n = poll(&p, 1, clock_poll_ms(left_ms));
+		if (n > 0)
+			return 1;
+		if (n < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
 int net_dial(const struct net_addrs *a, int64_t deadline_ms, int *fd, char *why,
 	     size_t whylen)
 {

@@ -69,6 +69,12 @@ int64_t net_dial_wake_ms(const struct net_dial *d);
 /* Gives the dial up (closes the attempt in progress); safe to repeat. */
 void net_dial_end(struct net_dial *d);
 
+/* Waits until fd is ready for events (POLLIN, POLLOUT) or deadline_ms
+ * (clock.h) passes, through EINTR. Returns 1 ready (or a hang-up or
+ * error on fd, for the next read or write to tell), 0 when the deadline
+ * passed first (fd is not polled then), -1 when poll() failed (errno). */
+int net_wait(int fd, short events, int64_t deadline_ms);
+
 /* The same, blocking until connected or deadline_ms. */
 int net_dial(const struct net_addrs *a, int64_t deadline_ms, int *fd, char *why,
 	     size_t whylen);

@@ -1,6 +1,6 @@
 /* observe.c - a run as operators see it (observe.h): one place that knows
  * which of --log-format json --verbose, --notify and --metrics-dir to tell
- * of each step, so that main() stays a list of steps. */
+ * of each step, so that run.c stays a list of steps. */
 #include <stdio.h>
 #include <string.h>
 #include "clock.h"

@@ -1,5 +1,5 @@
 /* observe.h - a run as operators see it: the --log-format json --verbose
- * events, --notify's notifications, --metrics-dir's file. main() calls it
+ * events, --notify's notifications, --metrics-dir's file. run.c calls it
  * at each step of a run; with none of these options asked for, each call
  * costs no system call. */
 #pragma once

@@ -80,7 +80,7 @@ static int force(struct lock *lk)
 /* The holder's token: --token, else DLOCK_TOKEN when DLOCK_KEY is this
  * lock's key (as a job, or `eval "$(dlock acquire --export KEY)"`, has
  * them). */
-const char *command_token(const struct lock *lk, const struct command_args *a)
+static const char *token_of(const struct lock *lk, const struct command_args *a)
 {
 	const char *env_key = getenv("DLOCK_KEY");
 	const char *env_token = getenv("DLOCK_TOKEN");
@@ -92,27 +92,36 @@ const char *command_token(const struct lock *lk, const struct command_args *a)
 	return NULL;
 }
 
+int command_by_token(struct lock *lk, const struct lock_params *base,
+		     const struct command_args *a, const char **token,
+		     const char *give, const char *hint)
+{
+	struct error err = { 0 };
+
+	if (lock_init(lk, base, &err) < 0) {
+		log_error(base->name, &err);
+		return err.exit;
+	}
+	if (token && !(*token = token_of(lk, a))) {
+		log_line(base->name, "no token: give %s, or DLOCK_KEY=%s and DLOCK_TOKEN%s",
+			 give, lk->key, hint);
+		return EX_USAGE;
+	}
+	return 0;
+}
+
 int release_main(const struct lock_params *base, const struct command_args *a)
 {
 	struct lock lk;
 	struct error err = { 0 };
-	const char *token;
-	int status;
+	const char *token = NULL;
+	int status = command_by_token(&lk, base, a, a->force ? NULL : &token,
+				      "--token or --force", "");
 
-	if (lock_init(&lk, base, &err) < 0) {
-		log_error(base->name, &err);
-		status = err.exit;
+	if (status != 0)
 		goto out;
-	}
 	if (a->force) {
 		status = force(&lk);
-		goto out;
-	}
-	token = command_token(&lk, a);
-	if (!token) {
-		log_line(base->name, "no token: give --token or --force, or DLOCK_KEY=%s and DLOCK_TOKEN",
-			 lk.key);
-		status = EX_USAGE;
 		goto out;
 	}
 	status = lk.eng->inspect.release_token(&lk, token, &err);

@@ -6,21 +6,12 @@
 #include <string.h>
 #include <wchar.h>
 #include "show.h"
+#include "urlpart.h"
 
-/* A decimal number of at most 18 digits, the whole of s[0..len). */
-static int number(const char *s, size_t len, long long *out)
+/* A decimal number of at most 18 digits, the whole of s. */
+static int number(const char *s, long long *out)
 {
-	long long v = 0;
-
-	if (len == 0 || len > 18)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	*out = v;
-	return 0;
+	return url_digits(s, strlen(s), 18, out);
 }
 
 /* The holder info's fields after the command: "fence" or "fence\tfinished",
@@ -29,9 +20,9 @@ static int tail(char *const *field, size_t n, struct show_info *hi)
 {
 	long long finished;
 
-	if (n == 7 && number(field[6], strlen(field[6]), &finished) < 0)
+	if (n == 7 && number(field[6], &finished) < 0)
 		return -1;
-	if (*field[5] && number(field[5], strlen(field[5]), &hi->fence) < 0)
+	if (*field[5] && number(field[5], &hi->fence) < 0)
 		return -1;
 	if (n == 7)
 		hi->finished_ms = finished;
@@ -65,8 +56,8 @@ int show_info_parse(const char *s, size_t len, struct show_info *hi)
 			field[--n][-1] = '\t';
 		hi->fence = hi->finished_ms = -1;
 	}
-	if (n < 5 || number(field[1], strlen(field[1]), &hi->pid) < 0 ||
-	    number(field[3], strlen(field[3]), &since) < 0) {
+	if (n < 5 || number(field[1], &hi->pid) < 0 ||
+	    number(field[3], &since) < 0) {
 		show_info_free(hi);
 		*hi = none;
 		return -1;
@@ -146,6 +137,20 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 		if (s[i] < 0x80 || s[i] > 0xbf)
 			return 0;
 	return len;
+}
+
+long show_not_utf8(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_len(u + i, len - i);
+
+		if (!n)
+			return (long)i;
+		i += n;
+	}
+	return -1;
 }
 
 void show_text(const char *s, size_t len, char *out, size_t outlen)
@@ -383,6 +388,57 @@ void json_null(struct json *j)
 {
 	next(j);
 	fputs("null", j->f);
+}
+
+void json_open_field(struct json *j, const char *key, char bracket)
+{
+	json_key(j, key);
+	json_open(j, bracket);
+}
+
+void json_field_str(struct json *j, const char *key, const char *s, size_t len)
+{
+	json_key(j, key);
+	json_str(j, s, len);
+}
+
+void json_field_cstr(struct json *j, const char *key, const char *s)
+{
+	json_key(j, key);
+	json_cstr(j, s);
+}
+
+void json_field_int(struct json *j, const char *key, long long v)
+{
+	json_key(j, key);
+	json_int(j, v);
+}
+
+void json_field_int_or_null(struct json *j, const char *key, long long v)
+{
+	json_key(j, key);
+	json_int_or_null(j, v);
+}
+
+void json_field_bool(struct json *j, const char *key, bool v)
+{
+	json_key(j, key);
+	json_bool(j, v);
+}
+
+void json_info(struct json *j, const char *info, size_t len)
+{
+	struct show_info hi;
+	bool ok = info && show_info_parse(info, len, &hi) == 0;
+
+	json_field_cstr(j, "host", ok ? hi.host : NULL);
+	json_field_int_or_null(j, "pid", ok ? hi.pid : -1);
+	json_field_cstr(j, "user", ok ? hi.user : NULL);
+	json_key(j, "command");
+	ok ? json_str(j, hi.command, hi.command_len) : json_null(j);
+	json_field_int_or_null(j, "since_ms", ok ? hi.since_ms : -1);
+	if (ok)
+		show_info_free(&hi);
 }
 
 void show_who(const char *token, size_t token_len, const char *info,

@@ -43,6 +43,11 @@ void show_ttl(int64_t ms, char *out, size_t len);
  * of valid UTF-8, becomes '?'; at most outlen - 1 bytes. */
 void show_text(const char *s, size_t len, char *out, size_t outlen);
 
+/* The offset of the first byte of [s, s+len) that is not well-formed
+ * UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+ * U+10FFFF), or -1 when all of it is. */
+long show_not_utf8(const char *s, size_t len);
+
 /* A table of text cells, printed with its columns aligned (by characters,
  * not bytes); the last column is not padded. */
 struct table {
@@ -78,3 +83,14 @@ void json_int(struct json *j, long long v);
 void json_int_or_null(struct json *j, long long v);	/* < 0: null */
 void json_bool(struct json *j, bool v);
 void json_null(struct json *j);
+/* A key and its value, in the object open in j; json_open_field opens
+ * the value, an object or an array. */
+void json_open_field(struct json *j, const char *key, char bracket);
+void json_field_str(struct json *j, const char *key, const char *s, size_t len);
+void json_field_cstr(struct json *j, const char *key, const char *s);
+void json_field_int(struct json *j, const char *key, long long v);
+void json_field_int_or_null(struct json *j, const char *key, long long v);
+void json_field_bool(struct json *j, const char *key, bool v);
+/* A holder info's host, pid, user, command and since_ms, as keys of the
+ * object open in j: each null where info is NULL or no holder info. */
+void json_info(struct json *j, const char *info, size_t len);

@@ -1,5 +1,8 @@
-/* signals.c - the signals dlock takes through a signalfd */
+/* signals.c - the signals dlock takes through a signalfd, and ending by
+ * one as the shell must see it */
+#include <fcntl.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include "signals.h"
@@ -56,4 +59,38 @@ void signals_restore(const struct signals *s)
 {
 	sigaction(SIGPIPE, &s->orig_pipe, NULL);
 	sigprocmask(SIG_SETMASK, &s->orig_mask, NULL);
+}
+
+/* Whether a SIGINT or SIGQUIT that ends us came from the terminal, as
+ * Ctrl-C: the shell must then see us killed by it, as it would see flock,
+ * so that a loop or script running us stops there (an exit status of 130
+ * does not stop them). */
+bool signals_from_terminal(int sig, bool tty_handed)
+{
+	int fd;
+	bool fg;
+
+	if (sig != SIGINT && sig != SIGQUIT)
+		return false;
+	if (tty_handed)
+		return true;
+	fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	fg = fd >= 0 && tcgetpgrp(fd) == getpgrp();
+	if (fd >= 0)
+		close(fd);
+	return fg;
+}
+
+/* Ends dlock by sig, its default action restored, without a core dump. */
+void signals_die(int sig)
+{
+	struct rlimit none = { 0, 0 };
+	sigset_t set;
+
+	setrlimit(RLIMIT_CORE, &none);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
 }

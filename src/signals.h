@@ -1,6 +1,7 @@
 /* signals.h - the signals dlock takes, and those it was started with */
 #pragma once
 #include <signal.h>
+#include <stdbool.h>
 
 struct signals {
 	int fd;			/* signalfd: INT, TERM, HUP, QUIT and CHLD */
@@ -24,3 +25,10 @@ int signals_interrupt(const struct signals *s);
 /* In a child before exec (async-signal-safe): the mask and SIGPIPE as
  * dlock got them, so the command gets them as it would under flock. */
 void signals_restore(const struct signals *s);
+/* Whether sig, which ends us, came from the terminal (Ctrl-C, Ctrl-\):
+ * SIGINT or SIGQUIT while dlock, or the job it handed the terminal to
+ * (tty_handed), is in the foreground. The shell must then see us killed
+ * by it, as it would see flock: a loop or script stops only then. */
+bool signals_from_terminal(int sig, bool tty_handed);
+/* Ends dlock by sig, its default action restored, without a core dump. */
+void signals_die(int sig);

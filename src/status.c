@@ -306,23 +306,65 @@ static void print_list(const struct status *s)
 
 /* ---- JSON -------------------------------------------------------------- */
 
-static void json_info(struct json *j, const char *info, size_t len)
+/* "holders": each holder, with its holder info. */
+static void json_holders(struct json *j, const struct status_lock *m)
 {
-	struct show_info hi;
-	bool ok = info && show_info_parse(info, len, &hi) == 0;
+	json_open_field(j, "holders", '[');
+	for (size_t i = 0; m->state != ST_OTHER && i < m->n_holders; i++) {
+		const struct status_holder *mh = &m->holders[i];
 
-	json_key(j, "host");
-	ok ? json_cstr(j, hi.host) : json_null(j);
-	json_key(j, "pid");
-	json_int_or_null(j, ok ? hi.pid : -1);
-	json_key(j, "user");
-	ok ? json_cstr(j, hi.user) : json_null(j);
-	json_key(j, "command");
-	ok ? json_str(j, hi.command, hi.command_len) : json_null(j);
-	json_key(j, "since_ms");
-	json_int_or_null(j, ok ? hi.since_ms : -1);
-	if (ok)
-		show_info_free(&hi);
+		json_open(j, '{');
+		json_field_str(j, "token", mh->token, mh->token_len);
+		json_field_bool(j, "foreign", !mh->info);
+		json_info(j, mh->info, mh->info_len);
+		json_field_int_or_null(j, "finished_ms", finished_ms(mh));
+		json_field_int_or_null(j, "ttl_ms", mh->left_ms);
+		json_field_int_or_null(j, "fence", mh->fence);
+		json_field_int_or_null(j, "slot", mh->slot);
+		json_field_int(j, "servers", (long long)mh->n_servers);
+		json_close(j, '}');
+	}
+	json_close(j, ']');
+}
+
+/* "fair_queue": the --fair queue in its order. */
+static void json_waiters(struct json *j, const struct status_lock *m)
+{
+	json_open_field(j, "fair_queue", '[');
+	for (size_t i = 0; i < m->n_waiters; i++) {
+		json_open(j, '{');
+		json_field_int(j, "position", (long long)i + 1);
+		json_field_str(j, "token", m->waiters[i].token,
+			       m->waiters[i].token_len);
+		json_field_int_or_null(j, "ticket", m->waiters[i].ticket);
+		json_info(j, m->waiters[i].info, m->waiters[i].info_len);
+		json_close(j, '}');
+	}
+	json_close(j, ']');
+}
+
+/* "servers": what each server says, with several. */
+static void json_servers(struct json *j, const struct status_lock *m)
+{
+	json_open_field(j, "servers", '[');
+	for (size_t k = 0; k < m->n_servers; k++) {
+		const struct status_server *v = &m->servers[k];
+
+		json_open(j, '{');
+		json_field_cstr(j, "url", v->url);
+		json_field_cstr(j, "says", v->kind);
+		json_field_cstr(j, "error", v->failed ? v->says : NULL);
+		json_field_cstr(j, "type", v->failed ? NULL : v->type);
+		json_field_int_or_null(j, "ttl_ms",
+				       v->failed || v->ttl_ms < 0 ? -1 : v->ttl_ms);
+		json_field_int_or_null(j, "fence", v->fence);
+		json_open_field(j, "holders", '[');
+		for (size_t i = 0; i < v->n_tokens; i++)
+			json_cstr(j, v->tokens[i]);
+		json_close(j, ']');
+		json_close(j, '}');
+	}
+	json_close(j, ']');
 }
 
 static void json_lock(struct json *j, const struct status *s,
@@ -330,103 +372,28 @@ static void json_lock(struct json *j, const struct status *s,
 {
 	char buf[32];
 	const char *mode = mode_of(m, buf, sizeof buf);
+	bool limit = mode && strncmp(mode, "limit", 5) == 0;
+	bool unheld = m->state == ST_UNKNOWN || m->state == ST_FREE;
 
 	json_open(j, '{');
-	json_key(j, "name");
-	json_cstr(j, m->name);
-	json_key(j, "key");
-	json_cstr(j, m->key);
-	json_key(j, "state");
-	json_cstr(j, state_names[m->state]);
-	json_key(j, "command_finished");
-	json_bool(j, all_finished(m));
-	json_key(j, "type");
-	json_cstr(j, m->state == ST_UNKNOWN || !m->type[0] ? NULL : m->type);
-	json_key(j, "mode");
-	json_cstr(j, mode && strncmp(mode, "limit", 5) == 0 ? "limit" : mode);
-	json_key(j, "limit");
-	json_int_or_null(j, mode && strncmp(mode, "limit", 5) == 0 ?
-			 atol(m->mode) : -1);
-	json_key(j, "ttl_ms");
-	json_int_or_null(j, m->state == ST_UNKNOWN || m->state == ST_FREE ? -1 :
-			 m->ttl_ms);
-	json_key(j, "expires");
-	json_bool(j, m->state == ST_UNKNOWN || m->state == ST_FREE ||
-		  m->ttl_ms != -1);
-	json_key(j, "fence");
-	json_int_or_null(j, m->fence);
-	json_key(j, "servers_agreeing");
-	json_int(j, (long long)m->n_agree);
-	json_key(j, "majority_agrees");
-	json_bool(j, m->n_agree >= majority(s->n_servers));
-	json_key(j, "holders");
-	json_open(j, '[');
-	for (size_t i = 0; m->state != ST_OTHER && i < m->n_holders; i++) {
-		const struct status_holder *mh = &m->holders[i];
-
-		json_open(j, '{');
-		json_key(j, "token");
-		json_str(j, mh->token, mh->token_len);
-		json_key(j, "foreign");
-		json_bool(j, !mh->info);
-		json_info(j, mh->info, mh->info_len);
-		json_key(j, "finished_ms");
-		json_int_or_null(j, finished_ms(mh));
-		json_key(j, "ttl_ms");
-		json_int_or_null(j, mh->left_ms);
-		json_key(j, "fence");
-		json_int_or_null(j, mh->fence);
-		json_key(j, "slot");
-		json_int_or_null(j, mh->slot);
-		json_key(j, "servers");
-		json_int(j, (long long)mh->n_servers);
-		json_close(j, '}');
-	}
-	json_close(j, ']');
-	json_key(j, "waiting");
-	json_int(j, m->n_waiting);
-	json_key(j, "writers_waiting");
-	json_int(j, m->n_writers);
-	json_key(j, "fair_queue");
-	json_open(j, '[');
-	for (size_t i = 0; i < m->n_waiters; i++) {
-		json_open(j, '{');
-		json_key(j, "position");
-		json_int(j, (long long)i + 1);
-		json_key(j, "token");
-		json_str(j, m->waiters[i].token, m->waiters[i].token_len);
-		json_key(j, "ticket");
-		json_int_or_null(j, m->waiters[i].ticket);
-		json_info(j, m->waiters[i].info, m->waiters[i].info_len);
-		json_close(j, '}');
-	}
-	json_close(j, ']');
-	json_key(j, "servers");
-	json_open(j, '[');
-	for (size_t k = 0; k < m->n_servers; k++) {
-		const struct status_server *v = &m->servers[k];
-
-		json_open(j, '{');
-		json_key(j, "url");
-		json_cstr(j, v->url);
-		json_key(j, "says");
-		json_cstr(j, v->kind);
-		json_key(j, "error");
-		json_cstr(j, v->failed ? v->says : NULL);
-		json_key(j, "type");
-		json_cstr(j, v->failed ? NULL : v->type);
-		json_key(j, "ttl_ms");
-		json_int_or_null(j, v->failed || v->ttl_ms < 0 ? -1 : v->ttl_ms);
-		json_key(j, "fence");
-		json_int_or_null(j, v->fence);
-		json_key(j, "holders");
-		json_open(j, '[');
-		for (size_t i = 0; i < v->n_tokens; i++)
-			json_cstr(j, v->tokens[i]);
-		json_close(j, ']');
-		json_close(j, '}');
-	}
-	json_close(j, ']');
+	json_field_cstr(j, "name", m->name);
+	json_field_cstr(j, "key", m->key);
+	json_field_cstr(j, "state", state_names[m->state]);
+	json_field_bool(j, "command_finished", all_finished(m));
+	json_field_cstr(j, "type",
+			m->state == ST_UNKNOWN || !m->type[0] ? NULL : m->type);
+	json_field_cstr(j, "mode", limit ? "limit" : mode);
+	json_field_int_or_null(j, "limit", limit ? atol(m->mode) : -1);
+	json_field_int_or_null(j, "ttl_ms", unheld ? -1 : m->ttl_ms);
+	json_field_bool(j, "expires", unheld || m->ttl_ms != -1);
+	json_field_int_or_null(j, "fence", m->fence);
+	json_field_int(j, "servers_agreeing", (long long)m->n_agree);
+	json_field_bool(j, "majority_agrees", m->n_agree >= majority(s->n_servers));
+	json_holders(j, m);
+	json_field_int(j, "waiting", m->n_waiting);
+	json_field_int(j, "writers_waiting", m->n_writers);
+	json_waiters(j, m);
+	json_servers(j, m);
 	json_close(j, '}');
 }
 
@@ -436,14 +403,10 @@ static void print_json(const struct status *s)
 
 	json_init(&j, s->out);
 	json_open(&j, '{');
-	json_key(&j, "prefix");
-	json_cstr(&j, s->p->prefix);
-	json_key(&j, "majority");
-	json_int(&j, (long long)majority(s->n_servers));
-	json_key(&j, "engine");
-	json_cstr(&j, s->p->engine->settings.name);
-	json_key(&j, "locks");
-	json_open(&j, '[');
+	json_field_cstr(&j, "prefix", s->p->prefix);
+	json_field_int(&j, "majority", (long long)majority(s->n_servers));
+	json_field_cstr(&j, "engine", s->p->engine->settings.name);
+	json_open_field(&j, "locks", '[');
 	for (size_t e = 0; e < s->n_locks; e++)
 		json_lock(&j, s, &s->locks[e]);
 	json_close(&j, ']');

@@ -1,14 +1,12 @@
 /* steps.c - a lock held across separate processes, for pipelines:
  * dlock acquire, dlock extend (dlock release is in release.c). */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <sys/resource.h>
 #include "commands.h"
 #include "signals.h"
 #include "wait.h"
@@ -69,32 +67,6 @@ static int print_lock(const struct lock *lk, const struct command_args *a,
 		return steps_export(lk->key, lk->token, lk->fence, reentered);
 	printf("%s\n", lk->token);
 	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -1;
-}
-
-/* Interrupted by the terminal (Ctrl-C), a command must be seen killed by
- * that signal, as main() does for the job's forms: a shell running
- * `t=$(dlock acquire KEY)` in a loop stops only then. */
-static void die_if_terminal(int sig)
-{
-	struct rlimit none = { 0, 0 };
-	sigset_t set;
-	int fd;
-	bool fg;
-
-	if (sig != SIGINT && sig != SIGQUIT)
-		return;
-	fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
-	fg = fd >= 0 && tcgetpgrp(fd) == getpgrp();
-	if (fd >= 0)
-		close(fd);
-	if (!fg)
-		return;
-	setrlimit(RLIMIT_CORE, &none);
-	signal(sig, SIG_DFL);
-	sigemptyset(&set);
-	sigaddset(&set, sig);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
-	raise(sig);
 }
 
 int acquire_main(const struct lock_params *base, const struct command_args *a)
@@ -165,8 +137,11 @@ release:
 out:
 	lock_free(&lk);
 	close(sig.fd);
-	if (signo)
-		die_if_terminal(signo);
+	/* Interrupted by the terminal (Ctrl-C), a command must be seen
+	 * killed by that signal, as main() does for the job's forms: a shell
+	 * running `t=$(dlock acquire KEY)` in a loop stops only then. */
+	if (signo && signals_from_terminal(signo, false))
+		signals_die(signo);
 	return status;
 }
 
@@ -175,20 +150,11 @@ int extend_main(const struct lock_params *base, const struct command_args *a)
 	struct lock lk;
 	struct error err = { 0 };
 	const char *token;
-	int status;
+	int status = command_by_token(&lk, base, a, &token, "--token",
+				      " (dlock acquire --export)");
 
-	if (lock_init(&lk, base, &err) < 0) {
-		log_error(base->name, &err);
-		status = err.exit;
+	if (status != 0)
 		goto out;
-	}
-	token = command_token(&lk, a);
-	if (!token) {
-		log_line(base->name, "no token: give --token, or DLOCK_KEY=%s and DLOCK_TOKEN (dlock acquire --export)",
-			 lk.key);
-		status = EX_USAGE;
-		goto out;
-	}
 	if (strlen(token) >= sizeof lk.token) {
 		log_line(base->name, "bad --token '%s': a token has at most %zu characters",
 			 token, sizeof lk.token - 1);

@@ -47,19 +47,42 @@ int url_decode(const char *s, size_t len, char *out, size_t outlen)
 	return 0;
 }
 
-/* Up to 5 digits, the whole of [s, s+len), 1..65535. */
-static int port_of(const char *s, size_t len, int *port)
+int url_userinfo(const char *s, size_t len, char *user, size_t userlen,
+		 char *password, size_t passwordlen)
 {
-	long v = 0;
+	const char *colon = memchr(s, ':', len);
+	size_t ulen = colon ? (size_t)(colon - s) : len;
 
-	if (len == 0 || len > 5)
+	if (url_decode(s, ulen, user, userlen) < 0)
+		return -1;
+	if (!colon)
+		return 0;
+	if (url_decode(colon + 1, len - ulen - 1, password, passwordlen) < 0)
+		return -2;
+	return 1;
+}
+
+int url_digits(const char *s, size_t len, size_t max_digits, long long *out)
+{
+	long long v = 0;
+
+	if (len == 0 || len > max_digits || max_digits > 18)
 		return -1;
 	for (size_t i = 0; i < len; i++) {
-		if (!isdigit((unsigned char)s[i]))
+		if (s[i] < '0' || s[i] > '9')
 			return -1;
 		v = v * 10 + (s[i] - '0');
 	}
-	if (v < 1 || v > 65535)
+	*out = v;
+	return 0;
+}
+
+/* Up to 5 digits, the whole of [s, s+len), 1..65535. */
+static int port_of(const char *s, size_t len, int *port)
+{
+	long long v;
+
+	if (url_digits(s, len, 5, &v) < 0 || v < 1 || v > 65535)
 		return -1;
 	*port = (int)v;
 	return 0;

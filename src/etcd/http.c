@@ -96,23 +96,6 @@ int http_resolve(const struct etcd_endpoint *ep, struct net_addrs *a,
 	return net_resolve(ep->host, ep->port, AF_UNSPEC, a, err, errlen);
 }
 
-static int wait_fd(int fd, short events, int64_t deadline_ms)
-{
-	for (;;) {
-		struct pollfd p = { fd, events, 0 };
-		int64_t left_ms = deadline_ms - clock_now_ms();
-		int n;
-
-		if (left_ms <= 0)
-			return 0;
-		n = poll(&p, 1, clock_poll_ms(left_ms));
-		if (n > 0)
-			return 1;
-		if (n < 0 && errno != EINTR)
-			return -1;
-	}
-}
-
 static int connect_tls(struct http_conn *c, const struct etcd_endpoint *ep,
 		       const struct tls_options *o, int64_t deadline_ms,
 		       char *err, size_t errlen, bool *tls_refused)
@@ -219,7 +202,7 @@ int http_send(struct http_conn *c, const char *buf, size_t len,
 		}
 		buf += n;
 		len -= n;
-		if (len > 0 && n == 0 && wait_fd(c->fd, POLLOUT, deadline_ms) <= 0) {
+		if (len > 0 && n == 0 && net_wait(c->fd, POLLOUT, deadline_ms) <= 0) {
 			snprintf(err, errlen, "timed out sending");
 			return -1;
 		}
@@ -279,7 +262,7 @@ int http_read(struct http_conn *c, char *err, size_t errlen)
 
 int http_wait(struct http_conn *c, int64_t deadline_ms)
 {
-	return wait_fd(c->fd, POLLIN, deadline_ms) > 0;
+	return net_wait(c->fd, POLLIN, deadline_ms) > 0;
 }
 
 /* ---- answers ---------------------------------------------------------- */

@@ -35,17 +35,15 @@ int etcd_url_parse(const char *s, struct etcd_url *u, char *err, size_t errlen)
 			at = q;
 	hosts = rest;
 	if (at) {
-		const char *colon = memchr(rest, ':', (size_t)(at - rest));
-		size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
+		int r = url_userinfo(rest, (size_t)(at - rest), u->user,
+				     sizeof u->user, u->password, sizeof u->password);
 
-		if (url_decode(rest, ulen, u->user, sizeof u->user) < 0)
+		if (r == -1)
 			FAIL("bad user name");
-		if (colon) {
-			if (url_decode(colon + 1, (size_t)(at - colon - 1), u->password,
-				   sizeof u->password) < 0)
-				FAIL("bad password (too long, or a bad %%-escape)");
+		if (r == -2)
+			FAIL("bad password (too long, or a bad %%-escape)");
+		if (r == 1)
 			u->has_password = true;
-		}
 		if (!u->user[0])
 			FAIL("a password needs a user name (etcd's users have names)");
 		hosts = at + 1;

@@ -11,6 +11,7 @@
 #include <sysexits.h>
 #include "clock.h"
 #include "conn.h"
+#include "net.h"
 #include "urlpart.h"
 
 /* ---- URLs ---------------------------------------------------------------- */
@@ -261,23 +262,6 @@ static void no_notices(void *arg, const char *message)
 {
 }
 
-static int wait_fd(int fd, short events, int64_t deadline_ms)
-{
-	for (;;) {
-		struct pollfd pfd = { fd, events, 0 };
-		int64_t left_ms = deadline_ms - clock_now_ms();
-		int r;
-
-		if (left_ms <= 0)
-			return 0;
-		r = poll(&pfd, 1, clock_poll_ms(left_ms));
-		if (r > 0)
-			return 1;
-		if (r < 0 && errno != EINTR)
-			return -1;
-	}
-}
-
 bool pg_startup_options(const struct pg_url *url)
 {
 	return !url->session_pooling;
@@ -390,8 +374,8 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		}
 		if (st == PGRES_POLLING_OK)
 			break;
-		ready = wait_fd(PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
-				deadline_ms);
+		ready = net_wait(PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
+				 deadline_ms);
 		if (ready <= 0) {
 			error_set(err, EX_UNAVAILABLE, "%s: no answer within %.3g s", url->text,
 				  (double)p->node_timeout_ms / 1000);
@@ -460,8 +444,8 @@ PGresult *pg_result_why(PGconn *c, const struct pg_url *url, int64_t deadline_ms
 		}
 		if (flushed == 0 && PQstatus(c) == CONNECTION_BAD)
 			break;
-		switch (wait_fd(PQsocket(c), flushed ? POLLIN | POLLOUT : POLLIN,
-				deadline_ms)) {
+		switch (net_wait(PQsocket(c), flushed ? POLLIN | POLLOUT : POLLIN,
+				 deadline_ms)) {
 		case 1:
 			continue;
 		case 0:

@@ -1347,42 +1347,12 @@ static int release(struct lock *lk, const struct release_how *how,
 
 /* ---- the lock's life ------------------------------------------------------ */
 
-/* The offset of the first byte of s that is not well-formed UTF-8 (RFC
- * 3629: no overlong forms, no surrogates, nothing past U+10FFFF), or -1. */
-static long not_utf8(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	for (const unsigned char *c = p; *c;) {
-		unsigned char b = *c;
-		int n = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 :
-			b >= 0xf0 && b <= 0xf4 ? 3 : -1;
-		unsigned char lo = 0x80, hi = 0xbf;	/* the second byte's range */
-
-		if (n < 0)
-			return c - p;
-		if (b == 0xe0)
-			lo = 0xa0;
-		else if (b == 0xed)
-			hi = 0x9f;
-		else if (b == 0xf0)
-			lo = 0x90;
-		else if (b == 0xf4)
-			hi = 0x8f;
-		for (int i = 1; i <= n; i++, lo = 0x80, hi = 0xbf)
-			if (c[i] < lo || c[i] > hi)
-				return c - p;
-		c += n + 1;
-	}
-	return -1;
-}
-
 /* The server hashes a lock's name as text: one that is not UTF-8 would
  * be its encoding error (70) after connecting; a setting to fix (64)
  * before. */
 static int check_name(const char *key, struct error *err)
 {
-	long at = not_utf8(key);
+	long at = show_not_utf8(key, strlen(key));
 
 	if (at < 0)
 		return 0;

@@ -18,23 +18,6 @@
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
-static int parse_number(const char *s, size_t len, long max, long *out)
-{
-	long v = 0;
-
-	if (len == 0 || len > 10)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (!isdigit((unsigned char)s[i]))
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	if (v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 int url_numeric_addr(const char *host, int port, struct net_addrs *a)
 {
 	struct net_addr *one = &a->addr[0];
@@ -85,9 +68,9 @@ int url_addrs_shared(const struct net_addrs *a, const struct net_addrs *b)
 
 static int parse_db(const char *s, size_t len, int *db, char *err, size_t errlen)
 {
-	long v;
+	long long v;
 
-	if (parse_number(s, len, 1000000, &v) < 0)
+	if (url_digits(s, len, 10, &v) < 0 || v > 1000000)
 		FAIL("bad database number");
 	*db = (int)v;
 	return 0;
@@ -103,19 +86,17 @@ static int parse_redis(const char *s, struct url *u, char *err, size_t errlen)
 	if (at && slash && at > slash)
 		at = NULL;	/* an '@' in the path part is not userinfo */
 	if (at) {
-		const char *colon = memchr(s, ':', (size_t)(at - s));
-		size_t ulen = colon ? (size_t)(colon - s) : (size_t)(at - s);
+		int r = url_userinfo(s, (size_t)(at - s), u->user, sizeof u->user,
+				     u->password, sizeof u->password);
 
-		if (url_decode(s, ulen, u->user, sizeof u->user) < 0)
+		if (r == -1)
 			FAIL("bad user name");
-		if (colon) {
-			if (url_decode(colon + 1, (size_t)(at - colon - 1), u->password,
-				   sizeof u->password) < 0)
-				FAIL("bad password");
+		if (r == -2)
+			FAIL("bad password");
+		if (r == 1)
 			u->has_password = 1;
-		} else if (ulen == 0) {
+		else if (!u->user[0])
 			FAIL("empty user name");
-		}
 		hp = at + 1;
 	}
 	slash = strchr(hp, '/');

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "names.h"
+#include "urlpart.h"
 
 static const struct {
 	const char *marker;
@@ -41,17 +42,9 @@ static bool is_hex(const char *s, size_t n)
 /* A number of 1 to 12 digits, no sign, no leading zero, in [s, s+n). */
 static int number(const char *s, size_t n, long long *out)
 {
-	long long v = 0;
-
-	if (n == 0 || n > 12 || (s[0] == '0' && n > 1))
+	if (n > 1 && s[0] == '0')
 		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	*out = v;
-	return 0;
+	return url_digits(s, n, 12, out);
 }
 
 /* "-G-MODE-TIMEOUT" of length len: ours? */

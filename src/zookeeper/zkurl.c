@@ -123,19 +123,17 @@ int zk_url_parse(const char *s, struct zk_url *u, char *why, size_t whylen)
 	 * scrubbing takes it) */
 	at = memrchr(p, '@', slash ? (size_t)(slash - p) : strlen(p));
 	if (at) {
-		const char *colon = memchr(p, ':', (size_t)(at - p));
-		size_t ulen = colon ? (size_t)(colon - p) : (size_t)(at - p);
+		int r = url_userinfo(p, (size_t)(at - p), u->user, sizeof u->user,
+				     u->password, sizeof u->password);
 
-		if (url_decode(p, ulen, u->user, sizeof u->user) < 0 || !u->user[0])
+		if (r == -1 || !u->user[0])
 			FAIL("bad user in the URL (digest auth needs user or user:password)");
 		if (strchr(u->user, ':'))
 			FAIL("bad user in the URL: ':' in it");
-		if (colon) {
-			if (url_decode(colon + 1, (size_t)(at - colon - 1), u->password,
-				   sizeof u->password) < 0)
-				FAIL("bad password in the URL");
+		if (r == -2)
+			FAIL("bad password in the URL");
+		if (r == 1)
 			u->has_password = true;
-		}
 		p = at + 1;
 	}
 	hlen = slash ? (size_t)(slash - p) : strlen(p);

@@ -3,10 +3,11 @@
  *
  * cli_parse() ends the process on a usage error, as it may (errx 64,
  * before any server is touched), and on --help and --version (exit 0).
- * This target's build compiles cli.c with exit, err and errx renamed to
- * the functions below (tests/meson.build), which jump back here instead:
- * the fuzzer sees every path, dlock itself is unchanged. What cli_parse()
- * allocated before it gave up is freed as main() frees it.
+ * This target's build compiles cli.c and clicheck.c with exit, err and
+ * errx renamed to the functions below (tests/meson.build), which jump
+ * back here instead: the fuzzer sees every path, dlock itself is
+ * unchanged. What cli_parse() allocated before it gave up is freed as
+ * main() frees it.
  */
 #include <setjmp.h>
 #include <stdarg.h>

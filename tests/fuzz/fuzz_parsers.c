@@ -11,6 +11,7 @@
 #include <string.h>
 #include "cli.h"
 #include "config.h"
+#include "configfile.h"
 #include "node.h"
 #include "scripts.h"
 #include "show.h"

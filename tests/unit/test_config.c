@@ -1,8 +1,9 @@
-/* test_config.c - config_parse and config_parse_servers (src/config.h) */
+/* test_config.c - config_parse (src/configfile.h), config_parse_servers */
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
+#include "configfile.h"
 #include "tap.h"
 #include "url.h"
 

@@ -86,6 +86,13 @@ int main(void)
 	json_is("\xf4\x90\x80\x80", 4,
 		"\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");	/* > U+10FFFF */
 
+	ok(show_not_utf8("\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x94\x92", 11) == -1 &&
+	   show_not_utf8("", 0) == -1, "show_not_utf8: valid UTF-8, -1");
+	ok(show_not_utf8("ab\xff", 3) == 2 && show_not_utf8("a\xc3", 2) == 1 &&
+	   show_not_utf8("\xc0\xaf", 2) == 0 && show_not_utf8("x\xed\xa0\x80", 4) == 1 &&
+	   show_not_utf8("\xf4\x90\x80\x80", 4) == 0,
+	   "show_not_utf8: the first bad byte (invalid, cut short, overlong, surrogate, > U+10FFFF)");
+
 	text_is("ls -l", 5, "ls -l");
 	text_is("a\x1b[31mb", 7, "a?[31mb");
 	text_is("\xc2\x9b", 2, "?");			/* C1 CSI */

@@ -1,4 +1,5 @@
 /* test_url.c - url_parse (src/url.h): every form, and what it refuses;
+ * url_digits, url_userinfo (src/urlpart.h): numbers, user info;
  * url_mask (src/urlpart.h): a URL as messages show it */
 #include <string.h>
 #include <arpa/inet.h>
@@ -112,10 +113,57 @@ static void mask_tests(void)
 	masks("", "");
 }
 
+/* url_digits: the whole span, digits only, max_digits of them at most. */
+static void digits_tests(void)
+{
+	long long v = -1;
+
+	ok(url_digits("6379", 4, 5, &v) == 0 && v == 6379, "url_digits 6379");
+	ok(url_digits("007", 3, 5, &v) == 0 && v == 7, "url_digits 007: leading zeros");
+	ok(url_digits("123456789012345678", 18, 18, &v) == 0 &&
+	   v == 123456789012345678LL, "url_digits: 18 digits");
+	ok(url_digits("1234567890123456789", 19, 19, &v) == -1,
+	   "url_digits: 19 digits refused, whatever max_digits");
+	ok(url_digits("123456", 6, 5, &v) == -1, "url_digits: more than max_digits");
+	ok(url_digits("", 0, 5, &v) == -1, "url_digits: empty refused");
+	ok(url_digits("12a", 3, 5, &v) == -1 && url_digits("-1", 2, 5, &v) == -1 &&
+	   url_digits(" 1", 2, 5, &v) == -1 && url_digits("+1", 2, 5, &v) == -1,
+	   "url_digits: no letter, sign or space");
+	ok(url_digits("12x", 2, 5, &v) == 0 && v == 12, "url_digits: [s, s+len) only");
+}
+
+/* url_userinfo: user[:password], each decoded, which of them is bad. */
+static void userinfo_tests(void)
+{
+	char user[8], pw[8];
+
+	strcpy(pw, "keep");
+	ok(url_userinfo("ann", 3, user, sizeof user, pw, sizeof pw) == 0 &&
+	   strcmp(user, "ann") == 0 && strcmp(pw, "keep") == 0,
+	   "url_userinfo ann: no password, the password left alone");
+	ok(url_userinfo("a%3An:p%40:w", 12, user, sizeof user, pw, sizeof pw) == 1 &&
+	   strcmp(user, "a:n") == 0 && strcmp(pw, "p@:w") == 0,
+	   "url_userinfo: the first ':' splits, each decoded");
+	ok(url_userinfo("ann:", 4, user, sizeof user, pw, sizeof pw) == 1 &&
+	   strcmp(pw, "") == 0, "url_userinfo ann: an empty password is one");
+	ok(url_userinfo(":pw", 3, user, sizeof user, pw, sizeof pw) == 1 &&
+	   strcmp(user, "") == 0 && strcmp(pw, "pw") == 0,
+	   "url_userinfo :pw: an empty user, for the caller to judge");
+	ok(url_userinfo("a%zz:pw", 7, user, sizeof user, pw, sizeof pw) == -1 &&
+	   url_userinfo("12345678", 8, user, sizeof user, pw, sizeof pw) == -1,
+	   "url_userinfo: a user that does not decode or fit, -1");
+	ok(url_userinfo("ann:%00", 7, user, sizeof user, pw, sizeof pw) == -2 &&
+	   strcmp(user, "ann") == 0 &&
+	   url_userinfo("ann:12345678", 12, user, sizeof user, pw, sizeof pw) == -2,
+	   "url_userinfo: a password that does not decode or fit, -2, the user read");
+}
+
 int main(void)
 {
 	char long_s[400];
 
+	digits_tests();
+	userinfo_tests();
 	tcp_ok("redis://127.0.0.1", "127.0.0.1", 6379, 0, "", "", 0);
 	tcp_ok("redis://localhost:6380", "localhost", 6380, 0, "", "", 0);
 	tcp_ok("redis://db.example.com:1/2", "db.example.com", 1, 2, "", "", 0);
