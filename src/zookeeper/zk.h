@@ -5,9 +5,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "engine.h"
+#include "conn.h"
 #include "names.h"
-#include "session.h"
-#include "zkurl.h"
+#include "url.h"
 
 /* Persistent sequential event nodes under a lock's history parent. */
 #define ZK_HISTORY_DIR "/.dlock-history"

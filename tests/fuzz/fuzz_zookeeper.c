@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "names.h"
-#include "zkurl.h"
+#include "url.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

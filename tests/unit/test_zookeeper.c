@@ -1,10 +1,10 @@
 /* test_zookeeper.c - zk:// URLs, znode paths and contender names, and who
- * of them holds (src/zookeeper/zkurl.h, names.h) */
+ * of them holds (src/zookeeper/url.h, names.h) */
 #include <string.h>
 
 #include "names.h"
 #include "tap.h"
-#include "zkurl.h"
+#include "url.h"
 
 static void url_ok(const char *s, const char *hosts, const char *chroot,
 		   const char *user, const char *password, const char *text)

@@ -1,4 +1,4 @@
-/* session.c - a ZooKeeper session for dlock's threads: see session.h. */
+/* conn.c - a ZooKeeper session for dlock's threads: see conn.h. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include "clock.h"
-#include "session.h"
+#include "conn.h"
 
 struct zk_sess {
 	pthread_mutex_t mu;

@@ -1,4 +1,4 @@
-/* session.h - one ZooKeeper session over libzookeeper-mt, as dlock's
+/* conn.h - one ZooKeeper session over libzookeeper-mt, as dlock's
  * threads use it: every request with a deadline, every event on an
  * eventfd the core's poll loop watches.
  *
