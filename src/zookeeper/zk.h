@@ -1,4 +1,4 @@
-/* zk.h - the ZooKeeper engine's state for one lock, shared by engine.c
+/* zk.h - the ZooKeeper engine's state for one lock, shared by lock.c
  * (acquire, hold, release) and inspect.c (status, history, release
  * --force, the separate steps). */
 #pragma once

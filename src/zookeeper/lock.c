@@ -1,4 +1,4 @@
-/* engine.c - ZooKeeper behind the engine interface (src/engine.h): the
+/* lock.c - ZooKeeper behind the engine interface (src/engine.h): the
  * ephemeral-sequential recipe over libzookeeper-mt, as kazoo and Curator
  * take locks (names.h), so that they and dlock exclude each other.
  *
