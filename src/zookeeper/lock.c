@@ -1,4 +1,4 @@
-/* lock.c - ZooKeeper behind the engine interface (src/engine.h): the
+/* lock.c - ZooKeeper's lock operations (src/engine.h's lock_ops): the
  * ephemeral-sequential recipe over libzookeeper-mt, as kazoo and Curator
  * take locks (names.h), so that they and dlock exclude each other.
  *
@@ -32,48 +32,6 @@
 #define MAX_ROUNDS 8
 /* A waiter with nothing to wake it asks again after this long anyway. */
 #define RECHECK_MS 30000
-
-/* ---- settings ----------------------------------------------------------- */
-
-static int parse(const char *const *urls, size_t n, void **servers, char *err,
-		 size_t errlen)
-{
-	struct zk_url *u = malloc(sizeof *u);
-	char why[256];
-
-	if (!u) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	if (zk_url_parse(urls[0], u, why, sizeof why) < 0) {
-		engine_bad_url(urls[0], why, err, errlen);
-		free(u);
-		return -1;
-	}
-	*servers = u;
-	return 0;
-}
-
-static void free_servers(void *servers, size_t n)
-{
-	free(servers);
-}
-
-static const char *server_text(const void *servers, size_t i)
-{
-	return ((const struct zk_url *)servers)->text;
-}
-
-static bool uses_tls(const void *servers, size_t n)
-{
-	return false;
-}
-
-static const struct engine_cannot cannot[] = {
-	{ CAP_SEVERAL, "one zk:// URL names the whole ensemble (zk://a:2181,b:2181,c:2181)" },
-	{ CAP_WAIT_REPLICAS, "a quorum of the ensemble commits every write already" },
-	{ 0, NULL }
-};
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -342,7 +300,7 @@ int zk_resume(struct zk *z, const char *token, int64_t deadline_ms,
 
 static void send_acquired(struct zk *z);
 
-static int open_lock(struct lock *lk, struct error *err)
+int zk_open(struct lock *lk, struct error *err)
 {
 	const struct lock_params *p = lk->p;
 	const struct zk_url *u = p->servers;
@@ -391,7 +349,7 @@ static int open_lock(struct lock *lk, struct error *err)
 	return 0;
 }
 
-static void close_lock(struct lock *lk)
+void zk_close(struct lock *lk)
 {
 	struct zk *z = ZK(lk);
 
@@ -425,7 +383,7 @@ static void close_lock(struct lock *lk)
 	lk->e = NULL;
 }
 
-static int begin(struct lock *lk, struct error *err)
+int zk_begin(struct lock *lk, struct error *err)
 {
 	struct zk *z = ZK(lk);
 	unsigned char r[8];
@@ -1082,7 +1040,7 @@ out:
 	return r;
 }
 
-static enum lock_result try(struct lock *lk, int64_t *retry_ms,
+enum lock_result zk_try(struct lock *lk, int64_t *retry_ms,
 			    struct error *err)
 {
 	struct zk *z = ZK(lk);
@@ -1118,7 +1076,7 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 }
 
 /* Woken: a watch fired, or the session changed (reconnected, expired). */
-static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+size_t zk_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 {
 	struct zk *z = ZK(lk);
 
@@ -1128,7 +1086,7 @@ static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	return 1;
 }
 
-static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
+bool zk_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
 {
 	struct zk *z = ZK(lk);
 	struct zk_state st;
@@ -1141,7 +1099,7 @@ static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
 /* Given up (-n, -w, a signal, a failure): our node goes, so that nobody
  * waits behind it; if the ensemble cannot be reached now, it goes with
  * the session, which close() ends. */
-static void end_wait(struct lock *lk, enum lock_result r)
+void zk_end_wait(struct lock *lk, enum lock_result r)
 {
 	struct zk *z = ZK(lk);
 	struct zc *reqs[2];
@@ -1157,7 +1115,7 @@ static void end_wait(struct lock *lk, enum lock_result r)
 
 /* ---- holding ------------------------------------------------------------ */
 
-static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
+enum extend_result zk_extend(struct lock *lk, int64_t timeout_ms,
 				 struct error *err)
 {
 	struct zk *z = ZK(lk);
@@ -1203,7 +1161,7 @@ static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
 }
 
 /* The watch on our node, the session's changes. */
-static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+size_t zk_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 {
 	struct zk *z = ZK(lk);
 
@@ -1219,7 +1177,7 @@ static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	return 1;
 }
 
-static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+bool zk_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 			 char *note, size_t notelen)
 {
 	struct zk *z = ZK(lk);
@@ -1264,7 +1222,7 @@ static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 /* dlock was killed while its job ran: its watchdog, in a process of its
  * own, writes the "killed" event in a session of its own (the holder's
  * node goes with the holder's session). */
-static void note_killed(struct lock *lk, int64_t held_ms)
+void zk_note_killed(struct lock *lk, int64_t held_ms)
 {
 	struct zk *z = ZK(lk);
 	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
@@ -1296,7 +1254,7 @@ static void note_killed(struct lock *lk, int64_t held_ms)
 	free(ev_path);
 }
 
-static size_t fds(const struct lock *lk, int *out, size_t max)
+size_t zk_fds(const struct lock *lk, int *out, size_t max)
 {
 	/* -F's helper takes the session over with a connection of its own */
 	return 0;
@@ -1388,7 +1346,7 @@ static int released_lost(struct zk *z, bool expired, struct error *err)
 	return 0;
 }
 
-static int release(struct lock *lk, const struct release_how *how,
+int zk_release(struct lock *lk, const struct release_how *how,
 		   struct error *err)
 {
 	struct zk *z = ZK(lk);
@@ -1517,42 +1475,3 @@ static int release(struct lock *lk, const struct release_how *how,
 	z->held = false;
 	return 0;
 }
-
-ENGINE_MODULE_ABI;
-
-const struct engine zookeeper_engine = {
-	.settings = {
-		.name = "ZooKeeper",
-		.flags = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_NO_FORK |
-			 CAP_UNAVAILABLE_RUN,
-		.cannot = cannot,
-		.min_ttl_ms = 1,
-		.parse = parse,
-		.free_servers = free_servers,
-		.server_text = server_text,
-		.uses_tls = uses_tls,
-	},
-	.lock = {
-		.open = open_lock,
-		.close = close_lock,
-		.begin = begin,
-		.try = try,
-		.wait_fds = wait_fds,
-		.wait_events = wait_events,
-		.end_wait = end_wait,
-		.extend = extend,
-		.watch_fds = watch_fds,
-		.watch_events = watch_events,
-		.note_killed = note_killed,
-		.fds = fds,
-		.release = release,
-	},
-	.inspect = {
-		.status = zk_status,
-		.list = zk_list,
-		.history = zk_history,
-		.release_token = zk_release_token,
-		.force = zk_force,
-		.extend_token = zk_extend_token,
-	},
-};

@@ -107,6 +107,25 @@ int zk_event_data(char *out, size_t len, const char *kind, const char *token,
 /* path + "/" + name (malloc'd; NULL out of memory). */
 char *zk_join(const char *dir, const char *name);
 
+/* lock.c: the lock operations (struct engine_lock_ops) */
+int zk_open(struct lock *lk, struct error *err);
+void zk_close(struct lock *lk);
+int zk_begin(struct lock *lk, struct error *err);
+enum lock_result zk_try(struct lock *lk, int64_t *retry_ms, struct error *err);
+size_t zk_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max);
+bool zk_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n);
+void zk_end_wait(struct lock *lk, enum lock_result r);
+enum extend_result zk_extend(struct lock *lk, int64_t timeout_ms,
+			     struct error *err);
+size_t zk_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max);
+bool zk_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+		     char *note, size_t notelen);
+void zk_note_killed(struct lock *lk, int64_t held_ms);
+size_t zk_fds(const struct lock *lk, int *out, size_t max);
+int zk_release(struct lock *lk, const struct release_how *how,
+	       struct error *err);
+
+/* inspect.c: the inspection and repair operations (engine_inspect_ops) */
 int zk_status(struct lock *lk, struct status_lock *locks, size_t n,
 	      struct error *err);
 int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err);
