@@ -10,8 +10,10 @@
  * calls every pending one), so no deadline depends on the library's own
  * timeouts (two thirds of the session timeout). */
 #pragma once
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/types.h>
 #include <zookeeper/zookeeper.h>
 #include "log.h"
@@ -70,7 +72,7 @@ void zs_event_clear(struct zk_sess *s);
 pid_t zs_pid(const struct zk_sess *s);
 zhandle_t *zs_handle(struct zk_sess *s);
 
-/* ---- requests ---------------------------------------------------------- */
+/* ---- requests (request.c) ---------------------------------------------- */
 
 enum zc_kind { ZC_CREATE, ZC_DELETE, ZC_EXISTS, ZC_GET, ZC_CHILDREN, ZC_SET,
 	       ZC_MULTI, ZC_SYNC };
@@ -161,3 +163,30 @@ bool zs_transient(int rc);
  * command dlock starts inherits them. Descriptors that were open before
  * the first session are the caller's, and left alone. */
 void zs_cloexec(void);
+
+/* ---- conn.c's and request.c's own -------------------------------------- */
+
+/* The session's inside: the other files use the functions above. */
+struct zk_sess {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;	/* on CLOCK_MONOTONIC */
+	zhandle_t *zh;
+	int efd;
+	pid_t pid;
+	char *hosts, *url_text, *digest;
+	int timeout_ms;
+	clientid_t resume;
+	bool has_resume;
+	struct zk_state st;
+	char *own;
+	int pending;		/* requests sent, their completion not come */
+};
+
+/* The library's watcher for the session and for each watch a request
+ * sets: records the event under mu, wakes the waiters, writes the
+ * eventfd. */
+void zs_watcher(zhandle_t *zh, int type, int state, const char *path,
+		void *ctx);
+/* deadline_ms (clock.h's clock) as an absolute CLOCK_MONOTONIC time, for
+ * the session's cv */
+struct timespec zs_abs_time(int64_t deadline_ms);
