@@ -1,7 +1,11 @@
-/* conn.c - a ZooKeeper session for dlock's threads: see conn.h. */
+/* conn.c - a ZooKeeper session for dlock's threads (see conn.h), and a
+ * lock's session (zk.h): which one it uses (its own, -F's parent's taken
+ * over, a token's resumed, a new one for a waiter whose session expired)
+ * and the lease that its timeout gives. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,7 +18,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include "clock.h"
-#include "conn.h"
+#include "zk.h"
 
 /* ---- the library's log ------------------------------------------------ */
 
@@ -478,4 +482,142 @@ void zs_error(struct error *err, int rc, const char *what)
 	}
 	log_lower_first(why);
 	error_set(err, zs_exit_of(rc), "%s: %s", what, why);
+}
+
+/* ---- the lock's session ------------------------------------------------ */
+
+/* The longest session timeout asked for, in ms: see new_session(). */
+#define ZK_TIMEOUT_ASK_MAX 1000000000
+
+int zk_token_session(const char *token, clientid_t *id)
+{
+	unsigned long long sid = 0;
+
+	if (strlen(token) != 64 || strspn(token, "0123456789abcdef") != 64)
+		return -1;
+	for (int i = 0; i < 16; i++)
+		sid = sid << 4 | (unsigned)(token[i] <= '9' ? token[i] - '0' : token[i] - 'a' + 10);
+	id->client_id = (int64_t)sid;
+	for (int i = 0; i < 16; i++) {
+		char b[3] = { token[32 + 2 * i], token[33 + 2 * i], 0 };
+
+		id->passwd[i] = (char)strtol(b, NULL, 16);
+	}
+	return 0;
+}
+
+static int new_session(struct zk *z, const clientid_t *resume, struct error *err)
+{
+	const struct lock_params *p = z->lk->p;
+	struct zk_sess_opts o = {
+		.hosts = z->u->hosts,
+		.url_text = z->u->text,
+		.digest = z->digest[0] ? z->digest : NULL,
+		/* the client doubles it in an int (2^30 ms and more: no
+		 * connection); the server lowers what it is asked to its
+		 * maxSessionTimeout anyway, and the lease follows that */
+		.timeout_ms = p->ttl_ms > ZK_TIMEOUT_ASK_MAX ? ZK_TIMEOUT_ASK_MAX : (int)p->ttl_ms,
+		.resume = resume,
+		.verbose = p->verbose,
+	};
+
+	if (!(z->s = zs_new(&o))) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	z->told = false;
+	z->own_watched = false;
+	return 0;
+}
+
+/* Requests whose answers we no longer read: their completions free them. */
+void zk_drop_requests(struct zk *z)
+{
+	zc_free(z->watch_req);
+	zc_free(z->acq_event);
+	zc_free(z->set_req);
+	zc_free(z->stale_req);
+	z->watch_req = z->acq_event = z->set_req = z->stale_req = NULL;
+}
+
+/* Ours no more: the session is over, so is anything it held. */
+void zk_forget_own(struct zk *z)
+{
+	free(z->own);
+	z->own = NULL;
+	z->create_tried = false;
+	z->eval_ms = -1;
+}
+
+int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
+	       bool *expired, struct error *err)
+{
+	struct zk_state st;
+
+	*expired = false;
+	/* -F's helper: the library's threads stayed in the parent (fork()
+	 * copies only the caller's), with the session's handle. The session
+	 * itself lives on the server: take it over with its id and password,
+	 * as a client that reconnects does. The old handle is left as it is,
+	 * never touched again (its mutexes may be held by threads that do
+	 * not exist here). */
+	if (z->s && zs_pid(z->s) != getpid()) {
+		zs_keep(z->s);
+		z->s = NULL;
+		/* the parent's */
+		z->watch_req = z->acq_event = z->set_req = z->stale_req = NULL;
+		if (new_session(z, &z->id, err) < 0)
+			return -1;
+		z->adopted = true;
+	}
+	if (!z->s && new_session(z, NULL, err) < 0)
+		return -1;
+	if (zs_connect(z->s, deadline_ms, expired, err) < 0) {
+		if (!*expired || !renew_expired)
+			return -1;
+		/* a waiter's session: a new one, and a new place in line */
+		zk_drop_requests(z);
+		zs_free(z->s, clock_now_ms() + z->lk->node_timeout_ms);
+		z->s = NULL;
+		zk_forget_own(z);
+		if (new_session(z, NULL, err) < 0 ||
+		    zs_connect(z->s, deadline_ms, expired, err) < 0)
+			return -1;
+	}
+	zs_state(z->s, &st);
+	z->id = st.id;
+	z->timeout_ms = st.timeout_ms > 0 ? st.timeout_ms : z->lk->p->ttl_ms;
+	/* the lease follows the session's timeout, whatever --ttl asked */
+	z->lk->ttl_ms = z->timeout_ms;
+	/* The server expires a session it has not heard from for the
+	 * timeout, at its next tick (sessions expire in buckets a tick
+	 * wide), and the library pings it until the end: gone within the
+	 * timeout and a tick of the kill. A tick is at most half the
+	 * timeout where minSessionTimeout is its default (two ticks), and
+	 * 1% + 2 ms for the rates of the clocks. */
+	z->lk->lapse_ms = z->timeout_ms + z->timeout_ms / 2 + z->timeout_ms / 100 + 2;
+	if (!z->told && z->lk->p->verbose) {
+		log_line(z->lk->p->name, "%s: session 0x%" PRIx64 ", timeout %.3g s%s",
+			 z->u->text, (uint64_t)st.id.client_id,
+			 (double)z->timeout_ms / 1000,
+			 z->timeout_ms != z->lk->p->ttl_ms ?
+			 " (the server's bounds differ from --ttl)" : "");
+	}
+	z->told = true;
+	return 0;
+}
+
+int zk_resume(struct zk *z, const char *token, int64_t deadline_ms,
+	      struct error *err)
+{
+	clientid_t id;
+	bool expired;
+
+	if (zk_token_session(token, &id) < 0)
+		return 1;
+	if (new_session(z, &id, err) < 0)
+		return err->exit;
+	if (zk_session(z, deadline_ms, false, &expired, err) < 0)
+		return expired ? 1 : err->exit;
+	return 0;
 }

@@ -26,8 +26,6 @@
 #include "lock.h"
 #include "zk.h"
 
-/* The longest session timeout asked for, in ms: see new_session(). */
-#define ZK_TIMEOUT_ASK_MAX 1000000000
 /* Rounds one try may take when nodes come and go under it. */
 #define MAX_ROUNDS 8
 /* A waiter with nothing to wake it asks again after this long anyway. */
@@ -55,23 +53,6 @@ static void hex(const unsigned char *b, size_t n, char *out)
 {
 	for (size_t i = 0; i < n; i++)
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
-int zk_token_session(const char *token, clientid_t *id)
-{
-	unsigned long long sid = 0;
-
-	if (strlen(token) != 64 || strspn(token, "0123456789abcdef") != 64)
-		return -1;
-	for (int i = 0; i < 16; i++)
-		sid = sid << 4 | (unsigned)(token[i] <= '9' ? token[i] - '0' : token[i] - 'a' + 10);
-	id->client_id = (int64_t)sid;
-	for (int i = 0; i < 16; i++) {
-		char b[3] = { token[32 + 2 * i], token[33 + 2 * i], 0 };
-
-		id->passwd[i] = (char)strtol(b, NULL, 16);
-	}
-	return 0;
 }
 
 int zk_event_data(char *out, size_t len, const char *kind, const char *token,
@@ -178,124 +159,6 @@ int zk_ensure(struct zk *z, const char *const *paths, size_t n_paths,
 	return r;
 }
 
-/* ---- the session ------------------------------------------------------- */
-
-static int new_session(struct zk *z, const clientid_t *resume, struct error *err)
-{
-	const struct lock_params *p = z->lk->p;
-	struct zk_sess_opts o = {
-		.hosts = z->u->hosts,
-		.url_text = z->u->text,
-		.digest = z->digest[0] ? z->digest : NULL,
-		/* the client doubles it in an int (2^30 ms and more: no
-		 * connection); the server lowers what it is asked to its
-		 * maxSessionTimeout anyway, and the lease follows that */
-		.timeout_ms = p->ttl_ms > ZK_TIMEOUT_ASK_MAX ? ZK_TIMEOUT_ASK_MAX : (int)p->ttl_ms,
-		.resume = resume,
-		.verbose = p->verbose,
-	};
-
-	if (!(z->s = zs_new(&o))) {
-		error_set(err, EX_OSERR, "out of memory");
-		return -1;
-	}
-	z->told = false;
-	z->own_watched = false;
-	return 0;
-}
-
-/* Requests whose answers we no longer read: their completions free them. */
-static void drop_requests(struct zk *z)
-{
-	zc_free(z->watch_req);
-	zc_free(z->acq_event);
-	zc_free(z->set_req);
-	zc_free(z->stale_req);
-	z->watch_req = z->acq_event = z->set_req = z->stale_req = NULL;
-}
-
-/* Ours no more: the session is over, so is anything it held. */
-static void forget_own(struct zk *z)
-{
-	free(z->own);
-	z->own = NULL;
-	z->create_tried = false;
-	z->eval_ms = -1;
-}
-
-int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
-	       bool *expired, struct error *err)
-{
-	struct zk_state st;
-
-	*expired = false;
-	/* -F's helper: the library's threads stayed in the parent (fork()
-	 * copies only the caller's), with the session's handle. The session
-	 * itself lives on the server: take it over with its id and password,
-	 * as a client that reconnects does. The old handle is left as it is,
-	 * never touched again (its mutexes may be held by threads that do
-	 * not exist here). */
-	if (z->s && zs_pid(z->s) != getpid()) {
-		zs_keep(z->s);
-		z->s = NULL;
-		/* the parent's */
-		z->watch_req = z->acq_event = z->set_req = z->stale_req = NULL;
-		if (new_session(z, &z->id, err) < 0)
-			return -1;
-		z->adopted = true;
-	}
-	if (!z->s && new_session(z, NULL, err) < 0)
-		return -1;
-	if (zs_connect(z->s, deadline_ms, expired, err) < 0) {
-		if (!*expired || !renew_expired)
-			return -1;
-		/* a waiter's session: a new one, and a new place in line */
-		drop_requests(z);
-		zs_free(z->s, clock_now_ms() + z->lk->node_timeout_ms);
-		z->s = NULL;
-		forget_own(z);
-		if (new_session(z, NULL, err) < 0 ||
-		    zs_connect(z->s, deadline_ms, expired, err) < 0)
-			return -1;
-	}
-	zs_state(z->s, &st);
-	z->id = st.id;
-	z->timeout_ms = st.timeout_ms > 0 ? st.timeout_ms : z->lk->p->ttl_ms;
-	/* the lease follows the session's timeout, whatever --ttl asked */
-	z->lk->ttl_ms = z->timeout_ms;
-	/* The server expires a session it has not heard from for the
-	 * timeout, at its next tick (sessions expire in buckets a tick
-	 * wide), and the library pings it until the end: gone within the
-	 * timeout and a tick of the kill. A tick is at most half the
-	 * timeout where minSessionTimeout is its default (two ticks), and
-	 * 1% + 2 ms for the rates of the clocks. */
-	z->lk->lapse_ms = z->timeout_ms + z->timeout_ms / 2 + z->timeout_ms / 100 + 2;
-	if (!z->told && z->lk->p->verbose) {
-		log_line(z->lk->p->name, "%s: session 0x%" PRIx64 ", timeout %.3g s%s",
-			 z->u->text, (uint64_t)st.id.client_id,
-			 (double)z->timeout_ms / 1000,
-			 z->timeout_ms != z->lk->p->ttl_ms ?
-			 " (the server's bounds differ from --ttl)" : "");
-	}
-	z->told = true;
-	return 0;
-}
-
-int zk_resume(struct zk *z, const char *token, int64_t deadline_ms,
-	      struct error *err)
-{
-	clientid_t id;
-	bool expired;
-
-	if (zk_token_session(token, &id) < 0)
-		return 1;
-	if (new_session(z, &id, err) < 0)
-		return err->exit;
-	if (zk_session(z, deadline_ms, false, &expired, err) < 0)
-		return expired ? 1 : err->exit;
-	return 0;
-}
-
 /* ---- the lock ------------------------------------------------------------ */
 
 static void send_acquired(struct zk *z);
@@ -364,7 +227,7 @@ void zk_close(struct lock *lk)
 		reqs[2] = z->stale_req;
 		zc_wait(reqs, 3, clock_now_ms() + lk->node_timeout_ms);
 	}
-	drop_requests(z);
+	zk_drop_requests(z);
 	free(z->acq_path);
 	free(z->stale_event);
 	/* Still held: dlock acquire, whose lock outlives it until the
@@ -390,7 +253,7 @@ int zk_begin(struct lock *lk, struct error *err)
 
 	arc4random_buf(r, sizeof r);
 	hex(r, sizeof r, z->rand);
-	forget_own(z);
+	zk_forget_own(z);
 	free(z->acq_path);
 	z->acq_path = NULL;
 	z->set_pending = false;
@@ -497,7 +360,7 @@ static int created(struct zk *z, const struct zc *c, char **event,
 	if (c->rc != ZOK)
 		return c->n_ops == 2 ? c->rc : ZSYSTEMERROR;
 	if (!(z->own = strdup(c->path_buf[0])) || !(*event = strdup(c->path_buf[1]))) {
-		forget_own(z);
+		zk_forget_own(z);
 		return ZSYSTEMERROR;
 	}
 	z->czxid = -1;	/* czxid_of() */
@@ -585,7 +448,7 @@ static int adopt_unheard(struct zk *z, const struct zk_contenders *cs,
 			z->event_unheard = z->lk->p->history > 0;
 			return 0;
 		}
-		forget_own(z);
+		zk_forget_own(z);
 		if (rc == ZNONODE)
 			return 0;
 		zs_error(err, rc, z->u->text);
@@ -922,7 +785,7 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 		zk_contenders_free(&cs);
 		if (rc == ZNONODE) {	/* not there: nobody holds it */
 			if (z->own)
-				forget_own(z);
+				zk_forget_own(z);
 			forget_event(z, event);
 			*again = true;
 			return LOCK_HELD;
@@ -955,7 +818,7 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 	if ((i = find_own(z, &cs)) < 0) {
 		/* deleted (release --force on a waiter, an operator): queue
 		 * again, at the end */
-		forget_own(z);
+		zk_forget_own(z);
 		*again = true;
 		goto out;
 	}
@@ -973,7 +836,7 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 		if (r == LOCK_ACQUIRED)
 			event = NULL;	/* the lock's now */
 		if (r == LOCK_HELD) {
-			forget_own(z);
+			zk_forget_own(z);
 			*again = true;
 		}
 		goto out;
@@ -1110,7 +973,7 @@ void zk_end_wait(struct lock *lk, enum lock_result r)
 	reqs[1] = z->stale_req;	/* the event of a round that did not win */
 	zc_wait(reqs, 2, clock_now_ms() + lk->node_timeout_ms);
 	zc_free(reqs[0]);
-	forget_own(z);
+	zk_forget_own(z);
 }
 
 /* ---- holding ------------------------------------------------------------ */
@@ -1341,7 +1204,7 @@ static int released_lost(struct zk *z, bool expired, struct error *err)
 		error_set(err, EX_TEMPFAIL, "%s: the lease ran out, and the ensemble could not be reached to give the lock back: our node goes with the session",
 			  z->u->text);
 	lk->lost_at_release = true;
-	forget_own(z);
+	zk_forget_own(z);
 	z->held = false;
 	return 0;
 }
@@ -1469,7 +1332,7 @@ int zk_release(struct lock *lk, const struct release_how *how,
 	if (reqs[1])
 		trim(z, reqs[1]);
 	zc_free(reqs[1]);
-	forget_own(z);
+	zk_forget_own(z);
 	free(z->acq_path);
 	z->acq_path = NULL;
 	z->held = false;

@@ -67,7 +67,9 @@ static inline struct zk *ZK(const struct lock *lk)
 	return lk->e;
 }
 
-/* Opens (the first time) and connects the lock's session, with deadline.
+/* conn.c: the lock's session.
+ *
+ * Opens (the first time) and connects the lock's session, with deadline.
  * After fork() (-F's helper), takes the parent's session over. Returns 0,
  * or -1 with err; *expired: the session is over (a new one was made when
  * allowed, and own forgotten). */
@@ -80,6 +82,11 @@ int zk_resume(struct zk *z, const char *token, int64_t deadline_ms,
 /* The session's id and password from a token: 0, or -1 when it carries
  * none (a -k token, or none of ours). */
 int zk_token_session(const char *token, clientid_t *id);
+
+/* Requests whose answers we no longer read: their completions free them. */
+void zk_drop_requests(struct zk *z);
+/* Ours no more: the session is over, so is anything it held. */
+void zk_forget_own(struct zk *z);
 
 /* Creates the missing ancestors of paths[0..n-1] and those paths
  * (persistent, empty), all in one round trip. */
