@@ -33,28 +33,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-char *zk_join(const char *dir, const char *name)
-{
-	char *s;
-
-	if (asprintf(&s, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, name) < 0)
-		return NULL;
-	return s;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
-}
-
-static void hex(const unsigned char *b, size_t n, char *out)
-{
-	for (size_t i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
 int zk_event_data(char *out, size_t len, const char *kind, const char *token,
 		  long long fence, long long exit, long long held_ms,
 		  const char *holder, const char *by)
@@ -252,7 +230,7 @@ int zk_begin(struct lock *lk, struct error *err)
 	unsigned char r[8];
 
 	arc4random_buf(r, sizeof r);
-	hex(r, sizeof r, z->rand);
+	zk_hex(r, sizeof r, z->rand);
 	zk_forget_own(z);
 	free(z->acq_path);
 	z->acq_path = NULL;
@@ -287,7 +265,7 @@ static void make_token(struct zk *z)
 		snprintf(z->lk->token, sizeof z->lk->token, "%s", t);
 		return;
 	}
-	hex((const unsigned char *)z->id.passwd, 16, pw);
+	zk_hex((const unsigned char *)z->id.passwd, 16, pw);
 	snprintf(z->lk->token, sizeof z->lk->token, "%s%s", z->guid, pw);
 }
 
@@ -377,7 +355,7 @@ static long long czxid_of(const struct zk *z, const struct zc *kids)
 {
 	struct zk_contender c;
 
-	if (kids->rc != ZOK || zk_contender_parse(base_name(z->own), &c) < 0 ||
+	if (kids->rc != ZOK || zk_contender_parse(zk_base_name(z->own), &c) < 0 ||
 	    (int32_t)(uint32_t)(c.seq + 1) != kids->stat.cversion)
 		return -1;
 	return kids->stat.pzxid;
@@ -417,7 +395,7 @@ static void check_stale(struct zk *z)
 /* Our index among cs, or -1. */
 static long find_own(const struct zk *z, const struct zk_contenders *cs)
 {
-	const char *own = base_name(z->own);
+	const char *own = zk_base_name(z->own);
 
 	for (size_t i = 0; i < cs->n; i++)
 		if (strcmp(cs->c[i].name, own) == 0)

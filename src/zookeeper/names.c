@@ -198,3 +198,25 @@ size_t zk_node_info(const char *data, int len, long long *timeout_ms)
 	}
 	return n;
 }
+
+char *zk_join(const char *dir, const char *name)
+{
+	char *s;
+
+	if (asprintf(&s, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, name) < 0)
+		return NULL;
+	return s;
+}
+
+const char *zk_base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+void zk_hex(const unsigned char *b, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}

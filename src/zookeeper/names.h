@@ -78,3 +78,10 @@ const char *zk_event_token(const struct zk_contender *c, char *out, size_t len);
  * "timeout_ms=N". Returns the info's length; *timeout_ms the one written,
  * or -1. */
 size_t zk_node_info(const char *data, int len, long long *timeout_ms);
+
+/* dir + "/" + name, as one path (malloc'd; NULL out of memory). */
+char *zk_join(const char *dir, const char *name);
+/* What follows path's last '/' (all of it without one). */
+const char *zk_base_name(const char *path);
+/* b[0..n-1] as 2n lowercase hex digits and a NUL, into out. */
+void zk_hex(const unsigned char *b, size_t n, char *out);

@@ -111,8 +111,6 @@ int zk_event_data(char *out, size_t len, const char *kind, const char *token,
 		  long long fence, long long exit, long long held_ms,
 		  const char *holder, const char *by);
 
-/* path + "/" + name (malloc'd; NULL out of memory). */
-char *zk_join(const char *dir, const char *name);
 
 /* lock.c: the lock operations (struct engine_lock_ops) */
 int zk_open(struct lock *lk, struct error *err);
