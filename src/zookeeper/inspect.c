@@ -381,88 +381,6 @@ int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 
 /* ---- history ----------------------------------------------------------- */
 
-/* The value of "key=" in an event's lines, or NULL. */
-static char *field(const char *data, const char *key, size_t *len)
-{
-	size_t klen = strlen(key);
-
-	for (const char *line = data; line && *line;) {
-		const char *end = strchr(line, '\n');
-		size_t n = end ? (size_t)(end - line) : strlen(line);
-
-		if (n > klen && strncmp(line, key, klen) == 0 && line[klen] == '=') {
-			*len = n - klen - 1;
-			return engine_dup(line + klen + 1, *len);
-		}
-		line = end ? end + 1 : NULL;
-	}
-	*len = 0;
-	return NULL;
-}
-
-static long long number_field(const char *data, const char *key)
-{
-	size_t len;
-	char *v = field(data, key, &len), *end;
-	long long n = -1;
-
-	if (v && len > 0 && len <= 18 && strspn(v, "0123456789") == len)
-		n = strtoll(v, &end, 10);
-	free(v);
-	return n;
-}
-
-/* 0 an event, -1 not one of ours */
-static int parse_event(const struct zc *g, const char *name,
-		       struct history_event *ev)
-{
-	/* in enum history_kind's order */
-	static const char *const kinds[] = { "acquired", "broken", "released", "lost",
-					     "killed" };
-	const int n_kinds = sizeof kinds / sizeof kinds[0];
-	size_t len;
-	char *kind, *fence;
-	int k;
-
-	if (!g || g->rc != ZOK || g->data_len <= 0 || memchr(g->data, '\0', (size_t)g->data_len))
-		return -1;
-	if (!(kind = field(g->data, "event", &len)))
-		return -1;
-	for (k = 0; k < n_kinds && strcmp(kind, kinds[k]) != 0; k++)
-		;
-	free(kind);
-	if (k == n_kinds)
-		return -1;
-	*ev = (struct history_event){
-		.kind = (enum history_kind)k,
-		.time_ms = g->stat.ctime,
-		.id = strdup(name),
-		.fence = number_field(g->data, "fence"),
-		.exit = number_field(g->data, "exit"),
-		.held_ms = number_field(g->data, "held_ms"),
-		.n_servers = 1,
-	};
-	/* made in the contender's own multi: that transaction's zxid, its
-	 * czxid, is the fence (ZK_FENCE_TXN) */
-	if ((fence = field(g->data, "fence", &len)) && strcmp(fence, "*") == 0)
-		ev->fence = g->stat.czxid;
-	free(fence);
-	ev->token = field(g->data, "token", &ev->token_len);
-	if (!ev->token)
-		ev->token = strdup("");
-	ev->holder = field(g->data, "holder", &ev->holder_len);
-	ev->by = field(g->data, "by", &ev->by_len);
-	if (ev->holder && !ev->holder_len) {
-		free(ev->holder);
-		ev->holder = NULL;
-	}
-	if (ev->by && !ev->by_len) {
-		free(ev->by);
-		ev->by = NULL;
-	}
-	return 0;
-}
-
 int zk_history(struct lock *lk, long count, struct history_report *out,
 	       struct error *err)
 {
@@ -528,7 +446,7 @@ int zk_history(struct lock *lk, long count, struct history_report *out,
 	}
 	zc_wait(gets, n, deadline_ms);
 	for (size_t i = n; i-- > 0;)	/* newest first */
-		if (parse_event(gets[i], seq[i].name, &out->events[out->n_events]) == 0)
+		if (zk_event_parse(gets[i], seq[i].name, &out->events[out->n_events]) == 0)
 			out->n_events++;
 	rc = 0;
 out:

@@ -33,34 +33,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-int zk_event_data(char *out, size_t len, const char *kind, const char *token,
-		  long long fence, long long exit, long long held_ms,
-		  const char *holder, const char *by)
-{
-	char f[24] = "", e[24] = "", h[24] = "";
-	char hold[LOCK_INFO_MAX], who[LOCK_INFO_MAX];
-	int n;
-
-	if (fence >= 0)
-		snprintf(f, sizeof f, "%lld", fence);
-	else if (fence == ZK_FENCE_TXN)
-		snprintf(f, sizeof f, "*");
-	if (exit >= 0)
-		snprintf(e, sizeof e, "%lld", exit);
-	if (held_ms >= 0)
-		snprintf(h, sizeof h, "%lld", held_ms);
-	/* one line each: a newline in a name (a user's) would end it */
-	snprintf(hold, sizeof hold, "%s", holder ? holder : "");
-	snprintf(who, sizeof who, "%s", by ? by : "");
-	for (char *c = hold; *c; c++)
-		*c = *c == '\n' ? ' ' : *c;
-	for (char *c = who; *c; c++)
-		*c = *c == '\n' ? ' ' : *c;
-	n = snprintf(out, len, "event=%s\ntoken=%s\nfence=%s\nexit=%s\nheld_ms=%s\nholder=%s\nby=%s\n",
-		     kind, token, f, e, h, hold, who);
-	return n < 0 ? 0 : (size_t)n < len ? n : (int)len - 1;
-}
-
 int zk_contenders(struct zk_contenders *out, struct zc *children)
 {
 	*out = (struct zk_contenders){ .req = children };
@@ -281,7 +253,7 @@ static int64_t valid_from(const struct zk *z, int64_t t0)
  * "acquired" event, so that a lock taken at once has it from that moment
  * at no cost of its own (one transaction, one write on the server, as a
  * plain create); a round that does not win deletes the event again
- * (forget_event()). A create in a multi returns no stat: our node's
+ * (zk_forget_event()). A create in a multi returns no stat: our node's
  * czxid, the fence, comes from the children's read behind it (czxid_of()). */
 static struct zc *send_create(struct zk *z)
 {
@@ -359,37 +331,6 @@ static long long czxid_of(const struct zk *z, const struct zc *kids)
 	    (int32_t)(uint32_t)(c.seq + 1) != kids->stat.cversion)
 		return -1;
 	return kids->stat.pzxid;
-}
-
-/* A round that made our node and its "acquired" event did not win: the
- * event goes (sent now, its answer read by the next round). */
-static void forget_event(struct zk *z, char *event)
-{
-	if (!event)
-		return;
-	zc_free(z->stale_req);	/* sent: it completes all the same */
-	free(z->stale_event);
-	z->stale_event = event;
-	z->stale_req = zc_delete(z->s, event);
-}
-
-/* The last round's delete of a stale event: one the connection lost is
- * sent again. */
-static void check_stale(struct zk *z)
-{
-	int rc;
-
-	if (!z->stale_req || zc_wait(&z->stale_req, 1, 0) == 0)
-		return;
-	rc = z->stale_req->rc;
-	zc_free(z->stale_req);
-	z->stale_req = NULL;
-	if (rc != ZOK && rc != ZNONODE && zs_transient(rc))
-		z->stale_req = zc_delete(z->s, z->stale_event);
-	else {
-		free(z->stale_event);
-		z->stale_event = NULL;
-	}
 }
 
 /* Our index among cs, or -1. */
@@ -516,69 +457,6 @@ static enum lock_result reentry(struct zk *z, const struct zk_contenders *cs,
 	return LOCK_HELD;
 }
 
-/* The history: events sent on their way, read back by dlock history. */
-static struct zc *send_event(struct zk *z, const char *kind, long long exit,
-			     long long held_ms)
-{
-	char data[2 * LOCK_INFO_MAX + 256];
-	char *path = zk_join(z->hist, ZK_EVENT_PREFIX);
-	int len = zk_event_data(data, sizeof data, kind, z->guid, z->czxid, exit,
-				held_ms, z->lk->info, NULL);
-	struct zc *c = path ? zc_create(z->s, path, data, len,
-					ZOO_PERSISTENT_SEQUENTIAL) : NULL;
-
-	free(path);
-	return c;
-}
-
-/* The "acquired" event our node's multi made when its answer was lost:
- * among the newest events, the one made in the same transaction (its
- * czxid is our node's). Its path, or NULL. */
-#define UNHEARD_EVENTS 16
-static char *find_event(struct zk *z, int64_t deadline_ms)
-{
-	struct zc *kids = zc_children(z->s, z->hist, false), *ex[UNHEARD_EVENTS];
-	struct zk_contender seq[UNHEARD_EVENTS];
-	char *found = NULL;
-	size_t n = 0;
-
-	zc_wait(&kids, 1, deadline_ms);
-	for (int i = 0; kids && kids->rc == ZOK && i < kids->n_kids; i++) {
-		const char *name = kids->kids[i];
-		size_t len = strlen(name), at = n;
-		long long v;
-
-		if (len != 12 || strncmp(name, ZK_EVENT_PREFIX, 2) != 0)
-			continue;
-		v = strtoll(name + 2, NULL, 10);
-		/* the newest UNHEARD_EVENTS, by sequence number */
-		if (n == UNHEARD_EVENTS) {
-			at = 0;
-			for (size_t k = 1; k < n; k++)
-				at = seq[k].seq < seq[at].seq ? k : at;
-			if (seq[at].seq > v)
-				continue;
-		} else {
-			n++;
-		}
-		seq[at] = (struct zk_contender){ .name = name, .seq = v };
-	}
-	for (size_t i = 0; i < n; i++) {
-		char *path = zk_join(z->hist, seq[i].name);
-
-		ex[i] = path ? zc_exists(z->s, path, false) : NULL;
-		free(path);
-	}
-	zc_wait(ex, n, deadline_ms);
-	for (size_t i = 0; i < n; i++) {
-		if (!found && ex[i] && ex[i]->rc == ZOK && ex[i]->stat.czxid == z->czxid)
-			found = zk_join(z->hist, seq[i].name);
-		zc_free(ex[i]);
-	}
-	zc_free(kids);
-	return found;
-}
-
 /* The session alive at the ensemble's leader, and our node there: a sync
  * (the leader checks the session of every request it sees: a follower
  * cut off from the quorum cannot answer it from what it knew, and it
@@ -668,12 +546,12 @@ static enum lock_result won(struct zk *z, int64_t t0, char *event,
 	free(z->acq_path);
 	z->acq_path = event;
 	/* The "acquired" event, when the multi that made our node did not
-	 * make it (a wait since, or its answer lost: find_event() then):
+	 * make it (a wait since, or its answer lost: zk_find_event() then):
 	 * now, before the job starts, not waited for (the release, behind
 	 * it on the session, reads its answer). */
 	if (!event && !z->event_unheard && lk->p->history > 0) {
 		zc_free(z->acq_event);
-		z->acq_event = send_event(z, "acquired", -1, -1);
+		z->acq_event = zk_send_event(z, "acquired", -1, -1);
 	}
 	z->set_pending = z->waited;
 	/* the job starts next: nothing of the library's may leak into it */
@@ -711,7 +589,7 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 
 	*again = false;
 	z->fresh = false;
-	check_stale(z);
+	zk_check_stale(z);
 	zs_state(z->s, &st);
 	z->seen = st.changes;	/* before anything is asked: see wait_events */
 	/* re-entry first: no node of ours queued behind our caller's */
@@ -764,11 +642,11 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 		if (rc == ZNONODE) {	/* not there: nobody holds it */
 			if (z->own)
 				zk_forget_own(z);
-			forget_event(z, event);
+			zk_forget_event(z, event);
 			*again = true;
 			return LOCK_HELD;
 		}
-		forget_event(z, event);
+		zk_forget_event(z, event);
 		snprintf(what, sizeof what, "%s: %s", z->u->text, z->path);
 		zs_error(err, rc, what);
 		return LOCK_FAILED;
@@ -837,11 +715,11 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 		watch_head = p->waits && p->limit < 0 && w > 0;
 		/* not ours yet: the event our node's multi made goes, on the
 		 * way of the watch (no round trip of its own) */
-		forget_event(z, event);
+		zk_forget_event(z, event);
 		event = NULL;
 		if (z->event_unheard) {
 			z->event_unheard = false;
-			forget_event(z, find_event(z, deadline_ms));
+			zk_forget_event(z, zk_find_event(z, deadline_ms));
 		}
 		if (p->waits) {
 			if (w >= 0 && (wpath = zk_join(z->path, cs.c[w].name)))
@@ -876,13 +754,13 @@ static enum lock_result round_once(struct zk *z, bool *again, struct error *err)
 	z->eval_ms = clock_now_ms();
 out:
 	/* not won in this round (refused, deleted, failed) */
-	forget_event(z, event);
+	zk_forget_event(z, event);
 	zk_contenders_free(&cs);
 	return r;
 }
 
 enum lock_result zk_try(struct lock *lk, int64_t *retry_ms,
-			    struct error *err)
+			struct error *err)
 {
 	struct zk *z = ZK(lk);
 	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
@@ -957,7 +835,7 @@ void zk_end_wait(struct lock *lk, enum lock_result r)
 /* ---- holding ------------------------------------------------------------ */
 
 enum extend_result zk_extend(struct lock *lk, int64_t timeout_ms,
-				 struct error *err)
+			     struct error *err)
 {
 	struct zk *z = ZK(lk);
 	int64_t t0 = clock_now_ms(), deadline_ms = t0 + timeout_ms;
@@ -1019,7 +897,7 @@ size_t zk_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 }
 
 bool zk_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
-			 char *note, size_t notelen)
+		     char *note, size_t notelen)
 {
 	struct zk *z = ZK(lk);
 	struct zk_state st;
@@ -1103,37 +981,6 @@ size_t zk_fds(const struct lock *lk, int *out, size_t max)
 
 /* ---- releasing ------------------------------------------------------------ */
 
-/* Keeps the history to about --history N events: once it holds an eighth
- * more, the oldest go, in one go (a round trip every few releases, not
- * every one). The deletes are not waited for: closing the session sends
- * them first. */
-static void trim(struct zk *z, struct zc *kids)
-{
-	long keep = z->lk->p->history, n = kids->n_kids;
-	struct zk_contender *seq;
-
-	if (kids->rc != ZOK || n <= keep + keep / 8)
-		return;
-	if (!(seq = calloc((size_t)n, sizeof *seq)))
-		return;
-	for (long i = 0; i < n; i++) {
-		const char *name = kids->kids[i];
-		size_t len = strlen(name);
-
-		seq[i].name = name;
-		seq[i].seq = len > 10 ? strtoll(name + len - 10, NULL, 10) : 0;
-	}
-	zk_contenders_sort(seq, (size_t)n);
-	for (long i = 0; i < n - keep; i++) {
-		char *path = zk_join(z->hist, seq[i].name);
-
-		if (path)
-			zc_free(zc_delete(z->s, path));
-		free(path);
-	}
-	free(seq);
-}
-
 /* Our node deleted, with the history's event in the same multi (one
  * round trip, one write); late_acq: the "acquired" event too, which
  * found no history's znode when it was sent. */
@@ -1188,7 +1035,7 @@ static int released_lost(struct zk *z, bool expired, struct error *err)
 }
 
 int zk_release(struct lock *lk, const struct release_how *how,
-		   struct error *err)
+	       struct error *err)
 {
 	struct zk *z = ZK(lk);
 	const struct lock_params *p = lk->p;
@@ -1226,7 +1073,7 @@ int zk_release(struct lock *lk, const struct release_how *how,
 		    z->acq_event->rc == ZOK && z->acq_event->path)
 			found = strdup(z->acq_event->path);
 		else if (!z->acq_path && z->event_unheard)
-			found = find_event(z, deadline_ms);
+			found = zk_find_event(z, deadline_ms);
 		acq_path = found ? found : z->acq_path;
 	}
 	reqs[0] = send_release(z, false, ev ? "released" : NULL, exit, held_ms,
@@ -1301,14 +1148,14 @@ int zk_release(struct lock *lk, const struct release_how *how,
 		/* not ours any more: the lease was lost */
 		lk->lost_at_release = true;
 		if (ev)
-			zc_free(send_event(z, "lost", exit, held_ms));
+			zc_free(zk_send_event(z, "lost", exit, held_ms));
 	} else if (rc != ZOK) {
 		zc_free(reqs[1]);
 		zs_error(err, rc, z->u->text);
 		return -1;	/* it lapses with the session */
 	}
 	if (reqs[1])
-		trim(z, reqs[1]);
+		zk_trim_history(z, reqs[1]);
 	zc_free(reqs[1]);
 	zk_forget_own(z);
 	free(z->acq_path);

@@ -103,13 +103,33 @@ struct zk_contenders {
 int zk_contenders(struct zk_contenders *out, struct zc *children);
 void zk_contenders_free(struct zk_contenders *cs);
 
-/* An event's data (history): each field a "key=value" line. token: the
- * holder's GUID (zk_event_token()); fence ZK_FENCE_TXN: the event's own
- * czxid (it was made in the same multi as the contender). */
+/* history.c: the lock's history.
+ *
+ * An event's data: each field a "key=value" line. token: the holder's
+ * GUID (zk_event_token()); fence ZK_FENCE_TXN: the event's own czxid (it
+ * was made in the same multi as the contender). */
 #define ZK_FENCE_TXN (-2)
 int zk_event_data(char *out, size_t len, const char *kind, const char *token,
 		  long long fence, long long exit, long long held_ms,
 		  const char *holder, const char *by);
+/* Our event of kind sent (not waited for): NULL out of memory. */
+struct zc *zk_send_event(struct zk *z, const char *kind, long long exit,
+			 long long held_ms);
+/* The "acquired" event our node's multi made when its answer was lost:
+ * its path, or NULL. */
+char *zk_find_event(struct zk *z, int64_t deadline_ms);
+/* event (its path, ours now), made by a round that did not win, deleted;
+ * zk_check_stale(), at the next round, reads the delete's answer and
+ * sends it again if the connection lost it. */
+void zk_forget_event(struct zk *z, char *event);
+void zk_check_stale(struct zk *z);
+/* The oldest events deleted, from the history's children kids, once it
+ * holds an eighth more than --history N. */
+void zk_trim_history(struct zk *z, struct zc *kids);
+/* An event node read (get, named name) into ev: 0, or -1 not one of
+ * ours. */
+int zk_event_parse(const struct zc *get, const char *name,
+		   struct history_event *ev);
 
 
 /* lock.c: the lock operations (struct engine_lock_ops) */
