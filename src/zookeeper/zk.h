@@ -93,6 +93,12 @@ void zk_forget_own(struct zk *z);
 int zk_ensure(struct zk *z, const char *const *paths, size_t n,
 	      int64_t deadline_ms, struct error *err);
 
+/* recipe.c: the recipe, a round at a time.
+ *
+ * One round: our node made or found, the children read, and either the
+ * lock ours or a watch set on what keeps it from us. LOCK_HELD with
+ * *again: something changed meanwhile, another round now. */
+enum lock_result zk_round(struct zk *z, bool *again, struct error *err);
 /* The children of dir as contenders, sorted; *kids owns the names (give
  * both to zk_contenders_free). rc as the library's (ZNONODE: none). */
 struct zk_contenders {
@@ -149,6 +155,11 @@ void zk_note_killed(struct lock *lk, int64_t held_ms);
 size_t zk_fds(const struct lock *lk, int *out, size_t max);
 int zk_release(struct lock *lk, const struct release_how *how,
 	       struct error *err);
+/* The session alive at the ensemble's leader, and our node own there
+ * (watch: watched): ZOK, ZNONODE, or the failure's code; sets czxid. */
+int zk_prove(struct zk *z, const char *own, bool watch, int64_t deadline_ms);
+/* Until when a session last heard of at t0 is surely alive. */
+int64_t zk_valid_from(const struct zk *z, int64_t t0);
 
 /* inspect.c: the inspection and repair operations (engine_inspect_ops) */
 int zk_status(struct lock *lk, struct status_lock *locks, size_t n,
