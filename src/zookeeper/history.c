@@ -65,12 +65,11 @@ char *zk_find_event(struct zk *z, int64_t deadline_ms)
 	zc_wait(&kids, 1, deadline_ms);
 	for (int i = 0; kids && kids->rc == ZOK && i < kids->n_kids; i++) {
 		const char *name = kids->kids[i];
-		size_t len = strlen(name), at = n;
+		size_t at = n;
 		long long v;
 
-		if (len != 12 || strncmp(name, ZK_EVENT_PREFIX, 2) != 0)
+		if (zk_event_seq(name, &v) < 0)
 			continue;
-		v = strtoll(name + 2, NULL, 10);
 		/* the newest UNHEARD_EVENTS, by sequence number */
 		if (n == UNHEARD_EVENTS) {
 			at = 0;

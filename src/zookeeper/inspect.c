@@ -151,11 +151,9 @@ int zk_status(struct lock *lk, struct status_lock *locks, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		const char *bad;
 
-		if (asprintf(&o[i].path, "%s/%s%s", z->u->chroot, p->prefix,
-			     locks[i].name) < 0) {
-			o[i].path = NULL;
+		if (!(o[i].path = zk_lock_path(z->u->chroot, p->prefix,
+					       locks[i].name)))
 			continue;
-		}
 		if ((bad = zk_path_invalid(o[i].path))) {
 			error_set(&locks[i].err, EX_USAGE, "bad lock name for ZooKeeper: %s", bad);
 			continue;
@@ -285,12 +283,9 @@ static int by_name(const void *a, const void *b)
 int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 {
 	struct zk *z = ZK(lk);
-	const char *prefix = lk->p->prefix, *slash = strrchr(prefix, '/');
-	/* PREFIX = DIR/TAIL: the walk starts at DIR's children named TAIL... */
-	const char *tail = slash ? slash + 1 : prefix;
-	size_t tlen = strlen(tail), cap = 0;
+	const char *prefix = lk->p->prefix;
+	size_t cap = 0;
 	struct level cur = { 0 }, next = { 0 };
-	char *dir = NULL;
 	bool top = true;
 	int r = 0;
 
@@ -298,13 +293,11 @@ int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 	*n = 0;
 	if (connect_for(z, err) < 0)
 		return -1;
-	if (asprintf(&dir, "%s/%.*s", z->u->chroot, slash ? (int)(slash - prefix) : 0,
-		     prefix) < 0 || level_add(&cur, dir, strdup("")) < 0) {
+	/* PREFIX = DIR/TAIL: the walk starts at DIR's children named TAIL... */
+	if (level_add(&cur, zk_list_root(z->u->chroot, prefix), strdup("")) < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	if (strlen(cur.paths[0]) > 1 && cur.paths[0][strlen(cur.paths[0]) - 1] == '/')
-		cur.paths[0][strlen(cur.paths[0]) - 1] = '\0';	/* "/": the root */
 	while (cur.n > 0 && r == 0) {
 		int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
 		struct zc **kids = calloc(cur.n, sizeof *kids);
@@ -329,20 +322,18 @@ int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 				break;
 			}
 			for (int k = 0; k < kids[i]->n_kids && r == 0; k++) {
-				const char *c = kids[i]->kids[k];
+				const char *c = kids[i]->kids[k], *rest = NULL;
 				struct zk_contender ct;
 				char *name;
 
-				if (top && (strncmp(c, tail, tlen) != 0 ||
-					    (!slash && strcmp(c, &ZK_HISTORY_DIR[1]) == 0) ||
-					    (!slash && !z->u->chroot[0] && strcmp(c, "zookeeper") == 0)))
+				if (top && !(rest = zk_list_top(z->u->chroot, prefix, c)))
 					continue;
 				if (!top && zk_contender_parse(c, &ct) == 0) {
 					lock = true;
 					continue;
 				}
 				if (top)
-					name = strdup(c + tlen);
+					name = strdup(rest);
 				else if (asprintf(&name, "%s/%s", cur.names[i], c) < 0)
 					name = NULL;
 				if (level_add(&next, zk_join(cur.paths[i], c), name) < 0) {
@@ -411,16 +402,9 @@ int zk_history(struct lock *lk, long count, struct history_report *out,
 	}
 	out->n_ok = 1;
 	seq = calloc((size_t)kids->n_kids + 1, sizeof *seq);
-	for (int i = 0; seq && i < kids->n_kids; i++) {
-		const char *name = kids->kids[i];
-		size_t len = strlen(name);
-
-		if (strncmp(name, ZK_EVENT_PREFIX, 2) != 0 || len != 12 ||
-		    strspn(name + 2, "0123456789") != 10)
-			continue;
-		seq[n].name = name;
-		seq[n++].seq = strtoll(name + 2, NULL, 10);
-	}
+	for (int i = 0; seq && i < kids->n_kids; i++)
+		if (zk_event_seq(kids->kids[i], &seq[n].seq) == 0)
+			seq[n++].name = kids->kids[i];
 	zk_contenders_sort(seq, n);
 	/* the newest, as many as asked and kept (trimming is in batches) */
 	if (keep > 0 && (long)n > keep) {

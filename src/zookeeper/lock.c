@@ -97,7 +97,6 @@ int zk_open(struct lock *lk, struct error *err)
 	const struct zk_url *u = p->servers;
 	struct zk *z = calloc(1, sizeof *z);
 	const char *bad;
-	char *name = NULL;
 
 	if (!z) {
 		error_set(err, EX_OSERR, "out of memory");
@@ -112,14 +111,11 @@ int zk_open(struct lock *lk, struct error *err)
 
 		snprintf(z->digest, sizeof z->digest, "%s:%s", u->user, pw ? pw : "");
 	}
-	if (asprintf(&name, "%s%s", p->prefix, p->name) < 0 ||
-	    asprintf(&z->path, "%s/%s", u->chroot, name) < 0 ||
-	    asprintf(&z->hist, "%s%s/%s", u->chroot, ZK_HISTORY_DIR, name) < 0) {
-		free(name);
+	if (!(z->path = zk_lock_path(u->chroot, p->prefix, p->name)) ||
+	    !(z->hist = zk_history_path(u->chroot, p->prefix, p->name))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	free(name);
 	lk->key = z->path;
 	/* status without KEY opens on "": the chroot itself */
 	if (!p->name[0] && !p->prefix[0])
@@ -129,12 +125,9 @@ int zk_open(struct lock *lk, struct error *err)
 			  z->path, bad);
 		return -1;
 	}
-	/* A lock's children are its contenders, named by these markers: a
-	 * lock named a/x__lock__0 would leave a node that lock a (and
-	 * kazoo) takes for a contender ahead of all, for ever */
-	if (strstr(p->name, "__lock__") || strstr(p->name, "__rlock__")) {
-		error_set(err, EX_USAGE, "bad lock name for ZooKeeper ('%s'): '__lock__' and '__rlock__' name the contenders of a lock (kazoo's recipe), not a lock",
-			  z->path);
+	if ((bad = zk_name_invalid(p->name))) {
+		error_set(err, EX_USAGE, "bad lock name for ZooKeeper ('%s'): %s",
+			  z->path, bad);
 		return -1;
 	}
 	return 0;

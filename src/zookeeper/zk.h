@@ -9,10 +9,6 @@
 #include "names.h"
 #include "url.h"
 
-/* Persistent sequential event nodes under a lock's history parent. */
-#define ZK_HISTORY_DIR "/.dlock-history"
-#define ZK_EVENT_PREFIX "e-"
-
 struct zk {
 	struct lock *lk;
 	const struct zk_url *u;
