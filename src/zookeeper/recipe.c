@@ -343,187 +343,250 @@ static int make_missing(struct zk *z, const char *missing, int64_t deadline_ms,
 	return zk_ensure(z, paths, n, deadline_ms, err);
 }
 
-enum lock_result zk_round(struct zk *z, bool *again, struct error *err)
-{
-	struct lock *lk = z->lk;
-	const struct lock_params *p = lk->p;
-	int64_t t0 = clock_now_ms(), deadline_ms = t0 + lk->node_timeout_ms;
-	struct zk_contenders cs = { 0 };
-	struct zc *create = NULL, *kids, *reqs[2] = { NULL, NULL };
-	struct zk_state st;
-	enum lock_result r = LOCK_HELD;
-	char *event = NULL;
-	long i, w, head;
-	int rc;
+/* One round's state, passed down its steps. A step returns ROUND_ON to
+ * go on to the next, or the round's result. */
+#define ROUND_ON (-1)
+struct round {
+	struct zk *z;
+	int64_t t0, deadline_ms;
+	struct zc *create;	/* our contender's, when sent this round */
+	struct zc *kids;	/* the lock's children, read behind it */
+	struct zk_contenders cs;	/* kids as contenders (owns kids) */
+	char *event;		/* the "acquired" event the create's multi
+				 * made: the lock's if the round wins, else
+				 * deleted at its end */
+	bool *again;		/* another round now */
+};
 
-	*again = false;
-	z->fresh = false;
+/* "URL: /the/lock: what rc says" */
+static void path_error(const struct zk *z, int rc, struct error *err)
+{
+	char what[2048];
+
+	snprintf(what, sizeof what, "%s: %s", z->u->text, z->path);
+	zs_error(err, rc, what);
+}
+
+/* The round's requests: our contender's create, unless it is made, may
+ * have been made unheard, or re-entry is to be asked first (no node of
+ * ours queued behind our caller's); the lock's children read behind it. */
+static void send_round(struct round *rd)
+{
+	struct zk *z = rd->z;
+	const struct lock *lk = z->lk;
+	struct zc *reqs[2];
+	struct zk_state st;
+
 	zk_check_stale(z);
 	zs_state(z->s, &st);
 	z->seen = st.changes;	/* before anything is asked: see wait_events */
-	/* re-entry first: no node of ours queued behind our caller's */
 	if (!z->own && !z->create_tried &&
 	    (!lk->reentry_token || z->reentry_asked))
-		create = send_create(z);
-	kids = zc_children(z->s, z->path, false);
-	reqs[0] = create;
-	reqs[1] = kids;
-	zc_wait(reqs, 2, deadline_ms);
-	if (create) {
-		const char *missing;
+		rd->create = send_create(z);
+	rd->kids = zc_children(z->s, z->path, false);
+	reqs[0] = rd->create;
+	reqs[1] = rd->kids;
+	zc_wait(reqs, 2, rd->deadline_ms);
+}
 
-		z->event_unheard = false;
-		rc = created(z, create, &event, &missing);
-		if (rc == ZOK) {
-			z->fresh = true;
-			z->waited = false;
-			if (z->czxid < 0)
-				z->czxid = czxid_of(z, kids);
-		}
-		zc_free(create);
-		if (missing) {
-			/* the lock's znode (or the chroot), or the history's,
-			 * is not there yet */
-			zc_free(kids);
-			if (make_missing(z, missing, deadline_ms, err) < 0)
-				return LOCK_FAILED;
-			*again = true;
-			return LOCK_HELD;
-		}
-		if (rc != ZOK) {
-			zc_free(kids);
-			if (rc != ZNODEEXISTS) {
-				char what[2048];
+/* The create's answer: ROUND_ON with our node made, else the round ends
+ * (the missing znodes made, or a create to send again). */
+static int take_create(struct round *rd, struct error *err)
+{
+	struct zk *z = rd->z;
+	const char *missing;
+	int rc;
 
-				snprintf(what, sizeof what, "%s: %s", z->u->text, z->path);
-				zs_error(err, rc, what);
-				return LOCK_FAILED;
-			}
-			z->create_tried = false;
-			*again = true;
-			return LOCK_HELD;
-		}
+	z->event_unheard = false;
+	rc = created(z, rd->create, &rd->event, &missing);
+	if (rc == ZOK) {
+		z->fresh = true;
+		z->waited = false;
+		if (z->czxid < 0)
+			z->czxid = czxid_of(z, rd->kids);
 	}
-	if ((rc = zk_contenders(&cs, kids)) != ZOK) {
-		char what[2048];
+	zc_free(rd->create);
+	rd->create = NULL;
+	if (rc == ZOK)
+		return ROUND_ON;
+	zc_free(rd->kids);
+	rd->kids = NULL;
+	if (missing) {
+		/* the lock's znode (or the chroot), or the history's, is
+		 * not there yet */
+		if (make_missing(z, missing, rd->deadline_ms, err) < 0)
+			return LOCK_FAILED;
+	} else if (rc != ZNODEEXISTS) {
+		path_error(z, rc, err);
+		return LOCK_FAILED;
+	} else {
+		z->create_tried = false;
+	}
+	*rd->again = true;
+	return LOCK_HELD;
+}
 
-		zk_contenders_free(&cs);
-		if (rc == ZNONODE) {	/* not there: nobody holds it */
-			if (z->own)
-				zk_forget_own(z);
-			zk_forget_event(z, event);
-			*again = true;
-			return LOCK_HELD;
-		}
-		zk_forget_event(z, event);
-		snprintf(what, sizeof what, "%s: %s", z->u->text, z->path);
-		zs_error(err, rc, what);
+/* The children could not be read: not there (nobody holds the lock, and
+ * our node, if any, went with it), or the failure. */
+static enum lock_result no_contenders(struct round *rd, int rc,
+				      struct error *err)
+{
+	struct zk *z = rd->z;
+
+	if (rc != ZNONODE) {
+		path_error(z, rc, err);
 		return LOCK_FAILED;
 	}
-	if (lk->reentry_token && !z->reentry_asked) {
+	if (z->own)
+		zk_forget_own(z);
+	*rd->again = true;
+	return LOCK_HELD;
+}
+
+/* Our place among the contenders, after re-entry (DLOCK_TOKEN) is asked
+ * and a create whose answer was lost is looked for: ROUND_ON with our
+ * index in *i, else the round ends (re-entered, or our node to make). */
+static int find_place(struct round *rd, long *i, struct error *err)
+{
+	struct zk *z = rd->z;
+	enum lock_result r;
+
+	if (z->lk->reentry_token && !z->reentry_asked) {
 		z->reentry_asked = true;
-		r = reentry(z, &cs, deadline_ms, err);
+		r = reentry(z, &rd->cs, rd->deadline_ms, err);
 		if (r != LOCK_HELD)
-			goto out;
+			return r;
 	}
-	if (!z->own && z->create_tried) {
-		if (adopt_unheard(z, &cs, deadline_ms, err) < 0) {
-			r = LOCK_FAILED;
-			goto out;
-		}
-		if (!z->own) {
-			*again = true;	/* not made: make it */
-			goto out;
-		}
-	}
+	if (!z->own && z->create_tried &&
+	    adopt_unheard(z, &rd->cs, rd->deadline_ms, err) < 0)
+		return LOCK_FAILED;
 	if (!z->own) {
-		*again = true;
-		goto out;
+		*rd->again = true;	/* not made: make it */
+		return LOCK_HELD;
 	}
-	if ((i = find_own(z, &cs)) < 0) {
+	if ((*i = find_own(z, &rd->cs)) < 0) {
 		/* deleted (release --force on a waiter, an operator): queue
 		 * again, at the end */
 		zk_forget_own(z);
-		*again = true;
-		goto out;
+		*rd->again = true;
+		return LOCK_HELD;
 	}
+	return ROUND_ON;
+}
+
+/* Held by another, we are contender i. What keeps the lock from us: the
+ * node whose deletion may let us in, watched (or the children, for
+ * --limit); and who holds it, for the wait line. */
+static enum lock_result wait_behind(struct round *rd, long i,
+				    struct error *err)
+{
+	struct zk *z = rd->z;
+	const struct lock_params *p = z->lk->p;
+	const struct zk_contenders *cs = &rd->cs;
+	struct zc *watch = NULL, *holder = NULL, *reqs[2];
+	char *wpath = NULL, *hpath = zk_join(z->path, cs->c[0].name);
+	enum lock_result r = LOCK_HELD;
+	long w = zk_waits_for(cs->c, cs->n, (size_t)i);
+	/* a shared waiter behind a --limit one: the exclusive head gone,
+	 * that one holds, and we are refused (mode_refused()), not left
+	 * waiting for it; the head watched too */
+	bool watch_head = p->waits && p->limit < 0 && w > 0;
+
+	z->lk->refused = true;
+	z->queue_pos = i;
+	z->held_by[0] = '\0';
+	z->waited = true;
+	/* not ours yet: the event our node's multi made goes, on the way of
+	 * the watch (no round trip of its own) */
+	zk_forget_event(z, rd->event);
+	rd->event = NULL;
+	if (z->event_unheard) {
+		z->event_unheard = false;
+		zk_forget_event(z, zk_find_event(z, rd->deadline_ms));
+	}
+	if (p->waits) {
+		if (w >= 0 && (wpath = zk_join(z->path, cs->c[w].name)))
+			watch = zc_get(z->s, wpath, true);
+		else if (w < 0)
+			watch = zc_children(z->s, z->path, true);
+	}
+	/* who holds it, for the wait line (-n: for --verbose) */
+	if (hpath && (w != 0 || !watch || watch->kind != ZC_GET) &&
+	    (p->waits || p->verbose))
+		holder = zc_get(z->s, hpath, watch_head);
+	reqs[0] = watch;
+	reqs[1] = holder;
+	zc_wait(reqs, 2, rd->deadline_ms);
+	if (watch && watch->kind == ZC_GET && watch->rc == ZOK && w == 0 &&
+	    watch->data)
+		snprintf(z->held_by, sizeof z->held_by, "%s", watch->data);
+	if (holder && holder->rc == ZOK && holder->data)
+		snprintf(z->held_by, sizeof z->held_by, "%s", holder->data);
+	if ((watch && watch->rc == ZNONODE) ||
+	    (watch_head && holder && holder->rc == ZNONODE))
+		*rd->again = true;	/* gone already: look again */
+	else if (watch && watch->rc != ZOK) {
+		zs_error(err, watch->rc, z->u->text);
+		r = LOCK_FAILED;
+	}
+	zc_free(watch);
+	zc_free(holder);
+	free(wpath);
+	free(hpath);
+	return r;
+}
+
+/* The contenders read: re-entered, ours, refused, or a wait behind
+ * another. */
+static enum lock_result decide(struct round *rd, struct error *err)
+{
+	struct zk *z = rd->z;
+	const struct lock_params *p = z->lk->p;
+	long i, head;
+	int r;
+
+	if ((r = find_place(rd, &i, err)) != ROUND_ON)
+		return r;
 	/* Held in another non-exclusive mode than ours: the first holder's
 	 * (all hold in its mode). No race between two first contenders of
 	 * different modes: the sequence numbers order them, and the second
 	 * sees the first here (its children read follows its create). */
-	head = zk_contender_mode(&cs.c[0]);
-	if (p->limit != 0 && head != 0 && head != p->limit) {
-		r = mode_refused(z, head, err);
-		goto out;
-	}
-	if (zk_holds(cs.c, cs.n, (size_t)i)) {
-		r = won(z, t0, event, err);
+	head = zk_contender_mode(&rd->cs.c[0]);
+	if (p->limit != 0 && head != 0 && head != p->limit)
+		return mode_refused(z, head, err);
+	if (zk_holds(rd->cs.c, rd->cs.n, (size_t)i)) {
+		r = won(z, rd->t0, rd->event, err);
 		if (r == LOCK_ACQUIRED)
-			event = NULL;	/* the lock's now */
+			rd->event = NULL;	/* the lock's now */
 		if (r == LOCK_HELD) {
 			zk_forget_own(z);
-			*again = true;
+			*rd->again = true;
 		}
-		goto out;
+		return r;
 	}
-	/* Held by another. What keeps it from us: the node whose deletion
-	 * may let us in, watched (or the children, for --limit). */
-	lk->refused = true;
-	z->queue_pos = i;
-	z->held_by[0] = '\0';
-	z->waited = true;
-	{
-		struct zc *watch = NULL, *holder = NULL;
-		char *wpath = NULL, *hpath = zk_join(z->path, cs.c[0].name);
-		bool watch_head;
-
-		w = zk_waits_for(cs.c, cs.n, (size_t)i);
-		/* a shared waiter behind a --limit one: the exclusive head
-		 * gone, that one holds, and we are refused (mode_refused()),
-		 * not left waiting for it; the head watched too */
-		watch_head = p->waits && p->limit < 0 && w > 0;
-		/* not ours yet: the event our node's multi made goes, on the
-		 * way of the watch (no round trip of its own) */
-		zk_forget_event(z, event);
-		event = NULL;
-		if (z->event_unheard) {
-			z->event_unheard = false;
-			zk_forget_event(z, zk_find_event(z, deadline_ms));
-		}
-		if (p->waits) {
-			if (w >= 0 && (wpath = zk_join(z->path, cs.c[w].name)))
-				watch = zc_get(z->s, wpath, true);
-			else if (w < 0)
-				watch = zc_children(z->s, z->path, true);
-		}
-		/* who holds it, for the wait line (-n: for --verbose) */
-		if (hpath && (w != 0 || !watch || watch->kind != ZC_GET) &&
-		    (p->waits || p->verbose))
-			holder = zc_get(z->s, hpath, watch_head);
-		reqs[0] = watch;
-		reqs[1] = holder;
-		zc_wait(reqs, 2, deadline_ms);
-		if (watch && watch->kind == ZC_GET && watch->rc == ZOK && w == 0 &&
-		    watch->data)
-			snprintf(z->held_by, sizeof z->held_by, "%s", watch->data);
-		if (holder && holder->rc == ZOK && holder->data)
-			snprintf(z->held_by, sizeof z->held_by, "%s", holder->data);
-		if ((watch && watch->rc == ZNONODE) ||
-		    (watch_head && holder && holder->rc == ZNONODE))
-			*again = true;	/* gone already: look again */
-		else if (watch && watch->rc != ZOK) {
-			zs_error(err, watch->rc, z->u->text);
-			r = LOCK_FAILED;
-		}
-		zc_free(watch);
-		zc_free(holder);
-		free(wpath);
-		free(hpath);
-	}
+	r = wait_behind(rd, i, err);
 	z->eval_ms = clock_now_ms();
-out:
+	return r;
+}
+
+enum lock_result zk_round(struct zk *z, bool *again, struct error *err)
+{
+	struct round rd = { .z = z, .again = again };
+	int rc, r;
+
+	*again = false;
+	z->fresh = false;
+	rd.t0 = clock_now_ms();
+	rd.deadline_ms = rd.t0 + z->lk->node_timeout_ms;
+	send_round(&rd);
+	if (rd.create && (r = take_create(&rd, err)) != ROUND_ON)
+		return r;
+	if ((rc = zk_contenders(&rd.cs, rd.kids)) != ZOK)
+		r = no_contenders(&rd, rc, err);
+	else
+		r = decide(&rd, err);
 	/* not won in this round (refused, deleted, failed) */
-	zk_forget_event(z, event);
-	zk_contenders_free(&cs);
+	zk_forget_event(z, rd.event);
+	zk_contenders_free(&rd.cs);
 	return r;
 }
