@@ -507,23 +507,145 @@ static int released_lost(struct zk *z, bool expired, struct error *err)
 	return 0;
 }
 
+/* A release's state, passed down its steps. */
+struct release {
+	struct zk *z;
+	int64_t deadline_ms;
+	const char *kind;	/* the history's event, "released"; NULL none */
+	long long exit, held_ms;
+	/* the loss clock at its notice before the release: the core told
+	 * the job that the lease is lost (75), or the job ended right then */
+	bool lapsed;
+};
+
+/* send_release() of no "acquired" event, waited for: its code; *m the
+ * multi (its ops' results). */
+static int release_round(struct release *rl, bool late_acq, const char *kind,
+			 struct zc **m)
+{
+	*m = send_release(rl->z, late_acq, kind, rl->exit, rl->held_ms, NULL);
+	zc_wait(m, 1, rl->deadline_ms);
+	return *m ? (*m)->rc : ZSYSTEMERROR;
+}
+
+/* No command ran: the "acquired" event goes too, where it was made. Its
+ * path, or NULL; *found: what to free after. */
+static const char *acq_to_forget(struct release *rl, bool job, char **found)
+{
+	struct zk *z = rl->z;
+
+	*found = NULL;
+	if (job || z->lk->p->history <= 0)
+		return NULL;
+	if (z->acq_event && zc_wait(&z->acq_event, 1, rl->deadline_ms) &&
+	    z->acq_event->rc == ZOK && z->acq_event->path)
+		*found = strdup(z->acq_event->path);
+	else if (!z->acq_path && z->event_unheard)
+		*found = zk_find_event(z, rl->deadline_ms);
+	return *found ? *found : z->acq_path;
+}
+
+/* The first multi m (code rc) failed on an event, not on our node: the
+ * history's znode is missing (its first event, or someone deleted it):
+ * made, and the whole again, the "acquired" event too if it failed for
+ * that (acq, its create); or the "acquired" event to forget went
+ * meanwhile (trimmed): our node alone. The last code. */
+static int release_retry(struct release *rl, int rc, const struct zc *m,
+			 const struct zc *acq, struct error *err)
+{
+	const char *hist = rl->z->hist;
+	bool late_acq = acq && acq->rc == ZNONODE;
+	struct zc *again = NULL;
+
+	/* (res is read only once the multi is answered) */
+	if (!m || rc == ZOK || zs_transient(rc) || m->res[0].err != ZOK)
+		return rc;
+	if (rc == ZNONODE && rl->kind &&
+	    zk_ensure(rl->z, &hist, 1, rl->deadline_ms, err) == 0)
+		rc = release_round(rl, late_acq, rl->kind, &again);
+	else
+		rc = release_round(rl, false, NULL, &again);
+	zc_free(again);
+	return rc;
+}
+
+/* The connection broke under the multi, which may have been applied:
+ * once the library has connected again (or heard that the session
+ * expired), the whole once more, and our node missing then may be that
+ * first one's doing. The last code. */
+static int release_again(struct release *rl, int rc, struct error *err)
+{
+	struct zc *m;
+	bool expired;
+
+	if (rc == ZOK || rc == ZSESSIONEXPIRED || !zs_transient(rc) ||
+	    clock_now_ms() >= rl->deadline_ms)
+		return rc;
+	if (zk_session(rl->z, rl->deadline_ms, false, &expired, err) < 0)
+		return expired ? ZSESSIONEXPIRED : rc;
+	rc = release_round(rl, false, rl->kind, &m);
+	if (rc == ZNONODE && m->res[0].err == ZOK) {
+		/* the history's znode missing: our node alone */
+		zc_free(m);
+		rc = release_round(rl, false, NULL, &m);
+	}
+	zc_free(m);
+	if (rc == ZNONODE && !rl->lapsed)
+		rc = ZOK;
+	return rc;
+}
+
+/* What the release's last code rc says: lost (the session over, or our
+ * node gone), failed, or done; kids: the history's children, to trim. */
+static int release_done(struct release *rl, int rc, struct zc *kids,
+			struct error *err)
+{
+	struct zk *z = rl->z;
+	struct zk_state st;
+
+	zs_state(z->s, &st);
+	if (rc != ZOK && rc != ZNONODE &&
+	    (rc == ZSESSIONEXPIRED || st.expired || (rl->lapsed && zs_transient(rc)))) {
+		zc_free(kids);
+		return released_lost(z, rc == ZSESSIONEXPIRED || st.expired, err);
+	}
+	if (rc == ZNONODE) {
+		/* not ours any more: the lease was lost */
+		z->lk->lost_at_release = true;
+		if (rl->kind)
+			zc_free(zk_send_event(z, "lost", rl->exit, rl->held_ms));
+	} else if (rc != ZOK) {
+		zc_free(kids);
+		zs_error(err, rc, z->u->text);
+		return -1;	/* it lapses with the session */
+	}
+	if (kids)
+		zk_trim_history(z, kids);
+	zc_free(kids);
+	zk_forget_own(z);
+	free(z->acq_path);
+	z->acq_path = NULL;
+	z->held = false;
+	return 0;
+}
+
 int zk_release(struct lock *lk, const struct release_how *how,
 	       struct error *err)
 {
 	struct zk *z = ZK(lk);
-	const struct lock_params *p = lk->p;
-	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
+	struct release rl = {
+		.z = z,
+		.deadline_ms = clock_now_ms() + lk->node_timeout_ms,
+		.kind = lk->p->history > 0 && how->job ? "released" : NULL,
+		.exit = how->exit_status >= 0 ? how->exit_status : -1,
+		.held_ms = clock_now_ms() - lk->acquired_ms,
+		.lapsed = clock_now_ms() >= lk->valid_until_ms -
+					    lock_notice_ms(lk->ttl_ms),
+	};
 	struct zc *reqs[3] = { NULL, NULL, NULL };
-	bool expired, ev = p->history > 0 && how->job;
-	long long held_ms = clock_now_ms() - lk->acquired_ms;
-	long long exit = how->exit_status >= 0 ? how->exit_status : -1;
-	const char *acq_path = NULL;
-	char *found = NULL;
-	/* the loss clock at its notice before the release: the core told
-	 * the job that the lease is lost (75), or the job ended right then */
-	bool lapsed = clock_now_ms() >= lk->valid_until_ms -
-				       lock_notice_ms(lk->ttl_ms);
-	struct zk_state st;
+	const char *acq_path;
+	char *found;
+	bool expired;
 	int rc;
 
 	lk->lost_at_release = false;
@@ -534,105 +656,26 @@ int zk_release(struct lock *lk, const struct release_how *how,
 		z->held = false;
 		return 0;
 	}
-	if (zk_session(z, deadline_ms, false, &expired, err) < 0) {
-		if (!expired && !lapsed)
+	if (zk_session(z, rl.deadline_ms, false, &expired, err) < 0) {
+		if (!expired && !rl.lapsed)
 			return -1;	/* it lapses with the session */
 		return released_lost(z, expired, err);
 	}
 	z->set_pending = false;
-	/* no command ran: the "acquired" event goes too, where it was made */
-	if (!how->job && p->history > 0) {
-		if (z->acq_event && zc_wait(&z->acq_event, 1, deadline_ms) &&
-		    z->acq_event->rc == ZOK && z->acq_event->path)
-			found = strdup(z->acq_event->path);
-		else if (!z->acq_path && z->event_unheard)
-			found = zk_find_event(z, deadline_ms);
-		acq_path = found ? found : z->acq_path;
-	}
-	reqs[0] = send_release(z, false, ev ? "released" : NULL, exit, held_ms,
-			       acq_path);
-	if (ev)
+	acq_path = acq_to_forget(&rl, how->job, &found);
+	/* our node and the event in one multi; behind it the history's
+	 * children (to trim it), and the "acquired" event's answer */
+	reqs[0] = send_release(z, false, rl.kind, rl.exit, rl.held_ms, acq_path);
+	if (rl.kind)
 		reqs[1] = zc_children(z->s, z->hist, false);
 	reqs[2] = z->acq_event;
 	z->acq_event = NULL;
-	zc_wait(reqs, 3, deadline_ms);
+	zc_wait(reqs, 3, rl.deadline_ms);
 	rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
-	/* The multi failed on an event, not on our node: the history's
-	 * znode is missing (its first event, or someone deleted it).
-	 * Made, and the whole again, the "acquired" event too if it failed
-	 * for that. */
-	if (rc == ZNONODE && reqs[0]->res[0].err == ZOK) {
-		bool late_acq = reqs[2] && reqs[2]->rc == ZNONODE;
-		const char *hist = z->hist;
-
-		zc_free(reqs[0]);
-		reqs[0] = NULL;
-		if (ev && zk_ensure(z, &hist, 1, deadline_ms, err) == 0)
-			reqs[0] = send_release(z, late_acq, ev ? "released" : NULL,
-					       exit, held_ms, NULL);
-		else
-			reqs[0] = send_release(z, false, NULL, exit, held_ms, NULL);
-		zc_wait(reqs, 1, deadline_ms);
-		rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
-	} else if (rc != ZOK && !zs_transient(rc) && reqs[0] &&
-		   reqs[0]->res[0].err == ZOK) {
-		/* the "acquired" event to forget went meanwhile (trimmed) */
-		zc_free(reqs[0]);
-		reqs[0] = send_release(z, false, NULL, exit, held_ms, NULL);
-		zc_wait(reqs, 1, deadline_ms);
-		rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
-	}
+	rc = release_retry(&rl, rc, reqs[0], reqs[2], err);
 	zc_free(reqs[0]);
 	zc_free(reqs[2]);
 	free(found);
-	if (rc != ZOK && rc != ZSESSIONEXPIRED && zs_transient(rc) &&
-	    clock_now_ms() < deadline_ms) {
-		/* The connection broke under the multi, which may have been
-		 * applied: once the library has connected again (or heard
-		 * that the session expired), the whole once more, and our
-		 * node missing then may be that first one's doing. */
-		if (zk_session(z, deadline_ms, false, &expired, err) < 0) {
-			rc = expired ? ZSESSIONEXPIRED : rc;
-		} else {
-			reqs[0] = send_release(z, false, ev ? "released" : NULL,
-					       exit, held_ms, NULL);
-			zc_wait(reqs, 1, deadline_ms);
-			rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
-			if (rc == ZNONODE && reqs[0]->res[0].err == ZOK) {
-				/* the history's znode missing: our node alone */
-				zc_free(reqs[0]);
-				reqs[0] = send_release(z, false, NULL, exit, held_ms,
-						       NULL);
-				zc_wait(reqs, 1, deadline_ms);
-				rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
-			}
-			zc_free(reqs[0]);
-			if (rc == ZNONODE && !lapsed)
-				rc = ZOK;
-		}
-	}
-	zs_state(z->s, &st);
-	if (rc != ZOK && rc != ZNONODE &&
-	    (rc == ZSESSIONEXPIRED || st.expired || (lapsed && zs_transient(rc)))) {
-		zc_free(reqs[1]);
-		return released_lost(z, rc == ZSESSIONEXPIRED || st.expired, err);
-	}
-	if (rc == ZNONODE) {
-		/* not ours any more: the lease was lost */
-		lk->lost_at_release = true;
-		if (ev)
-			zc_free(zk_send_event(z, "lost", exit, held_ms));
-	} else if (rc != ZOK) {
-		zc_free(reqs[1]);
-		zs_error(err, rc, z->u->text);
-		return -1;	/* it lapses with the session */
-	}
-	if (reqs[1])
-		zk_trim_history(z, reqs[1]);
-	zc_free(reqs[1]);
-	zk_forget_own(z);
-	free(z->acq_path);
-	z->acq_path = NULL;
-	z->held = false;
-	return 0;
+	rc = release_again(&rl, rc, err);
+	return release_done(&rl, rc, reqs[1], err);
 }
