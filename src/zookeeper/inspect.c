@@ -39,6 +39,17 @@ static int connect_for(struct zk *z, struct error *err)
 			  &expired, err);
 }
 
+/* The lock's contenders read into cs (give it to zk_contenders_free()):
+ * ZOK, or the library's code (ZNONODE: no lock's znode). */
+static int read_contenders(struct zk *z, int64_t deadline_ms,
+			   struct zk_contenders *cs)
+{
+	struct zc *kids = zc_children(z->s, z->path, false);
+
+	zc_wait(&kids, 1, deadline_ms);
+	return zk_contenders(cs, kids);
+}
+
 /* ---- status ------------------------------------------------------------ */
 
 struct one {
@@ -444,151 +455,175 @@ out:
 
 /* ---- release --force ----------------------------------------------------- */
 
+/* release --force's state, passed down its steps. */
+struct force {
+	struct zk *z;
+	int64_t deadline_ms;
+	struct zk_contenders cs;	/* the holders first: c[0..n_hold-1] */
+	size_t n_hold;
+	struct zc **gets, **dels, **evs;	/* each holder's */
+	char *ev_path;		/* where its "broken" event is made */
+};
+
+/* Contender c's "broken" event (get: its node's data and czxid, read
+ * before its delete; holder: the holder info it records) sent. */
+static struct zc *send_broken(const struct force *f,
+			      const struct zk_contender *c,
+			      const struct zc *get, const char *holder)
+{
+	char data[2 * LOCK_INFO_MAX + 256], tok[ZK_GUID_LEN + 1];
+	int len = zk_event_data(data, sizeof data, "broken",
+				zk_event_token(c, tok, sizeof tok),
+				get && get->rc == ZOK ? get->stat.czxid : -1, -1, -1,
+				holder, f->z->lk->info);
+
+	return zc_create(f->z->s, f->ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
+}
+
+/* Holder i's delete answered: 0 broken (b filled, its event sent), 1
+ * gone meanwhile, -1 not broken (err says why: no "broken" line). */
+static int take_break(struct force *f, size_t i, struct broken_holder *b,
+		      struct error *err)
+{
+	const struct zk *z = f->z;
+	const struct zk_contender *c = &f->cs.c[i];
+	int drc = f->dels[i] ? f->dels[i]->rc : ZSYSTEMERROR;
+	char what[2048];
+	long long timeout_ms;
+
+	if (drc == ZNONODE)
+		return 1;
+	if (drc == ZNOAUTH) {
+		error_set(err, EX_NOPERM, "%s: cannot delete the holder's node %s/%s: not allowed by the ACL of %s (breaking a lock needs the delete permission on it)",
+			  z->u->text, z->path, c->name, z->path);
+		return -1;
+	}
+	if (drc != ZOK) {
+		snprintf(what, sizeof what, "%s: cannot delete the holder's node %s/%s",
+			 z->u->text, z->path, c->name);
+		zs_error(err, drc, what);
+		return -1;
+	}
+	b->token = strdup(c->name);
+	b->token_len = strlen(c->name);
+	b->info = info_of(f->gets[i], &b->info_len, &timeout_ms);
+	/* another client's: its session's timeout is not ours to know */
+	b->left_ms = timeout_ms > 0 ? timeout_ms : c->ours ? c->timeout_ms : -2;
+	b->n_servers = 1;
+	if (z->lk->p->history > 0)
+		f->evs[i] = send_broken(f, c, f->gets[i], b->info);
+	return 0;
+}
+
+/* The history's znode missing (the events' creates said so): made, and
+ * those events again. */
+static void events_again(struct force *f)
+{
+	const char *hist = f->z->hist;
+	struct error ignored;
+	bool missing = false;
+
+	for (size_t i = 0; i < f->n_hold && !missing; i++)
+		missing = f->evs[i] && f->evs[i]->rc == ZNONODE;
+	if (!missing || zk_ensure(f->z, &hist, 1, f->deadline_ms, &ignored) < 0)
+		return;
+	for (size_t i = 0; i < f->n_hold; i++) {
+		const struct zc *g = f->gets[i];
+
+		if (!f->evs[i] || f->evs[i]->rc != ZNONODE)
+			continue;
+		zc_free(f->evs[i]);
+		f->evs[i] = send_broken(f, &f->cs.c[i], g,
+					g && g->rc == ZOK ? g->data : NULL);
+	}
+	zc_wait(f->evs, f->n_hold, f->deadline_ms);
+}
+
+/* Who held it (data, czxid), then its node deleted, each holder's in
+ * one go; the results into out[0..*n-1], their events sent. 0 one
+ * broken at least, 1 none there, else the exit status of a failure. */
+static int break_holders(struct force *f, struct broken_holder *out, size_t *n,
+			 struct error *err)
+{
+	int r = 1;
+
+	for (size_t i = 0; i < f->n_hold; i++) {
+		char *path = zk_join(f->z->path, f->cs.c[i].name);
+
+		if (!path)
+			continue;
+		f->gets[i] = zc_get(f->z->s, path, false);
+		f->dels[i] = zc_delete(f->z->s, path);
+		free(path);
+	}
+	zc_wait(f->gets, f->n_hold, f->deadline_ms);
+	zc_wait(f->dels, f->n_hold, f->deadline_ms);
+	for (size_t i = 0; i < f->n_hold; i++) {
+		int b = take_break(f, i, &out[*n], err);
+
+		if (b < 0) {
+			r = err->exit;
+		} else if (b == 0) {
+			(*n)++;
+			if (r == 1)
+				r = 0;
+		}
+	}
+	zc_wait(f->evs, f->n_hold, f->deadline_ms);
+	events_again(f);
+	return r;
+}
+
 int zk_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	     struct error *err)
 {
 	struct zk *z = ZK(lk);
-	int64_t deadline_ms;
-	struct zk_contenders cs = { 0 };
-	struct zc **gets = NULL, **dels = NULL, **evs = NULL;
-	char *ev_path = NULL;
-	size_t n_hold = 0;
-	int rc, r = 1;
+	struct force f = { .z = z };
+	int rc, r = EX_OSERR;
 
 	*out = NULL;
 	*n = 0;
 	if (connect_for(z, err) < 0)
 		return err->exit;
-	deadline_ms = clock_now_ms() + lk->node_timeout_ms;
-	{
-		struct zc *kids = zc_children(z->s, z->path, false);
-
-		zc_wait(&kids, 1, deadline_ms);
-		rc = zk_contenders(&cs, kids);
-	}
-	if (rc == ZNONODE) {
-		zk_contenders_free(&cs);
-		return 1;
-	}
-	if (rc != ZOK) {
+	f.deadline_ms = clock_now_ms() + lk->node_timeout_ms;
+	rc = read_contenders(z, f.deadline_ms, &f.cs);
+	if (rc != ZOK && rc != ZNONODE) {
 		char what[2048];
 
 		snprintf(what, sizeof what, "%s: cannot read the contenders of %s",
 			 z->u->text, z->path);
 		zs_error(err, rc, what);
-		zk_contenders_free(&cs);
+		zk_contenders_free(&f.cs);
 		return err->exit;
 	}
-	while (n_hold < cs.n && zk_holds(cs.c, cs.n, n_hold))
-		n_hold++;
-	if (n_hold == 0) {
-		zk_contenders_free(&cs);
+	while (f.n_hold < f.cs.n && zk_holds(f.cs.c, f.cs.n, f.n_hold))
+		f.n_hold++;
+	if (f.n_hold == 0) {	/* none there, or no holder */
+		zk_contenders_free(&f.cs);
 		return 1;
 	}
-	gets = calloc(n_hold, sizeof *gets);
-	dels = calloc(n_hold, sizeof *dels);
-	evs = calloc(n_hold, sizeof *evs);
-	*out = calloc(n_hold, sizeof **out);
-	ev_path = zk_join(z->hist, ZK_EVENT_PREFIX);
-	if (!gets || !dels || !evs || !*out || !ev_path) {
+	f.gets = calloc(f.n_hold, sizeof *f.gets);
+	f.dels = calloc(f.n_hold, sizeof *f.dels);
+	f.evs = calloc(f.n_hold, sizeof *f.evs);
+	*out = calloc(f.n_hold, sizeof **out);
+	f.ev_path = zk_join(z->hist, ZK_EVENT_PREFIX);
+	if (!f.gets || !f.dels || !f.evs || !*out || !f.ev_path)
 		error_set(err, EX_OSERR, "out of memory");
-		r = EX_OSERR;
-		goto out;
+	else
+		r = break_holders(&f, *out, n, err);
+	for (size_t i = 0; i < f.n_hold; i++) {
+		if (f.gets)
+			zc_free(f.gets[i]);
+		if (f.dels)
+			zc_free(f.dels[i]);
+		if (f.evs)
+			zc_free(f.evs[i]);
 	}
-	/* who held it (data, czxid), then its node deleted, in one go */
-	for (size_t i = 0; i < n_hold; i++) {
-		char *path = zk_join(z->path, cs.c[i].name);
-
-		if (!path)
-			continue;
-		gets[i] = zc_get(z->s, path, false);
-		dels[i] = zc_delete(z->s, path);
-		free(path);
-	}
-	zc_wait(gets, n_hold, deadline_ms);
-	zc_wait(dels, n_hold, deadline_ms);
-	for (size_t i = 0; i < n_hold; i++) {
-		struct broken_holder *b = &(*out)[*n];
-		int drc = dels[i] ? dels[i]->rc : ZSYSTEMERROR;
-		char what[2048], tok[ZK_GUID_LEN + 1];
-		long long timeout_ms;
-
-		if (drc == ZNONODE)
-			continue;	/* gone meanwhile */
-		/* nothing broken, no "broken" line: why not */
-		if (drc == ZNOAUTH) {
-			error_set(err, EX_NOPERM, "%s: cannot delete the holder's node %s/%s: not allowed by the ACL of %s (breaking a lock needs the delete permission on it)",
-				  z->u->text, z->path, cs.c[i].name, z->path);
-		} else if (drc != ZOK) {
-			snprintf(what, sizeof what, "%s: cannot delete the holder's node %s/%s",
-				 z->u->text, z->path, cs.c[i].name);
-			zs_error(err, drc, what);
-		}
-		if (drc != ZOK) {
-			r = err->exit;
-			continue;
-		}
-		b->token = strdup(cs.c[i].name);
-		b->token_len = strlen(cs.c[i].name);
-		b->info = info_of(gets[i], &b->info_len, &timeout_ms);
-		b->left_ms = timeout_ms > 0 ? timeout_ms : cs.c[i].ours ? cs.c[i].timeout_ms : -2;	/* another client's: its session's timeout is not ours to know */
-		b->n_servers = 1;
-		(*n)++;
-		if (r == 1)
-			r = 0;
-		if (lk->p->history > 0) {
-			char data[2 * LOCK_INFO_MAX + 256];
-			int len = zk_event_data(data, sizeof data, "broken",
-						zk_event_token(&cs.c[i], tok, sizeof tok),
-						gets[i] && gets[i]->rc == ZOK ?
-						gets[i]->stat.czxid : -1, -1, -1,
-						b->info, lk->info);
-
-			evs[i] = zc_create(z->s, ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
-		}
-	}
-	zc_wait(evs, n_hold, deadline_ms);
-	/* the history's znode missing: made, and the events again */
-	for (size_t i = 0; i < n_hold; i++) {
-		struct error ignored;
-		const char *hist = z->hist;
-
-		if (!evs[i] || evs[i]->rc != ZNONODE)
-			continue;
-		if (zk_ensure(z, &hist, 1, deadline_ms, &ignored) < 0)
-			break;
-		for (size_t k = i; k < n_hold; k++) {
-			char data[2 * LOCK_INFO_MAX + 256], tok[ZK_GUID_LEN + 1];
-			int len;
-
-			if (!evs[k] || evs[k]->rc != ZNONODE)
-				continue;
-			len = zk_event_data(data, sizeof data, "broken",
-					    zk_event_token(&cs.c[k], tok, sizeof tok),
-					    gets[k] && gets[k]->rc == ZOK ?
-					    gets[k]->stat.czxid : -1, -1, -1,
-					    gets[k] && gets[k]->rc == ZOK ? gets[k]->data : NULL,
-					    lk->info);
-			zc_free(evs[k]);
-			evs[k] = zc_create(z->s, ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
-		}
-		zc_wait(evs, n_hold, deadline_ms);
-		break;
-	}
-out:
-	for (size_t i = 0; i < n_hold; i++) {
-		if (gets)
-			zc_free(gets[i]);
-		if (dels)
-			zc_free(dels[i]);
-		if (evs)
-			zc_free(evs[i]);
-	}
-	free(gets);
-	free(dels);
-	free(evs);
-	free(ev_path);
-	zk_contenders_free(&cs);
+	free(f.gets);
+	free(f.dels);
+	free(f.evs);
+	free(f.ev_path);
+	zk_contenders_free(&f.cs);
 	return r;
 }
 
@@ -598,13 +633,11 @@ out:
  * why: ZOK none). */
 static char *token_node(struct zk *z, const char *token, int *rc)
 {
-	struct zk_contenders cs = { 0 };
-	struct zc *kids = zc_children(z->s, z->path, false);
+	struct zk_contenders cs;
 	char guid[ZK_GUID_LEN + 1], *name = NULL;
 
 	snprintf(guid, sizeof guid, "%.*s", ZK_GUID_LEN, token);
-	zc_wait(&kids, 1, clock_now_ms() + z->lk->node_timeout_ms);
-	*rc = zk_contenders(&cs, kids);
+	*rc = read_contenders(z, clock_now_ms() + z->lk->node_timeout_ms, &cs);
 	if (*rc == ZNONODE)
 		*rc = ZOK;
 	for (size_t i = 0; *rc == ZOK && i < cs.n; i++)
