@@ -392,11 +392,6 @@ pid_t zs_pid(const struct zk_sess *s)
 	return s->pid;
 }
 
-zhandle_t *zs_handle(struct zk_sess *s)
-{
-	return s->zh;
-}
-
 /* Perms by value: the library's ZOO_PERM_* are variables. Not const: the
  * library's create calls take them so. */
 static struct ACL shared_acl[] = {

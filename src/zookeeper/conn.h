@@ -70,7 +70,6 @@ int zs_event_fd(struct zk_sess *s);
 void zs_event_clear(struct zk_sess *s);
 /* The process the session's threads run in: another one after fork(). */
 pid_t zs_pid(const struct zk_sess *s);
-zhandle_t *zs_handle(struct zk_sess *s);
 
 /* ---- requests (request.c) ---------------------------------------------- */
 
@@ -132,6 +131,21 @@ struct zc *zc_multi_send(struct zc *c);
  * answered. */
 size_t zc_wait(struct zc **c, size_t n, int64_t deadline_ms);
 void zc_free(struct zc *c);
+/* A request's code once zc_wait() has returned; ZSYSTEMERROR for one
+ * never made (out of memory). */
+static inline int zc_rc(const struct zc *c)
+{
+	return c ? c->rc : ZSYSTEMERROR;
+}
+
+/* An exists of path, waited for until deadline_ms: its code, and the
+ * node's stat into *stat when ZOK. */
+int zc_stat(struct zk_sess *s, const char *path, int64_t deadline_ms,
+	    struct Stat *stat);
+/* Creates the missing ancestors of paths[0..n-1] and those paths
+ * (persistent, empty), all in one round trip: 0, or -1 with err. */
+int zc_ensure(struct zk_sess *s, const char *const *paths, size_t n,
+	      int64_t deadline_ms, struct error *err);
 
 /* The ACL for a node dlock creates with these flags. Without a digest
  * identity, open (world:anyone, all). With one: a persistent node that

@@ -192,7 +192,7 @@ int zk_status(struct lock *lk, struct status_lock *locks, size_t n,
 			zc_wait(o[i].gets, o[i].cs.n, deadline_ms);
 	for (size_t i = 0; i < n; i++) {
 		struct status_lock *m = &locks[i];
-		int rc = o[i].cs.req ? o[i].cs.req->rc : ZSYSTEMERROR;
+		int rc = zc_rc(o[i].cs.req);
 
 		m->key = o[i].path ? strdup(o[i].path) : NULL;
 		if (m->err.exit) {
@@ -322,7 +322,7 @@ int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 			kids[i] = zc_children(z->s, cur.paths[i], false);
 		zc_wait(kids, cur.n, deadline_ms);
 		for (size_t i = 0; i < cur.n && r == 0; i++) {
-			int rc = kids[i] ? kids[i]->rc : ZSYSTEMERROR;
+			int rc = zc_rc(kids[i]);
 			bool lock = false;
 
 			if (rc == ZNONODE || (rc == ZNOAUTH && !top))
@@ -400,7 +400,7 @@ int zk_history(struct lock *lk, long count, struct history_report *out,
 	deadline_ms = clock_now_ms() + lk->node_timeout_ms;
 	kids = zc_children(z->s, z->hist, false);
 	zc_wait(&kids, 1, deadline_ms);
-	rc = kids ? kids->rc : ZSYSTEMERROR;
+	rc = zc_rc(kids);
 	if (rc == ZNONODE) {
 		zc_free(kids);
 		out->n_ok = 1;
@@ -487,7 +487,7 @@ static int take_break(struct force *f, size_t i, struct broken_holder *b,
 {
 	const struct zk *z = f->z;
 	const struct zk_contender *c = &f->cs.c[i];
-	int drc = f->dels[i] ? f->dels[i]->rc : ZSYSTEMERROR;
+	int drc = zc_rc(f->dels[i]);
 	char what[2048];
 	long long timeout_ms;
 
@@ -525,7 +525,7 @@ static void events_again(struct force *f)
 
 	for (size_t i = 0; i < f->n_hold && !missing; i++)
 		missing = f->evs[i] && f->evs[i]->rc == ZNONODE;
-	if (!missing || zk_ensure(f->z, &hist, 1, f->deadline_ms, &ignored) < 0)
+	if (!missing || zc_ensure(f->z->s, &hist, 1, f->deadline_ms, &ignored) < 0)
 		return;
 	for (size_t i = 0; i < f->n_hold; i++) {
 		const struct zc *g = f->gets[i];
@@ -670,7 +670,7 @@ int zk_release_token(struct lock *lk, const char *token, struct error *err)
 		struct zc *del = zc_delete(z->s, own);
 
 		zc_wait(&del, 1, deadline_ms);
-		rc = del ? del->rc : ZSYSTEMERROR;
+		rc = zc_rc(del);
 		zc_free(del);
 	}
 	if (rc == ZOK && lk->p->history > 0) {
@@ -690,7 +690,7 @@ int zk_release_token(struct lock *lk, const char *token, struct error *err)
 			struct error ignored;
 
 			zc_free(ev);
-			ev = zk_ensure(z, &hist, 1, deadline_ms, &ignored) == 0 ?
+			ev = zc_ensure(z->s, &hist, 1, deadline_ms, &ignored) == 0 ?
 			     zc_create(z->s, ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL) :
 			     NULL;
 			zc_wait(&ev, 1, deadline_ms);
@@ -770,9 +770,9 @@ enum extend_result zk_extend_token(struct lock *lk, struct error *err)
 		struct zc *reqs[2] = { zc_sync(z->s, own), zc_get(z->s, own, false) };
 
 		zc_wait(reqs, 2, deadline_ms);
-		rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+		rc = zc_rc(reqs[0]);
 		if (rc == ZOK)
-			rc = reqs[1] ? reqs[1]->rc : ZSYSTEMERROR;
+			rc = zc_rc(reqs[1]);
 		if (rc == ZOK)
 			note_timeout(z, own, reqs[1], deadline_ms);
 		zc_free(reqs[0]);

@@ -31,62 +31,6 @@
 /* A waiter with nothing to wake it asks again after this long anyway. */
 #define RECHECK_MS 30000
 
-/* ---- helpers ------------------------------------------------------------ */
-
-int zk_ensure(struct zk *z, const char *const *paths, size_t n_paths,
-	      int64_t deadline_ms, struct error *err)
-{
-	struct zc *reqs[64];
-	char *made[64];
-	size_t n = 0;
-	int r = 0;
-
-	/* one create per ancestor and path, pipelined (a session's requests
-	 * are served in order), each once: paths share the chroot's */
-	for (size_t k = 0; k < n_paths; k++) {
-		char *copy = strdup(paths[k]);
-
-		if (!copy) {
-			r = -1;
-			break;
-		}
-		for (char *slash = strchr(copy + 1, '/');; slash = strchr(slash + 1, '/')) {
-			bool dup = false;
-
-			if (slash)
-				*slash = '\0';
-			for (size_t i = 0; i < n && !dup; i++)
-				dup = strcmp(made[i], copy) == 0;
-			if (!dup && n < sizeof reqs / sizeof reqs[0] &&
-			    (made[n] = strdup(copy))) {
-				reqs[n] = zc_create(z->s, made[n], "", 0, ZOO_PERSISTENT);
-				n++;
-			}
-			if (!slash)
-				break;
-			*slash = '/';
-		}
-		free(copy);
-	}
-	if (r < 0)
-		error_set(err, EX_OSERR, "out of memory");
-	zc_wait(reqs, n, deadline_ms);
-	for (size_t i = 0; i < n; i++) {
-		int rc = reqs[i] ? reqs[i]->rc : ZSYSTEMERROR;
-
-		if (r == 0 && rc != ZOK && rc != ZNODEEXISTS) {
-			char what[2048];
-
-			snprintf(what, sizeof what, "%s: creating %s", z->u->text, made[i]);
-			zs_error(err, rc, what);
-			r = -1;
-		}
-		zc_free(reqs[i]);
-		free(made[i]);
-	}
-	return r;
-}
-
 /* ---- the lock ------------------------------------------------------------ */
 
 static void send_acquired(struct zk *z);
@@ -205,9 +149,9 @@ int zk_prove(struct zk *z, const char *own, bool watch, int64_t deadline_ms)
 	reqs[0] = zc_sync(z->s, own);
 	reqs[1] = zc_exists(z->s, own, watch);
 	zc_wait(reqs, 2, deadline_ms);
-	rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+	rc = zc_rc(reqs[0]);
 	if (rc == ZOK)
-		rc = reqs[1] ? reqs[1]->rc : ZSYSTEMERROR;
+		rc = zc_rc(reqs[1]);
 	if (watch && reqs[1])
 		z->own_watched = reqs[1]->rc == ZOK;
 	if (rc == ZOK)
@@ -437,7 +381,7 @@ void zk_note_killed(struct lock *lk, int64_t held_ms)
 		ev = zc_create(z->s, ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
 		zc_wait(&ev, 1, deadline_ms);
 		if (i > 0 || !ev || ev->rc != ZNONODE ||
-		    zk_ensure(z, &hist, 1, deadline_ms, &err) < 0)
+		    zc_ensure(z->s, &hist, 1, deadline_ms, &err) < 0)
 			break;
 		zc_free(ev);	/* the history's znode went: made again */
 		ev = NULL;
@@ -525,7 +469,7 @@ static int release_round(struct release *rl, bool late_acq, const char *kind,
 {
 	*m = send_release(rl->z, late_acq, kind, rl->exit, rl->held_ms, NULL);
 	zc_wait(m, 1, rl->deadline_ms);
-	return *m ? (*m)->rc : ZSYSTEMERROR;
+	return zc_rc(*m);
 }
 
 /* No command ran: the "acquired" event goes too, where it was made. Its
@@ -561,7 +505,7 @@ static int release_retry(struct release *rl, int rc, const struct zc *m,
 	if (!m || rc == ZOK || zs_transient(rc) || m->res[0].err != ZOK)
 		return rc;
 	if (rc == ZNONODE && rl->kind &&
-	    zk_ensure(rl->z, &hist, 1, rl->deadline_ms, err) == 0)
+	    zc_ensure(rl->z->s, &hist, 1, rl->deadline_ms, err) == 0)
 		rc = release_round(rl, late_acq, rl->kind, &again);
 	else
 		rc = release_round(rl, false, NULL, &again);
@@ -671,7 +615,7 @@ int zk_release(struct lock *lk, const struct release_how *how,
 	reqs[2] = z->acq_event;
 	z->acq_event = NULL;
 	zc_wait(reqs, 3, rl.deadline_ms);
-	rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+	rc = zc_rc(reqs[0]);
 	rc = release_retry(&rl, rc, reqs[0], reqs[2], err);
 	zc_free(reqs[0]);
 	zc_free(reqs[2]);

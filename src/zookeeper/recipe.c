@@ -162,7 +162,7 @@ static long find_own(const struct zk *z, const struct zk_contenders *cs)
 static int adopt_unheard(struct zk *z, const struct zk_contenders *cs,
 			 int64_t deadline_ms, struct error *err)
 {
-	struct zc *ex;
+	struct Stat st;
 	int rc;
 
 	for (size_t i = 0; i < cs->n; i++) {
@@ -170,13 +170,9 @@ static int adopt_unheard(struct zk *z, const struct zk_contenders *cs,
 			continue;
 		if (!(z->own = zk_join(z->path, cs->c[i].name)))
 			break;
-		ex = zc_exists(z->s, z->own, false);
-		zc_wait(&ex, 1, deadline_ms);
-		rc = ex ? ex->rc : ZSYSTEMERROR;
-		if (rc == ZOK)
-			z->czxid = ex->stat.czxid;
-		zc_free(ex);
+		rc = zc_stat(z->s, z->own, deadline_ms, &st);
 		if (rc == ZOK) {
+			z->czxid = st.czxid;
 			z->event_unheard = z->lk->p->history > 0;
 			return 0;
 		}
@@ -229,11 +225,10 @@ static enum lock_result reentry(struct zk *z, const struct zk_contenders *cs,
 		return LOCK_HELD;
 	snprintf(guid, sizeof guid, "%.*s", ZK_GUID_LEN, t);
 	for (size_t i = 0; i < cs->n; i++) {
-		struct zc *ex;
+		struct Stat st;
 		char *path;
-		int rc;
-
 		long held;
+		int rc;
 
 		if (!zk_name_has_guid(cs->c[i].name, guid) ||
 		    !zk_holds(cs->c, cs->n, i))
@@ -250,18 +245,14 @@ static enum lock_result reentry(struct zk *z, const struct zk_contenders *cs,
 			return mode_refused(z, held, err);
 		if (!(path = zk_join(z->path, cs->c[i].name)))
 			continue;
-		ex = zc_exists(z->s, path, false);
+		rc = zc_stat(z->s, path, deadline_ms, &st);
 		free(path);
-		zc_wait(&ex, 1, deadline_ms);
-		rc = ex ? ex->rc : ZSYSTEMERROR;
 		if (rc == ZOK) {
 			snprintf(z->lk->token, sizeof z->lk->token, "%s", t);
 			snprintf(z->lk->fence, sizeof z->lk->fence, "%lld",
-				 (long long)ex->stat.czxid);
-		}
-		zc_free(ex);
-		if (rc == ZOK)
+				 (long long)st.czxid);
 			return LOCK_REENTERED;
+		}
 		if (rc != ZNONODE) {
 			zs_error(err, rc, z->u->text);
 			return LOCK_FAILED;
@@ -276,36 +267,25 @@ static enum lock_result won(struct zk *z, int64_t t0, char *event,
 			    struct error *err)
 {
 	struct lock *lk = z->lk;
+	struct Stat st;
+	int rc = ZOK;
 
 	if (!z->fresh) {
 		/* a read said so, maybe a follower's: the leader has the
 		 * last word on the session (our create, a write, had it) */
-		int rc;
-
 		t0 = clock_now_ms();
 		rc = zk_prove(z, z->own, false, t0 + lk->node_timeout_ms);
-		if (rc == ZNONODE)
-			return LOCK_HELD;	/* gone: the caller starts over */
-		if (rc != ZOK) {
-			zs_error(err, rc, z->u->text);
-			return LOCK_FAILED;
-		}
 	} else if (z->czxid < 0) {
 		/* children changed right after our create: its czxid asked */
-		struct zc *ex = zc_exists(z->s, z->own, false);
-		int rc;
-
-		zc_wait(&ex, 1, t0 + lk->node_timeout_ms);
-		rc = ex ? ex->rc : ZSYSTEMERROR;
+		rc = zc_stat(z->s, z->own, t0 + lk->node_timeout_ms, &st);
 		if (rc == ZOK)
-			z->czxid = ex->stat.czxid;
-		zc_free(ex);
-		if (rc == ZNONODE)
-			return LOCK_HELD;
-		if (rc != ZOK) {
-			zs_error(err, rc, z->u->text);
-			return LOCK_FAILED;
-		}
+			z->czxid = st.czxid;
+	}
+	if (rc == ZNONODE)
+		return LOCK_HELD;	/* gone: the caller starts over */
+	if (rc != ZOK) {
+		zs_error(err, rc, z->u->text);
+		return LOCK_FAILED;
 	}
 	z->held = true;
 	lk->acquired_ms = t0;
@@ -340,7 +320,7 @@ static int make_missing(struct zk *z, const char *missing, int64_t deadline_ms,
 	size_t n = missing == z->path && z->lk->p->history > 0 ? 2 : 1;
 
 	z->create_tried = false;
-	return zk_ensure(z, paths, n, deadline_ms, err);
+	return zc_ensure(z->s, paths, n, deadline_ms, err);
 }
 
 /* One round's state, passed down its steps. A step returns ROUND_ON to

@@ -3,8 +3,10 @@
  * waited for until a deadline. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 #include <unistd.h>
 #include "conn.h"
 
@@ -200,37 +202,40 @@ struct zc *zc_delete(struct zk_sess *s, const char *path)
 	return sent(c, zoo_adelete(s->zh, path, -1, on_void, c));
 }
 
-struct zc *zc_exists(struct zk_sess *s, const char *path, bool watch)
+/* A read of path (exists, get, children); watch: it sets a watch. */
+static struct zc *read_req(struct zk_sess *s, enum zc_kind kind,
+			   const char *path, bool watch)
 {
-	struct zc *c = new_zc(s, ZC_EXISTS);
+	struct zc *c = new_zc(s, kind);
+	watcher_fn fn = watch ? zs_watcher : NULL;
+	void *ctx = watch ? s : NULL;
+	int rc;
 
 	if (!c || !s->zh)
 		return unsent(c);
 	c->notify = watch;
-	return sent(c, zoo_awexists(s->zh, path, watch ? zs_watcher : NULL,
-				    watch ? s : NULL, on_stat, c));
+	if (kind == ZC_EXISTS)
+		rc = zoo_awexists(s->zh, path, fn, ctx, on_stat, c);
+	else if (kind == ZC_GET)
+		rc = zoo_awget(s->zh, path, fn, ctx, on_data, c);
+	else
+		rc = zoo_awget_children2(s->zh, path, fn, ctx, on_children, c);
+	return sent(c, rc);
+}
+
+struct zc *zc_exists(struct zk_sess *s, const char *path, bool watch)
+{
+	return read_req(s, ZC_EXISTS, path, watch);
 }
 
 struct zc *zc_get(struct zk_sess *s, const char *path, bool watch)
 {
-	struct zc *c = new_zc(s, ZC_GET);
-
-	if (!c || !s->zh)
-		return unsent(c);
-	c->notify = watch;
-	return sent(c, zoo_awget(s->zh, path, watch ? zs_watcher : NULL,
-				 watch ? s : NULL, on_data, c));
+	return read_req(s, ZC_GET, path, watch);
 }
 
 struct zc *zc_children(struct zk_sess *s, const char *path, bool watch)
 {
-	struct zc *c = new_zc(s, ZC_CHILDREN);
-
-	if (!c || !s->zh)
-		return unsent(c);
-	c->notify = watch;
-	return sent(c, zoo_awget_children2(s->zh, path, watch ? zs_watcher : NULL,
-					   watch ? s : NULL, on_children, c));
+	return read_req(s, ZC_CHILDREN, path, watch);
 }
 
 struct zc *zc_set(struct zk_sess *s, const char *path, const char *data, int len,
@@ -356,4 +361,72 @@ void zc_free(struct zc *c)
 	}
 	pthread_mutex_unlock(&c->s->mu);
 	free_zc(c);
+}
+
+int zc_stat(struct zk_sess *s, const char *path, int64_t deadline_ms,
+	    struct Stat *stat)
+{
+	struct zc *c = zc_exists(s, path, false);
+	int rc;
+
+	zc_wait(&c, 1, deadline_ms);
+	rc = zc_rc(c);
+	if (rc == ZOK)
+		*stat = c->stat;
+	zc_free(c);
+	return rc;
+}
+
+int zc_ensure(struct zk_sess *s, const char *const *paths, size_t n_paths,
+	      int64_t deadline_ms, struct error *err)
+{
+	struct zc *reqs[64];
+	char *made[64];
+	size_t n = 0;
+	int r = 0;
+
+	/* one create per ancestor and path, pipelined (a session's requests
+	 * are served in order), each once: paths share the chroot's */
+	for (size_t k = 0; k < n_paths; k++) {
+		char *copy = strdup(paths[k]);
+
+		if (!copy) {
+			r = -1;
+			break;
+		}
+		for (char *slash = strchr(copy + 1, '/');; slash = strchr(slash + 1, '/')) {
+			bool dup = false;
+
+			if (slash)
+				*slash = '\0';
+			for (size_t i = 0; i < n && !dup; i++)
+				dup = strcmp(made[i], copy) == 0;
+			if (!dup && n < sizeof reqs / sizeof reqs[0] &&
+			    (made[n] = strdup(copy))) {
+				reqs[n] = zc_create(s, made[n], "", 0, ZOO_PERSISTENT);
+				n++;
+			}
+			if (!slash)
+				break;
+			*slash = '/';
+		}
+		free(copy);
+	}
+	if (r < 0)
+		error_set(err, EX_OSERR, "out of memory");
+	zc_wait(reqs, n, deadline_ms);
+	for (size_t i = 0; i < n; i++) {
+		int rc = zc_rc(reqs[i]);
+
+		if (r == 0 && rc != ZOK && rc != ZNODEEXISTS) {
+			char what[2048];
+
+			snprintf(what, sizeof what, "%s: creating %s", s->url_text, made[i]);
+			zs_error(err, rc, what);
+			r = -1;
+		}
+		zc_free(reqs[i]);
+		free(made[i]);
+	}
+	return r;
 }

@@ -84,11 +84,6 @@ void zk_drop_requests(struct zk *z);
 /* Ours no more: the session is over, so is anything it held. */
 void zk_forget_own(struct zk *z);
 
-/* Creates the missing ancestors of paths[0..n-1] and those paths
- * (persistent, empty), all in one round trip. */
-int zk_ensure(struct zk *z, const char *const *paths, size_t n,
-	      int64_t deadline_ms, struct error *err);
-
 /* recipe.c: the recipe, a round at a time.
  *
  * One round: our node made or found, the children read, and either the
