@@ -98,6 +98,33 @@ char *zk_find_event(struct zk *z, int64_t deadline_ms)
 	return found;
 }
 
+void zk_write_event(struct zk *z, const char *kind, const char *token,
+		    long long fence, long long held_ms, int64_t deadline_ms)
+{
+	char data[2 * LOCK_INFO_MAX + 256], guid[ZK_GUID_LEN + 1];
+	char *path = zk_join(z->hist, ZK_EVENT_PREFIX);
+	const char *hist = z->hist;
+	struct error ignored;
+	struct zc *ev;
+	int len;
+
+	if (!path)
+		return;
+	snprintf(guid, sizeof guid, "%.*s", ZK_GUID_LEN, token);
+	len = zk_event_data(data, sizeof data, kind, guid, fence, -1, held_ms,
+			    z->lk->info, NULL);
+	ev = zc_create(z->s, path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
+	zc_wait(&ev, 1, deadline_ms);
+	if (ev && ev->rc == ZNONODE &&
+	    zc_ensure(z->s, &hist, 1, deadline_ms, &ignored) == 0) {
+		zc_free(ev);	/* the history's znode went: made again */
+		ev = zc_create(z->s, path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
+		zc_wait(&ev, 1, deadline_ms);
+	}
+	zc_free(ev);
+	free(path);
+}
+
 /* A round that made our node and its "acquired" event did not win: the
  * event goes (sent now, its answer read by the next round). */
 void zk_forget_event(struct zk *z, char *event)

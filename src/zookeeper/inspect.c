@@ -673,31 +673,8 @@ int zk_release_token(struct lock *lk, const char *token, struct error *err)
 		rc = zc_rc(del);
 		zc_free(del);
 	}
-	if (rc == ZOK && lk->p->history > 0) {
-		char data[2 * LOCK_INFO_MAX + 256], *ev_path = zk_join(z->hist, ZK_EVENT_PREFIX);
-		char tok[ZK_GUID_LEN + 1];
-		int len;
-		struct zc *ev;
-
-		snprintf(tok, sizeof tok, "%.*s", ZK_GUID_LEN, token);
-		len = zk_event_data(data, sizeof data, "released", tok, -1, -1, -1,
-				    lk->info, NULL);
-		ev = ev_path ? zc_create(z->s, ev_path, data, len,
-					 ZOO_PERSISTENT_SEQUENTIAL) : NULL;
-		zc_wait(&ev, 1, deadline_ms);
-		if (ev && ev->rc == ZNONODE) {	/* the history's znode went */
-			const char *hist = z->hist;
-			struct error ignored;
-
-			zc_free(ev);
-			ev = zc_ensure(z->s, &hist, 1, deadline_ms, &ignored) == 0 ?
-			     zc_create(z->s, ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL) :
-			     NULL;
-			zc_wait(&ev, 1, deadline_ms);
-		}
-		zc_free(ev);
-		free(ev_path);
-	}
+	if (rc == ZOK && lk->p->history > 0)
+		zk_write_event(z, "released", token, -1, -1, deadline_ms);
 	if (rc == ZNONODE)
 		return 1;
 	if (rc != ZOK) {

@@ -362,32 +362,14 @@ void zk_note_killed(struct lock *lk, int64_t held_ms)
 {
 	struct zk *z = ZK(lk);
 	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
-	const char *hist = z->hist;
-	char data[2 * LOCK_INFO_MAX + 256], *ev_path;
 	long long fence = lk->fence[0] ? strtoll(lk->fence, NULL, 10) : -1;
 	struct error err;
-	struct zc *ev = NULL;
 	bool expired;
-	int len;
 
 	if (lk->p->history <= 0 ||
-	    zk_session(z, deadline_ms, false, &expired, &err) < 0 ||
-	    !(ev_path = zk_join(z->hist, ZK_EVENT_PREFIX)))
+	    zk_session(z, deadline_ms, false, &expired, &err) < 0)
 		return;
-	snprintf(z->guid, sizeof z->guid, "%.*s", ZK_GUID_LEN, lk->token);
-	len = zk_event_data(data, sizeof data, "killed", z->guid, fence, -1, held_ms,
-			    lk->info, NULL);
-	for (int i = 0; i < 2; i++) {
-		ev = zc_create(z->s, ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
-		zc_wait(&ev, 1, deadline_ms);
-		if (i > 0 || !ev || ev->rc != ZNONODE ||
-		    zc_ensure(z->s, &hist, 1, deadline_ms, &err) < 0)
-			break;
-		zc_free(ev);	/* the history's znode went: made again */
-		ev = NULL;
-	}
-	zc_free(ev);
-	free(ev_path);
+	zk_write_event(z, "killed", lk->token, fence, held_ms, deadline_ms);
 }
 
 size_t zk_fds(const struct lock *lk, int *out, size_t max)
