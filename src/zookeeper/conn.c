@@ -443,38 +443,32 @@ int zs_exit_of(int rc)
 	return zs_transient(rc) ? EX_UNAVAILABLE : EX_SOFTWARE;
 }
 
+/* What the library's codes mean to whoever runs dlock, where zerror()
+ * says too little. */
+static const struct {
+	int rc;
+	const char *why;
+} reasons[] = {
+	{ ZK_TIMEDOUT, "no answer in time" },
+	{ ZNOAUTH, "not allowed (the node's ACL: check the user and password)" },
+	/* a 3.4 server answers create2 so (ZOOKEEPER-1495), and closes the
+	 * connection */
+	{ ZUNIMPLEMENTED, "the server does not implement the request: dlock needs ZooKeeper " ZK_MIN_VERSION " or later" },
+	{ ZNOCHILDRENFOREPHEMERALS, "a lock name inside another lock's contender (an ephemeral node has no children)" },
+	{ ZSESSIONCLOSEDREQUIRESASLAUTH, "the server requires SASL authentication (dlock authenticates with digest only)" },
+	{ ZEPHEMERALONLOCALSESSION, "the server gave a local session, which cannot own ephemeral nodes (localSessionsUpgradingEnabled)" },
+	{ ZNOTREADONLY, "the server is read-only (cut off from its quorum)" },
+};
+
 void zs_error(struct error *err, int rc, const char *what)
 {
+	const char *text = NULL;
 	char why[160];
 
-	switch (rc) {
-	case ZK_TIMEDOUT:
-		snprintf(why, sizeof why, "no answer in time");
-		break;
-	case ZNOAUTH:
-		snprintf(why, sizeof why, "not allowed (the node's ACL: check the user and password)");
-		break;
-	case ZUNIMPLEMENTED:
-		/* a 3.4 server answers create2 so (ZOOKEEPER-1495), and
-		 * closes the connection */
-		snprintf(why, sizeof why, "the server does not implement the request: dlock needs ZooKeeper %s or later",
-			 ZK_MIN_VERSION);
-		break;
-	case ZNOCHILDRENFOREPHEMERALS:
-		snprintf(why, sizeof why, "a lock name inside another lock's contender (an ephemeral node has no children)");
-		break;
-	case ZSESSIONCLOSEDREQUIRESASLAUTH:
-		snprintf(why, sizeof why, "the server requires SASL authentication (dlock authenticates with digest only)");
-		break;
-	case ZEPHEMERALONLOCALSESSION:
-		snprintf(why, sizeof why, "the server gave a local session, which cannot own ephemeral nodes (localSessionsUpgradingEnabled)");
-		break;
-	case ZNOTREADONLY:
-		snprintf(why, sizeof why, "the server is read-only (cut off from its quorum)");
-		break;
-	default:
-		snprintf(why, sizeof why, "%s", zerror(rc));
-	}
+	for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+		if (reasons[i].rc == rc)
+			text = reasons[i].why;
+	snprintf(why, sizeof why, "%s", text ? text : zerror(rc));
 	log_lower_first(why);
 	error_set(err, zs_exit_of(rc), "%s: %s", what, why);
 }

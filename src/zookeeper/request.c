@@ -35,8 +35,9 @@ static struct zc *new_zc(struct zk_sess *s, enum zc_kind kind)
 }
 
 /* A completion: the caller's, or freed when it gave up waiting. Returns
- * with s->mu held when the caller still waits (fill in, then done()). */
-static struct zc *arrived(const void *data)
+ * with s->mu held when the caller still waits, the node's stat kept
+ * (fill in the rest, then done()). */
+static struct zc *arrived(const void *data, int rc, const struct Stat *stat)
 {
 	struct zc *c = (struct zc *)data;
 
@@ -48,6 +49,8 @@ static struct zc *arrived(const void *data)
 		free_zc(c);
 		return NULL;
 	}
+	if (rc == ZOK && stat)
+		c->stat = *stat;
 	return c;
 }
 
@@ -69,7 +72,7 @@ static void done(struct zc *c, int rc)
 
 static void on_void(int rc, const void *data)
 {
-	struct zc *c = arrived(data);
+	struct zc *c = arrived(data, rc, NULL);
 
 	if (c)
 		done(c, rc);
@@ -77,24 +80,19 @@ static void on_void(int rc, const void *data)
 
 static void on_stat(int rc, const struct Stat *stat, const void *data)
 {
-	struct zc *c = arrived(data);
+	struct zc *c = arrived(data, rc, stat);
 
-	if (!c)
-		return;
-	if (rc == ZOK && stat)
-		c->stat = *stat;
-	done(c, rc);
+	if (c)
+		done(c, rc);
 }
 
 static void on_string_stat(int rc, const char *path, const struct Stat *stat,
 			   const void *data)
 {
-	struct zc *c = arrived(data);
+	struct zc *c = arrived(data, rc, stat);
 
 	if (!c)
 		return;
-	if (rc == ZOK && stat)
-		c->stat = *stat;
 	if (rc == ZOK && path && !(c->path = strdup(path)))
 		rc = ZSYSTEMERROR;
 	done(c, rc);
@@ -103,12 +101,10 @@ static void on_string_stat(int rc, const char *path, const struct Stat *stat,
 static void on_data(int rc, const char *value, int len, const struct Stat *stat,
 		    const void *data)
 {
-	struct zc *c = arrived(data);
+	struct zc *c = arrived(data, rc, stat);
 
 	if (!c)
 		return;
-	if (rc == ZOK && stat)
-		c->stat = *stat;
 	if (rc == ZOK && value && len >= 0) {
 		if ((c->data = malloc((size_t)len + 1))) {
 			memcpy(c->data, value, (size_t)len);
@@ -124,12 +120,10 @@ static void on_data(int rc, const char *value, int len, const struct Stat *stat,
 static void on_children(int rc, const struct String_vector *v,
 			const struct Stat *stat, const void *data)
 {
-	struct zc *c = arrived(data);
+	struct zc *c = arrived(data, rc, stat);
 
 	if (!c)
 		return;
-	if (rc == ZOK && stat)
-		c->stat = *stat;
 	if (rc == ZOK && v && v->count > 0) {
 		if (!(c->kids = calloc((size_t)v->count, sizeof *c->kids)))
 			rc = ZSYSTEMERROR;
@@ -250,7 +244,7 @@ struct zc *zc_set(struct zk_sess *s, const char *path, const char *data, int len
 
 static void on_string(int rc, const char *value, const void *data)
 {
-	struct zc *c = arrived(data);
+	struct zc *c = arrived(data, rc, NULL);
 
 	if (c)
 		done(c, rc);
