@@ -305,7 +305,8 @@ int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 	if (connect_for(z, err) < 0)
 		return -1;
 	/* PREFIX = DIR/TAIL: the walk starts at DIR's children named TAIL... */
-	if (level_add(&cur, zk_list_root(z->u->chroot, prefix), strdup("")) < 0) {
+	if (level_add(&cur, zk_list_root(z->u->chroot, prefix),
+		      strdup("")) < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
@@ -337,7 +338,8 @@ int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 				struct zk_contender ct;
 				char *name;
 
-				if (top && !(rest = zk_list_top(z->u->chroot, prefix, c)))
+				if (top &&
+				    !(rest = zk_list_top(z->u->chroot, prefix, c)))
 					continue;
 				if (!top && zk_contender_parse(c, &ct) == 0) {
 					lock = true;
@@ -472,12 +474,13 @@ static struct zc *send_broken(const struct force *f,
 			      const struct zc *get, const char *holder)
 {
 	char data[2 * LOCK_INFO_MAX + 256], tok[ZK_GUID_LEN + 1];
+	long long czxid = get && get->rc == ZOK ? get->stat.czxid : -1;
 	int len = zk_event_data(data, sizeof data, "broken",
-				zk_event_token(c, tok, sizeof tok),
-				get && get->rc == ZOK ? get->stat.czxid : -1, -1, -1,
+				zk_event_token(c, tok, sizeof tok), czxid, -1, -1,
 				holder, f->z->lk->info);
 
-	return zc_create(f->z->s, f->ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
+	return zc_create(f->z->s, f->ev_path, data, len,
+			 ZOO_PERSISTENT_SEQUENTIAL);
 }
 
 /* Holder i's delete answered: 0 broken (b filled, its event sent), 1
@@ -525,7 +528,8 @@ static void events_again(struct force *f)
 
 	for (size_t i = 0; i < f->n_hold && !missing; i++)
 		missing = f->evs[i] && f->evs[i]->rc == ZNONODE;
-	if (!missing || zc_ensure(f->z->s, &hist, 1, f->deadline_ms, &ignored) < 0)
+	if (!missing ||
+	    zc_ensure(f->z->s, &hist, 1, f->deadline_ms, &ignored) < 0)
 		return;
 	for (size_t i = 0; i < f->n_hold; i++) {
 		const struct zc *g = f->gets[i];

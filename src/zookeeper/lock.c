@@ -1,21 +1,8 @@
-/* lock.c - ZooKeeper's lock operations (src/engine.h's lock_ops): the
- * ephemeral-sequential recipe over libzookeeper-mt, as kazoo and Curator
- * take locks (names.h), so that they and dlock exclude each other.
- *
- * A lock is the znode /PREFIX NAME under the URL's chroot; its contenders
- * are ephemeral sequential children, ordered by the sequence number the
- * server appends; a waiter watches the one node whose deletion may let it
- * in. The lease is the session: the server deletes our node once it has
- * not heard from us for the session timeout (from --ttl, bounded by the
- * server's min and max). The server says a session expired only once we
- * reconnect, so the loss clock is ours: each renewal round proves the
- * session alive at the leader (a sync, which the leader answers only for
- * a live session, then an exists of our node) and moves valid_until_ms to
- * the round's start plus the timeout; a round that fails leaves it, and
- * the core stops the job before it runs out. Our node deleted (release
- * --force, an operator) is loss at once, through a watch on it.
- * DLOCK_FENCE is our node's czxid: zxids grow across the whole ensemble
- * and its restarts, sequence numbers are 32-bit and per parent. */
+/* lock.c - ZooKeeper's lock operations (src/engine.h's lock_ops): a
+ * lock opened and closed, acquired (try() runs recipe.c's rounds; the
+ * wait on the session's eventfd), kept (extend() proves the session at
+ * the leader; a watch on our node), given back, and the watchdog's
+ * "killed" event. zk.h says how the recipe keeps a lock. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

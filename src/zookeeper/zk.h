@@ -1,6 +1,40 @@
-/* zk.h - the ZooKeeper engine's state for one lock, shared by lock.c
- * (acquire, hold, release) and inspect.c (status, history, release
- * --force, the separate steps). */
+/* zk.h - the ZooKeeper engine (src/engine.h): the ephemeral-sequential
+ * recipe over libzookeeper-mt, as kazoo and Curator take locks (names.h),
+ * so that they and dlock exclude each other. Its state for one lock and
+ * what its files share; included by no other folder. (Not zookeeper.h:
+ * the modules build with -Isrc, where src/zookeeper/zookeeper.h would
+ * shadow the client library's <zookeeper/zookeeper.h>.)
+ *
+ * A lock is the znode /PREFIX NAME under the URL's chroot; its contenders
+ * are ephemeral sequential children, ordered by the sequence number the
+ * server appends; a waiter watches the one node whose deletion may let it
+ * in. The lease is the session: the server deletes our node once it has
+ * not heard from us for the session timeout (from --ttl, bounded by the
+ * server's min and max). The server says a session expired only once we
+ * reconnect, so the loss clock is ours: each renewal round proves the
+ * session alive at the leader (a sync, which the leader answers only for
+ * a live session, then an exists of our node) and moves valid_until_ms to
+ * the round's start plus the timeout; a round that fails leaves it, and
+ * the core stops the job before it runs out. Our node deleted (release
+ * --force, an operator) is loss at once, through a watch on it.
+ * DLOCK_FENCE is our node's czxid: zxids grow across the whole ensemble
+ * and its restarts, sequence numbers are 32-bit and per parent.
+ *
+ *   engine.c    the struct engine: its settings over url.c, the rest
+ *               wired to the functions below
+ *   url.c/.h    zk:// URLs and znode paths: pure, unit-tested, fuzzed
+ *   conn.c/.h   the session with the ensemble over the library's threads
+ *               (its events on an eventfd, its errors into exit codes),
+ *               and a lock's session (zk_session(): which one, and the
+ *               lease its timeout gives)
+ *   request.c   the session's requests, each waited for until a deadline
+ *   names.c/.h  a lock's NAME as znode paths, the contenders' names and
+ *               who of them holds: pure, unit-tested, fuzzed
+ *   lock.c      the lock operations
+ *   recipe.c    one round of the recipe, for lock.c's try()
+ *   history.c   the history's event nodes, written and read back
+ *   inspect.c   status, the list of locks, history, release --force,
+ *               the separate steps (extend and release --token) */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
