@@ -154,10 +154,9 @@ static void holds_are(const char *const *names, size_t n, const char *want)
 	ok(strcmp(got, want) == 0, "holders %s (got %s), first %s", want, got, c[0].name);
 }
 
-int main(void)
+/* zk:// URLs: what each says, and what is refused */
+static void urls(void)
 {
-	char prefix[128];
-
 	url_ok("zk://127.0.0.1:2181", "127.0.0.1:2181", "", "", "", "zk://127.0.0.1:2181");
 	url_ok("zk://a,b:2182,c", "a:2181,b:2182,c:2181", "", "", "", "zk://a,b:2182,c");
 	url_ok("zk://[::1]:2181/x/y", "::1:2181", "/x/y", "", "", "zk://[::1]:2181/x/y");
@@ -182,7 +181,11 @@ int main(void)
 	url_bad("zk://:sekrit@h", "bad user");
 	url_bad("zk://h%20x", "bad character");
 	url_bad("zk://[::1", "unclosed");
+}
 
+/* znode paths, then a lock's paths (paths()) */
+static void znode_paths(void)
+{
 	path_is("/", true);
 	path_is("/dlock:nightly", true);
 	path_is("/a/b c/d", true);
@@ -196,7 +199,11 @@ int main(void)
 	path_is("/\xef\xbf\xbf", false);	/* U+FFFF */
 	path_is("/\xff", false);		/* not UTF-8 */
 	paths();
+}
 
+/* contender names: kazoo's, Curator's, dlock's; the rest no contender */
+static void contender_names(void)
+{
 	name_is("d497841334f14e218f8ea6ff8e167eb2__lock__0000000007", 1, false, false, 0, 7);
 	name_is("d497841334f14e218f8ea6ff8e167eb2__rlock__0000000008", 1, true, false, 0, 8);
 	name_is("_c_0f3e1a42-8a8b-4c2d-9e3f-000000000000-lock-0000000009", 1, false, false, 0, 9);
@@ -210,7 +217,11 @@ int main(void)
 	name_is("x__lock__00000000012", 0, 0, 0, 0, 0);
 	name_is("e-0000000001", 0, 0, 0, 0, 0);
 	name_is("x__lock__0000000001x", 0, 0, 0, 0, 0);
+}
 
+/* who of the contenders holds, in what mode, and whom a waiter waits for */
+static void holders(void)
+{
 	{
 		const char *n[] = { "-" G "-x-1__lock__0000000002", "k__rlock__0000000001",
 				    "k__rlock__0000000003" };
@@ -273,6 +284,12 @@ int main(void)
 		ok(zk_waits_for(c, 3, 2) == 0, "a reader waits for the writer before it, not the reader");
 		ok(zk_waits_for(c, 3, 1) == 0, "the next reader too");
 	}
+}
+
+/* the names dlock makes, the history's tokens, a holder's node data */
+static void our_names(void)
+{
+	char prefix[128];
 
 	ok(zk_name_prefix(G, 0, 30000, prefix, sizeof prefix) == 0 &&
 	   strcmp(prefix, "-" G "-x-30000__lock__") == 0, "exclusive prefix %s", prefix);
@@ -307,5 +324,14 @@ int main(void)
 		ok(zk_node_info("", 0, &t) == 0 && t == -1, "no data");
 		ok(zk_node_info("x", -1, &t) == 0 && t == -1, "no data at all (-1)");
 	}
+}
+
+int main(void)
+{
+	urls();
+	znode_paths();
+	contender_names();
+	holders();
+	our_names();
 	return done_testing();
 }
