@@ -20,6 +20,7 @@
  * DLOCK_FENCE is our node's czxid: zxids grow across the whole ensemble
  * and its restarts, sequence numbers are 32-bit and per parent.
  *
+ * The file set every engine has (src/engine.h):
  *   engine.c    the struct engine: its settings over url.c, the rest
  *               wired to the functions below
  *   url.c/.h    zk:// URLs and znode paths: pure, unit-tested, fuzzed
@@ -27,14 +28,18 @@
  *               (its events on an eventfd, its errors into exit codes),
  *               and a lock's session (zk_session(): which one, and the
  *               lease its timeout gives)
- *   request.c   the session's requests, each waited for until a deadline
  *   names.c/.h  a lock's NAME as znode paths, the contenders' names and
  *               who of them holds: pure, unit-tested, fuzzed
  *   lock.c      the lock operations
- *   recipe.c    one round of the recipe, for lock.c's try()
- *   history.c   the history's event nodes, written and read back
  *   inspect.c   status, the list of locks, history, release --force,
- *               the separate steps (extend and release --token) */
+ *               the separate steps (extend and release --token)
+ * and ZooKeeper's own, each the part of one above that would take it
+ * past 800 lines:
+ *   request.c   conn's: the session's requests, each waited for until a
+ *               deadline (declared in conn.h)
+ *   recipe.c    lock's: one round of the recipe, for lock.c's try()
+ *   history.c   lock's and inspect's: the history's event nodes, written
+ *               and read back */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
