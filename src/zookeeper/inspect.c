@@ -39,6 +39,17 @@ static int connect_for(struct zk *z, struct error *err)
 			  &expired, err);
 }
 
+/* The lock's contenders read into cs (give it to zk_contenders_free()):
+ * ZOK, or the library's code (ZNONODE: no lock's znode). */
+static int read_contenders(struct zk *z, int64_t deadline_ms,
+			   struct zk_contenders *cs)
+{
+	struct zc *kids = zc_children(z->s, z->path, false);
+
+	zc_wait(&kids, 1, deadline_ms);
+	return zk_contenders(cs, kids);
+}
+
 /* ---- status ------------------------------------------------------------ */
 
 struct one {
@@ -151,11 +162,9 @@ int zk_status(struct lock *lk, struct status_lock *locks, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		const char *bad;
 
-		if (asprintf(&o[i].path, "%s/%s%s", z->u->chroot, p->prefix,
-			     locks[i].name) < 0) {
-			o[i].path = NULL;
+		if (!(o[i].path = zk_lock_path(z->u->chroot, p->prefix,
+					       locks[i].name)))
 			continue;
-		}
 		if ((bad = zk_path_invalid(o[i].path))) {
 			error_set(&locks[i].err, EX_USAGE, "bad lock name for ZooKeeper: %s", bad);
 			continue;
@@ -183,7 +192,7 @@ int zk_status(struct lock *lk, struct status_lock *locks, size_t n,
 			zc_wait(o[i].gets, o[i].cs.n, deadline_ms);
 	for (size_t i = 0; i < n; i++) {
 		struct status_lock *m = &locks[i];
-		int rc = o[i].cs.req ? o[i].cs.req->rc : ZSYSTEMERROR;
+		int rc = zc_rc(o[i].cs.req);
 
 		m->key = o[i].path ? strdup(o[i].path) : NULL;
 		if (m->err.exit) {
@@ -285,12 +294,9 @@ static int by_name(const void *a, const void *b)
 int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 {
 	struct zk *z = ZK(lk);
-	const char *prefix = lk->p->prefix, *slash = strrchr(prefix, '/');
-	/* PREFIX = DIR/TAIL: the walk starts at DIR's children named TAIL... */
-	const char *tail = slash ? slash + 1 : prefix;
-	size_t tlen = strlen(tail), cap = 0;
+	const char *prefix = lk->p->prefix;
+	size_t cap = 0;
 	struct level cur = { 0 }, next = { 0 };
-	char *dir = NULL;
 	bool top = true;
 	int r = 0;
 
@@ -298,13 +304,12 @@ int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 	*n = 0;
 	if (connect_for(z, err) < 0)
 		return -1;
-	if (asprintf(&dir, "%s/%.*s", z->u->chroot, slash ? (int)(slash - prefix) : 0,
-		     prefix) < 0 || level_add(&cur, dir, strdup("")) < 0) {
+	/* PREFIX = DIR/TAIL: the walk starts at DIR's children named TAIL... */
+	if (level_add(&cur, zk_list_root(z->u->chroot, prefix),
+		      strdup("")) < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	if (strlen(cur.paths[0]) > 1 && cur.paths[0][strlen(cur.paths[0]) - 1] == '/')
-		cur.paths[0][strlen(cur.paths[0]) - 1] = '\0';	/* "/": the root */
 	while (cur.n > 0 && r == 0) {
 		int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
 		struct zc **kids = calloc(cur.n, sizeof *kids);
@@ -318,7 +323,7 @@ int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 			kids[i] = zc_children(z->s, cur.paths[i], false);
 		zc_wait(kids, cur.n, deadline_ms);
 		for (size_t i = 0; i < cur.n && r == 0; i++) {
-			int rc = kids[i] ? kids[i]->rc : ZSYSTEMERROR;
+			int rc = zc_rc(kids[i]);
 			bool lock = false;
 
 			if (rc == ZNONODE || (rc == ZNOAUTH && !top))
@@ -329,20 +334,19 @@ int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 				break;
 			}
 			for (int k = 0; k < kids[i]->n_kids && r == 0; k++) {
-				const char *c = kids[i]->kids[k];
+				const char *c = kids[i]->kids[k], *rest = NULL;
 				struct zk_contender ct;
 				char *name;
 
-				if (top && (strncmp(c, tail, tlen) != 0 ||
-					    (!slash && strcmp(c, &ZK_HISTORY_DIR[1]) == 0) ||
-					    (!slash && !z->u->chroot[0] && strcmp(c, "zookeeper") == 0)))
+				if (top &&
+				    !(rest = zk_list_top(z->u->chroot, prefix, c)))
 					continue;
 				if (!top && zk_contender_parse(c, &ct) == 0) {
 					lock = true;
 					continue;
 				}
 				if (top)
-					name = strdup(c + tlen);
+					name = strdup(rest);
 				else if (asprintf(&name, "%s/%s", cur.names[i], c) < 0)
 					name = NULL;
 				if (level_add(&next, zk_join(cur.paths[i], c), name) < 0) {
@@ -381,88 +385,6 @@ int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 
 /* ---- history ----------------------------------------------------------- */
 
-/* The value of "key=" in an event's lines, or NULL. */
-static char *field(const char *data, const char *key, size_t *len)
-{
-	size_t klen = strlen(key);
-
-	for (const char *line = data; line && *line;) {
-		const char *end = strchr(line, '\n');
-		size_t n = end ? (size_t)(end - line) : strlen(line);
-
-		if (n > klen && strncmp(line, key, klen) == 0 && line[klen] == '=') {
-			*len = n - klen - 1;
-			return engine_dup(line + klen + 1, *len);
-		}
-		line = end ? end + 1 : NULL;
-	}
-	*len = 0;
-	return NULL;
-}
-
-static long long number_field(const char *data, const char *key)
-{
-	size_t len;
-	char *v = field(data, key, &len), *end;
-	long long n = -1;
-
-	if (v && len > 0 && len <= 18 && strspn(v, "0123456789") == len)
-		n = strtoll(v, &end, 10);
-	free(v);
-	return n;
-}
-
-/* 0 an event, -1 not one of ours */
-static int parse_event(const struct zc *g, const char *name,
-		       struct history_event *ev)
-{
-	/* in enum history_kind's order */
-	static const char *const kinds[] = { "acquired", "broken", "released", "lost",
-					     "killed" };
-	const int n_kinds = sizeof kinds / sizeof kinds[0];
-	size_t len;
-	char *kind, *fence;
-	int k;
-
-	if (!g || g->rc != ZOK || g->data_len <= 0 || memchr(g->data, '\0', (size_t)g->data_len))
-		return -1;
-	if (!(kind = field(g->data, "event", &len)))
-		return -1;
-	for (k = 0; k < n_kinds && strcmp(kind, kinds[k]) != 0; k++)
-		;
-	free(kind);
-	if (k == n_kinds)
-		return -1;
-	*ev = (struct history_event){
-		.kind = (enum history_kind)k,
-		.time_ms = g->stat.ctime,
-		.id = strdup(name),
-		.fence = number_field(g->data, "fence"),
-		.exit = number_field(g->data, "exit"),
-		.held_ms = number_field(g->data, "held_ms"),
-		.n_servers = 1,
-	};
-	/* made in the contender's own multi: that transaction's zxid, its
-	 * czxid, is the fence (ZK_FENCE_TXN) */
-	if ((fence = field(g->data, "fence", &len)) && strcmp(fence, "*") == 0)
-		ev->fence = g->stat.czxid;
-	free(fence);
-	ev->token = field(g->data, "token", &ev->token_len);
-	if (!ev->token)
-		ev->token = strdup("");
-	ev->holder = field(g->data, "holder", &ev->holder_len);
-	ev->by = field(g->data, "by", &ev->by_len);
-	if (ev->holder && !ev->holder_len) {
-		free(ev->holder);
-		ev->holder = NULL;
-	}
-	if (ev->by && !ev->by_len) {
-		free(ev->by);
-		ev->by = NULL;
-	}
-	return 0;
-}
-
 int zk_history(struct lock *lk, long count, struct history_report *out,
 	       struct error *err)
 {
@@ -480,7 +402,7 @@ int zk_history(struct lock *lk, long count, struct history_report *out,
 	deadline_ms = clock_now_ms() + lk->node_timeout_ms;
 	kids = zc_children(z->s, z->hist, false);
 	zc_wait(&kids, 1, deadline_ms);
-	rc = kids ? kids->rc : ZSYSTEMERROR;
+	rc = zc_rc(kids);
 	if (rc == ZNONODE) {
 		zc_free(kids);
 		out->n_ok = 1;
@@ -493,16 +415,9 @@ int zk_history(struct lock *lk, long count, struct history_report *out,
 	}
 	out->n_ok = 1;
 	seq = calloc((size_t)kids->n_kids + 1, sizeof *seq);
-	for (int i = 0; seq && i < kids->n_kids; i++) {
-		const char *name = kids->kids[i];
-		size_t len = strlen(name);
-
-		if (strncmp(name, ZK_EVENT_PREFIX, 2) != 0 || len != 12 ||
-		    strspn(name + 2, "0123456789") != 10)
-			continue;
-		seq[n].name = name;
-		seq[n++].seq = strtoll(name + 2, NULL, 10);
-	}
+	for (int i = 0; seq && i < kids->n_kids; i++)
+		if (zk_event_seq(kids->kids[i], &seq[n].seq) == 0)
+			seq[n++].name = kids->kids[i];
 	zk_contenders_sort(seq, n);
 	/* the newest, as many as asked and kept (trimming is in batches) */
 	if (keep > 0 && (long)n > keep) {
@@ -528,7 +443,7 @@ int zk_history(struct lock *lk, long count, struct history_report *out,
 	}
 	zc_wait(gets, n, deadline_ms);
 	for (size_t i = n; i-- > 0;)	/* newest first */
-		if (parse_event(gets[i], seq[i].name, &out->events[out->n_events]) == 0)
+		if (zk_event_parse(gets[i], seq[i].name, &out->events[out->n_events]) == 0)
 			out->n_events++;
 	rc = 0;
 out:
@@ -542,151 +457,177 @@ out:
 
 /* ---- release --force ----------------------------------------------------- */
 
+/* release --force's state, passed down its steps. */
+struct force {
+	struct zk *z;
+	int64_t deadline_ms;
+	struct zk_contenders cs;	/* the holders first: c[0..n_hold-1] */
+	size_t n_hold;
+	struct zc **gets, **dels, **evs;	/* each holder's */
+	char *ev_path;		/* where its "broken" event is made */
+};
+
+/* Contender c's "broken" event (get: its node's data and czxid, read
+ * before its delete; holder: the holder info it records) sent. */
+static struct zc *send_broken(const struct force *f,
+			      const struct zk_contender *c,
+			      const struct zc *get, const char *holder)
+{
+	char data[2 * LOCK_INFO_MAX + 256], tok[ZK_GUID_LEN + 1];
+	long long czxid = get && get->rc == ZOK ? get->stat.czxid : -1;
+	int len = zk_event_data(data, sizeof data, "broken",
+				zk_event_token(c, tok, sizeof tok), czxid, -1, -1,
+				holder, f->z->lk->info);
+
+	return zc_create(f->z->s, f->ev_path, data, len,
+			 ZOO_PERSISTENT_SEQUENTIAL);
+}
+
+/* Holder i's delete answered: 0 broken (b filled, its event sent), 1
+ * gone meanwhile, -1 not broken (err says why: no "broken" line). */
+static int take_break(struct force *f, size_t i, struct broken_holder *b,
+		      struct error *err)
+{
+	const struct zk *z = f->z;
+	const struct zk_contender *c = &f->cs.c[i];
+	int drc = zc_rc(f->dels[i]);
+	char what[2048];
+	long long timeout_ms;
+
+	if (drc == ZNONODE)
+		return 1;
+	if (drc == ZNOAUTH) {
+		error_set(err, EX_NOPERM, "%s: cannot delete the holder's node %s/%s: not allowed by the ACL of %s (breaking a lock needs the delete permission on it)",
+			  z->u->text, z->path, c->name, z->path);
+		return -1;
+	}
+	if (drc != ZOK) {
+		snprintf(what, sizeof what, "%s: cannot delete the holder's node %s/%s",
+			 z->u->text, z->path, c->name);
+		zs_error(err, drc, what);
+		return -1;
+	}
+	b->token = strdup(c->name);
+	b->token_len = strlen(c->name);
+	b->info = info_of(f->gets[i], &b->info_len, &timeout_ms);
+	/* another client's: its session's timeout is not ours to know */
+	b->left_ms = timeout_ms > 0 ? timeout_ms : c->ours ? c->timeout_ms : -2;
+	b->n_servers = 1;
+	if (z->lk->p->history > 0)
+		f->evs[i] = send_broken(f, c, f->gets[i], b->info);
+	return 0;
+}
+
+/* The history's znode missing (the events' creates said so): made, and
+ * those events again. */
+static void events_again(struct force *f)
+{
+	const char *hist = f->z->hist;
+	struct error ignored;
+	bool missing = false;
+
+	for (size_t i = 0; i < f->n_hold && !missing; i++)
+		missing = f->evs[i] && f->evs[i]->rc == ZNONODE;
+	if (!missing ||
+	    zc_ensure(f->z->s, &hist, 1, f->deadline_ms, &ignored) < 0)
+		return;
+	for (size_t i = 0; i < f->n_hold; i++) {
+		const struct zc *g = f->gets[i];
+
+		if (!f->evs[i] || f->evs[i]->rc != ZNONODE)
+			continue;
+		zc_free(f->evs[i]);
+		f->evs[i] = send_broken(f, &f->cs.c[i], g,
+					g && g->rc == ZOK ? g->data : NULL);
+	}
+	zc_wait(f->evs, f->n_hold, f->deadline_ms);
+}
+
+/* Who held it (data, czxid), then its node deleted, each holder's in
+ * one go; the results into out[0..*n-1], their events sent. 0 one
+ * broken at least, 1 none there, else the exit status of a failure. */
+static int break_holders(struct force *f, struct broken_holder *out, size_t *n,
+			 struct error *err)
+{
+	int r = 1;
+
+	for (size_t i = 0; i < f->n_hold; i++) {
+		char *path = zk_join(f->z->path, f->cs.c[i].name);
+
+		if (!path)
+			continue;
+		f->gets[i] = zc_get(f->z->s, path, false);
+		f->dels[i] = zc_delete(f->z->s, path);
+		free(path);
+	}
+	zc_wait(f->gets, f->n_hold, f->deadline_ms);
+	zc_wait(f->dels, f->n_hold, f->deadline_ms);
+	for (size_t i = 0; i < f->n_hold; i++) {
+		int b = take_break(f, i, &out[*n], err);
+
+		if (b < 0) {
+			r = err->exit;
+		} else if (b == 0) {
+			(*n)++;
+			if (r == 1)
+				r = 0;
+		}
+	}
+	zc_wait(f->evs, f->n_hold, f->deadline_ms);
+	events_again(f);
+	return r;
+}
+
 int zk_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	     struct error *err)
 {
 	struct zk *z = ZK(lk);
-	int64_t deadline_ms;
-	struct zk_contenders cs = { 0 };
-	struct zc **gets = NULL, **dels = NULL, **evs = NULL;
-	char *ev_path = NULL;
-	size_t n_hold = 0;
-	int rc, r = 1;
+	struct force f = { .z = z };
+	int rc, r = EX_OSERR;
 
 	*out = NULL;
 	*n = 0;
 	if (connect_for(z, err) < 0)
 		return err->exit;
-	deadline_ms = clock_now_ms() + lk->node_timeout_ms;
-	{
-		struct zc *kids = zc_children(z->s, z->path, false);
-
-		zc_wait(&kids, 1, deadline_ms);
-		rc = zk_contenders(&cs, kids);
-	}
-	if (rc == ZNONODE) {
-		zk_contenders_free(&cs);
-		return 1;
-	}
-	if (rc != ZOK) {
+	f.deadline_ms = clock_now_ms() + lk->node_timeout_ms;
+	rc = read_contenders(z, f.deadline_ms, &f.cs);
+	if (rc != ZOK && rc != ZNONODE) {
 		char what[2048];
 
 		snprintf(what, sizeof what, "%s: cannot read the contenders of %s",
 			 z->u->text, z->path);
 		zs_error(err, rc, what);
-		zk_contenders_free(&cs);
+		zk_contenders_free(&f.cs);
 		return err->exit;
 	}
-	while (n_hold < cs.n && zk_holds(cs.c, cs.n, n_hold))
-		n_hold++;
-	if (n_hold == 0) {
-		zk_contenders_free(&cs);
+	while (f.n_hold < f.cs.n && zk_holds(f.cs.c, f.cs.n, f.n_hold))
+		f.n_hold++;
+	if (f.n_hold == 0) {	/* none there, or no holder */
+		zk_contenders_free(&f.cs);
 		return 1;
 	}
-	gets = calloc(n_hold, sizeof *gets);
-	dels = calloc(n_hold, sizeof *dels);
-	evs = calloc(n_hold, sizeof *evs);
-	*out = calloc(n_hold, sizeof **out);
-	ev_path = zk_join(z->hist, ZK_EVENT_PREFIX);
-	if (!gets || !dels || !evs || !*out || !ev_path) {
+	f.gets = calloc(f.n_hold, sizeof *f.gets);
+	f.dels = calloc(f.n_hold, sizeof *f.dels);
+	f.evs = calloc(f.n_hold, sizeof *f.evs);
+	*out = calloc(f.n_hold, sizeof **out);
+	f.ev_path = zk_join(z->hist, ZK_EVENT_PREFIX);
+	if (!f.gets || !f.dels || !f.evs || !*out || !f.ev_path)
 		error_set(err, EX_OSERR, "out of memory");
-		r = EX_OSERR;
-		goto out;
+	else
+		r = break_holders(&f, *out, n, err);
+	for (size_t i = 0; i < f.n_hold; i++) {
+		if (f.gets)
+			zc_free(f.gets[i]);
+		if (f.dels)
+			zc_free(f.dels[i]);
+		if (f.evs)
+			zc_free(f.evs[i]);
 	}
-	/* who held it (data, czxid), then its node deleted, in one go */
-	for (size_t i = 0; i < n_hold; i++) {
-		char *path = zk_join(z->path, cs.c[i].name);
-
-		if (!path)
-			continue;
-		gets[i] = zc_get(z->s, path, false);
-		dels[i] = zc_delete(z->s, path);
-		free(path);
-	}
-	zc_wait(gets, n_hold, deadline_ms);
-	zc_wait(dels, n_hold, deadline_ms);
-	for (size_t i = 0; i < n_hold; i++) {
-		struct broken_holder *b = &(*out)[*n];
-		int drc = dels[i] ? dels[i]->rc : ZSYSTEMERROR;
-		char what[2048], tok[ZK_GUID_LEN + 1];
-		long long timeout_ms;
-
-		if (drc == ZNONODE)
-			continue;	/* gone meanwhile */
-		/* nothing broken, no "broken" line: why not */
-		if (drc == ZNOAUTH) {
-			error_set(err, EX_NOPERM, "%s: cannot delete the holder's node %s/%s: not allowed by the ACL of %s (breaking a lock needs the delete permission on it)",
-				  z->u->text, z->path, cs.c[i].name, z->path);
-		} else if (drc != ZOK) {
-			snprintf(what, sizeof what, "%s: cannot delete the holder's node %s/%s",
-				 z->u->text, z->path, cs.c[i].name);
-			zs_error(err, drc, what);
-		}
-		if (drc != ZOK) {
-			r = err->exit;
-			continue;
-		}
-		b->token = strdup(cs.c[i].name);
-		b->token_len = strlen(cs.c[i].name);
-		b->info = info_of(gets[i], &b->info_len, &timeout_ms);
-		b->left_ms = timeout_ms > 0 ? timeout_ms : cs.c[i].ours ? cs.c[i].timeout_ms : -2;	/* another client's: its session's timeout is not ours to know */
-		b->n_servers = 1;
-		(*n)++;
-		if (r == 1)
-			r = 0;
-		if (lk->p->history > 0) {
-			char data[2 * LOCK_INFO_MAX + 256];
-			int len = zk_event_data(data, sizeof data, "broken",
-						zk_event_token(&cs.c[i], tok, sizeof tok),
-						gets[i] && gets[i]->rc == ZOK ?
-						gets[i]->stat.czxid : -1, -1, -1,
-						b->info, lk->info);
-
-			evs[i] = zc_create(z->s, ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
-		}
-	}
-	zc_wait(evs, n_hold, deadline_ms);
-	/* the history's znode missing: made, and the events again */
-	for (size_t i = 0; i < n_hold; i++) {
-		struct error ignored;
-		const char *hist = z->hist;
-
-		if (!evs[i] || evs[i]->rc != ZNONODE)
-			continue;
-		if (zk_ensure(z, &hist, 1, deadline_ms, &ignored) < 0)
-			break;
-		for (size_t k = i; k < n_hold; k++) {
-			char data[2 * LOCK_INFO_MAX + 256], tok[ZK_GUID_LEN + 1];
-			int len;
-
-			if (!evs[k] || evs[k]->rc != ZNONODE)
-				continue;
-			len = zk_event_data(data, sizeof data, "broken",
-					    zk_event_token(&cs.c[k], tok, sizeof tok),
-					    gets[k] && gets[k]->rc == ZOK ?
-					    gets[k]->stat.czxid : -1, -1, -1,
-					    gets[k] && gets[k]->rc == ZOK ? gets[k]->data : NULL,
-					    lk->info);
-			zc_free(evs[k]);
-			evs[k] = zc_create(z->s, ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
-		}
-		zc_wait(evs, n_hold, deadline_ms);
-		break;
-	}
-out:
-	for (size_t i = 0; i < n_hold; i++) {
-		if (gets)
-			zc_free(gets[i]);
-		if (dels)
-			zc_free(dels[i]);
-		if (evs)
-			zc_free(evs[i]);
-	}
-	free(gets);
-	free(dels);
-	free(evs);
-	free(ev_path);
-	zk_contenders_free(&cs);
+	free(f.gets);
+	free(f.dels);
+	free(f.evs);
+	free(f.ev_path);
+	zk_contenders_free(&f.cs);
 	return r;
 }
 
@@ -696,13 +637,11 @@ out:
  * why: ZOK none). */
 static char *token_node(struct zk *z, const char *token, int *rc)
 {
-	struct zk_contenders cs = { 0 };
-	struct zc *kids = zc_children(z->s, z->path, false);
+	struct zk_contenders cs;
 	char guid[ZK_GUID_LEN + 1], *name = NULL;
 
 	snprintf(guid, sizeof guid, "%.*s", ZK_GUID_LEN, token);
-	zc_wait(&kids, 1, clock_now_ms() + z->lk->node_timeout_ms);
-	*rc = zk_contenders(&cs, kids);
+	*rc = read_contenders(z, clock_now_ms() + z->lk->node_timeout_ms, &cs);
 	if (*rc == ZNONODE)
 		*rc = ZOK;
 	for (size_t i = 0; *rc == ZOK && i < cs.n; i++)
@@ -735,34 +674,11 @@ int zk_release_token(struct lock *lk, const char *token, struct error *err)
 		struct zc *del = zc_delete(z->s, own);
 
 		zc_wait(&del, 1, deadline_ms);
-		rc = del ? del->rc : ZSYSTEMERROR;
+		rc = zc_rc(del);
 		zc_free(del);
 	}
-	if (rc == ZOK && lk->p->history > 0) {
-		char data[2 * LOCK_INFO_MAX + 256], *ev_path = zk_join(z->hist, ZK_EVENT_PREFIX);
-		char tok[ZK_GUID_LEN + 1];
-		int len;
-		struct zc *ev;
-
-		snprintf(tok, sizeof tok, "%.*s", ZK_GUID_LEN, token);
-		len = zk_event_data(data, sizeof data, "released", tok, -1, -1, -1,
-				    lk->info, NULL);
-		ev = ev_path ? zc_create(z->s, ev_path, data, len,
-					 ZOO_PERSISTENT_SEQUENTIAL) : NULL;
-		zc_wait(&ev, 1, deadline_ms);
-		if (ev && ev->rc == ZNONODE) {	/* the history's znode went */
-			const char *hist = z->hist;
-			struct error ignored;
-
-			zc_free(ev);
-			ev = zk_ensure(z, &hist, 1, deadline_ms, &ignored) == 0 ?
-			     zc_create(z->s, ev_path, data, len, ZOO_PERSISTENT_SEQUENTIAL) :
-			     NULL;
-			zc_wait(&ev, 1, deadline_ms);
-		}
-		zc_free(ev);
-		free(ev_path);
-	}
+	if (rc == ZOK && lk->p->history > 0)
+		zk_write_event(z, "released", token, -1, -1, deadline_ms);
 	if (rc == ZNONODE)
 		return 1;
 	if (rc != ZOK) {
@@ -835,9 +751,9 @@ enum extend_result zk_extend_token(struct lock *lk, struct error *err)
 		struct zc *reqs[2] = { zc_sync(z->s, own), zc_get(z->s, own, false) };
 
 		zc_wait(reqs, 2, deadline_ms);
-		rc = reqs[0] ? reqs[0]->rc : ZSYSTEMERROR;
+		rc = zc_rc(reqs[0]);
 		if (rc == ZOK)
-			rc = reqs[1] ? reqs[1]->rc : ZSYSTEMERROR;
+			rc = zc_rc(reqs[1]);
 		if (rc == ZOK)
 			note_timeout(z, own, reqs[1], deadline_ms);
 		zc_free(reqs[0]);

@@ -1,5 +1,5 @@
-/* names.c - contender names and who holds; what a holder's node data
- * and the history say of one. Pure: no I/O. */
+/* names.c - a lock's paths, contender names and who holds; what a
+ * holder's node data and the history say of one. Pure: no I/O. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,4 +197,92 @@ size_t zk_node_info(const char *data, int len, long long *timeout_ms)
 			*timeout_ms = t;
 	}
 	return n;
+}
+
+char *zk_join(const char *dir, const char *name)
+{
+	char *s;
+
+	if (asprintf(&s, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, name) < 0)
+		return NULL;
+	return s;
+}
+
+const char *zk_base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+void zk_hex(const unsigned char *b, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+char *zk_lock_path(const char *chroot, const char *prefix, const char *name)
+{
+	char *s;
+
+	if (asprintf(&s, "%s/%s%s", chroot, prefix, name) < 0)
+		return NULL;
+	return s;
+}
+
+char *zk_history_path(const char *chroot, const char *prefix, const char *name)
+{
+	char *s;
+
+	if (asprintf(&s, "%s%s/%s%s", chroot, ZK_HISTORY_DIR, prefix, name) < 0)
+		return NULL;
+	return s;
+}
+
+const char *zk_name_invalid(const char *name)
+{
+	/* A lock's children are its contenders, named by these markers: a
+	 * lock named a/x__lock__0 would leave a node that lock a (and
+	 * kazoo) takes for a contender ahead of all, for ever */
+	if (strstr(name, "__lock__") || strstr(name, "__rlock__"))
+		return "'__lock__' and '__rlock__' name the contenders of a lock (kazoo's recipe), not a lock";
+	return NULL;
+}
+
+char *zk_list_root(const char *chroot, const char *prefix)
+{
+	const char *slash = strrchr(prefix, '/');
+	char *dir;
+	size_t len;
+
+	if (asprintf(&dir, "%s/%.*s", chroot, slash ? (int)(slash - prefix) : 0,
+		     prefix) < 0)
+		return NULL;
+	len = strlen(dir);
+	if (len > 1 && dir[len - 1] == '/')
+		dir[len - 1] = '\0';	/* "/": the root */
+	return dir;
+}
+
+const char *zk_list_top(const char *chroot, const char *prefix,
+			const char *child)
+{
+	const char *slash = strrchr(prefix, '/');
+	const char *tail = slash ? slash + 1 : prefix;
+	size_t tlen = strlen(tail);
+
+	if (strncmp(child, tail, tlen) != 0 ||
+	    (!slash && strcmp(child, &ZK_HISTORY_DIR[1]) == 0) ||
+	    (!slash && !chroot[0] && strcmp(child, "zookeeper") == 0))
+		return NULL;
+	return child + tlen;
+}
+
+int zk_event_seq(const char *name, long long *seq)
+{
+	if (strncmp(name, ZK_EVENT_PREFIX, 2) != 0 || strlen(name) != 12 ||
+	    strspn(name + 2, "0123456789") != 10)
+		return -1;
+	*seq = strtoll(name + 2, NULL, 10);
+	return 0;
 }

@@ -1,5 +1,11 @@
-/* names.h - the contenders under a lock znode, as kazoo and Curator name
- * them, and who of them holds the lock (pure: unit-tested and fuzzed).
+/* names.h - where a lock's NAME becomes znode paths and names (pure:
+ * unit-tested and fuzzed): the lock's znode and its history's, and the
+ * contenders under the lock's znode, as kazoo and Curator name them, and
+ * who of them holds the lock.
+ *
+ * A lock NAME with --prefix PREFIX is the znode /PREFIXNAME under the
+ * URL's chroot; its history, /.dlock-history/PREFIXNAME, persistent
+ * sequential events "e-" and a sequence number.
  *
  * A contender is an ephemeral sequential child whose name ends in a
  * marker and the sequence number the server appended:
@@ -26,6 +32,29 @@
 #include <stddef.h>
 
 #define ZK_GUID_LEN 32
+/* Persistent sequential event nodes under a lock's history parent. */
+#define ZK_HISTORY_DIR "/.dlock-history"
+#define ZK_EVENT_PREFIX "e-"
+
+/* The lock's znode, chroot/PREFIXNAME (chroot "" or "/a/b"), and the
+ * parent of its history's events, chroot/.dlock-history/PREFIXNAME
+ * (malloc'd; NULL out of memory). */
+char *zk_lock_path(const char *chroot, const char *prefix, const char *name);
+char *zk_history_path(const char *chroot, const char *prefix, const char *name);
+/* Why name cannot name a lock, beside what zk_path_invalid() says of its
+ * path: NULL when it can. */
+const char *zk_name_invalid(const char *name);
+/* dlock status without KEY, for prefix DIR/TAIL: the walk starts at
+ * chroot/DIR (malloc'd; NULL out of memory), whose children named TAIL...
+ * are the first level. zk_list_top(): for such a child, what follows
+ * TAIL (the lock name's start), or NULL when it is none of those (nor
+ * the history's parent, nor ZooKeeper's own /zookeeper). */
+char *zk_list_root(const char *chroot, const char *prefix);
+const char *zk_list_top(const char *chroot, const char *prefix,
+			const char *child);
+/* An event's name, "e-" and ten digits: 0 with its sequence number, or
+ * -1 (none of ours). */
+int zk_event_seq(const char *name, long long *seq);
 
 struct zk_contender {
 	const char *name;
@@ -78,3 +107,10 @@ const char *zk_event_token(const struct zk_contender *c, char *out, size_t len);
  * "timeout_ms=N". Returns the info's length; *timeout_ms the one written,
  * or -1. */
 size_t zk_node_info(const char *data, int len, long long *timeout_ms);
+
+/* dir + "/" + name, as one path (malloc'd; NULL out of memory). */
+char *zk_join(const char *dir, const char *name);
+/* What follows path's last '/' (all of it without one). */
+const char *zk_base_name(const char *path);
+/* b[0..n-1] as 2n lowercase hex digits and a NUL, into out. */
+void zk_hex(const unsigned char *b, size_t n, char *out);

@@ -1,13 +1,15 @@
 /* fuzz_zookeeper.c - libFuzzer target for the ZooKeeper engine's parsers:
  * zk:// URLs, znode paths, and a lock's children as contenders (names
  * from the server: anyone may create a child) with who holds and whom
- * each waits for, and a holder's node data (zk_node_info()). The first byte picks the parser, the rest is its input;
- * children are separated by '\n'. See tests/fuzz/README.md. */
+ * each waits for, the history's event names, and a holder's node data
+ * (zk_node_info()). The first byte picks the parser, the rest is its
+ * input; children are separated by '\n'. See tests/fuzz/README.md. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "names.h"
-#include "zkurl.h"
+#include "url.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,9 +39,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		zk_path_invalid(text);
 		break;
 	case 2:
-		for (char *name = strtok(text, "\n"); name && n < 64; name = strtok(NULL, "\n"))
+		for (char *name = strtok(text, "\n"); name && n < 64; name = strtok(NULL, "\n")) {
+			long long seq;
+			char again[16];
+
+			if (zk_event_seq(name, &seq) == 0 &&
+			    (snprintf(again, sizeof again, "e-%010lld", seq) != 12 ||
+			     strcmp(again, name) != 0))
+				abort();	/* an event's name is "e-" and its number */
 			if (zk_contender_parse(name, &c[n]) == 0)
 				n++;
+		}
 		zk_contenders_sort(c, n);
 		for (size_t i = 0; i < n; i++) {
 			long w = zk_waits_for(c, n, i);

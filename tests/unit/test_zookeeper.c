@@ -1,10 +1,11 @@
-/* test_zookeeper.c - zk:// URLs, znode paths and contender names, and who
- * of them holds (src/zookeeper/zkurl.h, names.h) */
+/* test_zookeeper.c - zk:// URLs, znode paths, a lock's paths, contender
+ * and event names, and who of them holds (src/zookeeper/url.h, names.h) */
+#include <stdlib.h>
 #include <string.h>
 
 #include "names.h"
 #include "tap.h"
-#include "zkurl.h"
+#include "url.h"
 
 static void url_ok(const char *s, const char *hosts, const char *chroot,
 		   const char *user, const char *password, const char *text)
@@ -54,6 +55,88 @@ static void name_is(const char *name, int contender, bool shared, bool ours,
 	   name, shared, ours, limit, seq, r, c.shared, c.ours, c.limit, c.seq);
 }
 
+/* got (malloc'd, freed here) is want */
+static void str_is(char *got, const char *want, const char *what)
+{
+	ok(got && strcmp(got, want) == 0, "%s: %s (got %s)", what, want,
+	   got ? got : "NULL");
+	free(got);
+}
+
+/* zk_list_top(chroot, prefix, child): want, or NULL */
+static void top_is(const char *chroot, const char *prefix, const char *child,
+		   const char *want)
+{
+	const char *got = zk_list_top(chroot, prefix, child);
+
+	ok(want ? got && strcmp(got, want) == 0 : !got,
+	   "listing '%s' with prefix '%s' under '%s': %s (got %s)", child, prefix,
+	   chroot, want ? want : "passed over", got ? got : "passed over");
+}
+
+/* event name: its sequence number, or -1 for none of ours */
+static void event_is(const char *name, long long want)
+{
+	long long seq = -1;
+	int r = zk_event_seq(name, &seq);
+
+	ok(want < 0 ? r < 0 : r == 0 && seq == want, "event '%s': %lld (got %d, %lld)",
+	   name, want, r, seq);
+}
+
+static void paths(void)
+{
+	static const unsigned char bytes[] = { 0x00, 0xab, 0xff };
+	char hex[7];
+
+	str_is(zk_lock_path("", "dlock:", "nightly"), "/dlock:nightly", "lock path");
+	str_is(zk_lock_path("/jobs", "dlock:", "a/b"), "/jobs/dlock:a/b",
+	       "lock path, chroot");
+	str_is(zk_lock_path("/jobs", "", "x"), "/jobs/x", "lock path, no prefix");
+	str_is(zk_history_path("", "dlock:", "nightly"), "/.dlock-history/dlock:nightly",
+	       "history path");
+	str_is(zk_history_path("/jobs", "", "x"), "/jobs/.dlock-history/x",
+	       "history path, chroot, no prefix");
+	/* with a prefix, no lock's znode is in the history's tree, whatever
+	 * its name */
+	str_is(zk_lock_path("", "dlock:", ".dlock-history/x"), "/dlock:.dlock-history/x",
+	       "a lock named like the history");
+	ok(zk_name_invalid("a/x__lock__0") && zk_name_invalid("x__rlock__") &&
+	   strstr(zk_name_invalid("x__lock__"), "contenders"),
+	   "a contender's marker names no lock");
+	ok(!zk_name_invalid("nightly") && !zk_name_invalid("lock") &&
+	   !zk_name_invalid("_lock_"), "other names do");
+
+	str_is(zk_list_root("", "dlock:"), "/", "listing from the root");
+	str_is(zk_list_root("/jobs", "dlock:"), "/jobs", "listing from the chroot");
+	str_is(zk_list_root("/jobs", "team/dlock:"), "/jobs/team",
+	       "listing from the prefix's node");
+	str_is(zk_list_root("", "team/"), "/team", "a prefix that ends in '/'");
+	top_is("", "dlock:", "dlock:nightly", "nightly");
+	top_is("", "dlock:", "other", NULL);
+	top_is("", "", "nightly", "nightly");
+	top_is("", "", "zookeeper", NULL);	/* ZooKeeper's own */
+	top_is("/c", "", "zookeeper", "zookeeper");
+	top_is("", "", ".dlock-history", NULL);
+	top_is("/c", "", ".dlock-history", NULL);
+	top_is("", "team/", ".dlock-history", ".dlock-history");
+
+	event_is("e-0000000042", 42);
+	event_is("e-9999999999", 9999999999LL);
+	event_is("e-000000004", -1);
+	event_is("e-00000000042", -1);
+	event_is("e-00000000x2", -1);
+	event_is("f-0000000042", -1);
+	event_is("-" "0123456789abcdef0123456789abcdef" "-x-1__lock__0000000001", -1);
+
+	str_is(zk_join("/", "x"), "/x", "joined to the root");
+	str_is(zk_join("/a", "x"), "/a/x", "joined");
+	ok(strcmp(zk_base_name("/a/b"), "b") == 0 && strcmp(zk_base_name("b"), "b") == 0,
+	   "base names");
+	zk_hex(bytes, sizeof bytes, hex);
+	ok(strcmp(hex, "00abff") == 0, "hex: %s", hex);
+}
+
 #define G "0123456789abcdef0123456789abcdef"
 
 /* holds "x s x": which of them hold, as 1/0 */
@@ -71,10 +154,9 @@ static void holds_are(const char *const *names, size_t n, const char *want)
 	ok(strcmp(got, want) == 0, "holders %s (got %s), first %s", want, got, c[0].name);
 }
 
-int main(void)
+/* zk:// URLs: what each says, and what is refused */
+static void urls(void)
 {
-	char prefix[128];
-
 	url_ok("zk://127.0.0.1:2181", "127.0.0.1:2181", "", "", "", "zk://127.0.0.1:2181");
 	url_ok("zk://a,b:2182,c", "a:2181,b:2182,c:2181", "", "", "", "zk://a,b:2182,c");
 	url_ok("zk://[::1]:2181/x/y", "::1:2181", "/x/y", "", "", "zk://[::1]:2181/x/y");
@@ -99,7 +181,11 @@ int main(void)
 	url_bad("zk://:sekrit@h", "bad user");
 	url_bad("zk://h%20x", "bad character");
 	url_bad("zk://[::1", "unclosed");
+}
 
+/* znode paths, then a lock's paths (paths()) */
+static void znode_paths(void)
+{
 	path_is("/", true);
 	path_is("/dlock:nightly", true);
 	path_is("/a/b c/d", true);
@@ -112,7 +198,12 @@ int main(void)
 	path_is("/\xc2\x85", false);		/* U+0085, a C1 control */
 	path_is("/\xef\xbf\xbf", false);	/* U+FFFF */
 	path_is("/\xff", false);		/* not UTF-8 */
+	paths();
+}
 
+/* contender names: kazoo's, Curator's, dlock's; the rest no contender */
+static void contender_names(void)
+{
 	name_is("d497841334f14e218f8ea6ff8e167eb2__lock__0000000007", 1, false, false, 0, 7);
 	name_is("d497841334f14e218f8ea6ff8e167eb2__rlock__0000000008", 1, true, false, 0, 8);
 	name_is("_c_0f3e1a42-8a8b-4c2d-9e3f-000000000000-lock-0000000009", 1, false, false, 0, 9);
@@ -126,7 +217,11 @@ int main(void)
 	name_is("x__lock__00000000012", 0, 0, 0, 0, 0);
 	name_is("e-0000000001", 0, 0, 0, 0, 0);
 	name_is("x__lock__0000000001x", 0, 0, 0, 0, 0);
+}
 
+/* who of the contenders holds, in what mode, and whom a waiter waits for */
+static void holders(void)
+{
 	{
 		const char *n[] = { "-" G "-x-1__lock__0000000002", "k__rlock__0000000001",
 				    "k__rlock__0000000003" };
@@ -189,6 +284,12 @@ int main(void)
 		ok(zk_waits_for(c, 3, 2) == 0, "a reader waits for the writer before it, not the reader");
 		ok(zk_waits_for(c, 3, 1) == 0, "the next reader too");
 	}
+}
+
+/* the names dlock makes, the history's tokens, a holder's node data */
+static void our_names(void)
+{
+	char prefix[128];
 
 	ok(zk_name_prefix(G, 0, 30000, prefix, sizeof prefix) == 0 &&
 	   strcmp(prefix, "-" G "-x-30000__lock__") == 0, "exclusive prefix %s", prefix);
@@ -223,5 +324,14 @@ int main(void)
 		ok(zk_node_info("", 0, &t) == 0 && t == -1, "no data");
 		ok(zk_node_info("x", -1, &t) == 0 && t == -1, "no data at all (-1)");
 	}
+}
+
+int main(void)
+{
+	urls();
+	znode_paths();
+	contender_names();
+	holders();
+	our_names();
 	return done_testing();
 }

@@ -1,9 +1,9 @@
-/* zkurl.c - zk:// URLs and znode paths. Pure: no I/O. */
+/* url.c - zk:// URLs and znode paths. Pure: no I/O. */
 #include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "zkurl.h"
+#include "url.h"
 #include "urlpart.h"
 
 #define FAIL(...) do { snprintf(why, whylen, __VA_ARGS__); return -1; } while (0)

@@ -1,4 +1,4 @@
-/* session.h - one ZooKeeper session over libzookeeper-mt, as dlock's
+/* conn.h - one ZooKeeper session over libzookeeper-mt, as dlock's
  * threads use it: every request with a deadline, every event on an
  * eventfd the core's poll loop watches.
  *
@@ -10,8 +10,10 @@
  * calls every pending one), so no deadline depends on the library's own
  * timeouts (two thirds of the session timeout). */
 #pragma once
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/types.h>
 #include <zookeeper/zookeeper.h>
 #include "log.h"
@@ -68,9 +70,8 @@ int zs_event_fd(struct zk_sess *s);
 void zs_event_clear(struct zk_sess *s);
 /* The process the session's threads run in: another one after fork(). */
 pid_t zs_pid(const struct zk_sess *s);
-zhandle_t *zs_handle(struct zk_sess *s);
 
-/* ---- requests ---------------------------------------------------------- */
+/* ---- requests (request.c) ---------------------------------------------- */
 
 enum zc_kind { ZC_CREATE, ZC_DELETE, ZC_EXISTS, ZC_GET, ZC_CHILDREN, ZC_SET,
 	       ZC_MULTI, ZC_SYNC };
@@ -130,6 +131,21 @@ struct zc *zc_multi_send(struct zc *c);
  * answered. */
 size_t zc_wait(struct zc **c, size_t n, int64_t deadline_ms);
 void zc_free(struct zc *c);
+/* A request's code once zc_wait() has returned; ZSYSTEMERROR for one
+ * never made (out of memory). */
+static inline int zc_rc(const struct zc *c)
+{
+	return c ? c->rc : ZSYSTEMERROR;
+}
+
+/* An exists of path, waited for until deadline_ms: its code, and the
+ * node's stat into *stat when ZOK. */
+int zc_stat(struct zk_sess *s, const char *path, int64_t deadline_ms,
+	    struct Stat *stat);
+/* Creates the missing ancestors of paths[0..n-1] and those paths
+ * (persistent, empty), all in one round trip: 0, or -1 with err. */
+int zc_ensure(struct zk_sess *s, const char *const *paths, size_t n,
+	      int64_t deadline_ms, struct error *err);
 
 /* The ACL for a node dlock creates with these flags. Without a digest
  * identity, open (world:anyone, all). With one: a persistent node that
@@ -161,3 +177,30 @@ bool zs_transient(int rc);
  * command dlock starts inherits them. Descriptors that were open before
  * the first session are the caller's, and left alone. */
 void zs_cloexec(void);
+
+/* ---- conn.c's and request.c's own -------------------------------------- */
+
+/* The session's inside: the other files use the functions above. */
+struct zk_sess {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;	/* on CLOCK_MONOTONIC */
+	zhandle_t *zh;
+	int efd;
+	pid_t pid;
+	char *hosts, *url_text, *digest;
+	int timeout_ms;
+	clientid_t resume;
+	bool has_resume;
+	struct zk_state st;
+	char *own;
+	int pending;		/* requests sent, their completion not come */
+};
+
+/* The library's watcher for the session and for each watch a request
+ * sets: records the event under mu, wakes the waiters, writes the
+ * eventfd. */
+void zs_watcher(zhandle_t *zh, int type, int state, const char *path,
+		void *ctx);
+/* deadline_ms (clock.h's clock) as an absolute CLOCK_MONOTONIC time, for
+ * the session's cv */
+struct timespec zs_abs_time(int64_t deadline_ms);

@@ -1,7 +1,11 @@
-/* session.c - a ZooKeeper session for dlock's threads: see session.h. */
+/* conn.c - a ZooKeeper session for dlock's threads (see conn.h), and a
+ * lock's session (zk.h): which one it uses (its own, -F's parent's taken
+ * over, a token's resumed, a new one for a waiter whose session expired)
+ * and the lease that its timeout gives. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,22 +18,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include "clock.h"
-#include "session.h"
-
-struct zk_sess {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;	/* on CLOCK_MONOTONIC */
-	zhandle_t *zh;
-	int efd;
-	pid_t pid;
-	char *hosts, *url_text, *digest;
-	int timeout_ms;
-	clientid_t resume;
-	bool has_resume;
-	struct zk_state st;
-	char *own;
-	int pending;		/* requests sent, their completion not come */
-};
+#include "zk.h"
 
 /* ---- the library's log ------------------------------------------------ */
 
@@ -142,8 +131,8 @@ struct zk_sess *zs_new(const struct zk_sess_opts *o)
 	return s;
 }
 
-static void watcher(zhandle_t *zh, int type, int state, const char *path,
-		    void *ctx)
+void zs_watcher(zhandle_t *zh, int type, int state, const char *path,
+		void *ctx)
 {
 	struct zk_sess *s = ctx;
 	uint64_t one = 1;
@@ -186,8 +175,7 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* deadline_ms (clock.h's clock) as an absolute CLOCK_MONOTONIC time */
-static struct timespec abs_time(int64_t deadline_ms)
+struct timespec zs_abs_time(int64_t deadline_ms)
 {
 	int64_t left_ms = deadline_ms - clock_now_ms(), at_ms;
 	struct timespec ts;
@@ -261,7 +249,7 @@ static int start(struct zk_sess *s, struct error *err)
 	errno = 0;
 	/* ZOO_NO_LOG_CLIENTENV: else it asks NSS for our user's name, to log
 	 * it at a level we never show */
-	s->zh = zookeeper_init2(s->hosts, watcher, s->timeout_ms,
+	s->zh = zookeeper_init2(s->hosts, zs_watcher, s->timeout_ms,
 				s->has_resume ? &s->resume : NULL, s,
 				ZOO_NO_LOG_CLIENTENV, log_cb);
 	e = errno;
@@ -294,7 +282,7 @@ static int start(struct zk_sess *s, struct error *err)
 int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 	       struct error *err)
 {
-	struct timespec ts = abs_time(deadline_ms);
+	struct timespec ts = zs_abs_time(deadline_ms);
 	int state;
 	bool gone, auth_failed;
 
@@ -331,7 +319,7 @@ int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 
 void zs_free(struct zk_sess *s, int64_t deadline_ms)
 {
-	struct timespec ts = abs_time(deadline_ms);
+	struct timespec ts = zs_abs_time(deadline_ms);
 
 	if (!s)
 		return;
@@ -404,11 +392,6 @@ pid_t zs_pid(const struct zk_sess *s)
 	return s->pid;
 }
 
-zhandle_t *zs_handle(struct zk_sess *s)
-{
-	return s->zh;
-}
-
 /* Perms by value: the library's ZOO_PERM_* are variables. Not const: the
  * library's create calls take them so. */
 static struct ACL shared_acl[] = {
@@ -428,358 +411,6 @@ struct ACL_vector *zs_acl(const struct zk_sess *s, int flags)
 	if (!s->digest)
 		return &ZOO_OPEN_ACL_UNSAFE;
 	return flags == ZOO_PERSISTENT ? &shared_acls : &own_acls;
-}
-
-/* ---- requests ---------------------------------------------------------- */
-
-static void free_zc(struct zc *c)
-{
-	free(c->path);
-	free(c->data);
-	for (int i = 0; i < c->n_kids; i++)
-		free(c->kids[i]);
-	free(c->kids);
-	for (size_t i = 0; i < sizeof c->strs / sizeof c->strs[0]; i++)
-		free(c->strs[i]);
-	free(c);
-}
-
-static struct zc *new_zc(struct zk_sess *s, enum zc_kind kind)
-{
-	struct zc *c = calloc(1, sizeof *c);
-
-	if (c) {
-		c->s = s;
-		c->kind = kind;
-		c->data_len = -1;
-	}
-	return c;
-}
-
-/* A completion: the caller's, or freed when it gave up waiting. Returns
- * with s->mu held when the caller still waits (fill in, then done()). */
-static struct zc *arrived(const void *data)
-{
-	struct zc *c = (struct zc *)data;
-
-	pthread_mutex_lock(&c->s->mu);
-	if (--c->s->pending <= 0)
-		pthread_cond_broadcast(&c->s->cv);
-	if (c->abandoned) {
-		pthread_mutex_unlock(&c->s->mu);
-		free_zc(c);
-		return NULL;
-	}
-	return c;
-}
-
-static void done(struct zc *c, int rc)
-{
-	struct zk_sess *s = c->s;
-	bool notify = c->notify;
-	uint64_t one = 1;
-
-	c->done = true;
-	c->done_rc = rc;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);	/* c may be gone from here */
-	/* a watch set: whoever polls learns of the answer too (a node
-	 * already gone sets none, and nothing else would say so) */
-	if (notify)
-		(void)!write(s->efd, &one, sizeof one);
-}
-
-static void on_void(int rc, const void *data)
-{
-	struct zc *c = arrived(data);
-
-	if (c)
-		done(c, rc);
-}
-
-static void on_stat(int rc, const struct Stat *stat, const void *data)
-{
-	struct zc *c = arrived(data);
-
-	if (!c)
-		return;
-	if (rc == ZOK && stat)
-		c->stat = *stat;
-	done(c, rc);
-}
-
-static void on_string_stat(int rc, const char *path, const struct Stat *stat,
-			   const void *data)
-{
-	struct zc *c = arrived(data);
-
-	if (!c)
-		return;
-	if (rc == ZOK && stat)
-		c->stat = *stat;
-	if (rc == ZOK && path && !(c->path = strdup(path)))
-		rc = ZSYSTEMERROR;
-	done(c, rc);
-}
-
-static void on_data(int rc, const char *value, int len, const struct Stat *stat,
-		    const void *data)
-{
-	struct zc *c = arrived(data);
-
-	if (!c)
-		return;
-	if (rc == ZOK && stat)
-		c->stat = *stat;
-	if (rc == ZOK && value && len >= 0) {
-		if ((c->data = malloc((size_t)len + 1))) {
-			memcpy(c->data, value, (size_t)len);
-			c->data[len] = '\0';
-			c->data_len = len;
-		} else {
-			rc = ZSYSTEMERROR;
-		}
-	}
-	done(c, rc);
-}
-
-static void on_children(int rc, const struct String_vector *v,
-			const struct Stat *stat, const void *data)
-{
-	struct zc *c = arrived(data);
-
-	if (!c)
-		return;
-	if (rc == ZOK && stat)
-		c->stat = *stat;
-	if (rc == ZOK && v && v->count > 0) {
-		if (!(c->kids = calloc((size_t)v->count, sizeof *c->kids)))
-			rc = ZSYSTEMERROR;
-		for (int i = 0; rc == ZOK && i < v->count; i++) {
-			if (!(c->kids[i] = strdup(v->data[i])))
-				rc = ZSYSTEMERROR;
-			else
-				c->n_kids = i + 1;
-		}
-	}
-	done(c, rc);
-}
-
-/* After a zoo_a*() call: rc ZOK, it is on its way and its completion
- * will come. Otherwise it may come still, unless the call refused before
- * registering it (bad arguments, a session over): then c is the answer,
- * else a copy is, and c waits for its completion to free it. */
-static struct zc *sent(struct zc *c, int rc)
-{
-	struct zc *answer;
-
-	if (rc == ZOK) {
-		pthread_mutex_lock(&c->s->mu);
-		c->s->pending++;	/* its completion may have come already */
-		pthread_mutex_unlock(&c->s->mu);
-		return c;
-	}
-	if (rc == ZBADARGUMENTS || rc == ZINVALIDSTATE) {
-		c->done = true;
-		c->done_rc = rc;
-		return c;
-	}
-	answer = new_zc(c->s, c->kind);
-	pthread_mutex_lock(&c->s->mu);
-	c->abandoned = true;
-	pthread_mutex_unlock(&c->s->mu);
-	if (answer) {
-		answer->done = true;
-		answer->done_rc = rc;
-	}
-	return answer;
-}
-
-static struct zc *unsent(struct zc *c)
-{
-	if (c) {
-		c->done = true;
-		c->done_rc = ZINVALIDSTATE;
-	}
-	return c;
-}
-
-struct zc *zc_create(struct zk_sess *s, const char *path, const char *data,
-		     int len, int flags)
-{
-	struct zc *c = new_zc(s, ZC_CREATE);
-
-	if (!c || !s->zh)
-		return unsent(c);
-	return sent(c, zoo_acreate2(s->zh, path, data, len, zs_acl(s, flags), flags,
-				    on_string_stat, c));
-}
-
-struct zc *zc_delete(struct zk_sess *s, const char *path)
-{
-	struct zc *c = new_zc(s, ZC_DELETE);
-
-	if (!c || !s->zh)
-		return unsent(c);
-	return sent(c, zoo_adelete(s->zh, path, -1, on_void, c));
-}
-
-struct zc *zc_exists(struct zk_sess *s, const char *path, bool watch)
-{
-	struct zc *c = new_zc(s, ZC_EXISTS);
-
-	if (!c || !s->zh)
-		return unsent(c);
-	c->notify = watch;
-	return sent(c, zoo_awexists(s->zh, path, watch ? watcher : NULL,
-				    watch ? s : NULL, on_stat, c));
-}
-
-struct zc *zc_get(struct zk_sess *s, const char *path, bool watch)
-{
-	struct zc *c = new_zc(s, ZC_GET);
-
-	if (!c || !s->zh)
-		return unsent(c);
-	c->notify = watch;
-	return sent(c, zoo_awget(s->zh, path, watch ? watcher : NULL,
-				 watch ? s : NULL, on_data, c));
-}
-
-struct zc *zc_children(struct zk_sess *s, const char *path, bool watch)
-{
-	struct zc *c = new_zc(s, ZC_CHILDREN);
-
-	if (!c || !s->zh)
-		return unsent(c);
-	c->notify = watch;
-	return sent(c, zoo_awget_children2(s->zh, path, watch ? watcher : NULL,
-					   watch ? s : NULL, on_children, c));
-}
-
-struct zc *zc_set(struct zk_sess *s, const char *path, const char *data, int len,
-		  int version)
-{
-	struct zc *c = new_zc(s, ZC_SET);
-
-	if (!c || !s->zh)
-		return unsent(c);
-	return sent(c, zoo_aset(s->zh, path, data, len, version, on_stat, c));
-}
-
-static void on_string(int rc, const char *value, const void *data)
-{
-	struct zc *c = arrived(data);
-
-	if (c)
-		done(c, rc);
-}
-
-struct zc *zc_sync(struct zk_sess *s, const char *path)
-{
-	struct zc *c = new_zc(s, ZC_SYNC);
-
-	if (!c || !s->zh)
-		return unsent(c);
-	return sent(c, zoo_async(s->zh, path, on_string, c));
-}
-
-struct zc *zc_multi_new(struct zk_sess *s)
-{
-	return new_zc(s, ZC_MULTI);
-}
-
-/* A copy kept until the reply; NULL when out of memory (the op is then
- * left out, and the multi fails). */
-static char *keep(struct zc *c, const char *s, int len)
-{
-	for (size_t i = 0; i < sizeof c->strs / sizeof c->strs[0]; i++) {
-		if (c->strs[i])
-			continue;
-		if (len < 0)
-			c->strs[i] = strdup(s);
-		else if ((c->strs[i] = malloc((size_t)len + 1))) {
-			memcpy(c->strs[i], s, (size_t)len);
-			c->strs[i][len] = '\0';
-		}
-		return c->strs[i];
-	}
-	return NULL;
-}
-
-void zc_multi_delete(struct zc *c, const char *path)
-{
-	const char *p;
-
-	if (c && c->n_ops < ZC_MAX_OPS && (p = keep(c, path, -1)))
-		zoo_delete_op_init(&c->ops[c->n_ops++], p, -1);
-}
-
-void zc_multi_create(struct zc *c, const char *path, const char *data, int len,
-		     int flags)
-{
-	const char *p, *d;
-
-	if (c && c->n_ops < ZC_MAX_OPS && (p = keep(c, path, -1)) &&
-	    (d = keep(c, data, len))) {
-		zoo_create_op_init(&c->ops[c->n_ops], p, d, len, zs_acl(c->s, flags), flags,
-				   c->path_buf[c->n_ops], sizeof c->path_buf[0]);
-		c->n_ops++;
-	}
-}
-
-struct zc *zc_multi_send(struct zc *c)
-{
-	if (!c || !c->s->zh || c->n_ops == 0)
-		return unsent(c);
-	return sent(c, zoo_amulti(c->s->zh, c->n_ops, c->ops, c->res, on_void, c));
-}
-
-size_t zc_wait(struct zc **c, size_t n, int64_t deadline_ms)
-{
-	struct zk_sess *s = NULL;
-	struct timespec ts = abs_time(deadline_ms);
-	size_t n_done = 0, n_calls = 0;
-
-	for (size_t i = 0; i < n; i++)
-		if (c[i]) {
-			s = c[i]->s;
-			n_calls++;
-		}
-	if (!s)
-		return 0;
-	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		n_done = 0;
-		for (size_t i = 0; i < n; i++)
-			n_done += c[i] && c[i]->done;
-		if (n_done == n_calls ||
-		    pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT)
-			break;
-	}
-	n_done = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!c[i])
-			continue;
-		c[i]->rc = c[i]->done ? c[i]->done_rc : ZK_TIMEDOUT;
-		n_done += c[i]->done;
-	}
-	pthread_mutex_unlock(&s->mu);
-	return n_done;
-}
-
-void zc_free(struct zc *c)
-{
-	if (!c)
-		return;
-	pthread_mutex_lock(&c->s->mu);
-	if (!c->done) {
-		c->abandoned = true;	/* its completion frees it */
-		pthread_mutex_unlock(&c->s->mu);
-		return;
-	}
-	pthread_mutex_unlock(&c->s->mu);
-	free_zc(c);
 }
 
 /* ---- errors ------------------------------------------------------------ */
@@ -812,38 +443,170 @@ int zs_exit_of(int rc)
 	return zs_transient(rc) ? EX_UNAVAILABLE : EX_SOFTWARE;
 }
 
+/* What the library's codes mean to whoever runs dlock, where zerror()
+ * says too little. */
+static const struct {
+	int rc;
+	const char *why;
+} reasons[] = {
+	{ ZK_TIMEDOUT, "no answer in time" },
+	{ ZNOAUTH, "not allowed (the node's ACL: check the user and password)" },
+	/* a 3.4 server answers create2 so (ZOOKEEPER-1495), and closes the
+	 * connection */
+	{ ZUNIMPLEMENTED, "the server does not implement the request: dlock needs ZooKeeper " ZK_MIN_VERSION " or later" },
+	{ ZNOCHILDRENFOREPHEMERALS, "a lock name inside another lock's contender (an ephemeral node has no children)" },
+	{ ZSESSIONCLOSEDREQUIRESASLAUTH, "the server requires SASL authentication (dlock authenticates with digest only)" },
+	{ ZEPHEMERALONLOCALSESSION, "the server gave a local session, which cannot own ephemeral nodes (localSessionsUpgradingEnabled)" },
+	{ ZNOTREADONLY, "the server is read-only (cut off from its quorum)" },
+};
+
 void zs_error(struct error *err, int rc, const char *what)
 {
+	const char *text = NULL;
 	char why[160];
 
-	switch (rc) {
-	case ZK_TIMEDOUT:
-		snprintf(why, sizeof why, "no answer in time");
-		break;
-	case ZNOAUTH:
-		snprintf(why, sizeof why, "not allowed (the node's ACL: check the user and password)");
-		break;
-	case ZUNIMPLEMENTED:
-		/* a 3.4 server answers create2 so (ZOOKEEPER-1495), and
-		 * closes the connection */
-		snprintf(why, sizeof why, "the server does not implement the request: dlock needs ZooKeeper %s or later",
-			 ZK_MIN_VERSION);
-		break;
-	case ZNOCHILDRENFOREPHEMERALS:
-		snprintf(why, sizeof why, "a lock name inside another lock's contender (an ephemeral node has no children)");
-		break;
-	case ZSESSIONCLOSEDREQUIRESASLAUTH:
-		snprintf(why, sizeof why, "the server requires SASL authentication (dlock authenticates with digest only)");
-		break;
-	case ZEPHEMERALONLOCALSESSION:
-		snprintf(why, sizeof why, "the server gave a local session, which cannot own ephemeral nodes (localSessionsUpgradingEnabled)");
-		break;
-	case ZNOTREADONLY:
-		snprintf(why, sizeof why, "the server is read-only (cut off from its quorum)");
-		break;
-	default:
-		snprintf(why, sizeof why, "%s", zerror(rc));
-	}
+	for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+		if (reasons[i].rc == rc)
+			text = reasons[i].why;
+	snprintf(why, sizeof why, "%s", text ? text : zerror(rc));
 	log_lower_first(why);
 	error_set(err, zs_exit_of(rc), "%s: %s", what, why);
+}
+
+/* ---- the lock's session ------------------------------------------------ */
+
+/* The longest session timeout asked for, in ms: see new_session(). */
+#define ZK_TIMEOUT_ASK_MAX 1000000000
+
+int zk_token_session(const char *token, clientid_t *id)
+{
+	unsigned long long sid = 0;
+
+	if (strlen(token) != 64 || strspn(token, "0123456789abcdef") != 64)
+		return -1;
+	for (int i = 0; i < 16; i++)
+		sid = sid << 4 | (unsigned)(token[i] <= '9' ? token[i] - '0' : token[i] - 'a' + 10);
+	id->client_id = (int64_t)sid;
+	for (int i = 0; i < 16; i++) {
+		char b[3] = { token[32 + 2 * i], token[33 + 2 * i], 0 };
+
+		id->passwd[i] = (char)strtol(b, NULL, 16);
+	}
+	return 0;
+}
+
+static int new_session(struct zk *z, const clientid_t *resume, struct error *err)
+{
+	const struct lock_params *p = z->lk->p;
+	struct zk_sess_opts o = {
+		.hosts = z->u->hosts,
+		.url_text = z->u->text,
+		.digest = z->digest[0] ? z->digest : NULL,
+		/* the client doubles it in an int (2^30 ms and more: no
+		 * connection); the server lowers what it is asked to its
+		 * maxSessionTimeout anyway, and the lease follows that */
+		.timeout_ms = p->ttl_ms > ZK_TIMEOUT_ASK_MAX ? ZK_TIMEOUT_ASK_MAX : (int)p->ttl_ms,
+		.resume = resume,
+		.verbose = p->verbose,
+	};
+
+	if (!(z->s = zs_new(&o))) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	z->told = false;
+	z->own_watched = false;
+	return 0;
+}
+
+/* Requests whose answers we no longer read: their completions free them. */
+void zk_drop_requests(struct zk *z)
+{
+	zc_free(z->watch_req);
+	zc_free(z->acq_event);
+	zc_free(z->set_req);
+	zc_free(z->stale_req);
+	z->watch_req = z->acq_event = z->set_req = z->stale_req = NULL;
+}
+
+/* Ours no more: the session is over, so is anything it held. */
+void zk_forget_own(struct zk *z)
+{
+	free(z->own);
+	z->own = NULL;
+	z->create_tried = false;
+	z->eval_ms = -1;
+}
+
+int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
+	       bool *expired, struct error *err)
+{
+	struct zk_state st;
+
+	*expired = false;
+	/* -F's helper: the library's threads stayed in the parent (fork()
+	 * copies only the caller's), with the session's handle. The session
+	 * itself lives on the server: take it over with its id and password,
+	 * as a client that reconnects does. The old handle is left as it is,
+	 * never touched again (its mutexes may be held by threads that do
+	 * not exist here). */
+	if (z->s && zs_pid(z->s) != getpid()) {
+		zs_keep(z->s);
+		z->s = NULL;
+		/* the parent's */
+		z->watch_req = z->acq_event = z->set_req = z->stale_req = NULL;
+		if (new_session(z, &z->id, err) < 0)
+			return -1;
+		z->adopted = true;
+	}
+	if (!z->s && new_session(z, NULL, err) < 0)
+		return -1;
+	if (zs_connect(z->s, deadline_ms, expired, err) < 0) {
+		if (!*expired || !renew_expired)
+			return -1;
+		/* a waiter's session: a new one, and a new place in line */
+		zk_drop_requests(z);
+		zs_free(z->s, clock_now_ms() + z->lk->node_timeout_ms);
+		z->s = NULL;
+		zk_forget_own(z);
+		if (new_session(z, NULL, err) < 0 ||
+		    zs_connect(z->s, deadline_ms, expired, err) < 0)
+			return -1;
+	}
+	zs_state(z->s, &st);
+	z->id = st.id;
+	z->timeout_ms = st.timeout_ms > 0 ? st.timeout_ms : z->lk->p->ttl_ms;
+	/* the lease follows the session's timeout, whatever --ttl asked */
+	z->lk->ttl_ms = z->timeout_ms;
+	/* The server expires a session it has not heard from for the
+	 * timeout, at its next tick (sessions expire in buckets a tick
+	 * wide), and the library pings it until the end: gone within the
+	 * timeout and a tick of the kill. A tick is at most half the
+	 * timeout where minSessionTimeout is its default (two ticks), and
+	 * 1% + 2 ms for the rates of the clocks. */
+	z->lk->lapse_ms = z->timeout_ms + z->timeout_ms / 2 + z->timeout_ms / 100 + 2;
+	if (!z->told && z->lk->p->verbose) {
+		log_line(z->lk->p->name, "%s: session 0x%" PRIx64 ", timeout %.3g s%s",
+			 z->u->text, (uint64_t)st.id.client_id,
+			 (double)z->timeout_ms / 1000,
+			 z->timeout_ms != z->lk->p->ttl_ms ?
+			 " (the server's bounds differ from --ttl)" : "");
+	}
+	z->told = true;
+	return 0;
+}
+
+int zk_resume(struct zk *z, const char *token, int64_t deadline_ms,
+	      struct error *err)
+{
+	clientid_t id;
+	bool expired;
+
+	if (zk_token_session(token, &id) < 0)
+		return 1;
+	if (new_session(z, &id, err) < 0)
+		return err->exit;
+	if (zk_session(z, deadline_ms, false, &expired, err) < 0)
+		return expired ? 1 : err->exit;
+	return 0;
 }

@@ -1,4 +1,4 @@
-/* zkurl.h - zk:// URLs (pure: no I/O, unit-tested and fuzzed)
+/* url.h - zk:// URLs (pure: no I/O, unit-tested and fuzzed)
  *
  *   zk://[user[:password]@]host[:port][,host[:port]...][/chroot]
  *
