@@ -1,48 +1,6 @@
-/* engine.c - PostgreSQL: session-level advisory locks.
- *
- * The lock is pg_advisory_lock(hashtextextended(PREFIX || NAME, 0)), the
- * key computed by the server, so that psql takes the same lock with the
- * same words. It belongs to the session that took it: one connection per
- * lock, kept for the whole job; the lease is that connection. dlock
- * proves it alive every TTL/3 (a heartbeat), and the session is set up
- * so that the server ends it, and frees the lock, when dlock falls silent
- * for about the TTL (idle_session_timeout, TCP keepalives,
- * tcp_user_timeout). A waiter waits inside the server, in its lock queue
- * (arrival order), woken by the reply; at its deadline the call is
- * cancelled and the connection closed, which gives back a lock granted
- * just before the cancel arrived.
- *
- * The session must be ours alone: a pooler in transaction mode hands its
- * backend to other clients between our statements (and their advisory
- * locks re-enter). Each statement that would take or set anything checks
- * first, in the same statement (enum guard), and takes nothing when the
- * check fails; through a pooler a few statements more tell session
- * pooling from transaction pooling first (pooler_check()). Later
- * statements check the backend and our mark on it (dlock.session).
- *
- * Every statement a holder runs carries a comment, "dlock mode=M
- * token=T fence=F slot=S key=K holder=INFO", which pg_stat_activity
- * shows to other sessions: status reads holders from it, a nested dlock
- * its caller's token, fence and mode, and a shared holder the mode the
- * others hold in (the try statement says its mode too: "dlock try
- * mode=M"). The short fields come first, as pg_stat_activity cuts a
- * statement at track_activity_query_size.
- *
- * The fence is a counter row per lock, public.dlock_fences, written in
- * the statement that took the lock (only when it did) and committed with
- * synchronous_commit on: durable before the job starts, so that a crash
- * never hands it out again (a transaction ID that wrote nothing is not:
- * its commit is not flushed). Its value is the larger of the row's + 1
- * and the server's clock in microseconds, as Redis's: a standby promoted
- * without the last update still counts past it.
- *
- * Modes: -x is pg_advisory_lock(K), -s pg_advisory_lock_shared(K), and
- * --limit N takes K shared too (so -x excludes it) and one of the slots
- * 1..N: slot i is the two-int advisory lock on the halves of
- * hashtextextended(PREFIX || NAME, i), a space no lock's name reaches
- * (those are one-bigint locks). Shared holders and --limit holders, or --limit N and M, are
- * told apart by their comments: a holder that finds others in another
- * mode gives its lock back and says so (64), as Redis does. */
+/* lock.c - PostgreSQL: a lock's operations (src/engine.h's lock part):
+ * the try statement and the wait in the server's queue, the heartbeat,
+ * the watch on the idle connection, the release, the -k fence. */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -51,8 +9,7 @@
 #include <sysexits.h>
 #include <sys/random.h>
 #include "clock.h"
-#include "conn.h"
-#include "engine.h"
+#include "postgres.h"
 #include "show.h"
 
 #define APPLICATION_NAME "dlock"
@@ -97,33 +54,6 @@ enum guard {
 	GUARD_OURS,	/* afterwards: the backend, and dlock's mark on it */
 };
 
-struct pg {
-	const struct pg_url *url;
-	PGconn *c;
-	char *key;		/* the text hashed: PREFIX NAME */
-	char *comment;		/* what the holder's statements carry */
-	bool checked;		/* the session passed the check: ours alone,
-				 * its settings and mark made */
-	bool waiting;		/* a blocking pg_advisory_lock runs */
-	bool beat_pending;	/* a statement's result is still to be read */
-	bool held;
-	bool stolen;		/* a statement found the session not ours */
-	bool told_db;		/* say_database() said it */
-	char hidden_holder[80];	/* a nested dlock: the role of a holder
-				 * whose statements this role cannot read
-				 * (its caller's, perhaps); "": none */
-	long slot;		/* --limit: the slot held, 1..N */
-	char pid[16];		/* the backend our statements run on */
-	char mark[24];		/* dlock.session on it: this connection's */
-	char vxid[32];		/* GUARD_POOLED: the lock's statement's
-				 * virtual transaction ID */
-};
-
-static struct pg *P(const struct lock *lk)
-{
-	return lk->e;
-}
-
 static const char *shared(const struct lock *lk)
 {
 	return lk->p->limit == LOCK_SHARED ? "_shared" : "";
@@ -146,38 +76,6 @@ static void mode_words(const char *mode, char *out, size_t len)
 	else
 		snprintf(out, len, "with --limit %s", mode);
 }
-
-/* ---- settings ------------------------------------------------------------ */
-
-static int parse(const char *const *urls, size_t n, void **servers, char *err,
-		 size_t errlen)
-{
-	return pg_parse_urls(urls, n, (struct pg_url **)servers, err, errlen);
-}
-
-static void free_servers(void *servers, size_t n)
-{
-	pg_free_urls(servers, n);
-}
-
-static const char *server_text(const void *servers, size_t i)
-{
-	return ((const struct pg_url *)servers)[i].text;
-}
-
-static bool uses_tls(const void *servers, size_t n)
-{
-	return n > 0 && ((const struct pg_url *)servers)[0].tls;
-}
-
-static const struct engine_cannot cannot[] = {
-	{ CAP_SEVERAL, "one server keeps the lock (a standby never sees it): name its hosts in one URL, libpq's host list" },
-	{ CAP_STEPS, "an advisory lock belongs to the session that took it and ends with it: acquire, extend and release cannot be separate processes" },
-	{ CAP_HISTORY, "advisory locks leave no trace to read back" },
-	{ CAP_WAIT_REPLICAS, "a standby never sees advisory locks" },
-	{ CAP_LIST, "advisory lock keys are hashes: name the locks (dlock status KEY...)" },
-	{ 0, NULL }
-};
 
 /* ---- the holder's comment --------------------------------------------- */
 
@@ -542,7 +440,7 @@ static void new_token(struct lock *lk)
 		random_hex(lk->token, 16);
 }
 
-static int begin(struct lock *lk, struct error *err)
+int pg_begin(struct lock *lk, struct error *err)
 {
 	new_token(lk);
 	lk->fence[0] = '\0';
@@ -892,13 +790,11 @@ static enum lock_result wait_over(struct lock *lk, struct error *err)
 	return res;
 }
 
-static int release(struct lock *lk, const struct release_how *how,
-		   struct error *err);
 
 /* Through a pooler, the lock just taken: the backend's next transaction
  * is ours too (GUARD_POOLED saw nobody's before it, this sees nobody's
  * after), before the job starts; else it is given back (on our backend,
- * whatever the pooler does meanwhile: release()) and refused, 69. */
+ * whatever the pooler does meanwhile: pg_release()) and refused, 69. */
 static bool still_ours(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
@@ -912,14 +808,13 @@ static bool still_ours(struct lock *lk, struct error *err)
 		return true;
 	pg->held = true;
 	pg->stolen = true;
-	release(lk, &how, &ignored);
+	pg_release(lk, &how, &ignored);
 	if (ours == 0)
 		pooler_error(pg, err);
 	return false;
 }
 
-static enum lock_result try(struct lock *lk, int64_t *retry_ms,
-			    struct error *err)
+enum lock_result pg_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 {
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->key, pg->pid, pg->mark, pg->vxid };
@@ -1050,7 +945,7 @@ again:
 	return LOCK_HELD;
 }
 
-static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+size_t pg_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 {
 	struct pg *pg = P(lk);
 
@@ -1060,7 +955,7 @@ static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	return 1;
 }
 
-static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
+bool pg_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
 {
 	struct pg *pg = P(lk);
 
@@ -1077,7 +972,7 @@ static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
  * deadline (a stopped server hung the waiter past -w and SIGTERM). The
  * server notices a client gone while it waits within
  * client_connection_check_interval (the session's settings). */
-static void end_wait(struct lock *lk, enum lock_result r)
+void pg_end_wait(struct lock *lk, enum lock_result r)
 {
 	struct pg *pg = P(lk);
 
@@ -1115,7 +1010,7 @@ static int drain(struct lock *lk, int64_t deadline_ms, struct error *err)
  * its keys') is written back to each key's row while holding it, and
  * said in the comment: the next holder of that key counts on from there,
  * and a nested dlock hands on the job's fence. */
-static int raise_fence(struct lock *lk, const char *fence, struct error *err)
+int pg_raise_fence(struct lock *lk, const char *fence, struct error *err)
 {
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->key, fence };
@@ -1161,8 +1056,8 @@ static int raise_fence(struct lock *lk, const char *fence, struct error *err)
 
 /* The heartbeat: the session answers, so its locks are still ours (only
  * the session itself can release them). */
-static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
-				 struct error *err)
+enum extend_result pg_extend(struct lock *lk, int64_t timeout_ms,
+			     struct error *err)
 {
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->pid, pg->mark };
@@ -1221,7 +1116,7 @@ stolen:
 /* The idle lock connection: readable when the server says something
  * unasked (it ended the session: pg_terminate_backend, a shutdown) or
  * the reply to the comment arrives. */
-static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+size_t pg_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 {
 	struct pg *pg = P(lk);
 
@@ -1231,8 +1126,8 @@ static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	return 1;
 }
 
-static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
-			 char *note, size_t notelen)
+bool pg_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+		     char *note, size_t notelen)
 {
 	struct pg *pg = P(lk);
 
@@ -1263,7 +1158,7 @@ static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 	return true;
 }
 
-static size_t fds(const struct lock *lk, int *out, size_t max)
+size_t pg_fds(const struct lock *lk, int *out, size_t max)
 {
 	const struct pg *pg = P(lk);
 
@@ -1275,8 +1170,8 @@ static size_t fds(const struct lock *lk, int *out, size_t max)
 
 /* pg_advisory_unlock says whether the lock was still ours; then the
  * connection goes, and anything else the session held with it. */
-static int release(struct lock *lk, const struct release_how *how,
-		   struct error *err)
+int pg_release(struct lock *lk, const struct release_how *how,
+	       struct error *err)
 {
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->key, pg->pid, pg->mark };
@@ -1361,7 +1256,7 @@ static int check_name(const char *key, struct error *err)
 	return -1;
 }
 
-static int open_lock(struct lock *lk, struct error *err)
+int pg_open(struct lock *lk, struct error *err)
 {
 	struct pg *pg = calloc(1, sizeof *pg);
 
@@ -1392,7 +1287,7 @@ static int open_lock(struct lock *lk, struct error *err)
 	return check_name(pg->key, err);
 }
 
-static void close_lock(struct lock *lk)
+void pg_close(struct lock *lk)
 {
 	struct pg *pg = P(lk);
 
@@ -1533,8 +1428,8 @@ oom:
 	return -1;
 }
 
-static int status(struct lock *lk, struct status_lock *locks, size_t n,
-		  struct error *err)
+int pg_status(struct lock *lk, struct status_lock *locks, size_t n,
+	      struct error *err)
 {
 	if (connect_once(lk, false, err) < 0)
 		return -1;
@@ -1547,8 +1442,8 @@ static int status(struct lock *lk, struct status_lock *locks, size_t n,
 
 /* release --force: the holders' sessions terminated, which frees their
  * locks; each holder's dlock sees its session end and stops its job. */
-static int force(struct lock *lk, struct broken_holder **out, size_t *n_out,
-		 struct error *err)
+int pg_force(struct lock *lk, struct broken_holder **out, size_t *n_out,
+	     struct error *err)
 {
 	struct pg *pg = P(lk);
 	struct status_lock s = { .name = strdup(lk->p->name) };
@@ -1605,38 +1500,3 @@ static int force(struct lock *lk, struct broken_holder **out, size_t *n_out,
 	status_lock_free(&s);
 	return EX_OK;
 }
-
-ENGINE_MODULE_ABI;
-
-const struct engine postgres_engine = {
-	.settings = {
-		.name = "PostgreSQL",
-		.flags = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_NO_FORK |
-			 CAP_UNAVAILABLE_RUN | CAP_HELD_BY_CONNECTION,
-		.cannot = cannot,
-		.min_ttl_ms = 1000,
-		.parse = parse,
-		.free_servers = free_servers,
-		.server_text = server_text,
-		.uses_tls = uses_tls,
-	},
-	.lock = {
-		.open = open_lock,
-		.close = close_lock,
-		.begin = begin,
-		.try = try,
-		.wait_fds = wait_fds,
-		.wait_events = wait_events,
-		.end_wait = end_wait,
-		.extend = extend,
-		.watch_fds = watch_fds,
-		.watch_events = watch_events,
-		.fds = fds,
-		.release = release,
-		.raise_fence = raise_fence,
-	},
-	.inspect = {
-		.status = status,
-		.force = force,
-	},
-};

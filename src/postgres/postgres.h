@@ -1,0 +1,106 @@
+/* postgres.h - the PostgreSQL engine (src/engine.h): session-level
+ * advisory locks over libpq. Its state for one lock and what its files
+ * share; included by no other folder.
+ *
+ * The lock is pg_advisory_lock(hashtextextended(PREFIX || NAME, 0)), the
+ * key computed by the server, so that psql takes the same lock with the
+ * same words. It belongs to the session that took it: one connection per
+ * lock, kept for the whole job; the lease is that connection. dlock
+ * proves it alive every TTL/3 (a heartbeat), and the session is set up
+ * so that the server ends it, and frees the lock, when dlock falls silent
+ * for about the TTL (idle_session_timeout, TCP keepalives,
+ * tcp_user_timeout). A waiter waits inside the server, in its lock queue
+ * (arrival order), woken by the reply; at its deadline the call is
+ * cancelled and the connection closed, which gives back a lock granted
+ * just before the cancel arrived.
+ *
+ * The session must be ours alone: a pooler in transaction mode hands its
+ * backend to other clients between our statements (and their advisory
+ * locks re-enter). Each statement that would take or set anything checks
+ * first, in the same statement (enum guard), and takes nothing when the
+ * check fails; through a pooler a few statements more tell session
+ * pooling from transaction pooling first (pooler_check()). Later
+ * statements check the backend and our mark on it (dlock.session).
+ *
+ * Every statement a holder runs carries a comment, "dlock mode=M
+ * token=T fence=F slot=S key=K holder=INFO", which pg_stat_activity
+ * shows to other sessions: status reads holders from it, a nested dlock
+ * its caller's token, fence and mode, and a shared holder the mode the
+ * others hold in (the try statement says its mode too: "dlock try
+ * mode=M"). The short fields come first, as pg_stat_activity cuts a
+ * statement at track_activity_query_size.
+ *
+ * The fence is a counter row per lock, public.dlock_fences, written in
+ * the statement that took the lock (only when it did) and committed with
+ * synchronous_commit on: durable before the job starts, so that a crash
+ * never hands it out again (a transaction ID that wrote nothing is not:
+ * its commit is not flushed). Its value is the larger of the row's + 1
+ * and the server's clock in microseconds, as Redis's: a standby promoted
+ * without the last update still counts past it.
+ *
+ * Modes: -x is pg_advisory_lock(K), -s pg_advisory_lock_shared(K), and
+ * --limit N takes K shared too (so -x excludes it) and one of the slots
+ * 1..N: slot i is the two-int advisory lock on the halves of
+ * hashtextextended(PREFIX || NAME, i), a space no lock's name reaches
+ * (those are one-bigint locks). Shared holders and --limit holders, or --limit N and M, are
+ * told apart by their comments: a holder that finds others in another
+ * mode gives its lock back and says so (64), as Redis does. */
+#pragma once
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+#include "conn.h"
+#include "engine.h"
+
+struct pg {
+	const struct pg_url *url;
+	PGconn *c;
+	char *key;		/* the text hashed: PREFIX NAME */
+	char *comment;		/* what the holder's statements carry */
+	bool checked;		/* the session passed the check: ours alone,
+				 * its settings and mark made */
+	bool waiting;		/* a blocking pg_advisory_lock runs */
+	bool beat_pending;	/* a statement's result is still to be read */
+	bool held;
+	bool stolen;		/* a statement found the session not ours */
+	bool told_db;		/* pg_say_database() said it */
+	char hidden_holder[80];	/* a nested dlock: the role of a holder
+				 * whose statements this role cannot read
+				 * (its caller's, perhaps); "": none */
+	long slot;		/* --limit: the slot held, 1..N */
+	char pid[16];		/* the backend our statements run on */
+	char mark[24];		/* dlock.session on it: this connection's */
+	char vxid[32];		/* GUARD_POOLED: the lock's statement's
+				 * virtual transaction ID */
+};
+
+static inline struct pg *P(const struct lock *lk)
+{
+	return lk->e;
+}
+
+/* lock.c: the lock operations (struct engine_lock_ops). */
+int pg_open(struct lock *lk, struct error *err);
+void pg_close(struct lock *lk);
+int pg_begin(struct lock *lk, struct error *err);
+enum lock_result pg_try(struct lock *lk, int64_t *retry_ms, struct error *err);
+size_t pg_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max);
+bool pg_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n);
+void pg_end_wait(struct lock *lk, enum lock_result r);
+enum extend_result pg_extend(struct lock *lk, int64_t timeout_ms,
+			     struct error *err);
+size_t pg_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max);
+bool pg_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+		     char *note, size_t notelen);
+size_t pg_fds(const struct lock *lk, int *out, size_t max);
+int pg_release(struct lock *lk, const struct release_how *how,
+	       struct error *err);
+int pg_raise_fence(struct lock *lk, const char *fence, struct error *err);
+
+/* The inspection operations (struct engine_inspect_ops). */
+int pg_status(struct lock *lk, struct status_lock *locks, size_t n,
+	      struct error *err);
+int pg_force(struct lock *lk, struct broken_holder **out, size_t *n_out,
+	     struct error *err);
