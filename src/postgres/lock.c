@@ -7,12 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
-#include <sys/random.h>
 #include "clock.h"
 #include "postgres.h"
 #include "show.h"
 
-#define APPLICATION_NAME "dlock"
 #define PG_LIMIT_MAX 1000
 /* The statement's key: its text, hashed by the server. */
 #define KEY_OF "hashtextextended($1, 0)"
@@ -41,18 +39,6 @@
 	"AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) " \
 	"AND l.classid = ((" KEY_OF " >> 32) & 4294967295)::oid " \
 	"AND l.objid = (" KEY_OF " & 4294967295)::oid "
-
-/* What the statement that would take the lock checks first, in its own
- * WITH query, so that nothing is taken (nor set) on a session that is
- * not ours alone (a pooler's): */
-enum guard {
-	GUARD_DIRECT,	/* a new connection's first statement: its backend
-			 * is the one the connection reported, no pooler */
-	GUARD_POOLED,	/* through a pooler: the backend of the check, one
-			 * transaction later (nobody else's in between), and
-			 * holding no advisory lock (nobody's left over) */
-	GUARD_OURS,	/* afterwards: the backend, and dlock's mark on it */
-};
 
 static const char *shared(const struct lock *lk)
 {
@@ -160,257 +146,6 @@ static int make_comment(struct lock *lk, struct error *err)
 	return 0;
 }
 
-/* ---- the connection -------------------------------------------------------- */
-
-static void disconnect(struct pg *pg)
-{
-	if (pg->c)
-		PQfinish(pg->c);	/* the session's locks go with it */
-	pg->c = NULL;
-	pg->waiting = pg->beat_pending = pg->held = pg->stolen = false;
-}
-
-static void random_hex(char *out, size_t n_bytes)
-{
-	unsigned char raw[32];
-
-	if (n_bytes > sizeof raw)
-		n_bytes = sizeof raw;
-	if (getrandom(raw, n_bytes, 0) != (ssize_t)n_bytes)
-		arc4random_buf(raw, n_bytes);
-	for (size_t i = 0; i < n_bytes; i++)
-		snprintf(out + 2 * i, 3, "%02x", raw[i]);
-}
-
-/* Advisory locks live in one database: where the URL names none, which
- * one libpq chose (PGDATABASE, or the user's name) is said, once. */
-static void say_database(struct lock *lk)
-{
-	struct pg *pg = P(lk);
-
-	if (pg->url->has_dbname || pg->told_db || !pg->c)
-		return;
-	pg->told_db = true;
-	log_line(lk->p->name, "%s: the URL names no database: the lock lives in database \"%s\"",
-		 pg->url->text, PQdb(pg->c));
-}
-
-/* A connection: the backend it reports (a pooler's own number through
- * one) until the check says which one our statements run on, and a new
- * mark for the session. for_lock: a lock's session, with dlock's
- * settings (else status and --force: any pooler passes them). */
-static int connect_once(struct lock *lk, bool for_lock, struct error *err)
-{
-	struct pg *pg = P(lk);
-	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME, for_lock };
-
-	if (pg->c)
-		return 0;
-	pg->c = pg_connect(pg->url, lk->p, &s, clock_now_ms() + lk->node_timeout_ms, err);
-	if (!pg->c)
-		return -1;
-	pg->checked = false;
-	snprintf(pg->pid, sizeof pg->pid, "%d", PQbackendPID(pg->c));
-	random_hex(pg->mark, 8);
-	pg->vxid[0] = '\0';
-	return 0;
-}
-
-/* The session's settings, made by the statement that passed the check
- * (no round trip of their own; its SELECT reads s, as an unused WITH
- * query is never run). dlock.session ($3) marks the session as this
- * connection's: every later statement checks it. The fence's commit is
- * flushed before the reply (synchronous_commit at least local: a role's
- * "off" would let a crash lose it; read at the commit, so it holds for
- * this statement already). The rest came with the session's startup
- * options (pg_startup_options(): pg_connect() says why each), except
- * through a declared pooler, which refuses them: made here then, for
- * every statement after this one: the server ends a session that has
- * been idle about the TTL (idle_session_timeout: a stopped or cut-off
- * holder), or whose peer stopped answering (keepalives,
- * tcp_user_timeout; TCP only); a role's lock_timeout or
- * statement_timeout would cut the blocking wait short of -w; read
- * committed, so that shared holders write the fence row at once. */
-static void settings(const struct lock *lk, char *out, size_t len)
-{
-	long long ttl_s = lk->ttl_ms / 1000 > 0 ? lk->ttl_ms / 1000 : 1;
-	int n;
-
-	n = snprintf(out, len,
-		     "s AS MATERIALIZED (SELECT "
-		     "set_config('dlock.session', $3, false), "
-		     "set_config('synchronous_commit', CASE current_setting('synchronous_commit') "
-		     "WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, false)");
-	if (!pg_startup_options(P(lk)->url) && n > 0 && (size_t)n < len)
-		n += snprintf(out + n, len - (size_t)n, ", "
-			      "set_config('idle_session_timeout', '%lld', false), "
-			      "set_config('tcp_keepalives_idle', '%lld', false), "
-			      "set_config('tcp_keepalives_interval', '%lld', false), "
-			      "set_config('tcp_keepalives_count', '3', false), "
-			      "set_config('tcp_user_timeout', '%lld', false), "
-			      "set_config('client_connection_check_interval', '1000', false), "
-			      "set_config('lock_timeout', '0', false), "
-			      "set_config('statement_timeout', '0', false), "
-			      "set_config('idle_in_transaction_session_timeout', '0', false), "
-			      "set_config('default_transaction_isolation', 'read committed', false)",
-			      (long long)lk->ttl_ms, ttl_s / 3 > 0 ? ttl_s / 3 : 1,
-			      ttl_s / 9 > 0 ? ttl_s / 9 : 1, (long long)lk->ttl_ms);
-	if (n > 0 && (size_t)n < len)
-		snprintf(out + n, len - (size_t)n, " FROM c WHERE c.ok), ");
-}
-
-/* The check, as SQL ($2 the backend's pid, $3 the mark, $4 the virtual
- * transaction ID), and how many parameters its statement takes. */
-static const char *guard_sql(enum guard g, int *n_params)
-{
-	*n_params = g == GUARD_POOLED ? 4 : 3;
-	switch (g) {
-	case GUARD_DIRECT:
-		return "pg_backend_pid() = $2::int";
-	case GUARD_POOLED:
-		return "pg_backend_pid() = $2::int AND (SELECT virtualxid FROM pg_locks "
-		       "WHERE locktype = 'virtualxid' AND pid = pg_backend_pid()) = $4 "
-		       "AND NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
-		       "AND pid = pg_backend_pid())";
-	case GUARD_OURS:
-		break;
-	}
-	return "pg_backend_pid() = $2::int AND current_setting('dlock.session', true) = $3";
-}
-
-static enum guard guard_of(const struct pg *pg)
-{
-	return pg->checked ? GUARD_OURS : pg->vxid[0] ? GUARD_POOLED : GUARD_DIRECT;
-}
-
-static void pooler_error(const struct pg *pg, struct error *err)
-{
-	error_set(err, EX_UNAVAILABLE,
-		  "%s: a pooler that shares backends between clients (PgBouncer in transaction or statement mode) is in the path: a session-level advisory lock would land on another client's session; connect to PostgreSQL directly, or through session pooling",
-		  pg->url->text);
-}
-
-/* A pooler or a proxy in the path (the backend our statement ran on is
- * not the one the connection reported) that the URL does not declare:
- * what it does with sessions cannot be told from outside for sure (with
- * no traffic, a transaction pooler hands a client its own backend every
- * time; two PgBouncers on one port pass any two-client check now and
- * then), so it is refused unless declared. */
-static void undeclared_pooler(const struct pg *pg, const char *backend, struct error *err)
-{
-	error_set(err, EX_UNAVAILABLE,
-		  "%s: a pooler or proxy is in the path (the statement ran on backend %s, not on the connection's %d): %s",
-		  pg->url->text, backend, PQbackendPID(pg->c), PG_POOLER_ADVICE);
-}
-
-/* "B/L" -> "B/(L+1)": the virtual transaction ID of the backend's next
- * transaction (L counts the backend's transactions). 0, or -1 when vxid
- * is not one. */
-static int vxid_next(const char *vxid, char *out, size_t len)
-{
-	unsigned long backend, local;
-	int n = 0;
-
-	if (sscanf(vxid, "%lu/%lu%n", &backend, &local, &n) != 2 || vxid[n] != '\0')
-		return -1;
-	snprintf(out, len, "%lu/%lu", backend, local + 1);
-	return 0;
-}
-
-/* One statement on our connection that must run on our backend (pg->pid)
- * as its very next transaction (pg->vxid; "": any): nobody else's ran on
- * it since our last. Then pg->vxid is the next one's. *left: the session
- * holds an advisory lock, or dlock's mark (what an earlier client left on
- * a backend that the pooler does not reset). 1 yes, 0 no, -1 err. */
-static int next_is_ours(struct lock *lk, bool *left, struct error *err)
-{
-	struct pg *pg = P(lk);
-	const char *params[] = { pg->pid, pg->vxid };
-	PGresult *r;
-	bool dead;
-	int ours;
-
-	r = pg_query(pg->c, pg->url,
-		     "SELECT pg_backend_pid() = $1::int AND ($2 = '' OR v.virtualxid = $2), "
-		     "v.virtualxid, EXISTS (SELECT 1 FROM pg_locks a WHERE a.locktype = 'advisory' "
-		     "AND a.pid = pg_backend_pid()) OR "
-		     "coalesce(current_setting('dlock.session', true), '') <> '' FROM pg_locks v "
-		     "WHERE v.locktype = 'virtualxid' AND v.pid = pg_backend_pid()",
-		     params, 2, clock_now_ms() + lk->node_timeout_ms, &dead, err);
-	if (!r)
-		return -1;
-	ours = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0 &&
-	       vxid_next(PQgetvalue(r, 0, 1), pg->vxid, sizeof pg->vxid) == 0;
-	*left = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 2), "t") == 0;
-	PQclear(r);
-	return ours;
-}
-
-/* Through a pooler (the first statement's backend is not the one the
- * connection reported: a pooler's number), the backend a statement runs
- * on is the pooler's to choose. Session pooling keeps one backend for
- * the connection's life, which is all a lock needs; transaction pooling
- * hands it to whoever comes next, between any two of our statements.
- * Told apart before anything is taken or set: our statements must run on
- * one backend, each as its very next transaction (a virtual transaction
- * ID's local part counts them), while a second client asks for a backend
- * again and again, holding the one it gets for a moment: transaction
- * pooling gives it ours, or gives ours to another client meanwhile (the
- * LIFO pool's next request takes the backend released last), or moves
- * our statements. Then the lock's statement takes it only as the next
- * transaction on that backend, with no advisory lock on it (GUARD_POOLED:
- * nobody's left over). 0, or -1 with err. */
-#define POOLER_ROUNDS 3
-static int pooler_check(struct lock *lk, const char *first_pid, struct error *err)
-{
-	struct pg *pg = P(lk);
-	struct pg_session s = { lk->ttl_ms, APPLICATION_NAME, true };
-	PGconn *other = NULL;
-	PGresult *r;
-	bool dead, shared, left;
-	int ours;
-
-	snprintf(pg->pid, sizeof pg->pid, "%s", first_pid);
-	pg->vxid[0] = '\0';
-	if ((ours = next_is_ours(lk, &left, err)) < 0)
-		return -1;
-	if (left) {
-		/* a client's lock, or a dlock's killed or released there: the
-		 * next client gets what the last one left (dlock's release
-		 * leaves its mark on purpose, so that this shows on the next
-		 * dlock's first session there) */
-		error_set(err, EX_UNAVAILABLE,
-			  "%s: the pooled session holds an advisory lock or dlock's mark, left by an earlier client: the pooler does not reset sessions after a client (PgBouncer: server_reset_query = DISCARD ALL, the default), so a killed holder's lock would stay on its backend; or it shares them (transaction pooling)",
-			  pg->url->text);
-		return -1;
-	}
-	if (ours && !(other = pg_connect(pg->url, lk->p, &s,
-					 clock_now_ms() + lk->node_timeout_ms, err)))
-		return -1;
-	for (int i = 0; ours == 1 && i < POOLER_ROUNDS; i++) {
-		r = pg_query(other, pg->url, "SELECT pg_backend_pid() FROM pg_sleep(0.002)", NULL, 0,
-			     clock_now_ms() + lk->node_timeout_ms, &dead, err);
-		if (!r) {
-			if (!dead)
-				error_set(err, EX_UNAVAILABLE, "%s: a second connection through the pooler got no backend in time (the check of a pooled session takes two: a pool of one that ours fills waits for ever)",
-					  pg->url->text);
-			ours = -1;
-			break;
-		}
-		shared = PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 0), first_pid) == 0;
-		PQclear(r);
-		ours = shared ? 0 : next_is_ours(lk, &left, err);
-	}
-	PQfinish(other);
-	if (ours < 0)
-		return -1;
-	if (ours == 0) {
-		pooler_error(pg, err);
-		return -1;
-	}
-	return 0;
-}
-
 /* The statement a holder proves its session with (the heartbeat, and
  * right after the grant): still ours, its comment the holder's. */
 static char *beat_sql(const struct pg *pg)
@@ -437,7 +172,7 @@ static void new_token(struct lock *lk)
 	if (lk->p->token)
 		snprintf(lk->token, sizeof lk->token, "%s", lk->p->token);
 	else
-		random_hex(lk->token, 16);
+		pg_random_hex(lk->token, 16);
 }
 
 int pg_begin(struct lock *lk, struct error *err)
@@ -534,7 +269,7 @@ static int reentered(struct lock *lk, struct error *err)
 		char fence[24];
 
 		if (!r) {
-			disconnect(pg);
+			pg_disconnect(pg);
 			return -1;
 		}
 		if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") != 0)
@@ -605,7 +340,7 @@ static int create_fences(struct lock *lk, struct error *err)
 	bool dead;
 	PGresult *r;
 
-	if (connect_once(lk, true, err) < 0)
+	if (pg_connect_once(lk, true, err) < 0)
 		return -1;
 	r = pg_query_why(pg->c, pg->url, FENCE_DDL, NULL, 0,
 			 clock_now_ms() + lk->node_timeout_ms, &dead, &why, err);
@@ -614,10 +349,10 @@ static int create_fences(struct lock *lk, struct error *err)
 		return 0;
 	}
 	if (strcmp(why.state, "23505") == 0 || strcmp(why.state, "42P07") == 0) {
-		disconnect(pg);
+		pg_disconnect(pg);
 		return 0;
 	}
-	disconnect(pg);
+	pg_disconnect(pg);
 	if (!why.state[0])
 		return -1;
 	snprintf(cause, sizeof cause, "%s", cause_in(lk, err));
@@ -644,14 +379,14 @@ static void held_by(struct lock *lk, const char *query)
  * read neither pg_locks nor pg_stat_activity: a new backend takes longer
  * to load their catalogs than the rest of the statement. Columns: the
  * check, got, fence, backend, standby, slot. */
-static char *try_sql(struct lock *lk, enum guard g, int *n_params)
+static char *try_sql(struct lock *lk, enum pg_guard g, int *n_params)
 {
 	char with[1024] = "", what[128], mode[24], *sql, *cases = NULL;
-	const char *check = guard_sql(g, n_params);
+	const char *check = pg_guard_sql(g, n_params);
 	int r;
 
 	if (!P(lk)->checked)
-		settings(lk, with, sizeof with);
+		pg_settings_sql(lk, with, sizeof with);
 	mode_word(lk, mode, sizeof mode);
 	if (lk->p->limit > 0) {
 		/* K shared, then the first free slot; no slot: K given back
@@ -713,7 +448,7 @@ static int look_at_holders(struct lock *lk, struct error *err)
 	free(sql);
 	if (!r) {
 		if (dead)
-			disconnect(pg);
+			pg_disconnect(pg);
 		return -1;
 	}
 	for (int i = 0; i < PQntuples(r); i++) {
@@ -750,7 +485,7 @@ static int send_wait(struct lock *lk, struct error *err)
 	if (asprintf(&sql, "/* dlock try mode=%s */ WITH c AS MATERIALIZED (SELECT %s AS ok), "
 		     "l AS MATERIALIZED (SELECT CASE WHEN c.ok THEN "
 		     "(SELECT 1 FROM (SELECT pg_advisory_lock%s(" KEY_OF ")) x) ELSE 0 END AS slot "
-		     "FROM c)%s SELECT c.ok, %s FROM c, l", mode, guard_sql(GUARD_OURS, &n),
+		     "FROM c)%s SELECT c.ok, %s FROM c, l", mode, pg_guard_sql(GUARD_OURS, &n),
 		     shared(lk), lk->p->no_fence ? "" : ", " FENCE_CTE,
 		     lk->p->no_fence ? "''" : "(SELECT fence FROM f)::text") < 0) {
 		error_set(err, EX_OSERR, "out of memory");
@@ -781,12 +516,12 @@ static enum lock_result wait_over(struct lock *lk, struct error *err)
 		error_set(err, EX_SOFTWARE, "%s: unexpected reply to pg_advisory_lock",
 			  pg->url->text);
 	else if (strcmp(PQgetvalue(r, 0, 0), "t") != 0)
-		pooler_error(pg, err);	/* nothing was taken */
+		pg_pooler_error(pg, err);	/* nothing was taken */
 	else if (look_at_holders(lk, err) == 0)
 		res = granted(lk, PQgetvalue(r, 0, 1), now_ms, err);
 	PQclear(r);
 	if (res != LOCK_ACQUIRED)
-		disconnect(pg);
+		pg_disconnect(pg);
 	return res;
 }
 
@@ -801,8 +536,8 @@ static bool still_ours(struct lock *lk, struct error *err)
 	struct release_how how = { .job = false, .exit_status = LOCK_EXIT_UNKNOWN };
 	struct error ignored = { 0 };
 	bool left;
-	int ours = vxid_next(pg->vxid, pg->vxid, sizeof pg->vxid) < 0 ? 0 :
-		   next_is_ours(lk, &left, err);
+	int ours = pg_vxid_next(pg->vxid, pg->vxid, sizeof pg->vxid) < 0 ? 0 :
+		   pg_next_is_ours(lk, &left, err);
 
 	if (ours == 1)
 		return true;
@@ -810,7 +545,7 @@ static bool still_ours(struct lock *lk, struct error *err)
 	pg->stolen = true;
 	pg_release(lk, &how, &ignored);
 	if (ours == 0)
-		pooler_error(pg, err);
+		pg_pooler_error(pg, err);
 	return false;
 }
 
@@ -824,7 +559,7 @@ enum lock_result pg_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	bool dead, got, created = false;
 	struct pg_failure why;
 	enum lock_result res;
-	enum guard g;
+	enum pg_guard g;
 	int n_params;
 
 	if (pg->waiting) {
@@ -834,10 +569,10 @@ enum lock_result pg_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 		}
 		return wait_over(lk, err);
 	}
-	if (connect_once(lk, true, err) < 0)
+	if (pg_connect_once(lk, true, err) < 0)
 		return LOCK_FAILED;
 	if (lk->p->verbose)
-		say_database(lk);
+		pg_say_database(lk);
 	if (lk->reentry_token) {
 		int in = reentered(lk, err);
 
@@ -845,7 +580,7 @@ enum lock_result pg_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 			return in > 0 ? LOCK_REENTERED : LOCK_FAILED;
 	}
 again:
-	g = guard_of(pg);
+	g = pg_guard_of(pg);
 	if (!(sql = try_sql(lk, g, &n_params))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return LOCK_FAILED;
@@ -857,7 +592,7 @@ again:
 	if (!r && strcmp(why.state, "42P01") == 0 && !lk->p->no_fence && !created) {
 		/* no counter table yet (the statement stopped before it ran:
 		 * nothing taken); made once, then the try again */
-		disconnect(pg);
+		pg_disconnect(pg);
 		created = true;
 		if (create_fences(lk, err) < 0)
 			return LOCK_FAILED;
@@ -870,7 +605,7 @@ again:
 		else
 			fence_failed(lk, &why, err);
 		PQclear(r);
-		disconnect(pg);
+		pg_disconnect(pg);
 		return LOCK_FAILED;
 	}
 	if (strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
@@ -881,12 +616,12 @@ again:
 		snprintf(first_pid, sizeof first_pid, "%s", PQgetvalue(r, 0, 3));
 		PQclear(r);
 		if (g == GUARD_DIRECT && !pg->url->session_pooling)
-			undeclared_pooler(pg, first_pid, err);
-		else if (g == GUARD_DIRECT && pooler_check(lk, first_pid, err) == 0)
+			pg_undeclared_pooler(pg, first_pid, err);
+		else if (g == GUARD_DIRECT && pg_pooler_check(lk, first_pid, err) == 0)
 			goto again;
 		else if (g != GUARD_DIRECT)
-			pooler_error(pg, err);
-		disconnect(pg);
+			pg_pooler_error(pg, err);
+		pg_disconnect(pg);
 		return LOCK_FAILED;
 	}
 	pg->checked = true;
@@ -896,7 +631,7 @@ again:
 		error_set(err, EX_UNAVAILABLE, "%s: a standby (in recovery): its advisory locks are not the primary's; connect to the primary",
 			  pg->url->text);
 		PQclear(r);
-		disconnect(pg);
+		pg_disconnect(pg);
 		return LOCK_FAILED;
 	}
 	pg->slot = got && lk->p->limit > 0 ? atol(PQgetvalue(r, 0, 5)) : 0;
@@ -911,7 +646,7 @@ again:
 		      granted(lk, PQgetvalue(r, 0, 2), start_ms, err);
 		PQclear(r);
 		if (res != LOCK_ACQUIRED)
-			disconnect(pg);
+			pg_disconnect(pg);
 		return res;
 	}
 	PQclear(r);
@@ -919,7 +654,7 @@ again:
 		/* waiting would wait on our own caller, for ever without -w */
 		error_set(err, EX_USAGE, "%s: DLOCK_TOKEN names this lock, but its holder is a session of role \"%s\" whose statements this role cannot read: a nested dlock cannot tell whether it is its caller's, and would wait on it; run the nested dlock as the same role, or grant this one pg_read_all_stats",
 			  pg->url->text, pg->hidden_holder);
-		disconnect(pg);
+		pg_disconnect(pg);
 		return LOCK_FAILED;
 	}
 	lk->refused = true;
@@ -937,7 +672,7 @@ again:
 	 * these" to wait on, and asks again at the waiter's pace. */
 	if (lk->p->waits && lk->p->limit <= 0) {
 		if (send_wait(lk, err) < 0) {
-			disconnect(pg);
+			pg_disconnect(pg);
 			return LOCK_FAILED;
 		}
 		*retry_ms = 60000;
@@ -978,7 +713,7 @@ void pg_end_wait(struct lock *lk, enum lock_result r)
 
 	if (r == LOCK_ACQUIRED || r == LOCK_REENTERED)
 		return;
-	disconnect(pg);
+	pg_disconnect(pg);
 }
 
 /* ---- holding --------------------------------------------------------------- */
@@ -1047,7 +782,7 @@ int pg_raise_fence(struct lock *lk, const char *fence, struct error *err)
 	if (!r) {
 		fence_failed(lk, &why, err);
 		if (dead)
-			disconnect(pg);
+			pg_disconnect(pg);
 		return -1;
 	}
 	PQclear(r);
@@ -1192,10 +927,10 @@ int pg_release(struct lock *lk, const struct release_how *how,
 	/* a reply still to read (the heartbeat sent after the grant): a
 	 * session that ended meanwhile is found there (-2); the unlock
 	 * only on our session (NULL elsewhere). Through a pooler, the
-	 * session's settings (settings()) go back to the role's too; our
-	 * mark (which pg_settings does not list) says "released", so that
-	 * the next dlock on this backend refuses a pooler that does not
-	 * reset sessions (pooler_check()). A session found shared
+	 * session's settings (pg_settings_sql()) go back to the role's
+	 * too; our mark (which pg_settings does not list) says "released",
+	 * so that the next dlock on this backend refuses a pooler that does
+	 * not reset sessions (pg_pooler_check()). A session found shared
 	 * (-3) may still have our lock on our backend: asked again until a
 	 * statement lands there, within the node timeout. */
 	pooled = pg->c && atoi(pg->pid) != PQbackendPID(pg->c);
@@ -1221,7 +956,7 @@ int pg_release(struct lock *lk, const struct release_how *how,
 		free(sql);
 	}
 	answered |= d == -2 || d == -3;
-	disconnect(pg);
+	pg_disconnect(pg);
 	if (r && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0) {
 		PQclear(r);
 		return 0;
@@ -1291,7 +1026,7 @@ void pg_close(struct lock *lk)
 {
 	struct pg *pg = P(lk);
 
-	disconnect(pg);
+	pg_disconnect(pg);
 	free(pg->key);
 	free(pg->comment);
 	free(pg);
@@ -1385,7 +1120,7 @@ static int one_status(struct lock *lk, struct status_lock *s, struct error *err)
 	if (!r) {
 		s->state = ST_UNKNOWN;
 		s->err = *err;
-		disconnect(pg);
+		pg_disconnect(pg);
 		return 0;
 	}
 	n = PQntuples(r);
@@ -1431,9 +1166,9 @@ oom:
 int pg_status(struct lock *lk, struct status_lock *locks, size_t n,
 	      struct error *err)
 {
-	if (connect_once(lk, false, err) < 0)
+	if (pg_connect_once(lk, false, err) < 0)
 		return -1;
-	say_database(lk);
+	pg_say_database(lk);
 	for (size_t i = 0; i < n; i++)
 		if (one_status(lk, &locks[i], err) < 0)
 			return -1;
@@ -1454,7 +1189,7 @@ int pg_force(struct lock *lk, struct broken_holder **out, size_t *n_out,
 
 	*out = NULL;
 	*n_out = 0;
-	if (!s.name || connect_once(lk, false, err) < 0 || one_status(lk, &s, err) < 0 ||
+	if (!s.name || pg_connect_once(lk, false, err) < 0 || one_status(lk, &s, err) < 0 ||
 	    (s.state == ST_UNKNOWN && (*err = s.err, true))) {
 		status_lock_free(&s);
 		return err->exit ? err->exit : EX_OSERR;

@@ -54,6 +54,18 @@
 #include "conn.h"
 #include "engine.h"
 
+/* What the statement that would take the lock checks first, in its own
+ * WITH query, so that nothing is taken (nor set) on a session that is
+ * not ours alone (a pooler's): */
+enum pg_guard {
+	GUARD_DIRECT,	/* a new connection's first statement: its backend
+			 * is the one the connection reported, no pooler */
+	GUARD_POOLED,	/* through a pooler: the backend of the check, one
+			 * transaction later (nobody else's in between), and
+			 * holding no advisory lock (nobody's left over) */
+	GUARD_OURS,	/* afterwards: the backend, and dlock's mark on it */
+};
+
 struct pg {
 	const struct pg_url *url;
 	PGconn *c;
@@ -80,6 +92,38 @@ static inline struct pg *P(const struct lock *lk)
 {
 	return lk->e;
 }
+
+/* conn.c: a lock's session.
+ *
+ * Connects lk's session when it has none (for_lock: with dlock's
+ * settings, else status and --force, which any pooler passes); a new
+ * session gets a new mark. 0, or -1 with err. */
+int pg_connect_once(struct lock *lk, bool for_lock, struct error *err);
+/* Closes the session, which frees whatever it held. */
+void pg_disconnect(struct pg *pg);
+/* --verbose, status: the database the lock lives in, where the URL names
+ * none; once. */
+void pg_say_database(struct lock *lk);
+/* n_bytes random bytes as 2 * n_bytes hex digits and a NUL. */
+void pg_random_hex(char *out, size_t n_bytes);
+/* The WITH query that makes the session's settings, for the statement
+ * that passes the check ("s AS MATERIALIZED (...), "). */
+void pg_settings_sql(const struct lock *lk, char *out, size_t len);
+/* The check of g as SQL, and how many parameters its statement takes. */
+const char *pg_guard_sql(enum pg_guard g, int *n_params);
+enum pg_guard pg_guard_of(const struct pg *pg);
+/* Through a pooler the URL declares: whether it keeps the session ours
+ * alone (session pooling); 0, or -1 with err (69). */
+int pg_pooler_check(struct lock *lk, const char *first_pid, struct error *err);
+/* The next statement runs on our backend as its next transaction: 1 yes,
+ * 0 no, -1 err; *left: an advisory lock or dlock's mark is on it. */
+int pg_next_is_ours(struct lock *lk, bool *left, struct error *err);
+/* "B/L" -> "B/(L+1)"; -1 when vxid is not one. */
+int pg_vxid_next(const char *vxid, char *out, size_t len);
+/* err (69): a pooler shares the session; one the URL does not declare. */
+void pg_pooler_error(const struct pg *pg, struct error *err);
+void pg_undeclared_pooler(const struct pg *pg, const char *backend,
+			  struct error *err);
 
 /* lock.c: the lock operations (struct engine_lock_ops). */
 int pg_open(struct lock *lk, struct error *err);
