@@ -45,101 +45,19 @@ static const char *shared(const struct lock *lk)
 	return lk->p->limit == LOCK_SHARED ? "_shared" : "";
 }
 
-/* The mode word the comments carry: "x", "s" or N (--limit N). */
-static void mode_word(const struct lock *lk, char *out, size_t len)
-{
-	if (lk->p->limit > 0)
-		snprintf(out, len, "%ld", lk->p->limit);
-	else
-		snprintf(out, len, "%s", lk->p->limit == LOCK_SHARED ? "s" : "x");
-}
-
-/* How a mode reads in a message: "shared", "with --limit N". */
-static void mode_words(const char *mode, char *out, size_t len)
-{
-	if (strcmp(mode, "s") == 0)
-		snprintf(out, len, "shared");
-	else
-		snprintf(out, len, "with --limit %s", mode);
-}
-
-/* ---- the holder's comment --------------------------------------------- */
-
-/* s with '%', '*', '/', blanks, controls and non-ASCII as %XX: safe in a
- * comment, one word. */
-static void pct(const char *s, char *out, size_t len)
-{
-	size_t o = 0;
-
-	for (; *s && o + 4 < len; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch <= ' ' || ch >= 0x7f || ch == '%' || ch == '*' || ch == '/')
-			o += (size_t)snprintf(out + o, len - o, "%%%02X", ch);
-		else
-			out[o++] = (char)ch;
-	}
-	out[o] = '\0';
-}
-
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 :
-	       c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* The word of field "name=" in a comment, decoded; "" when absent. */
-static void field(const char *comment, const char *name, char *out, size_t len)
-{
-	char want[32];
-	const char *p;
-	size_t o = 0;
-
-	out[0] = '\0';
-	snprintf(want, sizeof want, " %s=", name);
-	if (!comment || !(p = strstr(comment, want)))
-		return;
-	for (p += strlen(want); *p && *p != ' ' && o + 1 < len; p++) {
-		if (*p == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
-			out[o++] = (char)(hexval(p[1]) * 16 + hexval(p[2]));
-			p += 2;
-		} else {
-			out[o++] = *p;
-		}
-	}
-	out[o] = '\0';
-}
-
-/* A statement's text in pg_stat_activity: dlock's comment, or NULL. */
-static const char *comment_in(const char *query)
-{
-	return query ? strstr(query, "/* dlock mode=") : NULL;
-}
-
-/* The mode a dlock session's statement says it holds in (its comment,
- * or its try statement's); "" for another client's. */
-static void mode_in(const char *query, char *out, size_t len)
-{
-	const char *c = query ? strstr(query, "/* dlock ") : NULL;
-
-	field(c, "mode", out, len);
-}
-
+/* The comment every later statement of the holder carries. */
 static int make_comment(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
-	char key[3 * 1024 + 1], info[3 * LOCK_INFO_MAX], mode[24], slot[32] = "";
+	char mode[24];
+	struct pg_comment_fields f = {
+		.mode = mode, .token = lk->token, .fence = lk->fence,
+		.slot = pg->slot, .key = pg->key, .info = lk->info,
+	};
 
-	pct(pg->key, key, sizeof key);
-	pct(lk->info, info, sizeof info);
-	mode_word(lk, mode, sizeof mode);
-	if (pg->slot > 0)
-		snprintf(slot, sizeof slot, " slot=%ld", pg->slot);
+	pg_mode_word(lk->p->limit, mode, sizeof mode);
 	free(pg->comment);
-	if (asprintf(&pg->comment, "/* dlock mode=%s token=%s%s%s%s key=%s holder=%s */",
-		     mode, lk->token, lk->fence[0] ? " fence=" : "", lk->fence, slot,
-		     key, info) < 0) {
-		pg->comment = NULL;
+	if (!(pg->comment = pg_comment(&f))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
@@ -216,11 +134,11 @@ static bool mode_reenters(struct lock *lk, const char *query, struct error *err)
 {
 	char held[24], ours[24], words[48];
 
-	mode_in(query, held, sizeof held);
-	mode_word(lk, ours, sizeof ours);
+	pg_mode_in(query, held, sizeof held);
+	pg_mode_word(lk->p->limit, ours, sizeof ours);
 	if (!held[0] || strcmp(held, "x") == 0 || strcmp(held, ours) == 0)
 		return true;
-	mode_words(held, words, sizeof words);
+	pg_mode_words(held, words, sizeof words);
 	if (strcmp(ours, "x") == 0)
 		error_set(err, EX_USAGE, "the outer dlock holds the lock %s: a nested exclusive request cannot re-enter it",
 			  words);
@@ -279,7 +197,7 @@ static int reentered(struct lock *lk, struct error *err)
 			PQclear(r);
 			return 0;
 		}
-		field(comment_in(PQgetvalue(r, 0, 0)), "fence", fence, sizeof fence);
+		pg_comment_field(pg_comment_in(PQgetvalue(r, 0, 0)), "fence", fence, sizeof fence);
 		if (!mode_reenters(lk, PQgetvalue(r, 0, 0), err)) {
 			PQclear(r);
 			return -1;
@@ -367,7 +285,7 @@ static void held_by(struct lock *lk, const char *query)
 {
 	char info[LOCK_INFO_MAX];
 
-	field(comment_in(query), "holder", info, sizeof info);
+	pg_comment_field(pg_comment_in(query), "holder", info, sizeof info);
 	snprintf(lk->held_by, sizeof lk->held_by, "%s", info);
 }
 
@@ -387,7 +305,7 @@ static char *try_sql(struct lock *lk, enum pg_guard g, int *n_params)
 
 	if (!P(lk)->checked)
 		pg_settings_sql(lk, with, sizeof with);
-	mode_word(lk, mode, sizeof mode);
+	pg_mode_word(lk->p->limit, mode, sizeof mode);
 	if (lk->p->limit > 0) {
 		/* K shared, then the first free slot; no slot: K given back
 		 * (the last WHEN, reached only then) */
@@ -409,7 +327,7 @@ static char *try_sql(struct lock *lk, enum pg_guard g, int *n_params)
 	}
 	/* --no-fence: nothing written, no commit to wait for */
 	r = asprintf(&sql,
-		     "/* dlock try mode=%s */ WITH c AS MATERIALIZED (SELECT %s AS ok), %s"
+		     PG_TRY_COMMENT " WITH c AS MATERIALIZED (SELECT %s AS ok), %s"
 		     "l AS MATERIALIZED (SELECT CASE WHEN c.ok AND NOT pg_is_in_recovery() "
 		     "THEN %s ELSE 0 END AS slot FROM c)%s "
 		     "SELECT c.ok, l.slot > 0, %s, pg_backend_pid(), pg_is_in_recovery(), l.slot%s "
@@ -435,10 +353,10 @@ static int look_at_holders(struct lock *lk, struct error *err)
 	bool dead;
 	PGresult *r;
 
-	mode_word(lk, ours, sizeof ours);
+	pg_mode_word(lk->p->limit, ours, sizeof ours);
 	/* This statement says our mode too: a holder in another mode that
 	 * looks at the same moment sees it (and both give back, 64) */
-	if (asprintf(&sql, "/* dlock try mode=%s */ SELECT a.query, l.mode " LOCKS_OF_KEY
+	if (asprintf(&sql, PG_TRY_COMMENT " SELECT a.query, l.mode " LOCKS_OF_KEY
 		     "AND l.granted AND l.pid <> pg_backend_pid()", ours) < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -456,7 +374,7 @@ static int look_at_holders(struct lock *lk, struct error *err)
 
 		if (i == 0)
 			held_by(lk, query);
-		mode_in(query, held, sizeof held);
+		pg_mode_in(query, held, sizeof held);
 		/* not dlock's (psql, an application): the lock's own mode */
 		if (!held[0])
 			snprintf(held, sizeof held, "%s",
@@ -464,7 +382,7 @@ static int look_at_holders(struct lock *lk, struct error *err)
 		if (strcmp(ours, "x") == 0 || !held[0] || strcmp(held, "x") == 0 ||
 		    strcmp(held, ours) == 0)
 			continue;
-		mode_words(held, words, sizeof words);
+		pg_mode_words(held, words, sizeof words);
 		error_set(err, EX_USAGE, "the lock is held %s", words);
 		PQclear(r);
 		return -1;
@@ -481,8 +399,8 @@ static int send_wait(struct lock *lk, struct error *err)
 	char *sql, mode[24];
 	int r, n;
 
-	mode_word(lk, mode, sizeof mode);
-	if (asprintf(&sql, "/* dlock try mode=%s */ WITH c AS MATERIALIZED (SELECT %s AS ok), "
+	pg_mode_word(lk->p->limit, mode, sizeof mode);
+	if (asprintf(&sql, PG_TRY_COMMENT " WITH c AS MATERIALIZED (SELECT %s AS ok), "
 		     "l AS MATERIALIZED (SELECT CASE WHEN c.ok THEN "
 		     "(SELECT 1 FROM (SELECT pg_advisory_lock%s(" KEY_OF ")) x) ELSE 0 END AS slot "
 		     "FROM c)%s SELECT c.ok, %s FROM c, l", mode, pg_guard_sql(GUARD_OURS, &n),
@@ -1045,14 +963,14 @@ static int person(const PGresult *r, int row, char **token, size_t *token_len,
 		  char **info, size_t *info_len, long long *fence)
 {
 	const char *query = PQgetisnull(r, row, 6) ? NULL : PQgetvalue(r, row, 6);
-	const char *c = comment_in(query);
+	const char *c = pg_comment_in(query);
 	char buf[LOCK_INFO_MAX], tok[LOCK_TOKEN_MAX + 1], f[24];
 
 	*fence = -1;
 	if (c) {
-		field(c, "holder", buf, sizeof buf);
-		field(c, "token", tok, sizeof tok);
-		field(c, "fence", f, sizeof f);
+		pg_comment_field(c, "holder", buf, sizeof buf);
+		pg_comment_field(c, "token", tok, sizeof tok);
+		pg_comment_field(c, "fence", f, sizeof f);
 		*info = dup_text(buf);
 		*token = dup_text(tok);
 		if (f[0])
@@ -1082,8 +1000,8 @@ static void status_mode(const PGresult *r, int row, struct status_lock *s,
 	const char *query = PQgetisnull(r, row, 6) ? NULL : PQgetvalue(r, row, 6);
 	char mode[24], slot[24];
 
-	mode_in(query, mode, sizeof mode);
-	field(comment_in(query), "slot", slot, sizeof slot);
+	pg_mode_in(query, mode, sizeof mode);
+	pg_comment_field(pg_comment_in(query), "slot", slot, sizeof slot);
 	if (slot[0])
 		h->slot = atol(slot);
 	if (!s->mode[0] || strcmp(s->mode, "s") == 0)

@@ -51,6 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <libpq-fe.h>
+#include "comment.h"
 #include "conn.h"
 #include "engine.h"
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <libpq-fe.h>
+#include "comment.h"	/* pg_unescape() */
 #include "engine.h"
 #include "url.h"
 #include "urlpart.h"
@@ -46,29 +47,6 @@ static bool bad_port(const PQconninfoOption *opts, char *why, size_t len)
 	return false;
 }
 
-static int hex_digit(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
-	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* s[0..n) with its %XX decoded, into out (len > 0), cut at len - 1. */
-static void decoded(const char *s, size_t n, char *out, size_t len)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < n && o + 1 < len; i++) {
-		if (s[i] == '%' && i + 2 < n && hex_digit(s[i + 1]) >= 0 &&
-		    hex_digit(s[i + 2]) >= 0) {
-			out[o++] = (char)(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
-			i += 2;
-		} else {
-			out[o++] = s[i];
-		}
-	}
-	out[o] = '\0';
-}
-
 /* dlock's own parameters of a URI (dlock_...), which libpq would refuse
  * as unknown: read into u, and the URI without them in *rest (its '?'
  * gone too when nothing is left). 0, or -1 with why (a setting to fix). */
@@ -89,7 +67,7 @@ static int own_params(const char *uri, struct pg_url *u, char **rest, char *why,
 		size_t n = strcspn(p, "&"), k = strcspn(p, "=&");
 		char key[64], value[64];
 
-		decoded(p, k, key, sizeof key);
+		pg_unescape(p, k, key, sizeof key);
 		if (strncmp(key, "dlock_", 6) != 0) {
 			char sep = o == (size_t)(q - uri) ? '?' : '&';
 
@@ -101,7 +79,7 @@ static int own_params(const char *uri, struct pg_url *u, char **rest, char *why,
 				 key);
 			goto bad;
 		} else {
-			decoded(p + k + (k < n), n - k - (k < n), value, sizeof value);
+			pg_unescape(p + k + (k < n), n - k - (k < n), value, sizeof value);
 			if (strcmp(value, "session") != 0) {
 				snprintf(why, len, "dlock_pooling=%.40s: an advisory lock belongs to a session, so only a pooler that gives each client one backend for its whole connection can carry it (dlock_pooling=session)",
 					 value);
