@@ -11,9 +11,6 @@
 #include "postgres.h"
 #include "show.h"
 
-#define PG_LIMIT_MAX 1000
-/* The statement's key: its text, hashed by the server. */
-#define KEY_OF "hashtextextended($1, 0)"
 /* The fencing counter: one row per lock, by the lock's key. */
 #define FENCE_TABLE "public.dlock_fences"
 #define FENCE_DDL \
@@ -25,24 +22,12 @@
  * them). */
 #define FENCE_CTE \
 	"f AS (INSERT INTO " FENCE_TABLE " AS t (lock_key, fence) " \
-	"SELECT " KEY_OF ", (extract(epoch FROM clock_timestamp()) * 1000000)::bigint " \
+	"SELECT " PG_FENCE_KEY ", (extract(epoch FROM clock_timestamp()) * 1000000)::bigint " \
 	"FROM l WHERE l.slot > 0 ON CONFLICT (lock_key) DO UPDATE " \
 	"SET fence = GREATEST(t.fence + 1, excluded.fence) RETURNING t.fence)"
-/* --limit's slot i (a printf format taking i twice): the two-int lock on
- * the halves of the name's hash seeded with i, never a name's key. */
-#define SLOT_OF \
-	"(hashtextextended($1, %ld) >> 32)::int, (hashtextextended($1, %ld) << 32 >> 32)::int"
-/* pg_locks names an advisory lock on one bigint by its halves. */
-#define LOCKS_OF_KEY \
-	"FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid " \
-	"WHERE l.locktype = 'advisory' AND l.objsubid = 1 " \
-	"AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) " \
-	"AND l.classid = ((" KEY_OF " >> 32) & 4294967295)::oid " \
-	"AND l.objid = (" KEY_OF " & 4294967295)::oid "
-
-static const char *shared(const struct lock *lk)
+static bool shared(const struct lock *lk)
 {
-	return lk->p->limit == LOCK_SHARED ? "_shared" : "";
+	return lk->p->limit == LOCK_SHARED;
 }
 
 /* The comment every later statement of the holder carries. */
@@ -177,7 +162,7 @@ static int reentered(struct lock *lk, struct error *err)
 	for (;;) {
 		bool dead;
 		PGresult *r = pg_query(pg->c, pg->url,
-				       "SELECT a.query, a.query LIKE $2, a.usename " LOCKS_OF_KEY
+				       "SELECT a.query, a.query LIKE $2, a.usename " PG_LOCKS_OF_KEY
 				       "AND l.granted AND (a.query LIKE $2 OR NOT "
 				       "(pg_has_role(a.usesysid, 'USAGE') OR "
 				       "pg_has_role('pg_read_all_stats', 'USAGE'))) "
@@ -299,7 +284,7 @@ static void held_by(struct lock *lk, const char *query)
  * check, got, fence, backend, standby, slot. */
 static char *try_sql(struct lock *lk, enum pg_guard g, int *n_params)
 {
-	char with[1024] = "", what[128], mode[24], *sql, *cases = NULL;
+	char with[1024] = "", what[200], call[160], mode[24], *sql, *cases = NULL;
 	const char *check = pg_guard_sql(g, n_params);
 	int r;
 
@@ -313,17 +298,18 @@ static char *try_sql(struct lock *lk, enum pg_guard g, int *n_params)
 
 		if (!(cases = malloc(cap)))
 			return NULL;
-		len += (size_t)snprintf(cases, cap,
-					"CASE WHEN pg_try_advisory_lock_shared(" KEY_OF ") THEN CASE");
-		for (long i = 1; i <= lk->p->limit; i++)
-			len += (size_t)snprintf(cases + len, cap - len,
-						" WHEN pg_try_advisory_lock(" SLOT_OF ") THEN %ld",
-						i, i, i);
-		snprintf(cases + len, cap - len,
-			 " WHEN pg_advisory_unlock_shared(" KEY_OF ") THEN 0 ELSE 0 END ELSE 0 END");
+		pg_call(call, sizeof call, "pg_try_advisory_lock", true, 0);
+		len += (size_t)snprintf(cases, cap, "CASE WHEN %s THEN CASE", call);
+		for (long i = 1; i <= lk->p->limit; i++) {
+			pg_call(call, sizeof call, "pg_try_advisory_lock", false, i);
+			len += (size_t)snprintf(cases + len, cap - len, " WHEN %s THEN %ld",
+						call, i);
+		}
+		pg_call(call, sizeof call, "pg_advisory_unlock", true, 0);
+		snprintf(cases + len, cap - len, " WHEN %s THEN 0 ELSE 0 END ELSE 0 END", call);
 	} else {
-		snprintf(what, sizeof what, "CASE WHEN pg_try_advisory_lock%s(" KEY_OF ") THEN 1 ELSE 0 END",
-			 shared(lk));
+		pg_call(call, sizeof call, "pg_try_advisory_lock", shared(lk), 0);
+		snprintf(what, sizeof what, "CASE WHEN %s THEN 1 ELSE 0 END", call);
 	}
 	/* --no-fence: nothing written, no commit to wait for */
 	r = asprintf(&sql,
@@ -356,7 +342,7 @@ static int look_at_holders(struct lock *lk, struct error *err)
 	pg_mode_word(lk->p->limit, ours, sizeof ours);
 	/* This statement says our mode too: a holder in another mode that
 	 * looks at the same moment sees it (and both give back, 64) */
-	if (asprintf(&sql, PG_TRY_COMMENT " SELECT a.query, l.mode " LOCKS_OF_KEY
+	if (asprintf(&sql, PG_TRY_COMMENT " SELECT a.query, l.mode " PG_LOCKS_OF_KEY
 		     "AND l.granted AND l.pid <> pg_backend_pid()", ours) < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -396,15 +382,16 @@ static int send_wait(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->key, pg->pid, pg->mark };
-	char *sql, mode[24];
+	char *sql, mode[24], call[64];
 	int r, n;
 
 	pg_mode_word(lk->p->limit, mode, sizeof mode);
+	pg_call(call, sizeof call, "pg_advisory_lock", shared(lk), 0);
 	if (asprintf(&sql, PG_TRY_COMMENT " WITH c AS MATERIALIZED (SELECT %s AS ok), "
 		     "l AS MATERIALIZED (SELECT CASE WHEN c.ok THEN "
-		     "(SELECT 1 FROM (SELECT pg_advisory_lock%s(" KEY_OF ")) x) ELSE 0 END AS slot "
+		     "(SELECT 1 FROM (SELECT %s) x) ELSE 0 END AS slot "
 		     "FROM c)%s SELECT c.ok, %s FROM c, l", mode, pg_guard_sql(GUARD_OURS, &n),
-		     shared(lk), lk->p->no_fence ? "" : ", " FENCE_CTE,
+		     call, lk->p->no_fence ? "" : ", " FENCE_CTE,
 		     lk->p->no_fence ? "''" : "(SELECT fence FROM f)::text") < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -690,7 +677,7 @@ int pg_raise_fence(struct lock *lk, const char *fence, struct error *err)
 		return -1;
 	}
 	if (asprintf(&sql, "UPDATE " FENCE_TABLE " SET fence = GREATEST(fence, $2::bigint) "
-		     "WHERE lock_key = " KEY_OF " %s", pg->comment) < 0) {
+		     "WHERE lock_key = " PG_FENCE_KEY " %s", pg->comment) < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
@@ -829,19 +816,20 @@ int pg_release(struct lock *lk, const struct release_how *how,
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->key, pg->pid, pg->mark };
 	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
-	char *sql = NULL, unlock[320];
+	char *sql = NULL, unlock[320], slot[160], key[64];
 	bool dead = true, held = pg->held, answered = false, pooled;
 	PGresult *r = NULL;
 	int d = -2;
 
 	lk->lost_at_release = false;
 	/* --limit: the slot, and K shared */
-	if (pg->slot > 0)
-		snprintf(unlock, sizeof unlock,
-			 "pg_advisory_unlock(" SLOT_OF ") AND "
-			 "pg_advisory_unlock_shared(" KEY_OF ")", pg->slot, pg->slot);
-	else
-		snprintf(unlock, sizeof unlock, "pg_advisory_unlock%s(" KEY_OF ")", shared(lk));
+	if (pg->slot > 0) {
+		pg_call(slot, sizeof slot, "pg_advisory_unlock", false, pg->slot);
+		pg_call(key, sizeof key, "pg_advisory_unlock", true, 0);
+		snprintf(unlock, sizeof unlock, "%s AND %s", slot, key);
+	} else {
+		pg_call(unlock, sizeof unlock, "pg_advisory_unlock", shared(lk), 0);
+	}
 	/* a reply still to read (the heartbeat sent after the grant): a
 	 * session that ended meanwhile is found there (-2); the unlock
 	 * only on our session (NULL elsewhere). Through a pooler, the
@@ -900,12 +888,11 @@ int pg_release(struct lock *lk, const struct release_how *how,
  * before. */
 static int check_name(const char *key, struct error *err)
 {
-	long at = show_not_utf8(key, strlen(key));
+	char why[160];
 
-	if (at < 0)
+	if (pg_name_check(key, why, sizeof why) == 0)
 		return 0;
-	error_set(err, EX_USAGE, "PostgreSQL hashes a lock's name as text, and this one is not UTF-8 (byte 0x%02x at %ld)",
-		  (unsigned char)key[at], at);
+	error_set(err, EX_USAGE, "%s", why);
 	return -1;
 }
 
@@ -919,7 +906,6 @@ int pg_open(struct lock *lk, struct error *err)
 	}
 	lk->e = pg;
 	pg->url = lk->p->servers;
-	/* one statement tries every slot: its size grows with N */
 	if (lk->p->limit > PG_LIMIT_MAX) {
 		error_set(err, EX_USAGE, "PostgreSQL takes --limit up to %d", PG_LIMIT_MAX);
 		return -1;
@@ -931,8 +917,7 @@ int pg_open(struct lock *lk, struct error *err)
 			  INT_MAX / 1000);
 		return -1;
 	}
-	if (asprintf(&pg->key, "%s%s", lk->p->prefix, lk->p->name) < 0) {
-		pg->key = NULL;
+	if (!(pg->key = pg_key_text(lk->p->prefix, lk->p->name))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
@@ -1016,8 +1001,7 @@ static int one_status(struct lock *lk, struct status_lock *s, struct error *err)
 	PGresult *r;
 	int n;
 
-	if (asprintf(&s->key, "%s%s", lk->p->prefix, s->name) < 0) {
-		s->key = NULL;
+	if (!(s->key = pg_key_text(lk->p->prefix, s->name))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
@@ -1033,7 +1017,7 @@ static int one_status(struct lock *lk, struct status_lock *s, struct error *err)
 		     "SELECT l.pid, l.mode, l.granted, a.usename, host(a.client_addr), "
 		     "a.application_name, a.query, "
 		     "(extract(epoch FROM a.backend_start) * 1000)::bigint "
-		     LOCKS_OF_KEY "ORDER BY l.granted DESC, l.waitstart NULLS LAST, l.pid",
+		     PG_LOCKS_OF_KEY "ORDER BY l.granted DESC, l.waitstart NULLS LAST, l.pid",
 		     params, 1, clock_now_ms() + lk->node_timeout_ms, &dead, err);
 	if (!r) {
 		s->state = ST_UNKNOWN;
@@ -1118,7 +1102,7 @@ int pg_force(struct lock *lk, struct broken_holder **out, size_t *n_out,
 	}
 	r = pg_query(pg->c, pg->url,
 		     "SELECT count(*) FILTER (WHERE pg_terminate_backend(l.pid)) "
-		     LOCKS_OF_KEY "AND l.granted AND l.pid <> pg_backend_pid()",
+		     PG_LOCKS_OF_KEY "AND l.granted AND l.pid <> pg_backend_pid()",
 		     params, 1, clock_now_ms() + lk->node_timeout_ms, &dead, err);
 	if (!r) {
 		char why[sizeof err->msg];

@@ -54,6 +54,7 @@
 #include "comment.h"
 #include "conn.h"
 #include "engine.h"
+#include "names.h"
 
 /* What the statement that would take the lock checks first, in its own
  * WITH query, so that nothing is taken (nor set) on a session that is
