@@ -1,6 +1,6 @@
 /* engine.c - PostgreSQL behind the engine interface (src/engine.h): its
  * settings (url.c), its lock operations (lock.c) and its inspection
- * (status and --force), wired; what it cannot do, and why. */
+ * (inspect.c: status and --force), wired; what it cannot do, and why. */
 #include <stdbool.h>
 #include <stddef.h>
 #include "postgres.h"
