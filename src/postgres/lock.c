@@ -11,20 +11,6 @@
 #include "postgres.h"
 #include "show.h"
 
-/* The fencing counter: one row per lock, by the lock's key. */
-#define FENCE_TABLE "public.dlock_fences"
-#define FENCE_DDL \
-	"CREATE TABLE IF NOT EXISTS " FENCE_TABLE \
-	" (lock_key bigint PRIMARY KEY, fence bigint NOT NULL)"
-/* A WITH query that writes the next fence when l took the lock (l.slot >
- * 0), returning it; the server's clock in microseconds when that is more
- * (a counter that lost its last updates in a failover counts on past
- * them). */
-#define FENCE_CTE \
-	"f AS (INSERT INTO " FENCE_TABLE " AS t (lock_key, fence) " \
-	"SELECT " PG_FENCE_KEY ", (extract(epoch FROM clock_timestamp()) * 1000000)::bigint " \
-	"FROM l WHERE l.slot > 0 ON CONFLICT (lock_key) DO UPDATE " \
-	"SET fence = GREATEST(t.fence + 1, excluded.fence) RETURNING t.fence)"
 static bool shared(const struct lock *lk)
 {
 	return lk->p->limit == LOCK_SHARED;
@@ -111,169 +97,6 @@ static enum lock_result granted(struct lock *lk, const char *fence,
 	return LOCK_ACQUIRED;
 }
 
-/* A nested dlock re-enters a lock its caller holds exclusively, or in
- * its own mode. Not an exclusive request in a shared one (it would not
- * exclude the other holders, and waiting for them would wait for the
- * caller itself: no upgrade), nor -s in --limit or --limit N in M. */
-static bool mode_reenters(struct lock *lk, const char *query, struct error *err)
-{
-	char held[24], ours[24], words[48];
-
-	pg_mode_in(query, held, sizeof held);
-	pg_mode_word(lk->p->limit, ours, sizeof ours);
-	if (!held[0] || strcmp(held, "x") == 0 || strcmp(held, ours) == 0)
-		return true;
-	pg_mode_words(held, words, sizeof words);
-	if (strcmp(ours, "x") == 0)
-		error_set(err, EX_USAGE, "the outer dlock holds the lock %s: a nested exclusive request cannot re-enter it",
-			  words);
-	else
-		error_set(err, EX_USAGE, "the lock is held %s", words);
-	return false;
-}
-
-/* A nested dlock: the lock is held by a session whose statements carry
- * DLOCK_TOKEN. Its fence is the one it announced (right after its grant:
- * asked again for a moment if not yet there). A holder of another role
- * shows this role no statement (pg_stat_activity: "<insufficient
- * privilege>", unless pg_read_all_stats): whether it is the caller cannot
- * be told, and it is not re-entered (nothing but its statements can say
- * so: its pid, role and application_name are anybody's to see or set);
- * its role is noted, for try() to say why rather than wait on it. */
-static int reentered(struct lock *lk, struct error *err)
-{
-	struct pg *pg = P(lk);
-	char like[2 * LOCK_TOKEN_MAX + 16];
-	const char *params[] = { pg->key, like };
-	int64_t until_ms = clock_now_ms() + lk->node_timeout_ms;
-	size_t n = 0;
-
-	/* DLOCK_TOKEN comes from the environment: its % and _ are matched
-	 * as themselves, not as LIKE's wildcards (a token of "%" would
-	 * re-enter anybody's lock) */
-	n += (size_t)snprintf(like, sizeof like, "%% token=");
-	for (const char *t = lk->reentry_token; *t && n + 4 < sizeof like; t++) {
-		if (*t == '%' || *t == '_' || *t == '\\')
-			like[n++] = '\\';
-		like[n++] = *t;
-	}
-	snprintf(like + n, sizeof like - n, " %%");
-	pg->hidden_holder[0] = '\0';
-	for (;;) {
-		bool dead;
-		PGresult *r = pg_query(pg->c, pg->url,
-				       "SELECT a.query, a.query LIKE $2, a.usename " PG_LOCKS_OF_KEY
-				       "AND l.granted AND (a.query LIKE $2 OR NOT "
-				       "(pg_has_role(a.usesysid, 'USAGE') OR "
-				       "pg_has_role('pg_read_all_stats', 'USAGE'))) "
-				       "ORDER BY 2 DESC NULLS LAST LIMIT 1",
-				       params, 2, clock_now_ms() + lk->node_timeout_ms,
-				       &dead, err);
-		char fence[24];
-
-		if (!r) {
-			pg_disconnect(pg);
-			return -1;
-		}
-		if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") != 0)
-			snprintf(pg->hidden_holder, sizeof pg->hidden_holder, "%s",
-				 PQgetvalue(r, 0, 2));
-		if (PQntuples(r) == 0 || pg->hidden_holder[0]) {
-			PQclear(r);
-			return 0;
-		}
-		pg_comment_field(pg_comment_in(PQgetvalue(r, 0, 0)), "fence", fence, sizeof fence);
-		if (!mode_reenters(lk, PQgetvalue(r, 0, 0), err)) {
-			PQclear(r);
-			return -1;
-		}
-		PQclear(r);
-		if (fence[0] || lk->p->no_fence || clock_now_ms() >= until_ms) {
-			snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
-			snprintf(lk->fence, sizeof lk->fence, "%s", fence);
-			return 1;
-		}
-		poll(NULL, 0, 5);
-	}
-}
-
-/* ---- the fencing counter --------------------------------------------- */
-
-/* What err says after the URL ("URL: cause" -> "cause"). */
-static const char *cause_in(const struct lock *lk, const struct error *err)
-{
-	const char *text = P(lk)->url->text;
-	size_t len = strlen(text);
-
-	if (strncmp(err->msg, text, len) == 0 && strncmp(err->msg + len, ": ", 2) == 0)
-		return err->msg + len + 2;
-	return err->msg;
-}
-
-/* err says what a statement that writes the counter met, in words that
- * say what to do: the rights it takes (77), a standby or a read-only
- * session (69); anything else as it was. */
-static void fence_failed(struct lock *lk, const struct pg_failure *why,
-			 struct error *err)
-{
-	const char *text = P(lk)->url->text;
-	const char *standby = P(lk)->c ? PQparameterStatus(P(lk)->c, "in_hot_standby") : NULL;
-	char cause[sizeof err->msg];
-
-	snprintf(cause, sizeof cause, "%s", cause_in(lk, err));
-	if (strcmp(why->state, "42501") == 0)
-		error_set(err, EX_NOPERM, "%s: writing the fencing counter in " FENCE_TABLE ": %s (it takes SELECT, INSERT and UPDATE on the table; or --no-fence)",
-			  text, cause);
-	else if (strcmp(why->state, "25006") == 0 && standby && strcmp(standby, "on") == 0)
-		error_set(err, EX_UNAVAILABLE, "%s: a standby (in recovery): its advisory locks are not the primary's; connect to the primary",
-			  text);
-	else if (strcmp(why->state, "25006") == 0)
-		error_set(err, EX_UNAVAILABLE, "%s: the session is read-only (%s): the fencing counter cannot be written; connect to the primary, or --no-fence",
-			  text, cause);
-}
-
-/* The counter's table, made on first use (by a role that may create it
- * in the schema public; else an administrator makes it, as dlock(1)
- * says). Two dlocks making it at once: the loser's error is no error. */
-static int create_fences(struct lock *lk, struct error *err)
-{
-	struct pg *pg = P(lk);
-	struct pg_failure why;
-	char cause[sizeof err->msg];
-	bool dead;
-	PGresult *r;
-
-	if (pg_connect_once(lk, true, err) < 0)
-		return -1;
-	r = pg_query_why(pg->c, pg->url, FENCE_DDL, NULL, 0,
-			 clock_now_ms() + lk->node_timeout_ms, &dead, &why, err);
-	if (r) {
-		PQclear(r);
-		return 0;
-	}
-	if (strcmp(why.state, "23505") == 0 || strcmp(why.state, "42P07") == 0) {
-		pg_disconnect(pg);
-		return 0;
-	}
-	pg_disconnect(pg);
-	if (!why.state[0])
-		return -1;
-	snprintf(cause, sizeof cause, "%s", cause_in(lk, err));
-	error_set(err, strcmp(why.state, "42501") == 0 ? EX_NOPERM : err->exit,
-		  "%s: creating the fencing counter's table " FENCE_TABLE ": %s (it takes CREATE on the schema public, or an administrator to create it as dlock(1) shows; or --no-fence)",
-		  pg->url->text, cause);
-	return -1;
-}
-
-/* The holder's info, for the wait line, from its statement's comment. */
-static void held_by(struct lock *lk, const char *query)
-{
-	char info[LOCK_INFO_MAX];
-
-	pg_comment_field(pg_comment_in(query), "holder", info, sizeof info);
-	snprintf(lk->held_by, sizeof lk->held_by, "%s", info);
-}
-
 /* A try, after the check (c: nothing taken or set when it fails); on a
  * new session its settings too; the lock if free, and then the fence,
  * written after the grant (f reads l); the backend, and whether it is a
@@ -319,62 +142,11 @@ static char *try_sql(struct lock *lk, enum pg_guard g, int *n_params)
 		     "SELECT c.ok, l.slot > 0, %s, pg_backend_pid(), pg_is_in_recovery(), l.slot%s "
 		     "FROM c, l",
 		     mode, check, with, cases ? cases : what,
-		     lk->p->no_fence ? "" : ", " FENCE_CTE,
+		     lk->p->no_fence ? "" : ", " PG_FENCE_CTE,
 		     lk->p->no_fence ? "''" : "(SELECT fence FROM f)::text",
 		     with[0] ? ", (SELECT count(*) FROM s)" : "");
 	free(cases);
 	return r < 0 ? NULL : sql;
-}
-
-/* The other holders, from their statements' comments: who holds it, for
- * the wait line and --verbose, and, for a shared or --limit request,
- * whether they hold in another mode (64: -s and --limit N, or --limit N
- * and M, never hold together). 0, or -1 with err set (the connection
- * closed if it broke). */
-static int look_at_holders(struct lock *lk, struct error *err)
-{
-	struct pg *pg = P(lk);
-	const char *params[] = { pg->key };
-	char ours[24], held[24], words[48], *sql;
-	bool dead;
-	PGresult *r;
-
-	pg_mode_word(lk->p->limit, ours, sizeof ours);
-	/* This statement says our mode too: a holder in another mode that
-	 * looks at the same moment sees it (and both give back, 64) */
-	if (asprintf(&sql, PG_TRY_COMMENT " SELECT a.query, l.mode " PG_LOCKS_OF_KEY
-		     "AND l.granted AND l.pid <> pg_backend_pid()", ours) < 0) {
-		error_set(err, EX_OSERR, "out of memory");
-		return -1;
-	}
-	r = pg_query(pg->c, pg->url, sql, params, 1, clock_now_ms() + lk->node_timeout_ms,
-		     &dead, err);
-	free(sql);
-	if (!r) {
-		if (dead)
-			pg_disconnect(pg);
-		return -1;
-	}
-	for (int i = 0; i < PQntuples(r); i++) {
-		const char *query = PQgetvalue(r, i, 0);
-
-		if (i == 0)
-			held_by(lk, query);
-		pg_mode_in(query, held, sizeof held);
-		/* not dlock's (psql, an application): the lock's own mode */
-		if (!held[0])
-			snprintf(held, sizeof held, "%s",
-				 strcmp(PQgetvalue(r, i, 1), "ShareLock") == 0 ? "s" : "x");
-		if (strcmp(ours, "x") == 0 || !held[0] || strcmp(held, "x") == 0 ||
-		    strcmp(held, ours) == 0)
-			continue;
-		pg_mode_words(held, words, sizeof words);
-		error_set(err, EX_USAGE, "the lock is held %s", words);
-		PQclear(r);
-		return -1;
-	}
-	PQclear(r);
-	return 0;
 }
 
 /* The blocking call: the fence once it returns, the lock granted. */
@@ -391,7 +163,7 @@ static int send_wait(struct lock *lk, struct error *err)
 		     "l AS MATERIALIZED (SELECT CASE WHEN c.ok THEN "
 		     "(SELECT 1 FROM (SELECT %s) x) ELSE 0 END AS slot "
 		     "FROM c)%s SELECT c.ok, %s FROM c, l", mode, pg_guard_sql(GUARD_OURS, &n),
-		     call, lk->p->no_fence ? "" : ", " FENCE_CTE,
+		     call, lk->p->no_fence ? "" : ", " PG_FENCE_CTE,
 		     lk->p->no_fence ? "''" : "(SELECT fence FROM f)::text") < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -416,13 +188,13 @@ static enum lock_result wait_over(struct lock *lk, struct error *err)
 
 	pg->waiting = false;
 	if (!r)
-		fence_failed(lk, &why, err);
+		pg_fence_failed(lk, &why, err);
 	else if (PQntuples(r) != 1 || PQnfields(r) != 2)
 		error_set(err, EX_SOFTWARE, "%s: unexpected reply to pg_advisory_lock",
 			  pg->url->text);
 	else if (strcmp(PQgetvalue(r, 0, 0), "t") != 0)
 		pg_pooler_error(pg, err);	/* nothing was taken */
-	else if (look_at_holders(lk, err) == 0)
+	else if (pg_look_at_holders(lk, err) == 0)
 		res = granted(lk, PQgetvalue(r, 0, 1), now_ms, err);
 	PQclear(r);
 	if (res != LOCK_ACQUIRED)
@@ -479,7 +251,7 @@ enum lock_result pg_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	if (lk->p->verbose)
 		pg_say_database(lk);
 	if (lk->reentry_token) {
-		int in = reentered(lk, err);
+		int in = pg_reentered(lk, err);
 
 		if (in != 0)
 			return in > 0 ? LOCK_REENTERED : LOCK_FAILED;
@@ -499,7 +271,7 @@ again:
 		 * nothing taken); made once, then the try again */
 		pg_disconnect(pg);
 		created = true;
-		if (create_fences(lk, err) < 0)
+		if (pg_create_fences(lk, err) < 0)
 			return LOCK_FAILED;
 		goto again;
 	}
@@ -508,7 +280,7 @@ again:
 			error_set(err, EX_SOFTWARE, "%s: unexpected reply to the lock statement",
 				  pg->url->text);
 		else
-			fence_failed(lk, &why, err);
+			pg_fence_failed(lk, &why, err);
 		PQclear(r);
 		pg_disconnect(pg);
 		return LOCK_FAILED;
@@ -547,7 +319,7 @@ again:
 	if (got) {
 		/* shared: the others may hold in another mode (then the
 		 * session, and what it took, goes) */
-		res = lk->p->limit != 0 && look_at_holders(lk, err) < 0 ? LOCK_FAILED :
+		res = lk->p->limit != 0 && pg_look_at_holders(lk, err) < 0 ? LOCK_FAILED :
 		      granted(lk, PQgetvalue(r, 0, 2), start_ms, err);
 		PQclear(r);
 		if (res != LOCK_ACQUIRED)
@@ -566,7 +338,7 @@ again:
 	if (lk->p->limit != 0 || lk->p->verbose || lk->p->waits) {
 		struct error e = { 0 };
 
-		if (look_at_holders(lk, &e) < 0 && (!pg->c || e.exit == EX_USAGE)) {
+		if (pg_look_at_holders(lk, &e) < 0 && (!pg->c || e.exit == EX_USAGE)) {
 			*err = e;
 			return LOCK_FAILED;
 		}
@@ -676,7 +448,7 @@ int pg_raise_fence(struct lock *lk, const char *fence, struct error *err)
 				  pg->url->text);
 		return -1;
 	}
-	if (asprintf(&sql, "UPDATE " FENCE_TABLE " SET fence = GREATEST(fence, $2::bigint) "
+	if (asprintf(&sql, "UPDATE " PG_FENCE_TABLE " SET fence = GREATEST(fence, $2::bigint) "
 		     "WHERE lock_key = " PG_FENCE_KEY " %s", pg->comment) < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -685,7 +457,7 @@ int pg_raise_fence(struct lock *lk, const char *fence, struct error *err)
 			 &dead, &why, err);
 	free(sql);
 	if (!r) {
-		fence_failed(lk, &why, err);
+		pg_fence_failed(lk, &why, err);
 		if (dead)
 			pg_disconnect(pg);
 		return -1;

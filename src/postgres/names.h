@@ -19,7 +19,9 @@
 
 /* The lock's key: the name's text ($1) hashed by the server. */
 #define PG_KEY_OF "hashtextextended($1, 0)"
-/* The fence row's key: the lock's. */
+/* The fencing counter: one row per lock in this table, by the lock's
+ * key (fence.c makes the table). */
+#define PG_FENCE_TABLE "public.dlock_fences"
 #define PG_FENCE_KEY PG_KEY_OF
 /* The rows of pg_locks (l) of the lock's key, with each session (a): an
  * advisory lock on one bigint shows as its halves, objsubid 1. */

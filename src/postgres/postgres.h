@@ -17,9 +17,9 @@
  * The session must be ours alone: a pooler in transaction mode hands its
  * backend to other clients between our statements (and their advisory
  * locks re-enter). Each statement that would take or set anything checks
- * first, in the same statement (enum guard), and takes nothing when the
+ * first, in the same statement (enum pg_guard), and takes nothing when the
  * check fails; through a pooler a few statements more tell session
- * pooling from transaction pooling first (pooler_check()). Later
+ * pooling from transaction pooling first (pg_pooler_check()). Later
  * statements check the backend and our mark on it (dlock.session).
  *
  * Every statement a holder runs carries a comment, "dlock mode=M
@@ -44,7 +44,31 @@
  * hashtextextended(PREFIX || NAME, i), a space no lock's name reaches
  * (those are one-bigint locks). Shared holders and --limit holders, or --limit N and M, are
  * told apart by their comments: a holder that finds others in another
- * mode gives its lock back and says so (64), as Redis does. */
+ * mode gives its lock back and says so (64), as Redis does.
+ *
+ * The file set every engine has (src/engine.h):
+ *   engine.c    the struct engine: its settings over url.c, the rest
+ *               wired to the functions below; what it cannot do
+ *   url.c/.h    postgres:// URLs, checked with libpq's parser, and
+ *               dlock_pooling taken out: pure
+ *   conn.c/.h   a connection driven with deadlines, its errors into exit
+ *               codes; a lock's session, its settings, the check each
+ *               statement makes that the session is ours alone, and the
+ *               pooler checks
+ *   names.c/.h  a lock's NAME as the keys the server locks: the key, the
+ *               --limit slots, the fence row: pure, unit-tested
+ *   lock.c      the lock operations: the try statement, the wait in the
+ *               server's queue, the heartbeat, the watch, the release,
+ *               -k's fence
+ *   inspect.c   status and release --force
+ * and PostgreSQL's own, each the part of one above that would take it
+ * past 800 lines:
+ *   comment.c/.h  the holder's comment its statements carry, written and
+ *               read back: pure, unit-tested
+ *   fence.c     lock's: the fencing counter's table, made on first use,
+ *               and what writing it meets
+ *   holders.c   lock's: the other holders a try sees (a nested dlock's
+ *               caller, who holds it, in which mode) */
 #pragma once
 #include <poll.h>
 #include <stdbool.h>
@@ -126,6 +150,37 @@ int pg_vxid_next(const char *vxid, char *out, size_t len);
 void pg_pooler_error(const struct pg *pg, struct error *err);
 void pg_undeclared_pooler(const struct pg *pg, const char *backend,
 			  struct error *err);
+
+/* fence.c: the fencing counter.
+ *
+ * A WITH query that writes the next fence when l took the lock (l.slot >
+ * 0), returning it; the server's clock in microseconds when that is more
+ * (a counter that lost its last updates in a failover counts on past
+ * them). */
+#define PG_FENCE_CTE \
+	"f AS (INSERT INTO " PG_FENCE_TABLE " AS t (lock_key, fence) " \
+	"SELECT " PG_FENCE_KEY ", (extract(epoch FROM clock_timestamp()) * 1000000)::bigint " \
+	"FROM l WHERE l.slot > 0 ON CONFLICT (lock_key) DO UPDATE " \
+	"SET fence = GREATEST(t.fence + 1, excluded.fence) RETURNING t.fence)"
+/* err says what a statement that writes the counter met (why: its
+ * SQLSTATE) in words that say what to do: the rights it takes (77), a
+ * standby or a read-only session (69); anything else as it was. */
+void pg_fence_failed(struct lock *lk, const struct pg_failure *why,
+		     struct error *err);
+/* The counter's table, made on first use (connecting lk's session): 0,
+ * or -1 with err (the session closed). */
+int pg_create_fences(struct lock *lk, struct error *err);
+
+/* holders.c: the other sessions that hold the lock.
+ *
+ * A nested dlock (lk->reentry_token): 1 its caller holds the lock (token
+ * and fence set: re-entered), 0 not (pg->hidden_holder: a holder whose
+ * statements this role cannot read), -1 err (64: a mode it cannot
+ * re-enter; else a failed statement, the session closed). */
+int pg_reentered(struct lock *lk, struct error *err);
+/* Who holds it (lk->held_by) and whether in a mode ours cannot share
+ * (64): 0, or -1 with err (the session closed if it broke). */
+int pg_look_at_holders(struct lock *lk, struct error *err);
 
 /* lock.c: the lock operations (struct engine_lock_ops). */
 int pg_open(struct lock *lk, struct error *err);
