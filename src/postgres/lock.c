@@ -1,7 +1,6 @@
 /* lock.c - PostgreSQL: a lock's operations (src/engine.h's lock part):
  * the try statement and the wait in the server's queue, the heartbeat,
  * the watch on the idle connection, the release, the -k fence. */
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +8,6 @@
 #include <sysexits.h>
 #include "clock.h"
 #include "postgres.h"
-#include "show.h"
 
 static bool shared(const struct lock *lk)
 {
@@ -226,81 +224,106 @@ static bool still_ours(struct lock *lk, struct error *err)
 	return false;
 }
 
-enum lock_result pg_try(struct lock *lk, int64_t *retry_ms, struct error *err)
+/* One try statement: what it checked, when it went, what came back. */
+struct attempt {
+	enum pg_guard g;	/* what the statement checks first */
+	int64_t start_ms;	/* when it was sent: the loss clock's start */
+	bool created;		/* the counter's table made during this try */
+	PGresult *r;		/* its reply: one row of six columns */
+};
+
+/* The try statement sent and its reply in a->r: 1; 0, to send it again
+ * (the counter's table was missing: made now, nothing taken); -1 with
+ * err (the session closed, but for want of memory). */
+static int send_try(struct lock *lk, struct attempt *a, struct error *err)
 {
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->key, pg->pid, pg->mark, pg->vxid };
-	int64_t start_ms;
-	PGresult *r;
-	char *sql;
-	bool dead, got, created = false;
 	struct pg_failure why;
-	enum lock_result res;
-	enum pg_guard g;
 	int n_params;
+	bool dead;
+	char *sql;
 
-	if (pg->waiting) {
-		if (PQconsumeInput(pg->c) && PQisBusy(pg->c)) {
-			*retry_ms = 60000;	/* the reply wakes us */
-			return LOCK_HELD;
-		}
-		return wait_over(lk, err);
-	}
-	if (pg_connect_once(lk, true, err) < 0)
-		return LOCK_FAILED;
-	if (lk->p->verbose)
-		pg_say_database(lk);
-	if (lk->reentry_token) {
-		int in = pg_reentered(lk, err);
-
-		if (in != 0)
-			return in > 0 ? LOCK_REENTERED : LOCK_FAILED;
-	}
-again:
-	g = pg_guard_of(pg);
-	if (!(sql = try_sql(lk, g, &n_params))) {
+	a->g = pg_guard_of(pg);
+	if (!(sql = try_sql(lk, a->g, &n_params))) {
 		error_set(err, EX_OSERR, "out of memory");
-		return LOCK_FAILED;
+		return -1;
 	}
-	start_ms = clock_now_ms();
-	r = pg_query_why(pg->c, pg->url, sql, params, n_params, start_ms + lk->node_timeout_ms,
-			 &dead, &why, err);
+	a->start_ms = clock_now_ms();
+	a->r = pg_query_why(pg->c, pg->url, sql, params, n_params,
+			    a->start_ms + lk->node_timeout_ms, &dead, &why, err);
 	free(sql);
-	if (!r && strcmp(why.state, "42P01") == 0 && !lk->p->no_fence && !created) {
+	if (!a->r && strcmp(why.state, "42P01") == 0 && !lk->p->no_fence && !a->created) {
 		/* no counter table yet (the statement stopped before it ran:
 		 * nothing taken); made once, then the try again */
 		pg_disconnect(pg);
-		created = true;
-		if (pg_create_fences(lk, err) < 0)
-			return LOCK_FAILED;
-		goto again;
+		a->created = true;
+		return pg_create_fences(lk, err) < 0 ? -1 : 0;
 	}
-	if (!r || PQntuples(r) != 1 || PQnfields(r) < 6) {
-		if (r)
-			error_set(err, EX_SOFTWARE, "%s: unexpected reply to the lock statement",
-				  pg->url->text);
-		else
-			pg_fence_failed(lk, &why, err);
-		PQclear(r);
-		pg_disconnect(pg);
-		return LOCK_FAILED;
-	}
-	if (strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
-		/* nothing taken, nothing set: a pooler's backend (the first
-		 * statement's), or the check saw it shared */
-		char first_pid[16];
+	if (a->r && PQntuples(a->r) == 1 && PQnfields(a->r) >= 6)
+		return 1;
+	if (a->r)
+		error_set(err, EX_SOFTWARE, "%s: unexpected reply to the lock statement",
+			  pg->url->text);
+	else
+		pg_fence_failed(lk, &why, err);
+	PQclear(a->r);
+	a->r = NULL;
+	pg_disconnect(pg);
+	return -1;
+}
 
-		snprintf(first_pid, sizeof first_pid, "%s", PQgetvalue(r, 0, 3));
-		PQclear(r);
-		if (g == GUARD_DIRECT && !pg->url->session_pooling)
-			pg_undeclared_pooler(pg, first_pid, err);
-		else if (g == GUARD_DIRECT && pg_pooler_check(lk, first_pid, err) == 0)
-			goto again;
-		else if (g != GUARD_DIRECT)
-			pg_pooler_error(pg, err);
-		pg_disconnect(pg);
-		return LOCK_FAILED;
+/* The statement's check failed: nothing taken, nothing set, on a
+ * pooler's backend (the first statement's), or the check saw the
+ * session shared. 0: send it again (a declared pooler passed its
+ * check); -1 with err (the session closed). */
+static int check_failed(struct lock *lk, struct attempt *a, struct error *err)
+{
+	struct pg *pg = P(lk);
+	char first_pid[16];
+
+	snprintf(first_pid, sizeof first_pid, "%s", PQgetvalue(a->r, 0, 3));
+	PQclear(a->r);
+	a->r = NULL;
+	if (a->g == GUARD_DIRECT && !pg->url->session_pooling)
+		pg_undeclared_pooler(pg, first_pid, err);
+	else if (a->g == GUARD_DIRECT && pg_pooler_check(lk, first_pid, err) == 0)
+		return 0;
+	else if (a->g != GUARD_DIRECT)
+		pg_pooler_error(pg, err);
+	pg_disconnect(pg);
+	return -1;
+}
+
+/* The try statement until one passes its check: 0, its reply in a->r,
+ * or -1 with err. */
+static int ask(struct lock *lk, struct attempt *a, struct error *err)
+{
+	for (;;) {
+		int sent = send_try(lk, a, err);
+
+		if (sent < 0)
+			return -1;
+		if (sent == 0)
+			continue;
+		if (strcmp(PQgetvalue(a->r, 0, 0), "t") == 0)
+			return 0;
+		if (check_failed(lk, a, err) < 0)
+			return -1;
 	}
+}
+
+/* The reply of a statement that passed its check: the session is ours,
+ * on the backend it names. LOCK_ACQUIRED; LOCK_HELD, not taken; or
+ * LOCK_FAILED with err, the session closed (a standby, a pooler that
+ * shared the session, holders in a mode ours cannot share). */
+static enum lock_result took(struct lock *lk, struct attempt *a, struct error *err)
+{
+	struct pg *pg = P(lk);
+	PGresult *r = a->r;
+	enum lock_result res;
+	bool got;
+
 	pg->checked = true;
 	snprintf(pg->pid, sizeof pg->pid, "%s", PQgetvalue(r, 0, 3));
 	got = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
@@ -312,21 +335,31 @@ again:
 		return LOCK_FAILED;
 	}
 	pg->slot = got && lk->p->limit > 0 ? atol(PQgetvalue(r, 0, 5)) : 0;
-	if (got && g == GUARD_POOLED && !still_ours(lk, err)) {
+	if (!got) {
+		PQclear(r);
+		return LOCK_HELD;
+	}
+	if (a->g == GUARD_POOLED && !still_ours(lk, err)) {
 		PQclear(r);
 		return LOCK_FAILED;
 	}
-	if (got) {
-		/* shared: the others may hold in another mode (then the
-		 * session, and what it took, goes) */
-		res = lk->p->limit != 0 && pg_look_at_holders(lk, err) < 0 ? LOCK_FAILED :
-		      granted(lk, PQgetvalue(r, 0, 2), start_ms, err);
-		PQclear(r);
-		if (res != LOCK_ACQUIRED)
-			pg_disconnect(pg);
-		return res;
-	}
+	/* shared: the others may hold in another mode (then the session,
+	 * and what it took, goes) */
+	res = lk->p->limit != 0 && pg_look_at_holders(lk, err) < 0 ? LOCK_FAILED :
+	      granted(lk, PQgetvalue(r, 0, 2), a->start_ms, err);
 	PQclear(r);
+	if (res != LOCK_ACQUIRED)
+		pg_disconnect(pg);
+	return res;
+}
+
+/* Someone else has it: who, for the wait line and --verbose (and a mode
+ * ours cannot share: 64); with -w, a wait inside the server, in its
+ * queue. LOCK_HELD, or LOCK_FAILED with err. */
+static enum lock_result refused(struct lock *lk, int64_t *retry_ms, struct error *err)
+{
+	struct pg *pg = P(lk);
+
 	if (pg->hidden_holder[0]) {
 		/* waiting would wait on our own caller, for ever without -w */
 		error_set(err, EX_USAGE, "%s: DLOCK_TOKEN names this lock, but its holder is a session of role \"%s\" whose statements this role cannot read: a nested dlock cannot tell whether it is its caller's, and would wait on it; run the nested dlock as the same role, or grant this one pg_read_all_stats",
@@ -345,8 +378,8 @@ again:
 	}
 	if (!pg->c)
 		return LOCK_FAILED;
-	/* A wait inside the server, in its queue; --limit has no "any of
-	 * these" to wait on, and asks again at the waiter's pace. */
+	/* --limit has no "any of these" to wait on, and asks again at the
+	 * waiter's pace. */
 	if (lk->p->waits && lk->p->limit <= 0) {
 		if (send_wait(lk, err) < 0) {
 			pg_disconnect(pg);
@@ -355,6 +388,37 @@ again:
 		*retry_ms = 60000;
 	}
 	return LOCK_HELD;
+}
+
+/* A blocking wait's reply, or else the try statement (after re-entry,
+ * for a nested dlock): see the functions above. */
+enum lock_result pg_try(struct lock *lk, int64_t *retry_ms, struct error *err)
+{
+	struct pg *pg = P(lk);
+	struct attempt a = { 0 };
+	enum lock_result res;
+
+	if (pg->waiting) {
+		if (PQconsumeInput(pg->c) && PQisBusy(pg->c)) {
+			*retry_ms = 60000;	/* the reply wakes us */
+			return LOCK_HELD;
+		}
+		return wait_over(lk, err);
+	}
+	if (pg_connect_once(lk, true, err) < 0)
+		return LOCK_FAILED;
+	if (lk->p->verbose)
+		pg_say_database(lk);
+	if (lk->reentry_token) {
+		int in = pg_reentered(lk, err);
+
+		if (in != 0)
+			return in > 0 ? LOCK_REENTERED : LOCK_FAILED;
+	}
+	if (ask(lk, &a, err) < 0)
+		return LOCK_FAILED;
+	res = took(lk, &a, err);
+	return res == LOCK_HELD ? refused(lk, retry_ms, err) : res;
 }
 
 size_t pg_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
