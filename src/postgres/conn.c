@@ -9,189 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <sys/random.h>
 #include "clock.h"
-#include "conn.h"
 #include "net.h"
-#include "urlpart.h"
+#include "postgres.h"
 
-/* ---- URLs ---------------------------------------------------------------- */
-
-/* The URI for messages, its passwords masked (urlpart.h). */
-static char *masked(const char *uri)
-{
-	size_t len = url_mask(uri, NULL, 0);
-	char *text = malloc(len + 1);
-
-	if (text)
-		url_mask(uri, text, len + 1);
-	return text;
-}
-
-/* libpq takes any port= and fails at connect (69 for a setting to fix):
- * each of the list's ports is 1..65535, or empty (the default). */
-static bool bad_port(const PQconninfoOption *opts, char *why, size_t len)
-{
-	for (; opts->keyword; opts++) {
-		const char *p;
-
-		if (strcmp(opts->keyword, "port") != 0 || !opts->val)
-			continue;
-		for (p = opts->val; *p; p += *p == ',') {
-			size_t n = strcspn(p, ",");
-			long port = n <= 5 && strspn(p, "0123456789") >= n ? strtol(p, NULL, 10) : -1;
-
-			if (n > 0 && (port < 1 || port > 65535)) {
-				snprintf(why, len, "bad port '%.*s' (1 to 65535)", (int)(n > 16 ? 16 : n), p);
-				return true;
-			}
-			p += n;
-		}
-	}
-	return false;
-}
-
-static int hex_digit(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
-	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* s[0..n) with its %XX decoded, into out (len > 0), cut at len - 1. */
-static void decoded(const char *s, size_t n, char *out, size_t len)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < n && o + 1 < len; i++) {
-		if (s[i] == '%' && i + 2 < n && hex_digit(s[i + 1]) >= 0 &&
-		    hex_digit(s[i + 2]) >= 0) {
-			out[o++] = (char)(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
-			i += 2;
-		} else {
-			out[o++] = s[i];
-		}
-	}
-	out[o] = '\0';
-}
-
-/* dlock's own parameters of a URI (dlock_...), which libpq would refuse
- * as unknown: read into u, and the URI without them in *rest (its '?'
- * gone too when nothing is left). 0, or -1 with why (a setting to fix). */
-static int own_params(const char *uri, struct pg_url *u, char **rest, char *why,
-		      size_t len)
-{
-	const char *q = strchr(uri, '?');
-	size_t o;
-
-	*rest = malloc(strlen(uri) + 1);
-	if (!*rest) {
-		snprintf(why, len, "out of memory");
-		return -1;
-	}
-	o = q ? (size_t)(q - uri) : strlen(uri);
-	memcpy(*rest, uri, o);
-	for (const char *p = q ? q + 1 : NULL; p && *p; p += *p == '&') {
-		size_t n = strcspn(p, "&"), k = strcspn(p, "=&");
-		char key[64], value[64];
-
-		decoded(p, k, key, sizeof key);
-		if (strncmp(key, "dlock_", 6) != 0) {
-			char sep = o == (size_t)(q - uri) ? '?' : '&';
-
-			(*rest)[o++] = sep;
-			memcpy(*rest + o, p, n);
-			o += n;
-		} else if (strcmp(key, "dlock_pooling") != 0) {
-			snprintf(why, len, "unknown parameter '%.40s' (dlock's own: dlock_pooling=session)",
-				 key);
-			goto bad;
-		} else {
-			decoded(p + k + (k < n), n - k - (k < n), value, sizeof value);
-			if (strcmp(value, "session") != 0) {
-				snprintf(why, len, "dlock_pooling=%.40s: an advisory lock belongs to a session, so only a pooler that gives each client one backend for its whole connection can carry it (dlock_pooling=session)",
-					 value);
-				goto bad;
-			}
-			u->session_pooling = true;
-		}
-		p += n;
-	}
-	(*rest)[o] = '\0';
-	return 0;
-bad:
-	free(*rest);
-	*rest = NULL;
-	return -1;
-}
-
-int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
-		  char *err, size_t errlen)
-{
-	struct pg_url *u = calloc(n, sizeof *u);
-
-	if (!u) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		char *why = NULL, msg[300], *uri;
-		PQconninfoOption *opts;
-
-		if (own_params(urls[i], &u[i], &uri, msg, sizeof msg) < 0) {
-			engine_bad_url(urls[i], msg, err, errlen);
-			pg_free_urls(u, n);
-			return -1;
-		}
-		u[i].uri = uri;
-		opts = PQconninfoParse(uri, &why);
-		if (!opts) {
-			snprintf(msg, sizeof msg, "%s", why ? why : "out of memory");
-			msg[strcspn(msg, "\n")] = '\0';
-			engine_bad_url(urls[i], msg, err, errlen);
-			PQfreemem(why);
-			pg_free_urls(u, n);
-			return -1;
-		}
-		if (bad_port(opts, msg, sizeof msg)) {
-			engine_bad_url(urls[i], msg, err, errlen);
-			PQconninfoFree(opts);
-			pg_free_urls(u, n);
-			return -1;
-		}
-		u[i].text = masked(urls[i]);
-		for (PQconninfoOption *o = opts; o->keyword; o++) {
-			if (!o->val)
-				continue;
-			if (strcmp(o->keyword, "password") == 0)
-				u[i].has_password = true;
-			else if (strcmp(o->keyword, "dbname") == 0)
-				u[i].has_dbname = o->val[0] != '\0';
-			else if (strcmp(o->keyword, "sslmode") == 0)
-				u[i].tls = strcmp(o->val, "require") == 0 ||
-					   strcmp(o->val, "verify-ca") == 0 ||
-					   strcmp(o->val, "verify-full") == 0;
-			else if (strcmp(o->keyword, "options") == 0)
-				u[i].options = strdup(o->val);
-		}
-		PQconninfoFree(opts);
-		if (!u[i].uri || !u[i].text) {
-			snprintf(err, errlen, "out of memory");
-			pg_free_urls(u, n);
-			return -1;
-		}
-	}
-	*out = u;
-	return 0;
-}
-
-void pg_free_urls(struct pg_url *u, size_t n)
-{
-	for (size_t i = 0; u && i < n; i++) {
-		free(u[i].uri);
-		free(u[i].text);
-		free(u[i].options);
-	}
-	free(u);
-}
+#define PG_APPLICATION_NAME "dlock"
 
 /* ---- errors ---------------------------------------------------------------- */
 
@@ -260,11 +83,6 @@ void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
  * back as a failed statement, and dlock says it once, its way. */
 static void no_notices(void *arg, const char *message)
 {
-}
-
-bool pg_startup_options(const struct pg_url *url)
-{
-	return !url->session_pooling;
 }
 
 /* The options the session starts with: the user's (the URI's options=,
@@ -499,4 +317,255 @@ PGresult *pg_query(PGconn *c, const struct pg_url *url, const char *sql,
 		   bool *dead, struct error *err)
 {
 	return pg_query_why(c, url, sql, params, n_params, deadline_ms, dead, NULL, err);
+}
+
+/* ---- a lock's session ------------------------------------------------------ */
+
+void pg_disconnect(struct pg *pg)
+{
+	if (pg->c)
+		PQfinish(pg->c);	/* the session's locks go with it */
+	pg->c = NULL;
+	pg->waiting = pg->beat_pending = pg->held = pg->stolen = false;
+}
+
+void pg_random_hex(char *out, size_t n_bytes)
+{
+	unsigned char raw[32];
+
+	if (n_bytes > sizeof raw)
+		n_bytes = sizeof raw;
+	if (getrandom(raw, n_bytes, 0) != (ssize_t)n_bytes)
+		arc4random_buf(raw, n_bytes);
+	for (size_t i = 0; i < n_bytes; i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
+/* Advisory locks live in one database: where the URL names none, which
+ * one libpq chose (PGDATABASE, or the user's name) is said, once. */
+void pg_say_database(struct lock *lk)
+{
+	struct pg *pg = P(lk);
+
+	if (pg->url->has_dbname || pg->told_db || !pg->c)
+		return;
+	pg->told_db = true;
+	log_line(lk->p->name, "%s: the URL names no database: the lock lives in database \"%s\"",
+		 pg->url->text, PQdb(pg->c));
+}
+
+/* A connection: the backend it reports (a pooler's own number through
+ * one) until the check says which one our statements run on, and a new
+ * mark for the session. for_lock: a lock's session, with dlock's
+ * settings (else status and --force: any pooler passes them). */
+int pg_connect_once(struct lock *lk, bool for_lock, struct error *err)
+{
+	struct pg *pg = P(lk);
+	struct pg_session s = { lk->ttl_ms, PG_APPLICATION_NAME, for_lock };
+
+	if (pg->c)
+		return 0;
+	pg->c = pg_connect(pg->url, lk->p, &s, clock_now_ms() + lk->node_timeout_ms, err);
+	if (!pg->c)
+		return -1;
+	pg->checked = false;
+	snprintf(pg->pid, sizeof pg->pid, "%d", PQbackendPID(pg->c));
+	pg_random_hex(pg->mark, 8);
+	pg->vxid[0] = '\0';
+	return 0;
+}
+
+/* The session's settings, made by the statement that passed the check
+ * (no round trip of their own; its SELECT reads s, as an unused WITH
+ * query is never run). dlock.session ($3) marks the session as this
+ * connection's: every later statement checks it. The fence's commit is
+ * flushed before the reply (synchronous_commit at least local: a role's
+ * "off" would let a crash lose it; read at the commit, so it holds for
+ * this statement already). The rest came with the session's startup
+ * options (pg_startup_options(): pg_connect() says why each), except
+ * through a declared pooler, which refuses them: made here then, for
+ * every statement after this one: the server ends a session that has
+ * been idle about the TTL (idle_session_timeout: a stopped or cut-off
+ * holder), or whose peer stopped answering (keepalives,
+ * tcp_user_timeout; TCP only); a role's lock_timeout or
+ * statement_timeout would cut the blocking wait short of -w; read
+ * committed, so that shared holders write the fence row at once. */
+void pg_settings_sql(const struct lock *lk, char *out, size_t len)
+{
+	long long ttl_s = lk->ttl_ms / 1000 > 0 ? lk->ttl_ms / 1000 : 1;
+	int n;
+
+	n = snprintf(out, len,
+		     "s AS MATERIALIZED (SELECT "
+		     "set_config('dlock.session', $3, false), "
+		     "set_config('synchronous_commit', CASE current_setting('synchronous_commit') "
+		     "WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, false)");
+	if (!pg_startup_options(P(lk)->url) && n > 0 && (size_t)n < len)
+		n += snprintf(out + n, len - (size_t)n, ", "
+			      "set_config('idle_session_timeout', '%lld', false), "
+			      "set_config('tcp_keepalives_idle', '%lld', false), "
+			      "set_config('tcp_keepalives_interval', '%lld', false), "
+			      "set_config('tcp_keepalives_count', '3', false), "
+			      "set_config('tcp_user_timeout', '%lld', false), "
+			      "set_config('client_connection_check_interval', '1000', false), "
+			      "set_config('lock_timeout', '0', false), "
+			      "set_config('statement_timeout', '0', false), "
+			      "set_config('idle_in_transaction_session_timeout', '0', false), "
+			      "set_config('default_transaction_isolation', 'read committed', false)",
+			      (long long)lk->ttl_ms, ttl_s / 3 > 0 ? ttl_s / 3 : 1,
+			      ttl_s / 9 > 0 ? ttl_s / 9 : 1, (long long)lk->ttl_ms);
+	if (n > 0 && (size_t)n < len)
+		snprintf(out + n, len - (size_t)n, " FROM c WHERE c.ok), ");
+}
+
+/* The check, as SQL ($2 the backend's pid, $3 the mark, $4 the virtual
+ * transaction ID), and how many parameters its statement takes. */
+const char *pg_guard_sql(enum pg_guard g, int *n_params)
+{
+	*n_params = g == GUARD_POOLED ? 4 : 3;
+	switch (g) {
+	case GUARD_DIRECT:
+		return "pg_backend_pid() = $2::int";
+	case GUARD_POOLED:
+		return "pg_backend_pid() = $2::int AND (SELECT virtualxid FROM pg_locks "
+		       "WHERE locktype = 'virtualxid' AND pid = pg_backend_pid()) = $4 "
+		       "AND NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
+		       "AND pid = pg_backend_pid())";
+	case GUARD_OURS:
+		break;
+	}
+	return "pg_backend_pid() = $2::int AND current_setting('dlock.session', true) = $3";
+}
+
+enum pg_guard pg_guard_of(const struct pg *pg)
+{
+	return pg->checked ? GUARD_OURS : pg->vxid[0] ? GUARD_POOLED : GUARD_DIRECT;
+}
+
+void pg_pooler_error(const struct pg *pg, struct error *err)
+{
+	error_set(err, EX_UNAVAILABLE,
+		  "%s: a pooler that shares backends between clients (PgBouncer in transaction or statement mode) is in the path: a session-level advisory lock would land on another client's session; connect to PostgreSQL directly, or through session pooling",
+		  pg->url->text);
+}
+
+/* A pooler or a proxy in the path (the backend our statement ran on is
+ * not the one the connection reported) that the URL does not declare:
+ * what it does with sessions cannot be told from outside for sure (with
+ * no traffic, a transaction pooler hands a client its own backend every
+ * time; two PgBouncers on one port pass any two-client check now and
+ * then), so it is refused unless declared. */
+void pg_undeclared_pooler(const struct pg *pg, const char *backend, struct error *err)
+{
+	error_set(err, EX_UNAVAILABLE,
+		  "%s: a pooler or proxy is in the path (the statement ran on backend %s, not on the connection's %d): %s",
+		  pg->url->text, backend, PQbackendPID(pg->c), PG_POOLER_ADVICE);
+}
+
+/* "B/L" -> "B/(L+1)": the virtual transaction ID of the backend's next
+ * transaction (L counts the backend's transactions). 0, or -1 when vxid
+ * is not one. */
+int pg_vxid_next(const char *vxid, char *out, size_t len)
+{
+	unsigned long backend, local;
+	int n = 0;
+
+	if (sscanf(vxid, "%lu/%lu%n", &backend, &local, &n) != 2 || vxid[n] != '\0')
+		return -1;
+	snprintf(out, len, "%lu/%lu", backend, local + 1);
+	return 0;
+}
+
+/* One statement on our connection that must run on our backend (pg->pid)
+ * as its very next transaction (pg->vxid; "": any): nobody else's ran on
+ * it since our last. Then pg->vxid is the next one's. *left: the session
+ * holds an advisory lock, or dlock's mark (what an earlier client left on
+ * a backend that the pooler does not reset). 1 yes, 0 no, -1 err. */
+int pg_next_is_ours(struct lock *lk, bool *left, struct error *err)
+{
+	struct pg *pg = P(lk);
+	const char *params[] = { pg->pid, pg->vxid };
+	PGresult *r;
+	bool dead;
+	int ours;
+
+	r = pg_query(pg->c, pg->url,
+		     "SELECT pg_backend_pid() = $1::int AND ($2 = '' OR v.virtualxid = $2), "
+		     "v.virtualxid, EXISTS (SELECT 1 FROM pg_locks a WHERE a.locktype = 'advisory' "
+		     "AND a.pid = pg_backend_pid()) OR "
+		     "coalesce(current_setting('dlock.session', true), '') <> '' FROM pg_locks v "
+		     "WHERE v.locktype = 'virtualxid' AND v.pid = pg_backend_pid()",
+		     params, 2, clock_now_ms() + lk->node_timeout_ms, &dead, err);
+	if (!r)
+		return -1;
+	ours = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0 &&
+	       pg_vxid_next(PQgetvalue(r, 0, 1), pg->vxid, sizeof pg->vxid) == 0;
+	*left = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 2), "t") == 0;
+	PQclear(r);
+	return ours;
+}
+
+/* Through a pooler (the first statement's backend is not the one the
+ * connection reported: a pooler's number), the backend a statement runs
+ * on is the pooler's to choose. Session pooling keeps one backend for
+ * the connection's life, which is all a lock needs; transaction pooling
+ * hands it to whoever comes next, between any two of our statements.
+ * Told apart before anything is taken or set: our statements must run on
+ * one backend, each as its very next transaction (a virtual transaction
+ * ID's local part counts them), while a second client asks for a backend
+ * again and again, holding the one it gets for a moment: transaction
+ * pooling gives it ours, or gives ours to another client meanwhile (the
+ * LIFO pool's next request takes the backend released last), or moves
+ * our statements. Then the lock's statement takes it only as the next
+ * transaction on that backend, with no advisory lock on it (GUARD_POOLED:
+ * nobody's left over). 0, or -1 with err. */
+#define POOLER_ROUNDS 3
+int pg_pooler_check(struct lock *lk, const char *first_pid, struct error *err)
+{
+	struct pg *pg = P(lk);
+	struct pg_session s = { lk->ttl_ms, PG_APPLICATION_NAME, true };
+	PGconn *other = NULL;
+	PGresult *r;
+	bool dead, shared, left;
+	int ours;
+
+	snprintf(pg->pid, sizeof pg->pid, "%s", first_pid);
+	pg->vxid[0] = '\0';
+	if ((ours = pg_next_is_ours(lk, &left, err)) < 0)
+		return -1;
+	if (left) {
+		/* a client's lock, or a dlock's killed or released there: the
+		 * next client gets what the last one left (dlock's release
+		 * leaves its mark on purpose, so that this shows on the next
+		 * dlock's first session there) */
+		error_set(err, EX_UNAVAILABLE,
+			  "%s: the pooled session holds an advisory lock or dlock's mark, left by an earlier client: the pooler does not reset sessions after a client (PgBouncer: server_reset_query = DISCARD ALL, the default), so a killed holder's lock would stay on its backend; or it shares them (transaction pooling)",
+			  pg->url->text);
+		return -1;
+	}
+	if (ours && !(other = pg_connect(pg->url, lk->p, &s,
+					 clock_now_ms() + lk->node_timeout_ms, err)))
+		return -1;
+	for (int i = 0; ours == 1 && i < POOLER_ROUNDS; i++) {
+		r = pg_query(other, pg->url, "SELECT pg_backend_pid() FROM pg_sleep(0.002)", NULL, 0,
+			     clock_now_ms() + lk->node_timeout_ms, &dead, err);
+		if (!r) {
+			if (!dead)
+				error_set(err, EX_UNAVAILABLE, "%s: a second connection through the pooler got no backend in time (the check of a pooled session takes two: a pool of one that ours fills waits for ever)",
+					  pg->url->text);
+			ours = -1;
+			break;
+		}
+		shared = PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 0), first_pid) == 0;
+		PQclear(r);
+		ours = shared ? 0 : pg_next_is_ours(lk, &left, err);
+	}
+	PQfinish(other);
+	if (ours < 0)
+		return -1;
+	if (ours == 0) {
+		pg_pooler_error(pg, err);
+		return -1;
+	}
+	return 0;
 }

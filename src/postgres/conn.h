@@ -1,35 +1,12 @@
 /* conn.h - PostgreSQL: one libpq connection driven with deadlines, its
- * errors sorted into dlock's exit codes, and the postgres:// URL as libpq
- * takes it. */
+ * errors sorted into dlock's exit codes. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 #include <libpq-fe.h>
 #include "engine.h"
 #include "log.h"
-
-/* A server URL: the libpq connection URI as given, without dlock's own
- * parameters (passed to libpq as it is: sslmode, host=/socket/dir,
- * .pgpass and PGPASSWORD work), and its text for messages with any
- * password masked. */
-struct pg_url {
-	char *uri;		/* for libpq: dlock_... taken out */
-	char *text;
-	char *options;		/* the URI's own options= (NULL: none) */
-	bool session_pooling;	/* dlock_pooling=session: a pooler that
-				 * keeps one backend per client connection
-				 * and resets it after is declared in the
-				 * path (else a pooler is refused) */
-	bool has_dbname;	/* it names the database (else libpq's
-				 * default: PGDATABASE, or the user's name) */
-	bool has_password;
-	bool tls;		/* sslmode=require, verify-ca or verify-full */
-};
-
-/* Checks each URI with libpq's own parser. 0, or -1 with err. */
-int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
-		  char *err, size_t errlen);
-void pg_free_urls(struct pg_url *u, size_t n);
+#include "url.h"
 
 /* The session settings every lock connection starts with, as startup
  * options (no round trip; pg_startup_options()): the server ends the
@@ -52,12 +29,6 @@ struct pg_session {
 	"or, through session pooling that resets each session after its client " \
 	"(PgBouncer's pool_mode = session with server_reset_query = DISCARD ALL), " \
 	"add dlock_pooling=session to the URL"
-
-/* Whether a connection to url carries dlock's settings as startup
- * options: not through a declared pooler (PgBouncer refuses them, or
- * drops them with ignore_startup_parameters): the first statement makes
- * them there. */
-bool pg_startup_options(const struct pg_url *url);
 
 /* Connects within deadline_ms (monotonic), client_encoding UTF8 (the
  * server hashes the name's text as the database holds it). NULL with

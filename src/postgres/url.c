@@ -1,0 +1,173 @@
+/* url.c - PostgreSQL: the postgres:// URLs, checked with libpq's own
+ * parser (libpq takes them as they are: sslmode, host=/socket/dir,
+ * .pgpass and PGPASSWORD work), dlock's own parameters (dlock_pooling)
+ * taken out, their text for messages with any password masked. Pure: no
+ * I/O. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libpq-fe.h>
+#include "comment.h"	/* pg_unescape() */
+#include "engine.h"
+#include "url.h"
+#include "urlpart.h"
+
+/* The URI for messages, its passwords masked (urlpart.h). */
+static char *masked(const char *uri)
+{
+	size_t len = url_mask(uri, NULL, 0);
+	char *text = malloc(len + 1);
+
+	if (text)
+		url_mask(uri, text, len + 1);
+	return text;
+}
+
+/* libpq takes any port= and fails at connect (69 for a setting to fix):
+ * each of the list's ports is 1..65535, or empty (the default). */
+static bool bad_port(const PQconninfoOption *opts, char *why, size_t len)
+{
+	for (; opts->keyword; opts++) {
+		const char *p;
+
+		if (strcmp(opts->keyword, "port") != 0 || !opts->val)
+			continue;
+		for (p = opts->val; *p; p += *p == ',') {
+			size_t n = strcspn(p, ",");
+			long port = n <= 5 && strspn(p, "0123456789") >= n ? strtol(p, NULL, 10) : -1;
+
+			if (n > 0 && (port < 1 || port > 65535)) {
+				snprintf(why, len, "bad port '%.*s' (1 to 65535)", (int)(n > 16 ? 16 : n), p);
+				return true;
+			}
+			p += n;
+		}
+	}
+	return false;
+}
+
+/* dlock's own parameters of a URI (dlock_...), which libpq would refuse
+ * as unknown: read into u, and the URI without them in *rest (its '?'
+ * gone too when nothing is left). 0, or -1 with why (a setting to fix). */
+static int own_params(const char *uri, struct pg_url *u, char **rest, char *why,
+		      size_t len)
+{
+	const char *q = strchr(uri, '?');
+	size_t o;
+
+	*rest = malloc(strlen(uri) + 1);
+	if (!*rest) {
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
+	o = q ? (size_t)(q - uri) : strlen(uri);
+	memcpy(*rest, uri, o);
+	for (const char *p = q ? q + 1 : NULL; p && *p; p += *p == '&') {
+		size_t n = strcspn(p, "&"), k = strcspn(p, "=&");
+		char key[64], value[64];
+
+		pg_unescape(p, k, key, sizeof key);
+		if (strncmp(key, "dlock_", 6) != 0) {
+			char sep = o == (size_t)(q - uri) ? '?' : '&';
+
+			(*rest)[o++] = sep;
+			memcpy(*rest + o, p, n);
+			o += n;
+		} else if (strcmp(key, "dlock_pooling") != 0) {
+			snprintf(why, len, "unknown parameter '%.40s' (dlock's own: dlock_pooling=session)",
+				 key);
+			goto bad;
+		} else {
+			pg_unescape(p + k + (k < n), n - k - (k < n), value, sizeof value);
+			if (strcmp(value, "session") != 0) {
+				snprintf(why, len, "dlock_pooling=%.40s: an advisory lock belongs to a session, so only a pooler that gives each client one backend for its whole connection can carry it (dlock_pooling=session)",
+					 value);
+				goto bad;
+			}
+			u->session_pooling = true;
+		}
+		p += n;
+	}
+	(*rest)[o] = '\0';
+	return 0;
+bad:
+	free(*rest);
+	*rest = NULL;
+	return -1;
+}
+
+int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
+		  char *err, size_t errlen)
+{
+	struct pg_url *u = calloc(n, sizeof *u);
+
+	if (!u) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *why = NULL, msg[300], *uri;
+		PQconninfoOption *opts;
+
+		if (own_params(urls[i], &u[i], &uri, msg, sizeof msg) < 0) {
+			engine_bad_url(urls[i], msg, err, errlen);
+			pg_free_urls(u, n);
+			return -1;
+		}
+		u[i].uri = uri;
+		opts = PQconninfoParse(uri, &why);
+		if (!opts) {
+			snprintf(msg, sizeof msg, "%s", why ? why : "out of memory");
+			msg[strcspn(msg, "\n")] = '\0';
+			engine_bad_url(urls[i], msg, err, errlen);
+			PQfreemem(why);
+			pg_free_urls(u, n);
+			return -1;
+		}
+		if (bad_port(opts, msg, sizeof msg)) {
+			engine_bad_url(urls[i], msg, err, errlen);
+			PQconninfoFree(opts);
+			pg_free_urls(u, n);
+			return -1;
+		}
+		u[i].text = masked(urls[i]);
+		for (PQconninfoOption *o = opts; o->keyword; o++) {
+			if (!o->val)
+				continue;
+			if (strcmp(o->keyword, "password") == 0)
+				u[i].has_password = true;
+			else if (strcmp(o->keyword, "dbname") == 0)
+				u[i].has_dbname = o->val[0] != '\0';
+			else if (strcmp(o->keyword, "sslmode") == 0)
+				u[i].tls = strcmp(o->val, "require") == 0 ||
+					   strcmp(o->val, "verify-ca") == 0 ||
+					   strcmp(o->val, "verify-full") == 0;
+			else if (strcmp(o->keyword, "options") == 0)
+				u[i].options = strdup(o->val);
+		}
+		PQconninfoFree(opts);
+		if (!u[i].uri || !u[i].text) {
+			snprintf(err, errlen, "out of memory");
+			pg_free_urls(u, n);
+			return -1;
+		}
+	}
+	*out = u;
+	return 0;
+}
+
+void pg_free_urls(struct pg_url *u, size_t n)
+{
+	for (size_t i = 0; u && i < n; i++) {
+		free(u[i].uri);
+		free(u[i].text);
+		free(u[i].options);
+	}
+	free(u);
+}
+
+bool pg_startup_options(const struct pg_url *url)
+{
+	return !url->session_pooling;
+}
