@@ -1,6 +1,7 @@
 /* wait.c - waits for a lock: tries again when a release wakes it, at
  * the holder's lease end, or after a growing, jittered pause; backs off
- * from servers that do not answer; shows the wait on a terminal. */
+ * from servers that do not answer or are full, within --connect-budget;
+ * shows the wait on a terminal. */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +13,13 @@
 #include "wait.h"
 #include "waitline.h"
 
-/* With no -w, an unreachable service fails after this many tries, with
- * backoff 0.1, 0.2, 0.4, 0.8 and 1.6 s between them (about 3 s). */
-#define CONNECT_ATTEMPTS 6
+/* A try that failed for want of a server (69: down, full, or in a
+ * passing state) is made again after a pause that grows, 0.1, 0.2, 0.4,
+ * 0.8, 1.6, then 3.2 s, each drawn within half of that either way: a
+ * fleet that failed together (a cron minute that filled the server's
+ * connections) does not come back together. */
+#define FAILED_FIRST_MS 100
+#define FAILED_LAST_MS 3200
 #define RETRY_MIN_MS 50
 #define RETRY_JITTER_MS 100
 
@@ -25,6 +30,10 @@ struct waiter {
 	struct waitline wl;
 	int64_t start_ms, deadline_ms;	/* deadline -1: for ever */
 	int n_pauses;			/* timed pauses so far: they grow */
+	int64_t failing_since_ms;	/* the first of the failed tries in a
+					 * row; -1: the last try was answered */
+	int64_t failed_pause_ms;	/* the next pause after one, on average */
+	bool last_try;			/* the next failed try ends it */
 	bool pushed;			/* the engine gave descriptors that
 					 * wake us (Redis BLPOP, a blocking
 					 * call, a watch) */
@@ -32,8 +41,10 @@ struct waiter {
 
 #define MAX_WAIT_FDS 64
 
-/* Sleeps up to ms, or until the engine's descriptors wake us (*woken).
- * Returns 1 with *signo when a signal came first. */
+/* Sleeps up to ms, or until the engine's descriptors wake us (*woken;
+ * not after a failed try, whose connections may be closed, readable at
+ * once, and woke nobody). Returns 1 with *signo when a signal came
+ * first. */
 static int sleep_or_wake(struct waiter *w, const struct signals *sig, int64_t ms,
 			 int *signo, bool *woken)
 {
@@ -42,7 +53,8 @@ static int sleep_or_wake(struct waiter *w, const struct signals *sig, int64_t ms
 	for (;;) {
 		struct pollfd pfd[MAX_WAIT_FDS + 1] = { { sig->fd, POLLIN, 0 } };
 		int64_t left_ms = until_ms - clock_now_ms();
-		size_t n = w->lk->eng->lock.wait_fds(w->lk, pfd + 1, MAX_WAIT_FDS);
+		size_t n = w->failing_since_ms >= 0 ? 0 :
+			   w->lk->eng->lock.wait_fds(w->lk, pfd + 1, MAX_WAIT_FDS);
 
 		w->pushed |= n > 0;
 		if (left_ms <= 0 || poll(pfd, n + 1, clock_poll_ms(left_ms)) <= 0)
@@ -110,6 +122,41 @@ static int64_t next_try_ms(struct waiter *w, int64_t retry_ms)
 	return sleep_ms;
 }
 
+/* After a try that failed for want of a server: when to give up (69).
+ * The servers get --connect-budget: -n tries them that long
+ * (a full server is not a held lock, nor an unreachable one); -w as
+ * long as it waits, and never less than -n would; with no -w, the
+ * failures in a row may last that long (they end the wait: a service
+ * that is down is not a lock that is held). */
+static int64_t give_up_at(const struct waiter *w)
+{
+	int64_t budget_ms = w->lk->p->connect_budget_ms;
+
+	if (w->deadline_ms < 0)
+		return w->failing_since_ms + budget_ms;
+	return w->deadline_ms > w->start_ms + budget_ms ? w->deadline_ms :
+	       w->start_ms + budget_ms;
+}
+
+/* The pause after a failed try: growing, jittered. One that would end
+ * past the moment to give up makes the next try the last, at a moment
+ * drawn in the second half of the time left: hosts that began together
+ * (a cron minute) would otherwise all make their last try at the same
+ * instant. */
+static int64_t next_failed_ms(struct waiter *w, int64_t now_ms, int64_t give_up_ms)
+{
+	int64_t mean_ms = w->failed_pause_ms, left_ms = give_up_ms - now_ms;
+	int64_t sleep_ms = mean_ms / 2 + arc4random_uniform((uint32_t)mean_ms + 1);
+
+	if (w->failed_pause_ms < FAILED_LAST_MS)
+		w->failed_pause_ms *= 2;
+	if (sleep_ms >= left_ms) {
+		sleep_ms = left_ms / 2 + arc4random_uniform((uint32_t)(left_ms / 2) + 1);
+		w->last_try = true;
+	}
+	return sleep_ms;
+}
+
 /* Acquired, after the last round (leaving the waiters where a server
  * refused, giving back stray --limit grants): is enough of the lease left
  * to start the command? A paused minority server costs a --node-timeout
@@ -129,10 +176,9 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 {
 	struct lock *lk = w->lk;
 	const struct lock_params *p = lk->p;
-	int64_t backoff_ms = 100;
-	int n_failures = 0;
 	bool held = false;
 
+	w->failing_since_ms = -1;
 	for (;;) {
 		int64_t sleep_ms, retry_ms = -1, now_ms;
 		enum lock_result r = lock_try(lk, &retry_ms, err);
@@ -148,33 +194,38 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 		}
 		if (r == LOCK_REENTERED)
 			return r;
+		now_ms = clock_now_ms();
 		if (r == LOCK_FAILED) {
 			if (err->exit != EX_UNAVAILABLE)
 				return r;	/* credentials, bad replies: no retry */
-			if (w->deadline_ms < 0 && ++n_failures >= CONNECT_ATTEMPTS)
+			if (w->failing_since_ms < 0) {
+				w->failing_since_ms = now_ms;
+				w->failed_pause_ms = FAILED_FIRST_MS;
+				w->last_try = false;
+			}
+			/* Out of time in a passing state (a Cluster moving the
+			 * lock's slot answers TRYAGAIN), after the servers said
+			 * the lock is held: held, as far as anyone knows (1, not
+			 * 69, which says the servers could not be asked). */
+			if (held && lock_busy(lk) && w->deadline_ms >= 0 &&
+			    now_ms >= w->deadline_ms)
+				return LOCK_HELD;
+			if (now_ms >= give_up_at(w) || w->last_try)
 				return r;
-			sleep_ms = backoff_ms;
-			backoff_ms = backoff_ms * 2 > 1600 ? 1600 : backoff_ms * 2;
+			sleep_ms = next_failed_ms(w, now_ms, give_up_at(w));
 		} else {
-			n_failures = 0;
-			backoff_ms = 100;
+			w->failing_since_ms = -1;
 			held = true;
 			if (w->deadline_ms == w->start_ms)	/* -n: no wait to show */
 				return r;
 			waitline_update(&w->wl, lk->held_by, lk->queue_pos, p->fair);
 			sleep_ms = next_try_ms(w, retry_ms);
-		}
-		now_ms = clock_now_ms();
-		if (w->deadline_ms >= 0) {
-			/* Out of time in a passing state (a Cluster moving the
-			 * lock's slot answers TRYAGAIN), after the servers said
-			 * the lock is held: held, as far as anyone knows (1, not
-			 * 69, which says the servers could not be asked). */
-			if (now_ms >= w->deadline_ms)
-				return r == LOCK_FAILED && held && lock_busy(lk) ?
-				       LOCK_HELD : r;
-			if (sleep_ms > w->deadline_ms - now_ms)
-				sleep_ms = w->deadline_ms - now_ms;
+			if (w->deadline_ms >= 0) {
+				if (now_ms >= w->deadline_ms)
+					return r;
+				if (sleep_ms > w->deadline_ms - now_ms)
+					sleep_ms = w->deadline_ms - now_ms;
+			}
 		}
 		if (w->hook) {
 			if (now_ms >= w->hook_at_ms) {
