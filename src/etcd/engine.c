@@ -10,6 +10,10 @@
  *   "/" (-s: every key with no lower exclusive one; --limit N: the first
  *   N, all --limit N); a waiter watches the key in its way for its
  *   deletion, from the revision it read: FIFO by nature;
+ * - while the watch stands, nothing in our way changed: a waiter's try
+ *   asks nothing then, but keeps its lease alive every TTL/3, so that a
+ *   thousand waiters cost etcd a keepalive each per TTL/3, not a txn
+ *   over all their keys every few seconds (issue 30);
  * - the fence is the create revision of our key;
  * - holding, a watch on our own key tells at once that it was deleted
  *   (release --force, etcdctl del, the lease revoked); each renewal
@@ -161,6 +165,9 @@ static void copy_out(struct lock *lk)
 {
 	/* a certificate or a server to fix, not an outage */
 	lk->misconfigured |= etcd_of(lk)->cl.tls_refused || etcd_of(lk)->cl.too_old;
+	/* a server that answered it cannot serve now (overloaded, no
+	 * leader): busy, not down */
+	lk->busy = etcd_of(lk)->cl.busy;
 }
 
 /* Our key's value: who we are, for status and the waiters' line. */
@@ -590,6 +597,8 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 	if (all.n > 0)
 		describe(lk, &all.kvs[0]);
 	lk->queue_pos = i < all.n ? (long)i : 0;
+	snprintf(e->held_by, sizeof e->held_by, "%s", lk->held_by);
+	e->queue_pos = lk->queue_pos;
 	res = LOCK_HELD;
 	if (!p->waits) {
 		give_back(lk);
@@ -710,6 +719,21 @@ static enum lock_result reenter(struct lock *lk, struct error *err)
 	return res;
 }
 
+/* Waiting with the watch on the key in our way still up, and nothing on
+ * it: that key is there, and so is every key before it (a deletion of
+ * the one we watch, or the stream's end, is news). The lock is as held
+ * as the last round found it: no round is needed, only the lease kept
+ * alive when due. The core still tries every few seconds, for stores
+ * whose releases do not always wake (Redis); here those tries cost
+ * etcd nothing. */
+static bool quiet_wait(struct lock *lk)
+{
+	struct etcd *e = etcd_of(lk);
+
+	return e->my_rev && e->have_lease && e->watch.streaming &&
+	       e->watch.conn.fd >= 0 && watch_news(e) == 0;
+}
+
 static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
@@ -717,6 +741,23 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *er
 	enum lock_result res;
 
 	err->exit = 0;
+	e->cl.busy = false;
+	if (quiet_wait(lk)) {
+		if (lease_ready(lk, err) < 0) {
+			copy_out(lk);
+			return LOCK_FAILED;
+		}
+		/* the lease ran out meanwhile (my_rev cleared): a round */
+		if (e->my_rev) {
+			lk->refused = true;
+			snprintf(lk->held_by, sizeof lk->held_by, "%s", e->held_by);
+			lk->queue_pos = e->queue_pos;
+			*retry_ms = e->alive_ms + lk->ttl_ms / 3 - clock_now_ms();
+			if (*retry_ms < 0)
+				*retry_ms = 0;
+			return LOCK_HELD;
+		}
+	}
 	if (lk->reentry_token && !e->reentry_checked) {
 		e->reentry_checked = true;
 		res = reenter(lk, err);
