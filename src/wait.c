@@ -34,6 +34,8 @@ struct waiter {
 					 * row; -1: the last try was answered */
 	int64_t failed_pause_ms;	/* the next pause after one, on average */
 	bool last_try;			/* the next failed try ends it */
+	bool woken_failing;		/* the engine's descriptors ended a
+					 * pause of this run of failures */
 	bool pushed;			/* the engine gave descriptors that
 					 * wake us (Redis BLPOP, a blocking
 					 * call, a watch) */
@@ -41,20 +43,24 @@ struct waiter {
 
 #define MAX_WAIT_FDS 64
 
-/* Sleeps up to ms, or until the engine's descriptors wake us (*woken;
- * not after a failed try, whose connections may be closed, readable at
- * once, and woke nobody). Returns 1 with *signo when a signal came
- * first. */
+/* Sleeps up to ms, or until the engine's descriptors wake us (*woken).
+ * In a run of failed tries they may do so once: a session that connected
+ * meanwhile (ZooKeeper's) is worth trying at once, but a failed try's
+ * connections may be closed, readable at once, and would wake us again
+ * and again (a server that drops every connection: a reconnect loop).
+ * Returns 1 with *signo when a signal came first. */
 static int sleep_or_wake(struct waiter *w, const struct signals *sig, int64_t ms,
 			 int *signo, bool *woken)
 {
 	int64_t until_ms = clock_now_ms() + ms;
+	bool failing = w->failing_since_ms >= 0;
+	bool use_fds = !(failing && w->woken_failing);
 
 	for (;;) {
 		struct pollfd pfd[MAX_WAIT_FDS + 1] = { { sig->fd, POLLIN, 0 } };
 		int64_t left_ms = until_ms - clock_now_ms();
-		size_t n = w->failing_since_ms >= 0 ? 0 :
-			   w->lk->eng->lock.wait_fds(w->lk, pfd + 1, MAX_WAIT_FDS);
+		size_t n = use_fds ?
+			   w->lk->eng->lock.wait_fds(w->lk, pfd + 1, MAX_WAIT_FDS) : 0;
 
 		w->pushed |= n > 0;
 		if (left_ms <= 0 || poll(pfd, n + 1, clock_poll_ms(left_ms)) <= 0)
@@ -63,8 +69,13 @@ static int sleep_or_wake(struct waiter *w, const struct signals *sig, int64_t ms
 			*woken |= w->lk->eng->lock.wait_events(w->lk, pfd + 1, n);
 		if ((pfd[0].revents & POLLIN) && (*signo = signals_interrupt(sig)))
 			return 1;
-		if (*woken)
+		if (*woken) {
+			w->woken_failing |= failing;
 			return 0;
+		}
+		/* failing: a descriptor that is ready and says nothing (a
+		 * closed connection) would make this loop spin */
+		use_fds &= !failing;
 	}
 }
 
@@ -157,6 +168,24 @@ static int64_t next_failed_ms(struct waiter *w, int64_t now_ms, int64_t give_up_
 	return sleep_ms;
 }
 
+/* The next try after a failed one gets twice the deadline of the last
+ * (--node-timeout at first), up to a third of the lease and what is left
+ * before giving up: a server too slow to answer in time (a listen queue,
+ * a backlog of requests a fleet just filled) is still working on the try
+ * that gave up on it, and a retry as short only adds to its load. */
+static void slower_tries(struct waiter *w, int64_t now_ms)
+{
+	struct lock *lk = w->lk;
+	int64_t base_ms = lk->p->node_timeout_ms, ms = lk->node_timeout_ms * 2;
+	int64_t left_ms = give_up_at(w) - now_ms;
+
+	if (ms > lk->ttl_ms / 3)
+		ms = lk->ttl_ms / 3;
+	if (ms > left_ms)
+		ms = left_ms;
+	lk->node_timeout_ms = ms > base_ms ? ms : base_ms;
+}
+
 /* Acquired, after the last round (leaving the waiters where a server
  * refused, giving back stray --limit grants): is enough of the lease left
  * to start the command? A paused minority server costs a --node-timeout
@@ -183,6 +212,8 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 		int64_t sleep_ms, retry_ms = -1, now_ms;
 		enum lock_result r = lock_try(lk, &retry_ms, err);
 
+		if (r != LOCK_FAILED)
+			lk->node_timeout_ms = p->node_timeout_ms;
 		if (r == LOCK_ACQUIRED) {
 			lock_end_wait(lk, r);
 			if (enough_left(lk, err))
@@ -198,10 +229,14 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 		if (r == LOCK_FAILED) {
 			if (err->exit != EX_UNAVAILABLE)
 				return r;	/* credentials, bad replies: no retry */
+			/* -n: a certificate to fix is no busy server */
+			if (lk->misconfigured && w->deadline_ms == w->start_ms)
+				return r;
 			if (w->failing_since_ms < 0) {
 				w->failing_since_ms = now_ms;
 				w->failed_pause_ms = FAILED_FIRST_MS;
 				w->last_try = false;
+				w->woken_failing = false;
 			}
 			/* Out of time in a passing state (a Cluster moving the
 			 * lock's slot answers TRYAGAIN), after the servers said
@@ -213,6 +248,7 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 			if (now_ms >= give_up_at(w) || w->last_try)
 				return r;
 			sleep_ms = next_failed_ms(w, now_ms, give_up_at(w));
+			slower_tries(w, now_ms + sleep_ms);
 		} else {
 			w->failing_since_ms = -1;
 			held = true;
@@ -268,6 +304,7 @@ enum lock_result wait_acquire_hooked(struct lock *lk, int64_t wait_ms,
 		return LOCK_FAILED;
 	waitline_init(&w.wl, p->name, p->verbose);
 	r = wait_loop(&w, sig, signo, err);
+	lk->node_timeout_ms = p->node_timeout_ms;	/* slower_tries() */
 	waitline_clear(&w.wl);
 	/* acquired, it left the waiters already (wait_loop) */
 	if (r != LOCK_ACQUIRED)

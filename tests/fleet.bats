@@ -46,7 +46,7 @@ EOF
 # a bounded --connect-budget and --min-hold): they are reaped here, not
 # tracked, so that teardown never signals a PID the system gave again.
 release_fleet() {
-	local n=$1 out=$2 ino pin=() k hosts=(); shift 2
+	local n=$1 out=$2 ino pin=() k short='' hosts=(); shift 2
 	: >"$T/gate"
 	: >"$out"
 	ino=$(stat -c %i "$T/gate")
@@ -54,12 +54,15 @@ release_fleet() {
 	exec 8>"$T/gate"
 	flock -x 8
 	for ((k = 0; k < n; k++)); do
-		"${pin[@]}" "$T/host" "$T/gate" "$out" "$@" </dev/null >/dev/null 3>&- &
+		# 8>&-: a host holding the gate's descriptor would hold the
+		# gate shut for the others, and for itself
+		"${pin[@]}" "$T/host" "$T/gate" "$out" "$@" </dev/null >/dev/null 3>&- 8>&- &
 		hosts+=($!)
 	done
-	wait_until 30 at_gate "$ino" "$n" || fail "only $(blocked_at "$ino") of $n hosts at the gate"
-	flock -u 8
+	wait_until 90 at_gate "$ino" "$n" || short=$(blocked_at "$ino")
+	flock -u 8	# in any case: the hosts end by themselves
 	exec 8>&-
+	[[ -z $short ]] || { wait "${hosts[@]}"; fail "only $short of $n hosts at the gate after 90 s"; }
 	wait_until 60 all_ended "$out" "$n" ||
 		fail "$(wc -l <"$out") of $n hosts ended: $(sort "$out.err" | uniq -c | head -n 3)"
 	wait "${hosts[@]}" 2>/dev/null || true
@@ -85,7 +88,7 @@ one_run() {
 	one_run "$T/out" "$T/runs" "$HOSTS"
 }
 
-# A PostgreSQL of its own: 20 connections, 3 of them kept for superusers
+# A PostgreSQL of its own: 10 connections, 3 of them kept for superusers
 # (this test's questions), the hosts an ordinary role over TCP.
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 start_pg20() {
@@ -99,7 +102,7 @@ start_pg20() {
 	for try in 1 2 3; do
 		PGP=$(free_port)
 		runuser -u postgres -- "$bin/pg_ctl" -D "$PGD/data" -w -t 20 \
-			-o "-k $PGD -p $PGP -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=20" \
+			-o "-k $PGD -p $PGP -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=10" \
 			-l "$PGD/log" start >/dev/null 2>&1 3>&- && break
 		PGP=
 	done
@@ -119,7 +122,7 @@ stop_pg20() {
 	PGD=
 }
 
-@test "PostgreSQL, max_connections 20: $HOSTS hosts' dlock -n at one instant, one run, every other 1, no 69" {
+@test "PostgreSQL, max_connections 10: $HOSTS hosts' dlock -n at one instant, one run, every other 1, no 69" {
 	[[ -e $(dirname "$DLOCK")/dlock-postgres.so ]] || skip_unless_strict "no PostgreSQL engine built"
 	start_pg20
 	release_fleet "$HOSTS" "$T/out" -S "postgres://fleet@127.0.0.1:$PGP/postgres" -n -t 10 \
@@ -186,7 +189,8 @@ accepts() { wc -l <"$T/accepts"; }
 	took=$(($(now_ms) - t0))
 	# the last try falls in the second half of what was left
 	((took >= 750 && took < 4000)) || fail "gave up after $took ms, want 0.75 s to 4 s"
-	(($(accepts) >= 4)) || fail "$(accepts) connections in 1.5 s: not tried again"
+	# each try twice as long as the last: 0.2, 0.4, 0.6 s
+	(($(accepts) >= 3)) || fail "$(accepts) connections in 1.5 s: not tried again"
 	[[ $stderr == "dlock: K: redis://127.0.0.1:$LPORT: no answer in time"* ]] || fail "$stderr"
 	[[ ! -e $T/ran ]]
 }
@@ -260,15 +264,15 @@ accepts() { wc -l <"$T/accepts"; }
 		pids+=($!)
 	done
 	wait "${pids[@]}" || true	# each ends within its budget
-	# after the first second, no 50 ms holds the tries of more than 8 of
-	# the 20 hosts, 16 connections (a try connects twice): without
-	# jitter, all 20 come back in the same few ms
+	# after the first second, no 50 ms holds a quarter of the tries:
+	# without jitter, all 20 hosts come back in the same few ms, each
+	# wave in one window
 	sort -n "$T/accepts" | awk '
 		NR == 1 { t0 = $1 }
 		$1 - t0 >= 1000 { late++; b = int(($1 - t0) / 50); c[b]++; if (c[b] > m) m = c[b] }
 		END {
 			if (late < 20) { print "only " late + 0 " connections after the first second"; exit 1 }
-			if (m > 16) { print "a 50 ms window with " m " connections"; exit 1 }
+			if (m * 4 > late) { print "a 50 ms window with " m " of the " late " connections"; exit 1 }
 		}' ||
 		fail "$(sort -n "$T/accepts" | awk 'NR == 1 { t0 = $1 } { printf "%d ", $1 - t0 }')"
 }
