@@ -389,6 +389,54 @@ static enum lock_result acquired(struct lock *lk, int64_t rev, int64_t start_ms,
 	return LOCK_ACQUIRED;
 }
 
+/* A txn refused because a lease it names is not there (-2), once the
+ * history's day lease was granted anew: ours, granted while etcd was too
+ * busy to answer in time and gone since, or revoked by a give-back that
+ * did reach it. A passing state (69): the next try grants it again. */
+static void lease_vanished(struct lock *lk, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+
+	e->have_lease = false;
+	e->my_rev = 0;
+	error_set(err, EX_UNAVAILABLE, "%s: our lease %" PRIx64 " was not found (it lapsed, or a grant that did not answer in time was given back): a new one at the next try",
+		  e->cl.url->text, (uint64_t)e->lease);
+}
+
+/* -n on an exclusive lock, nothing of ours there yet: whether anyone is.
+ * A read: no lease granted, no key written, nothing to give back. When a
+ * fleet's -n fire at once, every host but the first finds the lock held
+ * this way, and etcd makes one write (a lease, a key) for none of them.
+ * 1 held (*held_by set), 0 free (the write round follows), -1 err. */
+static int held_already(struct lock *lk, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	struct etcd_range all;
+	size_t end_len;
+	char *end = etcd_range_end(e->pfx, e->pfx_len, &end_len);
+	int held;
+
+	if (!end) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, end, end_len, 0,
+					      false, 0, false, false),
+			    etcd_deadline(lk), &all, NULL, err) < 0) {
+		free(end);
+		return -1;
+	}
+	free(end);
+	etcd_only_contenders(&all, e->pfx_len);
+	held = all.n > 0;
+	if (held) {
+		describe(lk, &all.kvs[0]);
+		lk->refused = true;
+	}
+	etcd_range_free(&all);
+	return held;
+}
+
 /* The first try of an exclusive lock: ours at once if nobody is there
  * (one txn, the history's 'acquired' in it), else in the queue (-n: not).
  * Returns 1 when it decided (*res), 0 when the general round must. */
@@ -438,6 +486,8 @@ static int first_exclusive(struct lock *lk, int64_t start_ms,
 	json_object_put(cmp);
 	json_object_put(ok);
 	json_object_put(fail);
+	if (r == -2)
+		lease_vanished(lk, err);
 	if (r < 0) {
 		*res = LOCK_FAILED;
 		return 1;
@@ -508,7 +558,7 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 	char *end = etcd_range_end(e->pfx, e->pfx_len, &end_len);
 	int64_t limit = p->limit > 0 ? p->limit : p->limit == LOCK_SHARED ? 0 : 1;
 	int64_t rev = 0;
-	int watched = 0;
+	int watched = 0, rc;
 	struct etcd_range mine = { 0 }, all = { 0 }, ahead = { 0 };
 	enum lock_result res = LOCK_FAILED;
 	bool succeeded, exclusive = p->limit == 0, had_rev = e->my_rev != 0;
@@ -542,8 +592,11 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 							  end_len, limit, false, 0,
 							  false, false));
 	}
-	if (etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err) < 0) {
+	if ((rc = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded,
+			   err)) < 0) {
 		cmp = ok = fail = NULL;
+		if (rc == -2)
+			lease_vanished(lk, err);
 		goto out;
 	}
 	cmp = ok = fail = NULL;
@@ -764,6 +817,14 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *er
 		if (res != LOCK_HELD) {
 			copy_out(lk);
 			return res;
+		}
+	}
+	if (!lk->p->waits && lk->p->limit == 0 && !e->my_rev && !e->have_lease) {
+		int held = held_already(lk, err);
+
+		if (held != 0) {
+			copy_out(lk);
+			return held > 0 ? LOCK_HELD : LOCK_FAILED;
 		}
 	}
 	for (int round = 0; round < 3; round++) {
