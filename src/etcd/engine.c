@@ -514,6 +514,13 @@ static int first_exclusive(struct lock *lk, int64_t start_ms,
 		etcd_range_free(&lowest);
 		return 0;
 	}
+	if (lowest.n > 0 && lowest.kvs[0].key_len == klen &&
+	    memcmp(lowest.kvs[0].key, e->my_key, klen) == 0) {
+		/* ours: a try whose answer did not come in time (a busy
+		 * etcd) made it; the general round finds it and holds */
+		etcd_range_free(&lowest);
+		return 0;
+	}
 	if (lowest.n > 0)
 		describe(lk, &lowest.kvs[0]);
 	etcd_range_free(&lowest);
