@@ -40,7 +40,8 @@
 # Environment: DLOCK (./build/dlock), ENGINES, SIZES, MODES, CLIENT_CPU,
 # SERVER_CPU, TTL (60), MIN_HOLD (60), JOB (5), WAIT (600; "forever": no
 # -w), STABLE (3), SETTLE (3), IDLE (25: a keepalive period of -t 60 and more), DEADLINE (300), EXTRA (more dlock
-# options for every host, e.g. "--node-timeout 10"), CSV. As root (mariadbd
+# options for every host, e.g. "--node-timeout 10"), ZK_CONF (a zoo.cfg
+# line, e.g. "maxClientCnxns=10", for a small case of the same), CSV. As root (mariadbd
 # and PostgreSQL run as their own users). Everything it starts is stopped
 # by PID (process groups for the hosts), whatever happens.
 set -euo pipefail
@@ -321,6 +322,7 @@ start_zookeeper() {
 	clientPortAddress=127.0.0.1
 	admin.enableServer=false
 	4lw.commands.whitelist=srvr,mntr,cons,dump
+	${ZK_CONF:-}
 	EOF
 	taskset -c "$SERVER_CPU" java -Xms64m -Xmx512m -cp /usr/share/java/zookeeper.jar \
 		org.apache.zookeeper.server.ZooKeeperServerMain "$T/zk/zoo.cfg" >"$T/zk/log" 2>&1 </dev/null &
@@ -363,12 +365,9 @@ stats_etcd() {	# gRPC messages received (the gateway's calls, the streams' messa
 	curl -s "http://127.0.0.1:$PORT/metrics" |
 		awk '/^grpc_server_msg_received_total/ { n += $2 } END { printf "%d 0\n", n }'
 }
-queued_etcd() {	# keys under the lock's prefix, less the holder's
-	local body
-	body=$(printf '{"key": "%s", "range_end": "%s", "count_only": true}' \
-		"$(printf 'dlock:%s/' "$1" | base64 -w0)" "$(printf 'dlock:%s0' "$1" | base64 -w0)")
-	curl -s -d "$body" "http://127.0.0.1:$PORT/v3/kv/range" |
-		python3 -c 'import json, sys; n = int(json.load(sys.stdin).get("count", 0)); print(max(n - 1, 0))'
+queued_etcd() {	# watchers: a waiter is queued once it watches the key ahead
+	curl -s "http://127.0.0.1:$PORT/metrics" |
+		awk '/^etcd_debugging_mvcc_watcher_total/ { v = $2 } END { print v + 0 }'
 }
 
 # --- what the server costs -----------------------------------------------------
@@ -509,10 +508,12 @@ scenario_w() {	# ENGINE N
 	read -r st0 rej0 < <(stats_"$eng")
 	c0=$(cpu_ticks) s_us=$(now_us)
 	[[ -z ${DEBUG:-} ]] || note "idle window: $st0 requests, $rej0 rejected so far"
+	[[ -z ${DEBUG:-} || $eng != etcd ]] || curl -s "http://127.0.0.1:$PORT/metrics" | grep '^grpc_server_msg_received_total' >"$T/m0"
 	sleep "$IDLE"
 	c1=$(cpu_ticks) e_us=$(now_us)
 	read -r st1 rej1 < <(stats_"$eng")
 	[[ -z ${DEBUG:-} ]] || note "idle window: $st1 requests, $rej1 rejected so far"
+	[[ -z ${DEBUG:-} || $eng != etcd ]] || { curl -s "http://127.0.0.1:$PORT/metrics" | grep '^grpc_server_msg_received_total' >"$T/m1"; diff "$T/m0" "$T/m1" >&2 || true; }
 	q=$(queued_"$eng" "$key" 2>/dev/null || echo "?")
 	cpu_idle=$(awk -v t=$((c1 - c0)) -v hz="$HZ" -v s="$s_us" -v e="$e_us" \
 		'BEGIN { printf "%.1f", 100 * t / hz / ((e - s) / 1e6) }')
