@@ -9,9 +9,12 @@
 # connections instead (150 hosts, 20 connections) and pins the hosts to
 # one CPU, as the benchmark starves them. Then --connect-budget itself:
 # servers that are down, silent or full are tried again, with growing,
-# jittered pauses, for that long before 69.
+# jittered pauses, for that long before 69; and each engine's "server is
+# full" (Redis's maxclients, PostgreSQL's max_connections, ZooKeeper's
+# maxClientCnxns; MySQL's in mysql.bats) named in that line.
 
 load helpers
+load zookeeper_helpers
 
 HOSTS=150
 
@@ -23,6 +26,8 @@ setup() {
 teardown() {
 	stop_pg20
 	stop_all
+	# by PID, then its files: no later test signals a PID given again
+	[[ ! -d $ZK_DIR ]] || { stop_zk_all; rm -rf "$ZK_DIR"; }
 }
 
 # $T/host GATE OUT DLOCK-ARGS...: one host of the fleet. Blocks on a shared
@@ -275,4 +280,97 @@ accepts() { wc -l <"$T/accepts"; }
 			if (m * 4 > late) { print "a 50 ms window with " m " of the " late " connections"; exit 1 }
 		}' ||
 		fail "$(sort -n "$T/accepts" | awk 'NR == 1 { t0 = $1 } { printf "%d ", $1 - t0 }')"
+}
+
+# ---- a full server, on each engine: named, and tried again ----------------
+
+# hold_sockets N SECONDS HOST PORT: N connections kept SECONDS, then
+# closed: what fills a server that counts connections as it accepts them
+# (Redis, ZooKeeper). Returns once they are all open; the holder in $holder.
+hold_sockets() {
+	"$PYTHON" -c '
+import socket, sys, time
+n, secs, flag, host, port = sys.argv[1:]
+cs = [socket.create_connection((host, int(port))) for _ in range(int(n))]
+open(flag, "w").write("%d\n" % len(cs))
+time.sleep(float(secs))
+' "$1" "$2" "$T/held" "$3" "$4" 3>&- &
+	holder=$!
+	track "$holder"
+	wait_until 10 test -s "$T/held" || fail "the holder's connections did not open"
+	rm -f "$T/held"
+}
+
+# full_then_free URL LINE: dlock -n on a server kept full ("$fill 30") is
+# tried again for --connect-budget, then exits 69 with LINE, naming what
+# is full; on one kept full for 1.5 s only, -n gets the lock once a
+# connection is free, within the budget.
+full_then_free() {
+	local url=$1 line=$2 t0 took
+	$fill 30
+	t0=$(now_ms)
+	run -69 --separate-stderr dlock -S "$url" -n --connect-budget 1 K touch "$T/ran"
+	took=$(($(now_ms) - t0))
+	end_pids TERM $holder
+	[[ $stderr == "$line" ]] || fail "stderr: $stderr"
+	# the last try falls in the second half of the budget
+	((took >= 500)) || fail "gave up after $took ms, before --connect-budget"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	$fill 1.5
+	run --separate-stderr dlock -S "$url" -n --connect-budget 10 K touch "$T/ran"
+	((status == 0)) && [[ -e $T/ran ]] || fail "the command did not run ($status): $stderr"
+}
+
+@test "Redis at its maxclients: -n tried again within --connect-budget, then 69 naming maxclients; a client gone, the lock" {
+	start_redis_tcp r --maxclients 1
+	fill() { hold_sockets 1 "$1" 127.0.0.1 "$(<"$T/r/port")"; }
+	fill=fill
+	# main: 70 at once, the server's words as an unexpected answer
+	full_then_free "$(tcp_url r)" \
+		"dlock: K: $(tcp_url r): ERR max number of clients reached (the server is full: maxclients)"
+	assert_equal "$(all_keys r | grep -c '^dlock:K$')" 0
+}
+
+@test "PostgreSQL with no connection to give: -n tried again within --connect-budget, then 69 naming it; one freed, the lock" {
+	[[ -e $(dirname "$DLOCK")/dlock-postgres.so ]] || skip_unless_strict "no PostgreSQL engine built"
+	start_pg20
+	# 7 sessions of the role fill the 10 less the 3 kept for superusers
+	fill() {
+		local k
+		holder=
+		# a client killed leaves its backend asleep: the last filling's go
+		psql -h "$PGD" -p "$PGP" -U postgres -Atq -X -c "SELECT pg_terminate_backend(pid)
+			FROM pg_stat_activity WHERE usename = 'fleet'" postgres >/dev/null
+		wait_until 10 no_sessions_of fleet || fail "the role's sessions did not end"
+		for ((k = 0; k < 7; k++)); do
+			psql -h 127.0.0.1 -p "$PGP" -U fleet -Atq -X -c "SELECT pg_sleep($1)" \
+				postgres >/dev/null 2>&1 </dev/null 3>&- &
+			track $!
+			holder+="$! "
+		done
+		wait_until 10 sessions_of fleet 7 || fail "the role's sessions did not start"
+	}
+	fill=fill
+	# main: 69 at once, in the server's words alone
+	full_then_free "postgres://fleet@127.0.0.1:$PGP/postgres" \
+		"dlock: K: postgres://fleet@127.0.0.1:$PGP/postgres: remaining connection slots are reserved for non-replication superuser connections (the server is full: max_connections, less the reserved slots)"
+}
+no_sessions_of() { ! sessions_of "$1" 1; }
+sessions_of() {
+	(($(psql -h "$PGD" -p "$PGP" -U postgres -Atq -X \
+		-c "SELECT count(*) FROM pg_stat_activity WHERE usename = '$1'" postgres) >= $2))
+}
+
+@test "ZooKeeper at its maxClientCnxns: -n tried again within --connect-budget, then 69 naming it; one freed, the lock" {
+	local port
+	mkdir -p "$ZK_DIR"
+	port=$(free_port)
+	_zk_conf full "$port" maxClientCnxns=2
+	_zk_run full org.apache.zookeeper.server.ZooKeeperServerMain
+	wait_until 30 zk_serving "$port" || fail "zookeeper: $(tail -n 5 "$ZK_DIR/full/log")"
+	fill() { hold_sockets 2 "$1" 127.0.0.1 "$port"; }
+	fill=fill
+	# main: "cannot connect: host is down", at once
+	full_then_free "zk://127.0.0.1:$port" \
+		"dlock: K: zk://127.0.0.1:$port: cannot connect: the server closed the connection before a session began (the server is full: maxClientCnxns from this address; or it is not serving)"
 }
