@@ -163,6 +163,7 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 	char idle[24], interval[24], *options = NULL;
 	const char *keys[16], *values[16];
 	bool sent_options;
+	int64_t start_ms = clock_now_ms();
 	int n = 0;
 	PGconn *c;
 
@@ -218,8 +219,10 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		ready = net_wait(PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
 				 deadline_ms);
 		if (ready <= 0) {
+			/* the deadline given, to the hundredth: --node-timeout,
+			 * or longer after failed tries (wait.c's slower_tries()) */
 			error_set(err, EX_UNAVAILABLE, "%s: no answer within %.3g s", url->text,
-				  (double)p->node_timeout_ms / 1000);
+				  (double)((deadline_ms - start_ms + 5) / 10) / 100);
 			PQfinish(c);
 			return NULL;
 		}
