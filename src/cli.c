@@ -37,6 +37,7 @@ enum {
 	OPT_CONFIG,
 	OPT_PASSWORD_FILE,
 	OPT_NODE_TIMEOUT,
+	OPT_CONNECT_BUDGET,
 	OPT_WAIT_REPLICAS,
 	OPT_VERBOSE,
 	OPT_LIMIT,
@@ -88,6 +89,7 @@ static const struct option longopts[] = {
 	{ "tls-key",		required_argument,	NULL, OPT_TLS_KEY },
 	{ "tls-insecure",	no_argument,		NULL, OPT_TLS_INSECURE },
 	{ "node-timeout",	required_argument,	NULL, OPT_NODE_TIMEOUT },
+	{ "connect-budget",	required_argument,	NULL, OPT_CONNECT_BUDGET },
 	{ "wait-replicas",	required_argument,	NULL, OPT_WAIT_REPLICAS },
 	{ "history",		required_argument,	NULL, OPT_HISTORY },
 	{ "no-fence",		no_argument,		NULL, OPT_NO_FENCE },
@@ -209,6 +211,7 @@ static unsigned group_of(int c)
 	switch (c) {
 	case 'x': case 'e': case 's': case OPT_LIMIT:
 		return G_MODE;
+	case OPT_CONNECT_BUDGET:
 	case 'n': case 'w': case 'E': case OPT_FAIR:
 		return G_WAIT;
 	case 't':
@@ -368,6 +371,9 @@ static bool set_servers(int c, const char *arg, struct options *opts)
 		break;
 	case OPT_NODE_TIMEOUT:
 		opts->cfg.node_timeout_ms = seconds_arg("--node-timeout", arg, false);
+		break;
+	case OPT_CONNECT_BUDGET:
+		opts->cfg.connect_budget_ms = seconds_arg("--connect-budget", arg, true);
 		break;
 	case OPT_WAIT_REPLICAS:
 		opts->wait_replicas = (int)count_arg("--wait-replicas", arg, 0, 1000);
@@ -689,6 +695,7 @@ void cli_parse(int argc, char **argv, struct options *opts)
 		.count = 10,
 		.cfg.history = -1,
 		.cfg.min_hold_ms = -1,
+		.cfg.connect_budget_ms = -1,
 		.cfg.log_format = -1,
 		.fd = -1,
 	};

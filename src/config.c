@@ -233,6 +233,24 @@ static int copy(const char *s, char **out, char *err, size_t errlen)
 	return 0;
 }
 
+/* --connect-budget, else the config file's connect-budget, else the
+ * default. */
+static int resolve_connect_budget(const struct config_flags *fl,
+				  const struct config_file *cf, struct settings *st,
+				  char *err, size_t errlen)
+{
+	st->connect_budget_ms = fl->connect_budget_ms;
+	if (fl->connect_budget_ms >= 0)
+		return 0;
+	st->connect_budget_ms = DEFAULT_CONNECT_BUDGET_MS;
+	if (cf->connect_budget &&
+	    parse_seconds(cf->connect_budget, MAX_SECONDS_MS, &st->connect_budget_ms) < 0) {
+		snprintf(err, errlen, "config: bad connect-budget '%s'", cf->connect_budget);
+		return -1;
+	}
+	return 0;
+}
+
 /* The TLS settings, flags before the config file. A --tls-* flag with no
  * rediss:// server is an error: who names a CA expects TLS, and a plain
  * connection would send the password in clear. The config file's serve
@@ -349,7 +367,8 @@ static int resolve(const struct config_flags *fl, const struct config_file *cf,
 		snprintf(err, errlen, "--node-timeout must be shorter than --ttl");
 		return -1;
 	}
-	if (resolve_tls(fl, cf, st, err, errlen) < 0 ||
+	if (resolve_connect_budget(fl, cf, st, err, errlen) < 0 ||
+	    resolve_tls(fl, cf, st, err, errlen) < 0 ||
 	    resolve_ops(fl, cf, st, err, errlen) < 0)
 		return -1;
 

@@ -42,6 +42,8 @@ static char **config_slot(struct config_file *cf, const char *name)
 		return &cf->password_file;
 	if (strcmp(name, "node-timeout") == 0)
 		return &cf->node_timeout;
+	if (strcmp(name, "connect-budget") == 0)
+		return &cf->connect_budget;
 	if (strcmp(name, "history") == 0)
 		return &cf->history;
 	if (strcmp(name, "min-hold") == 0)
@@ -110,6 +112,9 @@ static int check_value(const char *name, const char *value, char *err,
 	else if (strcmp(name, "node-timeout") == 0 &&
 		 (parse_seconds(value, MAX_SECONDS_MS, &ms) < 0 || ms == 0))
 		snprintf(err, errlen, "bad node-timeout '%.64s' (seconds, more than 0)", value);
+	else if (strcmp(name, "connect-budget") == 0 &&
+		 parse_seconds(value, MAX_SECONDS_MS, &ms) < 0)
+		snprintf(err, errlen, "bad connect-budget '%.64s' (seconds, 0 or more)", value);
 	else if (strcmp(name, "history") == 0 &&
 		 parse_count(value, 0, MAX_HISTORY, &n) < 0)
 		snprintf(err, errlen, "bad history '%.64s' (0 to %d)", value, MAX_HISTORY);
@@ -366,6 +371,8 @@ static int load_config(const char *path, bool must_exist, struct config_file *cf
 		cf->password_file = one.password_file;
 	if (one.node_timeout)
 		cf->node_timeout = one.node_timeout;
+	if (one.connect_budget)
+		cf->connect_budget = one.connect_budget;
 	if (one.history)
 		cf->history = one.history;
 	if (one.min_hold)

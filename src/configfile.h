@@ -5,7 +5,7 @@
 /* What one config file says; strings point into the file's text. */
 struct config_file {
 	char *servers, *prefix, *ttl, *password_file, *node_timeout, *history;
-	char *min_hold, *unavailable;
+	char *min_hold, *unavailable, *connect_budget;
 	char *tls_ca, *tls_cert, *tls_key, *tls_insecure;
 	char *metrics_dir, *log_format;
 	char servers_from[256];	/* the file that named the servers */

@@ -144,6 +144,9 @@ struct lock_params {
 	const char *password;	/* for URLs that carry none */
 	const struct tls_options *tls;
 	int64_t ttl_ms, node_timeout_ms;
+	/* --connect-budget: how long servers that are down or full are
+	 * tried again before the acquisition fails (69), see wait.c */
+	int64_t connect_budget_ms;
 	long limit;		/* 0 exclusive, LOCK_SHARED, or N holders */
 	bool fair;		/* waiters take the lock in arrival order */
 	bool waits;		/* a refusal counts the caller among waiters */

@@ -80,6 +80,8 @@ static void print_lock_options(FILE *out)
 "      --tls-insecure           TLS: check no certificate (unsafe)\n"
 "      --node-timeout SECS      deadline for one server's answer (default 1,\n"
 "                               or TTL/3 if that is less)\n"
+"      --connect-budget SECS    keep trying servers that are down or full\n"
+"                               that long before exit 69 (default 10)\n"
 "      --wait-replicas N        count the lock once N replicas have it\n"
 "      --history N              keep the lock's last N events (0: none)\n"
 "      --no-fence               no DLOCK_FENCE, and no write to make one\n"

@@ -38,6 +38,7 @@ static void lock_params_of(const struct options *opts, const struct settings *st
 		.tls = &st->tls_opts,
 		.ttl_ms = st->ttl_ms,
 		.node_timeout_ms = st->node_timeout_ms,
+		.connect_budget_ms = st->connect_budget_ms,
 		.limit = opts->limit,
 		.fair = opts->fair,
 		.waits = !opts->nonblock,

@@ -1,6 +1,7 @@
 /* wait.c - waits for a lock: tries again when a release wakes it, at
  * the holder's lease end, or after a growing, jittered pause; backs off
- * from servers that do not answer; shows the wait on a terminal. */
+ * from servers that do not answer or are full, within --connect-budget;
+ * shows the wait on a terminal. */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +13,13 @@
 #include "wait.h"
 #include "waitline.h"
 
-/* With no -w, an unreachable service fails after this many tries, with
- * backoff 0.1, 0.2, 0.4, 0.8 and 1.6 s between them (about 3 s). */
-#define CONNECT_ATTEMPTS 6
+/* A try that failed for want of a server (69: down, full, or in a
+ * passing state) is made again after a pause that grows, 0.1, 0.2, 0.4,
+ * 0.8, 1.6, then 3.2 s, each drawn within half of that either way: a
+ * fleet that failed together (a cron minute that filled the server's
+ * connections) does not come back together. */
+#define FAILED_FIRST_MS 100
+#define FAILED_LAST_MS 3200
 #define RETRY_MIN_MS 50
 #define RETRY_JITTER_MS 100
 
@@ -25,6 +30,12 @@ struct waiter {
 	struct waitline wl;
 	int64_t start_ms, deadline_ms;	/* deadline -1: for ever */
 	int n_pauses;			/* timed pauses so far: they grow */
+	int64_t failing_since_ms;	/* the first of the failed tries in a
+					 * row; -1: the last try was answered */
+	int64_t failed_pause_ms;	/* the next pause after one, on average */
+	bool last_try;			/* the next failed try ends it */
+	bool woken_failing;		/* the engine's descriptors ended a
+					 * pause of this run of failures */
 	bool pushed;			/* the engine gave descriptors that
 					 * wake us (Redis BLPOP, a blocking
 					 * call, a watch) */
@@ -33,16 +44,23 @@ struct waiter {
 #define MAX_WAIT_FDS 64
 
 /* Sleeps up to ms, or until the engine's descriptors wake us (*woken).
+ * In a run of failed tries they may do so once: a session that connected
+ * meanwhile (ZooKeeper's) is worth trying at once, but a failed try's
+ * connections may be closed, readable at once, and would wake us again
+ * and again (a server that drops every connection: a reconnect loop).
  * Returns 1 with *signo when a signal came first. */
 static int sleep_or_wake(struct waiter *w, const struct signals *sig, int64_t ms,
 			 int *signo, bool *woken)
 {
 	int64_t until_ms = clock_now_ms() + ms;
+	bool failing = w->failing_since_ms >= 0;
+	bool use_fds = !(failing && w->woken_failing);
 
 	for (;;) {
 		struct pollfd pfd[MAX_WAIT_FDS + 1] = { { sig->fd, POLLIN, 0 } };
 		int64_t left_ms = until_ms - clock_now_ms();
-		size_t n = w->lk->eng->lock.wait_fds(w->lk, pfd + 1, MAX_WAIT_FDS);
+		size_t n = use_fds ?
+			   w->lk->eng->lock.wait_fds(w->lk, pfd + 1, MAX_WAIT_FDS) : 0;
 
 		w->pushed |= n > 0;
 		if (left_ms <= 0 || poll(pfd, n + 1, clock_poll_ms(left_ms)) <= 0)
@@ -51,8 +69,13 @@ static int sleep_or_wake(struct waiter *w, const struct signals *sig, int64_t ms
 			*woken |= w->lk->eng->lock.wait_events(w->lk, pfd + 1, n);
 		if ((pfd[0].revents & POLLIN) && (*signo = signals_interrupt(sig)))
 			return 1;
-		if (*woken)
+		if (*woken) {
+			w->woken_failing |= failing;
 			return 0;
+		}
+		/* failing: a descriptor that is ready and says nothing (a
+		 * closed connection) would make this loop spin */
+		use_fds &= !failing;
 	}
 }
 
@@ -110,6 +133,59 @@ static int64_t next_try_ms(struct waiter *w, int64_t retry_ms)
 	return sleep_ms;
 }
 
+/* After a try that failed for want of a server: when to give up (69).
+ * The servers get --connect-budget: -n tries them that long
+ * (a full server is not a held lock, nor an unreachable one); -w as
+ * long as it waits, and never less than -n would; with no -w, the
+ * failures in a row may last that long (they end the wait: a service
+ * that is down is not a lock that is held). */
+static int64_t give_up_at(const struct waiter *w)
+{
+	int64_t budget_ms = w->lk->p->connect_budget_ms;
+
+	if (w->deadline_ms < 0)
+		return w->failing_since_ms + budget_ms;
+	return w->deadline_ms > w->start_ms + budget_ms ? w->deadline_ms :
+	       w->start_ms + budget_ms;
+}
+
+/* The pause after a failed try: growing, jittered. One that would end
+ * past the moment to give up makes the next try the last, at a moment
+ * drawn in the second half of the time left: hosts that began together
+ * (a cron minute) would otherwise all make their last try at the same
+ * instant. */
+static int64_t next_failed_ms(struct waiter *w, int64_t now_ms, int64_t give_up_ms)
+{
+	int64_t mean_ms = w->failed_pause_ms, left_ms = give_up_ms - now_ms;
+	int64_t sleep_ms = mean_ms / 2 + arc4random_uniform((uint32_t)mean_ms + 1);
+
+	if (w->failed_pause_ms < FAILED_LAST_MS)
+		w->failed_pause_ms *= 2;
+	if (sleep_ms >= left_ms) {
+		sleep_ms = left_ms / 2 + arc4random_uniform((uint32_t)(left_ms / 2) + 1);
+		w->last_try = true;
+	}
+	return sleep_ms;
+}
+
+/* The next try after a failed one gets twice the deadline of the last
+ * (--node-timeout at first), up to a third of the lease and what is left
+ * before giving up: a server too slow to answer in time (a listen queue,
+ * a backlog of requests a fleet just filled) is still working on the try
+ * that gave up on it, and a retry as short only adds to its load. */
+static void slower_tries(struct waiter *w, int64_t now_ms)
+{
+	struct lock *lk = w->lk;
+	int64_t base_ms = lk->p->node_timeout_ms, ms = lk->node_timeout_ms * 2;
+	int64_t left_ms = give_up_at(w) - now_ms;
+
+	if (ms > lk->ttl_ms / 3)
+		ms = lk->ttl_ms / 3;
+	if (ms > left_ms)
+		ms = left_ms;
+	lk->node_timeout_ms = ms > base_ms ? ms : base_ms;
+}
+
 /* Acquired, after the last round (leaving the waiters where a server
  * refused, giving back stray --limit grants): is enough of the lease left
  * to start the command? A paused minority server costs a --node-timeout
@@ -129,14 +205,15 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 {
 	struct lock *lk = w->lk;
 	const struct lock_params *p = lk->p;
-	int64_t backoff_ms = 100;
-	int n_failures = 0;
 	bool held = false;
 
+	w->failing_since_ms = -1;
 	for (;;) {
 		int64_t sleep_ms, retry_ms = -1, now_ms;
 		enum lock_result r = lock_try(lk, &retry_ms, err);
 
+		if (r != LOCK_FAILED)
+			lk->node_timeout_ms = p->node_timeout_ms;
 		if (r == LOCK_ACQUIRED) {
 			lock_end_wait(lk, r);
 			if (enough_left(lk, err))
@@ -148,33 +225,43 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 		}
 		if (r == LOCK_REENTERED)
 			return r;
+		now_ms = clock_now_ms();
 		if (r == LOCK_FAILED) {
 			if (err->exit != EX_UNAVAILABLE)
 				return r;	/* credentials, bad replies: no retry */
-			if (w->deadline_ms < 0 && ++n_failures >= CONNECT_ATTEMPTS)
+			/* -n: a certificate to fix is no busy server */
+			if (lk->misconfigured && w->deadline_ms == w->start_ms)
 				return r;
-			sleep_ms = backoff_ms;
-			backoff_ms = backoff_ms * 2 > 1600 ? 1600 : backoff_ms * 2;
+			if (w->failing_since_ms < 0) {
+				w->failing_since_ms = now_ms;
+				w->failed_pause_ms = FAILED_FIRST_MS;
+				w->last_try = false;
+				w->woken_failing = false;
+			}
+			/* Out of time in a passing state (a Cluster moving the
+			 * lock's slot answers TRYAGAIN), after the servers said
+			 * the lock is held: held, as far as anyone knows (1, not
+			 * 69, which says the servers could not be asked). */
+			if (held && lock_busy(lk) && w->deadline_ms >= 0 &&
+			    now_ms >= w->deadline_ms)
+				return LOCK_HELD;
+			if (now_ms >= give_up_at(w) || w->last_try)
+				return r;
+			sleep_ms = next_failed_ms(w, now_ms, give_up_at(w));
+			slower_tries(w, now_ms + sleep_ms);
 		} else {
-			n_failures = 0;
-			backoff_ms = 100;
+			w->failing_since_ms = -1;
 			held = true;
 			if (w->deadline_ms == w->start_ms)	/* -n: no wait to show */
 				return r;
 			waitline_update(&w->wl, lk->held_by, lk->queue_pos, p->fair);
 			sleep_ms = next_try_ms(w, retry_ms);
-		}
-		now_ms = clock_now_ms();
-		if (w->deadline_ms >= 0) {
-			/* Out of time in a passing state (a Cluster moving the
-			 * lock's slot answers TRYAGAIN), after the servers said
-			 * the lock is held: held, as far as anyone knows (1, not
-			 * 69, which says the servers could not be asked). */
-			if (now_ms >= w->deadline_ms)
-				return r == LOCK_FAILED && held && lock_busy(lk) ?
-				       LOCK_HELD : r;
-			if (sleep_ms > w->deadline_ms - now_ms)
-				sleep_ms = w->deadline_ms - now_ms;
+			if (w->deadline_ms >= 0) {
+				if (now_ms >= w->deadline_ms)
+					return r;
+				if (sleep_ms > w->deadline_ms - now_ms)
+					sleep_ms = w->deadline_ms - now_ms;
+			}
 		}
 		if (w->hook) {
 			if (now_ms >= w->hook_at_ms) {
@@ -217,6 +304,7 @@ enum lock_result wait_acquire_hooked(struct lock *lk, int64_t wait_ms,
 		return LOCK_FAILED;
 	waitline_init(&w.wl, p->name, p->verbose);
 	r = wait_loop(&w, sig, signo, err);
+	lk->node_timeout_ms = p->node_timeout_ms;	/* slower_tries() */
 	waitline_clear(&w.wl);
 	/* acquired, it left the waiters already (wait_loop) */
 	if (r != LOCK_ACQUIRED)

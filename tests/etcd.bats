@@ -107,6 +107,57 @@ EOS
 	[[ ! -e $T/ran ]]
 }
 
+# busy_etcd PORT LOG STATUS [JSON]: answers every call with HTTP STATUS
+# and the body JSON (etcd's gateway's words), or a text body (a proxy in
+# front); logs each request's path to LOG
+busy_etcd() {
+	cat >"$T/busy_etcd.py" <<'EOS'
+import http.server, sys
+status, log, body = int(sys.argv[2]), sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else ""
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        with open(log, "a") as f:
+            f.write(self.path + "\n")
+        b = (body or "overloaded\n").encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json" if body else "text/plain")
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+EOS
+	: >"$2"
+	python3 "$T/busy_etcd.py" "$1" "$3" "$2" "${4:-}" >/dev/null 2>&1 3>&- &
+	track $!
+	wait_until 10 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$1"
+}
+
+@test "an overloaded gateway (HTTP 503, 429, etcd's too many requests): 69 naming it, tried again within --connect-budget, never 70" {
+	local port t0 took
+	port=$(free_port)
+	busy_etcd "$port" "$T/log" 503
+	t0=$(now_ms)
+	run -69 --separate-stderr dlock -S "etcd://127.0.0.1:$port" -n --connect-budget 1 "$K" touch "$T/ran"
+	took=$(($(now_ms) - t0))
+	[[ $stderr == "dlock: $K: etcd://127.0.0.1:$port: HTTP status 503 (Service Unavailable: the server is overloaded or has no leader)" ]] ||
+		fail "$stderr"
+	((took >= 500)) || fail "gave up after $took ms, before --connect-budget (its second half)"
+	(($(wc -l <"$T/log") >= 3)) || fail "$(wc -l <"$T/log") requests: not tried again"
+	port=$(free_port)
+	busy_etcd "$port" "$T/log429" 429
+	run -69 --separate-stderr dlock -S "etcd://127.0.0.1:$port" -n --connect-budget 0 "$K" touch "$T/ran"
+	[[ $stderr == *"HTTP status 429 (Too Many Requests: the server is overloaded)" ]] || fail "$stderr"
+	port=$(free_port)
+	busy_etcd "$port" "$T/logjson" 503 '{"error":"etcdserver: too many requests","code":8,"message":"etcdserver: too many requests"}'
+	run -69 --separate-stderr dlock -S "etcd://127.0.0.1:$port" -n --connect-budget 0 "$K" touch "$T/ran"
+	[[ $stderr == *": etcdserver: too many requests" ]] || fail "$stderr"
+	[[ ! -e $T/ran ]]
+}
+
 # old_etcd PORT VERSION: answers as an etcd of VERSION before 3.4 does
 # (its gateway under /v3beta/: 404 on /v3/, the v2 API's text), and
 # GET /version as every etcd does
@@ -236,6 +287,35 @@ EOS
 	reap w
 	((bg_status == 0))
 	[[ -e $T/w.ran ]]
+}
+
+# grpc_msgs: the requests etcd has served (the gateway's calls, each
+# stream's messages), from its metrics
+grpc_msgs() { curl -s "http://$EP/metrics" | awk '/^grpc_server_msg_received_total/ { n += $2 } END { printf "%d\n", n }'; }
+
+@test "idle waiters cost etcd a keepalive each per TTL/3, not a round every few seconds; each release lets the next one in at once" {
+	local w r0 r1
+	envjob
+	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	for w in $(seq 10); do
+		start_bg "w$w" -S "$S" -t 60 "$K" sh -c 'echo "$(date +%s%N) $1" >>"$2"' sh "w$w" "$T/order"
+	done
+	wait_until 10 n_keys "$K" 11 || fail "$(lock_keys "$K" | wc -l) keys: $(cat "$T"/w*.err)"
+	sleep 1
+	r0=$(grpc_msgs)
+	sleep 8
+	r1=$(grpc_msgs)
+	# 10 waiters keeping 60 s leases alive every 20 s, and the holder: at
+	# most a dozen in 8 s (before: a txn from each waiter every 2 to 4 s)
+	((r1 - r0 <= 16)) || fail "$((r1 - r0)) requests in 8 s from 10 idle waiters"
+	local go=$(date +%s%N)
+	touch "$T/h.release"
+	for w in $(seq 10); do reap "w$w" 20; ((bg_status == 0)) || fail "w$w: $(cat "$T/w$w.err")"; done
+	# ten handoffs, each a release waking the next: well within 10 s
+	awk -v go="$go" '{ if ($1 > last) last = $1 } END { exit (last - go > 10e9) }' "$T/order" ||
+		fail "the ten waiters took $(awk -v go="$go" '{ if ($1 > l) l = $1 } END { print (l - go) / 1e9 }' "$T/order") s"
+	no_lock_key "$K"
 }
 
 @test "-w gives up in time with 1 and leaves no key behind" {

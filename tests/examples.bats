@@ -132,3 +132,17 @@ words() { tr -s ' ' '\n' <<<"$1" | sed '/^$/d'; }
 	assert_line -n 1 "publish ${lines[0]#report --fence }"
 	wait_until 5 key_gone r "dlock:$T/job"
 }
+
+@test "the fleet's spread example runs as written: one line per acquisition, time and host" {
+	local ex cmd
+	command -v jq >/dev/null || skip_unless_strict "no jq"
+	ex=$(man_example 'At fleet scale the firings spread')
+	# the command: from "$ dlock history" to the line that closes its quote
+	cmd=$(awk '/^\$ dlock history/ { on = 1; sub(/^\$ /, "") } on { print } on && /'"'"'$/ { exit }' <<<"$ex")
+	[[ $cmd == "dlock history --json"*"| jq -r"* ]] || fail "no 'dlock history | jq' in: $ex"
+	run -0 dlock -n sync-mirror true
+	run -0 dlock -n sync-mirror true
+	run -0 sh -c "$cmd"
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 0 --regexp "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} $(hostname)\$"
+}

@@ -516,9 +516,11 @@ is_free_literal() { [[ $(my "SELECT IFNULL(IS_USED_LOCK(X'646c6f636b3a615c622763
 	nothing_left
 }
 
-@test "too many connections (1040): 69, as an unreachable server" {
+# fill_server SECONDS: max_connections 10, all taken by a client that
+# lets go after SECONDS; its PID in $py
+fill_server() {
 	my "SET GLOBAL max_connections = 10"
-	/usr/bin/python3 - "$MY_PORT" "$T/full" <<'EOF' 3>&- &
+	/usr/bin/python3 - "$MY_PORT" "$T/full" "$1" <<'EOF' 3>&- &
 import os, sys, time, pymysql
 cs = []
 try:
@@ -527,16 +529,33 @@ try:
 except pymysql.err.OperationalError:
     pass
 open(sys.argv[2], "w").write("%d\n" % len(cs))
-time.sleep(30)
+time.sleep(float(sys.argv[3]))
 EOF
-	local py=$!
+	py=$!
 	track $py
 	wait_until 10 test -e "$T/full"
-	run -69 --separate-stderr dlock -S "$U" -n K touch "$T/ran"
+}
+
+@test "too many connections (1040): tried again within --connect-budget, then 69 naming it" {
+	local py t0 took
+	fill_server 30
+	t0=$(now_ms)
+	run -69 --separate-stderr dlock -S "$U" -n --connect-budget 1 K touch "$T/ran"
+	took=$(($(now_ms) - t0))
 	kill "$py"
 	my "SET GLOBAL max_connections = DEFAULT"
 	assert_equal "$stderr" "dlock: K: mysql://127.0.0.1:$MY_PORT: too many connections"
+	((took >= 500)) || fail "gave up after $took ms, before --connect-budget (its second half)"
 	[[ ! -e $T/ran ]] || fail "the command ran"
+	nothing_left
+}
+
+@test "too many connections (1040) under -n: a connection freed within --connect-budget gives the lock, not 69" {
+	local py
+	fill_server 1.5
+	run -0 --separate-stderr dlock -S "$U" -n --connect-budget 10 K touch "$T/ran"
+	my "SET GLOBAL max_connections = DEFAULT"
+	[[ -e $T/ran ]] || fail "the command did not run: $stderr"
 	nothing_left
 }
 

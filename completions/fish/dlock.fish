@@ -28,7 +28,7 @@ function __dlock_form_index
             case -k --key --limit -w --wait --timeout -E --conflict-exit-code -t --ttl \
                     --on-lost --kill-after --max-hold --min-hold -S --server --prefix \
                     --config --password-file --tls-ca --tls-cert --tls-key --node-timeout \
-                    --wait-replicas --history --unavailable --fd --metrics-dir --log-format --count --token -c --command
+                    --connect-budget --wait-replicas --history --unavailable --fd --metrics-dir --log-format --count --token -c --command
                 set i (math $i + 1)
             case '-?*'
             case '*'
@@ -92,7 +92,7 @@ function __dlock_wants_lock
         switch $t
             case --
             case -S --server --prefix --config --password-file --tls-ca --tls-cert \
-                    --tls-key --node-timeout --count --token --ttl
+                    --tls-key --node-timeout --connect-budget --count --token --ttl
                 set skip 1
             case '-*'
                 # clustered short options ending in one that takes a value
@@ -130,7 +130,7 @@ function __dlock_key_index
             case --limit --wait --timeout --conflict-exit-code --ttl --on-lost \
                     --kill-after --max-hold --min-hold --server --prefix --config \
                     --password-file --tls-ca --tls-cert --tls-key \
-                    --node-timeout --wait-replicas --history \
+                    --node-timeout --connect-budget --wait-replicas --history \
                     --unavailable --metrics-dir --log-format --count --token --command
                 set i (math $i + 1)
             case '--*'
@@ -248,6 +248,7 @@ complete -c dlock -n '__dlock_takes run status history release acquire extend' -
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l tls-key -r -F -d 'TLS: the client certificate\'s key'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l tls-insecure -d 'TLS: check no certificate (unsafe)'
 complete -c dlock -n '__dlock_takes run status history release acquire extend' -l node-timeout -r -f -d 'Deadline for one server\'s answer'
+complete -c dlock -n '__dlock_takes run acquire' -l connect-budget -r -f -d 'Keep trying servers that are down or full that long'
 complete -c dlock -n '__dlock_takes run acquire' -l wait-replicas -r -f -d 'Count an acquisition once N replicas have it'
 complete -c dlock -n '__dlock_takes run acquire' -l history -r -f -d 'Keep the lock'"'"'s last N events'
 complete -c dlock -n '__dlock_takes run acquire' -l no-fence -d 'No DLOCK_FENCE, and no write to make one'

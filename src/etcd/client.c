@@ -213,6 +213,24 @@ static int exit_of_status(int status)
 	}
 }
 
+/* What a status without etcd's words means, for the one line: a server
+ * too busy to answer is named as such, not as an error of etcd's. */
+static const char *status_words(int status)
+{
+	switch (status) {
+	case 404:
+		return " (not etcd v3.4 or later?)";
+	case 429:
+		return " (Too Many Requests: the server is overloaded)";
+	case 502:
+	case 504:
+		return " (a proxy in front could not reach etcd in time)";
+	case 503:
+		return " (Service Unavailable: the server is overloaded or has no leader)";
+	}
+	return "";
+}
+
 static int authenticate(struct etcd_client *c, int64_t deadline_ms,
 			struct error *err);
 
@@ -300,12 +318,13 @@ static int call_once(struct etcd_client *c, const char *path, const char *body,
 			return -1;
 		}
 		snprintf(why, sizeof why, status == 200 ? "an answer that is not etcd's JSON" :
-			 "HTTP status %d%s", status,
-			 status == 404 ? " (not etcd v3.4 or later?)" : "");
+			 "HTTP status %d%s", status, status_words(status));
 		fail(c, c->ep, err, exit_of_status(status), why);
+		c->cl->busy |= exit_of_status(status) == EX_UNAVAILABLE;
 		return -1;
 	}
 	n = etcd_exit_of(*code, msg);
+	c->cl->busy |= n == EX_UNAVAILABLE;
 	if (*code == GRPC_PERMISSION_DENIED && c->cl->user)
 		snprintf(why, sizeof why, "%s (etcd user %s)", msg, c->cl->user);
 	else

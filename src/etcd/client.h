@@ -37,6 +37,10 @@ struct etcd_cluster {
 	size_t cur;		/* the member that answered last */
 	bool tls_refused;	/* a TLS handshake failed on a certificate */
 	bool too_old;		/* a member is older than dlock needs */
+	bool busy;		/* a member answered that it cannot serve now
+				 * (HTTP 429 or 503, too many requests, no
+				 * leader): set by calls, cleared by the
+				 * engine's try */
 };
 
 struct etcd_client {

@@ -431,6 +431,7 @@ int etcd_keepalive(struct etcd *e, int64_t id, int64_t deadline_ms,
 		if (msg && etcd_exit_of(c, msg) == EX_UNAVAILABLE) {
 			/* the member could not renew (no leader): the next one,
 			 * next time */
+			e->cl.busy = true;
 			http_close(&e->rpc.conn);
 			e->cl.cur = (e->rpc.ep + 1) % e->cl.url->n_ep;
 		}

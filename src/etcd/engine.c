@@ -10,6 +10,10 @@
  *   "/" (-s: every key with no lower exclusive one; --limit N: the first
  *   N, all --limit N); a waiter watches the key in its way for its
  *   deletion, from the revision it read: FIFO by nature;
+ * - while the watch stands, nothing in our way changed: a waiter's try
+ *   asks nothing then, but keeps its lease alive every TTL/3, so that a
+ *   thousand waiters cost etcd a keepalive each per TTL/3, not a txn
+ *   over all their keys every few seconds (issue 30);
  * - the fence is the create revision of our key;
  * - holding, a watch on our own key tells at once that it was deleted
  *   (release --force, etcdctl del, the lease revoked); each renewal
@@ -161,6 +165,9 @@ static void copy_out(struct lock *lk)
 {
 	/* a certificate or a server to fix, not an outage */
 	lk->misconfigured |= etcd_of(lk)->cl.tls_refused || etcd_of(lk)->cl.too_old;
+	/* a server that answered it cannot serve now (overloaded, no
+	 * leader): busy, not down */
+	lk->busy = etcd_of(lk)->cl.busy;
 }
 
 /* Our key's value: who we are, for status and the waiters' line. */
@@ -382,6 +389,54 @@ static enum lock_result acquired(struct lock *lk, int64_t rev, int64_t start_ms,
 	return LOCK_ACQUIRED;
 }
 
+/* A txn refused because a lease it names is not there (-2), once the
+ * history's day lease was granted anew: ours, granted while etcd was too
+ * busy to answer in time and gone since, or revoked by a give-back that
+ * did reach it. A passing state (69): the next try grants it again. */
+static void lease_vanished(struct lock *lk, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+
+	e->have_lease = false;
+	e->my_rev = 0;
+	error_set(err, EX_UNAVAILABLE, "%s: our lease %" PRIx64 " was not found (it lapsed, or a grant that did not answer in time was given back): a new one at the next try",
+		  e->cl.url->text, (uint64_t)e->lease);
+}
+
+/* -n on an exclusive lock, nothing of ours there yet: whether anyone is.
+ * A read: no lease granted, no key written, nothing to give back. When a
+ * fleet's -n fire at once, every host but the first finds the lock held
+ * this way, and etcd makes one write (a lease, a key) for none of them.
+ * 1 held (*held_by set), 0 free (the write round follows), -1 err. */
+static int held_already(struct lock *lk, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	struct etcd_range all;
+	size_t end_len;
+	char *end = etcd_range_end(e->pfx, e->pfx_len, &end_len);
+	int held;
+
+	if (!end) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, end, end_len, 0,
+					      false, 0, false, false),
+			    etcd_deadline(lk), &all, NULL, err) < 0) {
+		free(end);
+		return -1;
+	}
+	free(end);
+	etcd_only_contenders(&all, e->pfx_len);
+	held = all.n > 0;
+	if (held) {
+		describe(lk, &all.kvs[0]);
+		lk->refused = true;
+	}
+	etcd_range_free(&all);
+	return held;
+}
+
 /* The first try of an exclusive lock: ours at once if nobody is there
  * (one txn, the history's 'acquired' in it), else in the queue (-n: not).
  * Returns 1 when it decided (*res), 0 when the general round must. */
@@ -431,6 +486,8 @@ static int first_exclusive(struct lock *lk, int64_t start_ms,
 	json_object_put(cmp);
 	json_object_put(ok);
 	json_object_put(fail);
+	if (r == -2)
+		lease_vanished(lk, err);
 	if (r < 0) {
 		*res = LOCK_FAILED;
 		return 1;
@@ -454,6 +511,13 @@ static int first_exclusive(struct lock *lk, int64_t start_ms,
 	if (etcd_only_contenders(&lowest, e->pfx_len) > 0) {
 		/* a key of a lock named NAME "/"... failed the compare:
 		 * the general round looks past those */
+		etcd_range_free(&lowest);
+		return 0;
+	}
+	if (lowest.n > 0 && lowest.kvs[0].key_len == klen &&
+	    memcmp(lowest.kvs[0].key, e->my_key, klen) == 0) {
+		/* ours: a try whose answer did not come in time (a busy
+		 * etcd) made it; the general round finds it and holds */
 		etcd_range_free(&lowest);
 		return 0;
 	}
@@ -501,7 +565,7 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 	char *end = etcd_range_end(e->pfx, e->pfx_len, &end_len);
 	int64_t limit = p->limit > 0 ? p->limit : p->limit == LOCK_SHARED ? 0 : 1;
 	int64_t rev = 0;
-	int watched = 0;
+	int watched = 0, rc;
 	struct etcd_range mine = { 0 }, all = { 0 }, ahead = { 0 };
 	enum lock_result res = LOCK_FAILED;
 	bool succeeded, exclusive = p->limit == 0, had_rev = e->my_rev != 0;
@@ -535,8 +599,11 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 							  end_len, limit, false, 0,
 							  false, false));
 	}
-	if (etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err) < 0) {
+	if ((rc = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded,
+			   err)) < 0) {
 		cmp = ok = fail = NULL;
+		if (rc == -2)
+			lease_vanished(lk, err);
 		goto out;
 	}
 	cmp = ok = fail = NULL;
@@ -590,6 +657,8 @@ static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
 	if (all.n > 0)
 		describe(lk, &all.kvs[0]);
 	lk->queue_pos = i < all.n ? (long)i : 0;
+	snprintf(e->held_by, sizeof e->held_by, "%s", lk->held_by);
+	e->queue_pos = lk->queue_pos;
 	res = LOCK_HELD;
 	if (!p->waits) {
 		give_back(lk);
@@ -710,6 +779,21 @@ static enum lock_result reenter(struct lock *lk, struct error *err)
 	return res;
 }
 
+/* Waiting with the watch on the key in our way still up, and nothing on
+ * it: that key is there, and so is every key before it (a deletion of
+ * the one we watch, or the stream's end, is news). The lock is as held
+ * as the last round found it: no round is needed, only the lease kept
+ * alive when due. The core still tries every few seconds, for stores
+ * whose releases do not always wake (Redis); here those tries cost
+ * etcd nothing. */
+static bool quiet_wait(struct lock *lk)
+{
+	struct etcd *e = etcd_of(lk);
+
+	return e->my_rev && e->have_lease && e->watch.streaming &&
+	       e->watch.conn.fd >= 0 && watch_news(e) == 0;
+}
+
 static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
@@ -717,12 +801,37 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *er
 	enum lock_result res;
 
 	err->exit = 0;
+	e->cl.busy = false;
+	if (quiet_wait(lk)) {
+		if (lease_ready(lk, err) < 0) {
+			copy_out(lk);
+			return LOCK_FAILED;
+		}
+		/* the lease ran out meanwhile (my_rev cleared): a round */
+		if (e->my_rev) {
+			lk->refused = true;
+			snprintf(lk->held_by, sizeof lk->held_by, "%s", e->held_by);
+			lk->queue_pos = e->queue_pos;
+			*retry_ms = e->alive_ms + lk->ttl_ms / 3 - clock_now_ms();
+			if (*retry_ms < 0)
+				*retry_ms = 0;
+			return LOCK_HELD;
+		}
+	}
 	if (lk->reentry_token && !e->reentry_checked) {
 		e->reentry_checked = true;
 		res = reenter(lk, err);
 		if (res != LOCK_HELD) {
 			copy_out(lk);
 			return res;
+		}
+	}
+	if (!lk->p->waits && lk->p->limit == 0 && !e->my_rev && !e->have_lease) {
+		int held = held_already(lk, err);
+
+		if (held != 0) {
+			copy_out(lk);
+			return held > 0 ? LOCK_HELD : LOCK_FAILED;
 		}
 	}
 	for (int round = 0; round < 3; round++) {

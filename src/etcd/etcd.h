@@ -49,6 +49,10 @@ struct etcd {
 	char *watch_key, *watch_end;	/* what it watches */
 	size_t watch_key_len, watch_end_len;
 	bool watch_wanted;	/* holding: the supervisor looks */
+	/* waiting: what the last round said, for the rounds the watch
+	 * makes needless (quiet_wait()) */
+	char held_by[LOCK_INFO_MAX];
+	long queue_pos;
 	int trigger_fd;		/* eventfd asking for a round that sets it up */
 	bool triggered;
 	/* for the job */

@@ -151,6 +151,8 @@ static void fail(struct my_conn *c, unsigned err_no, const char *msg)
 		c->broken = true;
 	if (err_no == CR_SSL_CONNECTION_ERROR)
 		c->tls_failed = true;
+	if (err_no == ER_CON_COUNT_ERROR || err_no == ER_TOO_MANY_USER_CONNECTIONS)
+		c->full = true;
 }
 
 static void fail_mysql(struct my_conn *c)
@@ -301,6 +303,7 @@ int my_connect_start(struct my_conn *c, struct error *err)
 	my_done(c);
 	c->broken = false;
 	c->tls_failed = false;
+	c->full = false;
 	if (!(c->m = mysql_init(NULL))) {
 		error_set(err, EX_OSERR, "%s: out of memory", c->u->text);
 		return -1;

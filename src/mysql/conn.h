@@ -51,6 +51,9 @@ struct my_conn {
 	bool broken;			/* the connection is gone */
 	bool tls_failed;		/* the TLS handshake failed: a
 					 * setting to fix, not an outage */
+	bool full;			/* the server had no connection to
+					 * give (1040, 1203): it answers, it
+					 * is busy, not down */
 };
 
 /* Sets up c for u; nothing is contacted. */

@@ -916,10 +916,13 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *er
 	char *sql;
 
 	lk->refused = false;
+	lk->busy = false;
 	if (m->waiting)
 		return take_up_wait(lk, err);
 	if (connect_lock(lk, deadline_ms, err) < 0) {
 		lk->misconfigured = m->c.tls_failed;
+		/* a fleet's minute: tried again, with the others, in a while */
+		lk->busy = m->c.full;
 		return LOCK_FAILED;
 	}
 	if (lk->reentry_token && !m->reentry_asked) {

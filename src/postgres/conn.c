@@ -111,18 +111,40 @@ static char *startup_options(const struct pg_url *url, const struct pg_session *
 	return options;
 }
 
-/* err for a connection the server or a pooler refused: the words of
- * some say what to do. */
-static void connect_failed(PGconn *c, const struct pg_url *url, bool sent_options,
-			   struct error *err)
+/* What fills a server up, in its words (SQLSTATE 53300, which libpq
+ * does not give at connect): its max_connections, less the slots kept
+ * for superusers or pg_use_reserved_connections; a role's or a
+ * database's CONNECTION LIMIT. NULL when msg is none of them (a server
+ * that speaks another language: its words, 69 all the same). */
+static const char *full_because(const char *msg)
 {
-	const char *msg = PQerrorMessage(c);
+	if (has(msg, "too many clients already"))
+		return "max_connections";
+	if (has(msg, "remaining connection slots are reserved"))
+		return "max_connections, less the reserved slots";
+	if (has(msg, "too many connections for role"))
+		return "the role's CONNECTION LIMIT";
+	if (has(msg, "too many connections for database"))
+		return "the database's CONNECTION LIMIT";
+	return NULL;
+}
+
+/* err for a connection the server or a pooler refused: the words of
+ * some say what to do. *full: the server is there, with no connection
+ * to give (a fleet's minute): tried again within --connect-budget. */
+static void connect_failed(PGconn *c, const struct pg_url *url, bool sent_options,
+			   bool *full, struct error *err)
+{
+	const char *msg = PQerrorMessage(c), *limit = full_because(msg);
 	char said[sizeof err->msg], why[400];
 
 	pg_error(c, NULL, url, err);
 	snprintf(said, sizeof said, "%s", err->msg);
 	cause(msg, why, sizeof why);
-	if (sent_options && has(msg, "unsupported startup parameter"))
+	*full = limit != NULL;
+	if (limit)
+		error_set(err, EX_UNAVAILABLE, "%s (the server is full: %s)", said, limit);
+	else if (sent_options && has(msg, "unsupported startup parameter"))
 		/* PgBouncer: an option it does not pass on */
 		error_set(err, EX_UNAVAILABLE, "%s: a pooler is in the path (it refuses the settings dlock starts its session with: %s): %s",
 			  url->text, why, PG_POOLER_ADVICE);
@@ -135,15 +157,17 @@ static void connect_failed(PGconn *c, const struct pg_url *url, bool sent_option
 }
 
 PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
-		   const struct pg_session *s, int64_t deadline_ms,
+		   const struct pg_session *s, int64_t deadline_ms, bool *full,
 		   struct error *err)
 {
 	char idle[24], interval[24], *options = NULL;
 	const char *keys[16], *values[16];
 	bool sent_options;
+	int64_t start_ms = clock_now_ms();
 	int n = 0;
 	PGconn *c;
 
+	*full = false;
 	/* The client's keepalives find a dead server within about the TTL. */
 	snprintf(idle, sizeof idle, "%lld", (long long)(s->ttl_ms / 3000 > 0 ? s->ttl_ms / 3000 : 1));
 	snprintf(interval, sizeof interval, "%lld",
@@ -186,7 +210,7 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		int ready;
 
 		if (PQstatus(c) == CONNECTION_BAD || st == PGRES_POLLING_FAILED) {
-			connect_failed(c, url, sent_options, err);
+			connect_failed(c, url, sent_options, full, err);
 			PQfinish(c);
 			return NULL;
 		}
@@ -195,8 +219,10 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		ready = net_wait(PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
 				 deadline_ms);
 		if (ready <= 0) {
+			/* the deadline given, to the hundredth: --node-timeout,
+			 * or longer after failed tries (wait.c's slower_tries()) */
 			error_set(err, EX_UNAVAILABLE, "%s: no answer within %.3g s", url->text,
-				  (double)p->node_timeout_ms / 1000);
+				  (double)((deadline_ms - start_ms + 5) / 10) / 100);
 			PQfinish(c);
 			return NULL;
 		}
@@ -365,7 +391,8 @@ int pg_connect_once(struct lock *lk, bool for_lock, struct error *err)
 
 	if (pg->c)
 		return 0;
-	pg->c = pg_connect(pg->url, lk->p, &s, clock_now_ms() + lk->node_timeout_ms, err);
+	pg->c = pg_connect(pg->url, lk->p, &s, clock_now_ms() + lk->node_timeout_ms,
+			   &lk->busy, err);
 	if (!pg->c)
 		return -1;
 	pg->checked = false;
@@ -526,7 +553,7 @@ int pg_pooler_check(struct lock *lk, const char *first_pid, struct error *err)
 	struct pg_session s = { lk->ttl_ms, PG_APPLICATION_NAME, true };
 	PGconn *other = NULL;
 	PGresult *r;
-	bool dead, shared, left;
+	bool dead, shared, left, full;
 	int ours;
 
 	snprintf(pg->pid, sizeof pg->pid, "%s", first_pid);
@@ -544,7 +571,7 @@ int pg_pooler_check(struct lock *lk, const char *first_pid, struct error *err)
 		return -1;
 	}
 	if (ours && !(other = pg_connect(pg->url, lk->p, &s,
-					 clock_now_ms() + lk->node_timeout_ms, err)))
+					 clock_now_ms() + lk->node_timeout_ms, &full, err)))
 		return -1;
 	for (int i = 0; ours == 1 && i < POOLER_ROUNDS; i++) {
 		r = pg_query(other, pg->url, "SELECT pg_backend_pid() FROM pg_sleep(0.002)", NULL, 0,

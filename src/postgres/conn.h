@@ -34,9 +34,10 @@ struct pg_session {
  * server hashes the name's text as the database holds it). NULL with
  * err: 69 unreachable, older than PG_MIN_VERSION or an undeclared pooler
  * that refuses startup options, 77 credentials, 64 a setting libpq or
- * the server's startup refuses. */
+ * the server's startup refuses; *full: 69 from a server with no
+ * connection to give (too many clients), a passing state. */
 PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
-		   const struct pg_session *s, int64_t deadline_ms,
+		   const struct pg_session *s, int64_t deadline_ms, bool *full,
 		   struct error *err);
 /* What a failed statement's SQLSTATE was ("" when none came: the
  * connection broke, a deadline passed). */

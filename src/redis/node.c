@@ -166,6 +166,14 @@ static bool is_transient(const char *s)
 	return false;
 }
 
+/* A server at its maxclients answers a new connection's first command
+ * with this, then closes it: it is there, and full (a fleet's minute),
+ * which is a passing state like the ones above, named as such. */
+static bool is_full(const char *s)
+{
+	return strncmp(s, "ERR max number of clients reached", 33) == 0;
+}
+
 /* When a connect must be done by: the round's deadline, or where the round
  * has none (BLPOP), connect_ms from now. */
 static int64_t connect_deadline(const struct node *n)
@@ -971,7 +979,9 @@ short node_events(const struct node *n)
  * commands were sent. */
 static void handshake_failed(struct node *n, bool auth, const char *s)
 {
-	if (is_transient(s))
+	if (is_full(s))
+		fail(n, EX_UNAVAILABLE, "%s (the server is full: maxclients)", s);
+	else if (is_transient(s))
 		fail(n, EX_UNAVAILABLE, "%s", s);
 	else if (auth || is_auth_error(s))
 		fail(n, EX_NOPERM, "%s", s);
@@ -1048,6 +1058,8 @@ static void reply_failed(struct node *n, const char *s, const char *shown)
 		fail(n, EX_USAGE, "%s", s + 10);	/* -s vs --limit N */
 	else if (strncmp(s, "DLOCKVERSION ", 13) == 0)
 		fail_as_said(n, EX_SOFTWARE, s + 13);	/* "Redis 6.0 ..." */
+	else if (is_full(s))
+		fail(n, EX_UNAVAILABLE, "%s (the server is full: maxclients)", s);
 	else if (is_transient(s))
 		fail(n, EX_UNAVAILABLE, "%s", shown);
 	else if (is_auth_error(s))

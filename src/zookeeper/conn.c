@@ -279,6 +279,18 @@ static int start(struct zk_sess *s, struct error *err)
 	return 0;
 }
 
+/* The library's errno for a connection the server closed before it
+ * answered: EHOSTDOWN is its own word for a read of 0 bytes (the end of
+ * the stream), the others the kernel's for one closed under a write. A
+ * server does that when it has maxClientCnxns connections from our
+ * address already (a fleet behind one address, many waiters on one
+ * host), or when it is not serving (an ensemble member without quorum):
+ * there, and not taking us now. */
+static bool closed_by_server(int e)
+{
+	return e == EHOSTDOWN || e == ECONNRESET || e == EPIPE;
+}
+
 int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 	       struct error *err)
 {
@@ -287,6 +299,7 @@ int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 	bool gone, auth_failed;
 
 	*expired = false;
+	s->turned_away = false;
 	if (!s->zh && start(s, err) < 0)
 		return -1;
 	pthread_mutex_lock(&s->mu);
@@ -305,6 +318,10 @@ int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 		error_set(err, EX_TEMPFAIL, "%s: session expired", s->url_text);
 	} else if (auth_failed) {
 		error_set(err, EX_NOPERM, "%s: authentication failed", s->url_text);
+	} else if (closed_by_server(atomic_load(&last_errno))) {
+		s->turned_away = true;
+		error_set(err, EX_UNAVAILABLE, "%s: cannot connect: the server closed the connection before a session began (the server is full: maxClientCnxns from this address; or it is not serving)",
+			  s->url_text);
 	} else {
 		int e = atomic_load(&last_errno);
 		char why[128];
@@ -315,6 +332,11 @@ int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 			  e ? ": " : " (no answer in time)", why);
 	}
 	return -1;
+}
+
+bool zs_turned_away(const struct zk_sess *s)
+{
+	return s && s->turned_away;
 }
 
 void zs_free(struct zk_sess *s, int64_t deadline_ms)

@@ -43,6 +43,10 @@ struct zk_sess *zs_new(const struct zk_sess_opts *o);
  * a session to resume that expired (*expired set). */
 int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 	       struct error *err);
+/* Whether the last zs_connect() failed because the server closed each
+ * connection before a session began (its maxClientCnxns, or not
+ * serving): a server that is there and busy, not one that is down. */
+bool zs_turned_away(const struct zk_sess *s);
 /* Ends the session (its ephemeral nodes go) and frees it, once every
  * request sent has its answer or deadline_ms has passed. */
 void zs_free(struct zk_sess *s, int64_t deadline_ms);
@@ -194,6 +198,7 @@ struct zk_sess {
 	struct zk_state st;
 	char *own;
 	int pending;		/* requests sent, their completion not come */
+	bool turned_away;	/* the last connect: closed by the server */
 };
 
 /* The library's watcher for the session and for each watch a request

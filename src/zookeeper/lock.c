@@ -172,8 +172,11 @@ enum lock_result zk_try(struct lock *lk, int64_t *retry_ms,
 	enum lock_result r = LOCK_HELD;
 	bool expired, again = false;
 
-	if (zk_session(z, deadline_ms, true, &expired, err) < 0)
+	lk->busy = false;
+	if (zk_session(z, deadline_ms, true, &expired, err) < 0) {
+		lk->busy = zs_turned_away(z->s);	/* full: tried again */
 		return LOCK_FAILED;
+	}
 	zs_state(z->s, &st);
 	/* Nothing changed since the last round (no watch fired, the session
 	 * as it was): the answer is the same, and nobody is asked. */

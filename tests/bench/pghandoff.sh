@@ -1,0 +1,117 @@
+#!/bin/bash
+# pghandoff.sh: W2 on PostgreSQL, contended handoff against flock.
+#
+# W workers (WORKERS, "4 16") each run SECTIONS critical sections one after
+# another, every section a new process holding the lock: `dlock -S
+# postgres://... K SECTION` against `flock FILE SECTION`, where SECTION is
+# handoff.sh's bash appending "a <µs> <pid>" and "r <µs> <pid>" to a log.
+# Sections per second, the handoff (an acquire less the release before
+# it) and a mutual-exclusion check, per tool, ROUNDS rounds interleaved.
+# DLOCK2 (another build, e.g. one without the grant's pg_locks query) is
+# measured as a third tool when set.
+#
+# Environment: DLOCK (./build/dlock), DLOCK2, WORKERS, SECTIONS (100),
+# ROUNDS (3), TRANSPORT (unix or tcp). As root: PostgreSQL runs as the
+# postgres user, in a temp dir, with its default durability, and is
+# stopped whatever happens.
+set -euo pipefail
+export LC_ALL=C
+unset DLOCK_SERVERS DLOCK_PASSWORD DLOCK_PREFIX DLOCK_KEY DLOCK_TOKEN DLOCK_FENCE
+unset BASH_ENV ENV
+
+DLOCK=${DLOCK:-./build/dlock}
+DLOCK2=${DLOCK2:-}
+WORKERS=${WORKERS:-4 16}
+SECTIONS=${SECTIONS:-100}
+ROUNDS=${ROUNDS:-3}
+TRANSPORT=${TRANSPORT:-unix}
+
+die() { echo "pghandoff.sh: $*" >&2; exit 1; }
+[[ -x $DLOCK ]] || die "no dlock binary at '$DLOCK' (set DLOCK=path)"
+DLOCK=$(realpath "$DLOCK")
+[[ -z $DLOCK2 ]] || DLOCK2=$(realpath "$DLOCK2")
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+[[ -x $PGBIN/initdb ]] || die "no PostgreSQL server (apt-get install postgresql)"
+((EUID == 0)) || die "run as root: PostgreSQL runs as the postgres user"
+BASH_BIN=$(type -P bash)
+
+. "$(dirname "$0")/lib.sh"	# free_ports
+
+T=$(mktemp -d /tmp/dlock-pghandoff.XXXXXX)
+chmod 755 "$T"
+chown postgres "$T"
+cleanup() {
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$T/data" -m immediate stop >/dev/null 2>&1 || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+read -r PORT < <(free_ports 1)
+runuser -u postgres -- "$PGBIN/initdb" -A trust -U postgres -D "$T/data" >/dev/null
+runuser -u postgres -- "$PGBIN/pg_ctl" -D "$T/data" -w -o "-k $T -p $PORT -c listen_addresses=127.0.0.1" \
+	-l "$T/log" start >/dev/null
+if [[ $TRANSPORT == tcp ]]; then
+	URL="postgres://postgres@127.0.0.1:$PORT/postgres"
+else
+	URL="postgres://postgres@/postgres?host=$T&port=$PORT"
+fi
+
+# shellcheck disable=SC2016
+SECTION_SH='echo a ${EPOCHREALTIME/./} $$ >>"$0"; echo r ${EPOCHREALTIME/./} $$ >>"$0"'
+TOOLS=(flock dlock)
+[[ -z $DLOCK2 ]] || TOOLS+=(dlock2)
+
+section() {	# section TOOL LOG
+	case $1 in
+	flock) flock "$T/flock" "$BASH_BIN" -c "$SECTION_SH" "$2" ;;
+	dlock) "$DLOCK" -S "$URL" w2 "$BASH_BIN" -c "$SECTION_SH" "$2" ;;
+	dlock2) "$DLOCK2" -S "$URL" w2 "$BASH_BIN" -c "$SECTION_SH" "$2" ;;
+	esac
+}
+
+run_round() {	# run_round TOOL W: prints "sections/s handoff_median_ms overlaps"
+	local tool=$1 w=$2 log=$T/$1.$2.log s e k
+	: >"$log"
+	s=$EPOCHREALTIME
+	for ((k = 0; k < w; k++)); do
+		( for ((j = 0; j < SECTIONS; j++)); do section "$tool" "$log" || exit 1; done ) &
+	done
+	wait
+	e=$EPOCHREALTIME
+	awk -v s="${s/./}" -v e="${e/./}" '
+		$1 == "a" { if (h != "") bad++; h = $3; n++; if (have) hand[++m] = $2 - last }
+		$1 == "r" { if (h != $3) bad++; h = ""; last = $2; have = 1 }
+		END {
+			asort(hand)
+			med = m ? ((m % 2) ? hand[(m + 1) / 2] : (hand[m / 2] + hand[m / 2 + 1]) / 2) : 0
+			printf "%.1f %.2f %d\n", n / ((e - s) / 1e6), med / 1000, bad + 0
+		}' "$log"
+}
+
+echo "pghandoff.sh: PostgreSQL $("$PGBIN/postgres" --version | awk '{ print $3 }') ($TRANSPORT), $ROUNDS rounds x $SECTIONS sections a worker, load $(cut -d ' ' -f 1-3 /proc/loadavg)" >&2
+for w in $WORKERS; do
+	for t in "${TOOLS[@]}"; do : >"$T/res.$t.$w"; done
+	for ((r = 0; r < ROUNDS; r++)); do
+		for ((k = 0; k < ${#TOOLS[@]}; k++)); do
+			t=${TOOLS[(k + r) % ${#TOOLS[@]}]}
+			run_round "$t" "$w" >>"$T/res.$t.$w"
+		done
+	done
+done
+echo
+echo "| workers | tool | sections/s (median of rounds) | x flock | handoff ms (median) | overlaps |"
+echo "|---|---|---|---|---|---|"
+for w in $WORKERS; do
+	f=$(sort -n "$T/res.flock.$w" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+	for t in "${TOOLS[@]}"; do
+		sort -n "$T/res.$t.$w" | awk -v w="$w" -v t="$t" -v f="$f" '
+			{ s[NR] = $1; h[NR] = $2; b += $3 }
+			END {
+				m = s[int((NR + 1) / 2)]; n = asort(h)
+				printf "| %s | %s | %.1f | %.2f | %.2f | %d |\n", w, t, m, m / f, h[int((n + 1) / 2)], b
+			}'
+	done
+done
+echo "load $(cut -d ' ' -f 1-3 /proc/loadavg)"
