@@ -123,6 +123,10 @@ engine_setup() {
 	esac
 	U=$(engine_url)
 	K=$(name K)
+	case $ENGINE in	# what the tests before left to lapse (leftovers)
+	zookeeper) BASE_SESSIONS=$(zk_sessions) ;;
+	etcd) BASE_LEASES=$(etcd_lease_ids) ;;
+	esac
 }
 
 engine_teardown() {
@@ -140,6 +144,14 @@ engine_teardown() {
 			my "KILL $id" 2>/dev/null || true
 		done ;;
 	esac
+}
+
+# known_bug ENGINE WHY: on ENGINE the test stops here, skipped, naming a
+# bug in dlock that the matrix found there (to be fixed, then this line
+# goes); DLOCK_TEST_STRICT=1 does not turn these into failures, as they
+# are known
+known_bug() {
+	[[ $ENGINE != "$1" ]] || skip "known bug on $1: $2"
 }
 
 # ---- capabilities: what dlock says --------------------------------------------
@@ -326,10 +338,13 @@ store_fence() {
 }
 
 # leftovers: what dlock left in the store, one a line (empty: nothing):
-# Redis: keys but the lock's counters and history; PostgreSQL: advisory
+# Redis: keys but the locks' counters and history; PostgreSQL: advisory
 # locks and dlock's sessions; MySQL: user locks and the connections of
-# dl; ZooKeeper: contender nodes and sessions; etcd: keys under dlock
-# names and dlock's lock leases
+# dl (teardown ends what a test left of these); ZooKeeper: this test's
+# contender nodes, and sessions opened since the test began; etcd: this
+# test's keys, and lock leases granted since it began (a job whose dlock
+# was killed leaves its session or lease to lapse, maybe into the next
+# test: not that test's leftovers)
 leftovers() {
 	case $ENGINE in
 	redis)
@@ -343,18 +358,35 @@ leftovers() {
 		my "SELECT CONCAT('connection ', ID, ' ', COMMAND, ' ', IFNULL(STATE, ''))
 			FROM information_schema.PROCESSLIST WHERE USER = 'dl'" ;;
 	zookeeper)
-		local n
-		for n in $(kz "$(zk_hosts s)" children / 2>/dev/null); do
-			[[ $n == dlock:* ]] || continue
-			kz "$(zk_hosts s)" children "/$n" | sed "s|^|/$n/|"
-		done
-		zk_4lw "$(zk_port s)" cons | grep -v 'queued=0/recved=1/sent=0)$' | grep -o 'sid=0x[0-9a-f]*' |
-			grep -v 'sid=0x0$' | sed 's/^/session /' || true ;;
-	etcd)	# (the history's keys hold a NUL: dlock:history/NAME\0TOKEN/...)
-		ectl get --prefix dlock: --keys-only | tr -d '\0' | sed '/^$/d; /^dlock:history\//d'
-		lock_leases | sed 's/^/lease /' ;;
+		zk_nodes "dlock:$(name '')"
+		comm -13 <(echo "$BASE_SESSIONS") <(zk_sessions) | sed '/^$/d; s/^/session /' ;;
+	etcd)
+		ectl get --prefix "dlock:$(name '')" --keys-only | sed '/^$/d'
+		local id
+		for id in $(comm -13 <(echo "$BASE_LEASES") <(etcd_lease_ids)); do
+			ectl lease timetolive "$id" | grep -Eq 'granted with TTL\((691200|10)s\)|expired' ||
+				echo "lease $id"
+		done ;;
 	esac
 }
+# zk_nodes PREFIX: the children of every /PREFIX* node, as paths
+zk_nodes() {
+	"$PYTHON" - "$(zk_hosts s)" "$1" <<'PY'
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1], timeout=5)
+zk.start(timeout=5)
+for n in zk.get_children("/"):
+    if n.startswith(sys.argv[2]):
+        for k in zk.get_children("/" + n):
+            print("/%s/%s" % (n, k))
+zk.stop()
+PY
+}
+zk_sessions() {	# the server's client sessions, sorted
+	zk_4lw "$(zk_port s)" cons | grep -o 'sid=0x[0-9a-f]*' | grep -v 'sid=0x0$' | sort -u || true
+}
+etcd_lease_ids() { ectl lease list | sed -n 's/^\([0-9a-f]*\)$/\1/p' | sort; }
 no_leftovers() { [[ -z $(leftovers) ]]; }
 store_nothing_left() {
 	wait_until "${1:-5}" no_leftovers || fail "left behind: $(leftovers | tr '\n' ';')"
