@@ -74,9 +74,19 @@ engine_start() {
 			{ echo "# no python3-pymysql here" >&3; return 1; }
 		my_start_server || { my_stop_server; return 1; }
 		;;
-	zookeeper)
+	zookeeper)	# start_zk's, with dump (store_ttl_ms reads it)
 		mkdir -p "$ZK_DIR"
-		start_zk s || { stop_zk_all; return 1; }
+		local try port
+		for try in 1 2 3; do
+			port=$(free_port)
+			_zk_conf s "$port" "4lw.commands.whitelist=srvr,cons,ruok,dump"
+			_zk_run s org.apache.zookeeper.server.ZooKeeperServerMain
+			wait_until 30 zk_serving "$port" && return 0
+			kill "$(<"$ZK_DIR/s/pid")" 2>/dev/null
+		done
+		echo "# zookeeper did not start: $(tail -n 20 "$ZK_DIR/s/log")" >&3
+		stop_zk_all
+		return 1
 		;;
 	etcd)
 		start_etcd "$BATS_FILE_TMPDIR" e1 || { stop_etcd "$BATS_FILE_TMPDIR" e1; return 1; }
@@ -201,6 +211,25 @@ needs() {
 	return 0
 }
 
+# is_token WORD: WORD is a token as this engine gives them (ZooKeeper: 64
+# hex digits, the GUID and the session's password; elsewhere 32)
+is_token() {
+	local re='^[0-9a-f]{32}$'
+	[[ $ENGINE != zookeeper ]] || re='^[0-9a-f]{64}$'
+	[[ $1 =~ $re ]] || fail "not a token: '$1'"
+}
+
+# unreachable_url: a URL of this engine where no server answers
+unreachable_url() {
+	case $ENGINE in
+	redis) echo "unix:$T/nowhere.sock" ;;
+	postgres) echo "postgres://postgres@/postgres?host=$T/nowhere&port=5432" ;;
+	mysql) echo "mysql://dl:secret@127.0.0.1:$(free_port)/dlock" ;;
+	zookeeper) echo "zk://127.0.0.1:$(free_port)" ;;
+	etcd) echo "etcd://127.0.0.1:$(free_port)" ;;
+	esac
+}
+
 # key_of NAME: what DLOCK_KEY says for NAME (ZooKeeper: the lock's node)
 key_of() {
 	if [[ $ENGINE == zookeeper ]]; then echo "/dlock:$1"; else echo "dlock:$1"; fi
@@ -256,7 +285,9 @@ store_holders() {
 	redis)
 		case $(rcli r type "dlock:$1") in
 		string) echo 1 ;;
-		zset) rcli r zcount "dlock:$1" "($(redis_ms))" +inf ;;	# leases not lapsed
+		zset)	# the leases not lapsed
+			kinds=$(redis_ms)
+			rcli r zcount "dlock:$1" "($kinds" +inf ;;
 		*) echo 0 ;;
 		esac ;;
 	postgres) psql_ "SELECT count(*) FROM pg_locks WHERE granted AND $(pg_key_cond "$1")" ;;
@@ -317,6 +348,75 @@ store_break() {
 		[[ -n $first ]] || fail "store_break $1: no key"
 		assert_equal "$(ectl del "$first")" 1 ;;
 	esac
+}
+
+# store_token NAME: the (first) holder's token as the store keeps it
+# (ZooKeeper: the GUID its node is named by, the token's first 32 digits)
+store_token() {
+	case $ENGINE in
+	redis)
+		case $(rcli r type "dlock:$1") in
+		string) rcli r get "dlock:$1" ;;
+		zset) rcli r zrange "dlock:$1" 0 0 ;;
+		esac ;;
+	postgres)
+		psql_ "SELECT substring(a.query from 'token=([0-9a-f]+)') FROM pg_stat_activity a
+			JOIN pg_locks l ON l.pid = a.pid WHERE l.granted AND $(pg_key_cond "$1") LIMIT 1" ;;
+	mysql) my "SELECT token FROM dlock_locks WHERE conn = IS_USED_LOCK('dlock:$1')" ;;
+	zookeeper)
+		kz "$(zk_hosts s)" children "/dlock:$1" | head -n 1 | sed -nE 's/^-([0-9a-f]{32})-.*/\1/p' ;;
+	etcd)
+		ectl get --prefix "dlock:$1/" --sort-by=CREATE --order=ASCEND --limit 1 -w json |
+			jq -r '.kvs[0].value | @base64d | split("\n")[0] | split(" ")[1]' ;;
+	esac
+}
+# store_has_token NAME TOKEN: the store's first holder is TOKEN's
+store_has_token() {
+	local t=$2
+	[[ $ENGINE != zookeeper ]] || t=${t:0:32}
+	[[ $(store_token "$1") == "$t" ]]
+}
+
+# store_ttl_ms NAME: the (first) holder's lease left, ms, as the store
+# keeps it: Redis's PTTL; etcd's lease time to live (whole seconds);
+# ZooKeeper's session expiry (whole seconds, rounded up to its ticks);
+# PostgreSQL and MySQL have none (the lease is the connection): empty
+store_ttl_ms() {
+	local id t
+	case $ENGINE in
+	redis) rcli r pttl "dlock:$1" ;;
+	etcd)
+		id=$(ectl get --prefix "dlock:$1/" --sort-by=CREATE --order=ASCEND --limit 1 -w fields |
+			sed -n 's/^"Lease" : \([0-9]*\)$/\1/p')
+		[[ -n $id ]] || return 0
+		t=$(ectl lease timetolive "$(printf %x "$id")" | sed -n 's/.*remaining(\(-\?[0-9]*\)s).*/\1/p')
+		echo $((t * 1000)) ;;
+	zookeeper)
+		local sid
+		sid=$(store_token "$1")
+		[[ -n $sid ]] || return 0
+		sid=0x$(sed 's/^0*//' <<<"${sid:0:16}")
+		t=$(zk_4lw "$(zk_port s)" dump | awk -v sid="$sid" '
+			/ expire at / { sub(/^[0-9]+ expire at /, ""); sub(/:$/, ""); at = $0; next }
+			$1 == sid && at != "" { print at; exit }
+			/^ephemeral nodes dump/ { exit }')
+		[[ -n $t ]] || return 0
+		echo $(($(date -d "$t" +%s) * 1000 - $(now_ms))) ;;
+	esac
+}
+# ttl_within NAME LOW HIGH: the lease left is in [LOW, HIGH] ms, as
+# closely as the store can tell (etcd: whole seconds; ZooKeeper: the
+# second of its expiry, on its 0.5 s ticks); PostgreSQL and MySQL: true
+ttl_within() {
+	local ms low=$2 high=$3
+	ms=$(store_ttl_ms "$1")
+	case $ENGINE in
+	postgres | mysql) return 0 ;;
+	etcd) low=$((low - 1000)) ;;
+	zookeeper) low=$((low - 1500)) high=$((high + 1500)) ;;
+	esac
+	[[ -n $ms ]] && ((ms >= low && ms <= high)) ||
+		fail "$1: lease left '$ms' ms, not $2 to $3"
 }
 
 # store_fence NAME: the (first) holder's fence as the store keeps it
