@@ -133,7 +133,7 @@ engine_setup() {
 	esac
 	U=$(engine_url)
 	K=$(name K)
-	case $ENGINE in	# what the tests before left to lapse (leftovers)
+	case $ENGINE in	# what the tests before left to lapse (store_leftovers)
 	zookeeper) BASE_SESSIONS=$(zk_sessions) ;;
 	etcd) BASE_LEASES=$(etcd_lease_ids) ;;
 	esac
@@ -257,10 +257,10 @@ contenders() {
 	esac
 }
 
-# holding KIND...: how many of these contenders (in their order) hold:
+# holding_of KIND...: how many of these contenders (in their order) hold:
 # an exclusive one when first, a shared one with no exclusive before it,
 # one of --limit N among the first N
-holding() {
+holding_of() {
 	local i=0 n=0 x_before=0 k
 	for k; do
 		case $k in
@@ -294,7 +294,7 @@ store_holders() {
 	mysql) [[ $(used_by "dlock:$1") == NULL ]] && echo 0 || echo 1 ;;
 	zookeeper | etcd)
 		mapfile -t kinds < <(contenders "$1")
-		holding "${kinds[@]}" ;;
+		holding_of "${kinds[@]}" ;;
 	esac
 }
 store_held() { (($(store_holders "$1") > 0)); }
@@ -318,7 +318,7 @@ store_waiters() {
 	mysql) waiters_of ;;
 	zookeeper | etcd)
 		mapfile -t kinds < <(contenders "$1")
-		echo $((${#kinds[@]} - $(holding "${kinds[@]}"))) ;;
+		echo $((${#kinds[@]} - $(holding_of "${kinds[@]}"))) ;;
 	esac
 }
 waiting() { [[ $(store_waiters "$1") == "$2" ]]; }	# waiting NAME N
@@ -437,7 +437,7 @@ store_fence() {
 	esac
 }
 
-# leftovers: what dlock left in the store, one a line (empty: nothing):
+# store_leftovers: what dlock left in the store, one a line (empty: nothing):
 # Redis: keys but the locks' counters and history; PostgreSQL: advisory
 # locks and dlock's sessions; MySQL: user locks and the connections of
 # dl (teardown ends what a test left of these); ZooKeeper: this test's
@@ -445,7 +445,7 @@ store_fence() {
 # test's keys, and lock leases granted since it began (a job whose dlock
 # was killed leaves its session or lease to lapse, maybe into the next
 # test: not that test's leftovers)
-leftovers() {
+store_leftovers() {
 	case $ENGINE in
 	redis)
 		all_keys r | grep -vE '^\{dlock:[^}]*\}:(fence|ticket|history)$' || true ;;
@@ -487,9 +487,9 @@ zk_sessions() {	# the server's client sessions, sorted
 	zk_4lw "$(zk_port s)" cons | grep -o 'sid=0x[0-9a-f]*' | grep -v 'sid=0x0$' | sort -u || true
 }
 etcd_lease_ids() { ectl lease list | sed -n 's/^\([0-9a-f]*\)$/\1/p' | sort; }
-no_leftovers() { [[ -z $(leftovers) ]]; }
+store_clean() { [[ -z $(store_leftovers) ]]; }
 store_nothing_left() {
-	wait_until "${1:-5}" no_leftovers || fail "left behind: $(leftovers | tr '\n' ';')"
+	wait_until "${1:-5}" store_clean || fail "left behind: $(store_leftovers | tr '\n' ';')"
 }
 
 # ---- the server as a process ------------------------------------------------

@@ -526,7 +526,7 @@ os.execv(sys.argv[2], sys.argv[2:])' "$n" "$DLOCK" -S "$U" -t 1 "$K" "$PYTHON" "
 			assert_equal "$status/$output/$stderr" "0/watched/"
 			ran=$((ran + 1))
 		fi
-		wait_until 5 no_leftovers || fail "ulimit -n $n: left behind: $(leftovers)"
+		wait_until 5 store_clean || fail "ulimit -n $n: left behind: $(store_leftovers)"
 	done
 	((ran > 0)) || fail "no limit up to 12 let the job run"
 }
