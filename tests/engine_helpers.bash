@@ -164,6 +164,27 @@ known_bug() {
 	[[ $ENGINE != "$1" ]] || skip "known bug on $1: $2"
 }
 
+# one_server: the suites of modes_helpers.bash (SRV, NAMES) on one
+# server: Redis's r1, or this engine's (NAMES empty: every_server and the
+# like are for Redis; its nothing_left asks the store)
+one_server() {
+	if on_redis; then
+		servers 1
+	else
+		SRV=(-S "$U") NAMES=()
+	fi
+}
+
+# srv_holders: how many hold K on the servers of modes_helpers' SRV (on
+# Redis, as the first of them keeps it)
+srv_holders() {
+	if on_redis; then
+		STORE_REDIS=${NAMES[0]} store_holders K
+	else
+		store_holders "$K"
+	fi
+}
+
 # ---- capabilities: what dlock says --------------------------------------------
 
 # refused ARGS...: dlock refuses ARGS on this engine before it contacts
@@ -282,12 +303,13 @@ pg_key_cond() {	# the pg_locks condition for dlock's NAME
 store_holders() {
 	local kinds
 	case $ENGINE in
-	redis)
-		case $(rcli r type "dlock:$1") in
+	redis)	# on server r, or STORE_REDIS
+		local r=${STORE_REDIS:-r}
+		case $(rcli "$r" type "dlock:$1") in
 		string) echo 1 ;;
 		zset)	# the leases not lapsed
-			kinds=$(redis_ms)
-			rcli r zcount "dlock:$1" "($kinds" +inf ;;
+			kinds=$(redis_ms "$r")
+			rcli "$r" zcount "dlock:$1" "($kinds" +inf ;;
 		*) echo 0 ;;
 		esac ;;
 	postgres) psql_ "SELECT count(*) FROM pg_locks WHERE granted AND $(pg_key_cond "$1")" ;;
@@ -299,9 +321,9 @@ store_holders() {
 }
 store_held() { (($(store_holders "$1") > 0)); }
 store_free() { (($(store_holders "$1") == 0)); }
-redis_ms() {	# the Redis server's clock, ms
+redis_ms() {	# redis_ms [SERVER]: the Redis server's clock, ms
 	local t
-	t=$(rcli r time | tr '\n' ' ')
+	t=$(rcli "${1:-r}" time | tr '\n' ' ')
 	set -- $t
 	echo $(($1 * 1000 + $2 / 1000))
 }
