@@ -544,7 +544,8 @@ server_crash() {
 		start_redis r ;;
 	postgres)
 		end_pids KILL $pids
-		rm -f "$PGDIR/data/postmaster.pid"
+		# what a killed postmaster leaves: its pid and socket lock files
+		rm -f "$PGDIR/data/postmaster.pid" "$PGDIR"/.s.PGSQL.*.lock
 		runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDIR/data" -w -t 30 \
 			-o "-k $PGDIR -p $PGPORT -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
 			-l "$PGDIR/log" start >/dev/null 2>&1 3>&- || fail "postgres did not start again" ;;
