@@ -210,7 +210,7 @@ refused() {
 # when it refuses (64, checked, its line naming the option too), the test
 # ends there, skipped with that line. WHAT: -s, --limit, --fair, steps
 # (acquire, extend, release --token), history, list (status without KEY),
-# -k.
+# -k, unavailable (--unavailable run).
 needs() {
 	local what=$1 probe word args
 	probe=t$BATS_TEST_NUMBER-probe
@@ -222,6 +222,7 @@ needs() {
 	history) args=(history "$probe") word=history ;;
 	list) args=(status) word='without KEY' ;;
 	-k) args=(-n -t 5 -k "$probe-a" -k "$probe-b" true) word=-k ;;
+	unavailable) args=(--unavailable run -n -t 5 "$probe" true) word=--unavailable ;;
 	*) fail "needs: what is '$what'?" ;;
 	esac
 	if refused "${args[@]}"; then
