@@ -11,7 +11,7 @@ load helpers
 load engine_helpers
 load modes_helpers
 
-setup_file() { engine_start; }
+setup_file() { engine_start --fair; }	# every test needs it
 teardown_file() { engine_stop; }
 setup() {
 	engine_setup

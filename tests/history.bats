@@ -10,7 +10,7 @@ load helpers
 load engine_helpers
 load redlock_helpers
 
-setup_file() { engine_start; }
+setup_file() { engine_start history; }	# every test needs it
 teardown_file() { engine_stop; }
 setup() {
 	engine_setup

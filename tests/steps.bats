@@ -9,7 +9,7 @@
 load helpers
 load engine_helpers
 
-setup_file() { engine_start; }
+setup_file() { engine_start steps; }	# every test needs it
 teardown_file() { engine_stop; }
 setup() {
 	engine_setup
