@@ -164,6 +164,7 @@ PY
 }
 
 @test "arguments too long for the command's execve(): 126 before anything is taken" {
+	known_bug zookeeper "with a 512 KiB stack limit and arguments near execve's limit, dlock hangs (no exit after minutes; child@zookeeper ran into meson's 600 s timeout)"
 	local k N; N=${K%K} k=${K%K}$(printf 'k%.0s' {1..1000})
 	run -126 --separate-stderr e2big 16
 	assert_equal "$stderr" "dlock: $k: /bin/true: argument list too long"

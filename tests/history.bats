@@ -48,11 +48,11 @@ field() {
 	events "${3:-r}" | sed -n "${n}p" | jq -r ".$2"
 }
 # same_token EVENT'S HOLDER: the event names this holder (ZooKeeper's
-# events name its contender node, -GUID-..., the GUID the token's first
-# 32 digits)
+# events name it by the GUID of its contender node, -GUID-..., the
+# token's first 32 digits)
 same_token() {
 	if [[ $ENGINE == zookeeper ]]; then
-		[[ $1 == "-${2:0:32}-"* ]] || fail "the event's token '$1' is not $2's node"
+		[[ $1 == "${2:0:32}" ]] || fail "the event's token '$1' is not $2's GUID"
 	else
 		assert_equal "$1" "$2"
 	fi

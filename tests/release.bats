@@ -14,17 +14,15 @@ load postgres_helpers
 setup_file() { engine_start; }
 teardown_file() { engine_stop; }
 setup() { engine_setup; }
-teardown() { engine_teardown; }
+teardown() {
+	engine_teardown
+	if_redis stop_postgres	# where a test started one (its own server elsewhere)
+}
 
 # token_shown TOKEN: how release --force names TOKEN's holder (ZooKeeper:
 # its contender node, named by the token's GUID)
 token_shown() {
 	if [[ $ENGINE == zookeeper ]]; then echo "-${1:0:32}-[^ ]*"; else echo "$1"; fi
-}
-
-teardown() {
-	stop_all
-	stop_postgres	# where a test started one
 }
 
 # told ID SECONDS: dlock ID's job got the lease-lost treatment and dlock
@@ -324,6 +322,7 @@ n_brpop() { (($(rcli r client list | grep -c 'cmd=brpop') >= $1)); }
 }
 
 @test "--force: a foreign holder's lease left, where the store does not tell it, is no '0.0s left'" {
+	redis_only "Redis, which tells a foreign lock's TTL, beside a PostgreSQL of its own"
 	start_postgres || fail "PostgreSQL did not start"
 	psql_hold dlock:K
 	run -0 --separate-stderr dlock release -S "$PG_URL" --force K
