@@ -127,7 +127,6 @@ no_events() {
 	fi
 	reap h
 	assert_equal "$bg_status" 75
-	known_bug zookeeper "a lease lost (our node deleted) leaves no event at all, nor the 'acquired' one, which waits for the first renewal"
 	assert_equal "$(kinds)" 'acquired lost '
 	assert_equal "$(field -1 exit)" 75
 	same_token "$(field -1 token)" "$(job_var h DLOCK_TOKEN)"
@@ -261,7 +260,6 @@ print(v if isinstance(v, str) else json.dumps(v))' "$1"; }
 	store_break "$K"
 	reap h
 	assert_equal "$bg_status" 75
-	known_bug zookeeper "a lease lost (our node deleted) leaves no event at all"
 	run -0 dlock history -S "$U" -n 1 "$K"
 	assert_line -n 1 --regexp '^[0-9.]+s ago +lost +.* +75 +[0-9.]+s +'
 	run -0 dlock -S "$U" --history 0 "$K2" true

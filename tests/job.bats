@@ -269,8 +269,6 @@ killed_event() { dlock history -S "$U" "$K" | grep -q '^[^ ]* *ago *killed '; }
 	# (where the lock is the connection, the watchdog keeps a copy of it)
 	assert_regex "${lines[0]}" "^dlock: $K: dlock was killed; stopping the job; (the lock lapses within [0-9.]+ s|the lock is given back once it has stopped)\$"
 	refused history "$K" && return 0	# no history on this engine
-	known_bug zookeeper "no 'killed' event: the watchdog writes none (nor the 'acquired' one of a name's first holder, sent with its first renewal into a history node made only at release)"
-	known_bug etcd "no 'killed' event: the watchdog writes none"
 	wait_until 5 killed_event || fail "no 'killed' event: $(dlock history -S "$U" "$K")"
 	run -0 dlock history -S "$U" --json "$K"
 	assert_regex "$output" '"event": ?"killed"'

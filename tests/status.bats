@@ -246,7 +246,6 @@ scan_calls() { rcli r info commandstats | tr -d '\r' | sed -n 's/^cmdstat_scan:c
 	assert_line -n 0 --regexp '^LOCK +STATE +MODE +HOLDERS +TTL +SINCE +HOLDER$'
 	assert_line --regexp "^$K +held +exclusive +1 +[-0-9.ms]+ +[0-9.]+s ago +$ME@$(hostname) pid $(<"$T/h.dlock") \($T/job $T/h exit\)$"
 	assert_line --regexp "^$L +held +exclusive +1 "
-	known_bug zookeeper "status without KEY lists free locks too (every lock znode ever made: 'free - 0 - - -'), where the others list the held ones"
 	refute_line --regexp "^$(name done) "
 	status_json 0 -S "$U"
 	assert_equal "$(js "sorted(l['name'] for l in d['locks'] if l['name'] in ('$K', '$L'))")" "[\"$K\", \"$L\"]"
