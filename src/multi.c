@@ -23,9 +23,37 @@
  * while the later ones were waited for. */
 #define MAX_ROUNDS 3
 
-static int by_key(const void *a, const void *b)
+/* Opens the locks again, in the order of their keys. A lock is never
+ * moved once open (an engine may keep a pointer to its struct lock:
+ * ZooKeeper's session set another key's lease when qsort moved them), so
+ * the order is learnt from a first opening, which is then closed. */
+static int open_in_key_order(struct multi *m, struct error *err)
 {
-	return strcmp(((const struct lock *)a)->key, ((const struct lock *)b)->key);
+	size_t *by_key;
+	bool sorted = true;
+
+	if (!(by_key = calloc(m->n, sizeof *by_key))) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < m->n; i++) {	/* insertion sort: a few keys */
+		size_t j = i;
+
+		for (; j > 0 && strcmp(m->locks[by_key[j - 1]].key, m->locks[i].key) > 0; j--)
+			by_key[j] = by_key[j - 1];
+		by_key[j] = i;
+		sorted = sorted && j == i;
+	}
+	for (size_t i = 0; !sorted && i < m->n; i++)
+		lock_free(&m->locks[i]);
+	for (size_t i = 0; !sorted && i < m->n; i++)
+		if (lock_init(&m->locks[i], &m->params[by_key[i]], err) < 0) {
+			m->failed = i;	/* the others were closed */
+			free(by_key);
+			return -1;
+		}
+	free(by_key);
+	return 0;
 }
 
 int multi_init(struct multi *m, const struct lock_params *base,
@@ -69,7 +97,8 @@ int multi_init(struct multi *m, const struct lock_params *base,
 		strcat(m->keys, i ? " " : "");
 		strcat(m->keys, m->locks[i].key);
 	}
-	qsort(m->locks, n, sizeof *m->locks, by_key);
+	if (open_in_key_order(m, err) < 0)
+		return -1;
 	for (size_t i = 0; i < n; i++)
 		if (m->locks[i].p == &m->params[0])
 			m->first_key = m->locks[i].key;

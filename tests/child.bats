@@ -1,28 +1,29 @@
 #!/usr/bin/env bats
 # child.bats - the command as a process: signals forwarded once, interrupted
-# waits, dlock killed under the command, descriptors, process group.
+# waits, dlock killed under the command, descriptors, process group. On
+# every engine (DLOCK_TEST_ENGINE).
 
 load helpers
+load engine_helpers
 
-setup() {
-	common_setup
-	start_redis r
-	U=$(sock_url r)
-}
+setup_file() { engine_start; }
+teardown_file() { engine_stop; }
+setup() { engine_setup; }
+teardown() { engine_teardown; }
 
 # forwarded SIG STATUS: SIG to dlock reaches the command and its child (the
 # whole process group) once, the lock is released once both are gone, and
 # dlock exits with the command's status (the job's trap's).
 forwarded() {
-	JOB_MODE=group hold h -S "$U" K
+	JOB_MODE=group hold h -S "$U" "$K"
 	wait_ready h
-	key_exists r dlock:K
+	store_held "$K"
 	kill -"$1" "$(<"$T/h.dlock")"
 	if [[ $1 == INT || $1 == QUIT ]]; then
 		# sh starts a background child with SIGINT and SIGQUIT ignored:
 		# the command ends, its child does not, and holds the lock on.
 		wait_until 5 dead "$(<"$T/h.pid")" || fail "the command runs on"
-		key_exists r dlock:K
+		store_held "$K"
 		alive "$(<"$T/h.dlock")" || fail "dlock ended before the job"
 		touch "$T/h.gc.release"
 	fi
@@ -31,7 +32,7 @@ forwarded() {
 	assert_equal "$(cat "$T/h.sig")" "$1"	# once
 	[[ $1 == INT || $1 == QUIT ]] || assert_equal "$(cat "$T/h.gc.sig")" "$1"
 	dead "$(<"$T/h.gc.pid")" || fail "the command's child runs on"
-	key_gone r dlock:K
+	store_nothing_left
 }
 
 @test "SIGTERM to dlock is forwarded to the command" { forwarded TERM 11; }
@@ -42,34 +43,38 @@ forwarded() {
 # interrupted SIG STATUS: SIG to a dlock waiting for a held lock: 128+N,
 # the command not run, the holder's lock untouched.
 interrupted() {
-	hold h -S "$U" K
+	hold h -S "$U" "$K"
 	wait_ready h
-	local n0 token; n0=$(nclients r)
-	token=$(job_var h DLOCK_TOKEN)
-	start_bg w -S "$U" K touch "$T/w.ran"
-	wait_until 5 more_clients r "$n0" || fail "the waiter never connected"
+	local token; token=$(job_var h DLOCK_TOKEN)
+	start_bg w -S "$U" "$K" touch "$T/w.ran"
+	wait_until 5 waiting "$K" 1 || fail "the waiter never waited: $(cat "$T/w.err")"
 	kill -"$1" "$(<"$T/w.dlock")"
 	reap w
 	assert_equal "$bg_status" "$2"
 	[[ ! -e $T/w.ran ]] || fail "the command ran"
-	assert_equal "$(rcli r get dlock:K)" "$token"
+	wait_until 5 waiting "$K" 0 || fail "the waiter is still in the store"
+	if_redis assert_equal "$(rcli r get dlock:K)" "$token"
+	assert_equal "$(store_holders "$K")" 1
+	assert_equal "$(store_fence "$K")" "$(job_var h DLOCK_FENCE)"
 	alive "$(<"$T/h.dlock")" || fail "the holder ended"
 	finish h
 	assert_equal "$bg_status" 0
-	assert_equal "$(all_keys r)" $'{dlock:K}:fence\n{dlock:K}:history'
+	if_redis assert_equal "$(all_keys r)" $'{dlock:K}:fence\n{dlock:K}:history'
+	store_nothing_left
 }
 
 @test "SIGINT while waiting: 130, nothing left" { interrupted INT 130; }
 @test "SIGTERM while waiting: 143, nothing left" { interrupted TERM 143; }
 
 @test "dlock killed with SIGKILL: the command gets SIGTERM, the key lapses" {
-	hold h -S "$U" -t 1 K
+	hold h -S "$U" -t 1 "$K"
 	wait_ready h
 	kill -KILL "$(<"$T/h.dlock")"
 	wait_until 5 test -e "$T/h.sig" || fail "the command got no signal"
 	assert_equal "$(<"$T/h.sig")" TERM
 	wait_until 5 dead "$(<"$T/h.pid")" || fail "the command still runs"
-	run -0 dlock -S "$U" -w 5 K true
+	run -0 dlock -S "$U" -w 5 "$K" true
+	store_nothing_left
 }
 
 @test "the command inherits no descriptor from dlock" {
@@ -79,24 +84,24 @@ interrupted() {
 			fd=${fd##*/}
 			((fd > 2)) && eval "exec $fd>&-"
 		done
-		exec "$@"' bash "$DLOCK" -S "$U" K sh -c 'ls /proc/$$/fd'
+		exec "$@"' bash "$DLOCK" -S "$U" "$K" sh -c 'ls /proc/$$/fd'
 	assert_equal "$(echo $output)" '0 1 2'
 	run -0 bash -c '
 		for fd in /proc/$$/fd/*; do
 			fd=${fd##*/}
 			((fd > 2)) && eval "exec $fd>&-"
 		done
-		exec "$@"' bash "$DLOCK" -S "$U" -o K sh -c 'ls /proc/$$/fd'
+		exec "$@"' bash "$DLOCK" -S "$U" -o "$K" sh -c 'ls /proc/$$/fd'
 	assert_equal "$(echo $output)" '0 1 2'
 }
 
 @test "descriptors dlock did not open are passed on, as flock does" {
-	run -0 dlock -S "$U" K sh -c 'cat <&7' 7<<<"seven"
+	run -0 dlock -S "$U" "$K" sh -c 'cat <&7' 7<<<"seven"
 	assert_output seven
 }
 
 @test "the command runs in its own process group" {
-	run -0 dlock -S "$U" K sh -c 'set -- $(cat /proc/$$/stat); echo "$1 $5 $4"'
+	run -0 dlock -S "$U" "$K" sh -c 'set -- $(cat /proc/$$/stat); echo "$1 $5 $4"'
 	local pid pgrp ppid
 	read -r pid pgrp ppid <<<"$output"
 	assert_equal "$pgrp" "$pid"
@@ -120,7 +125,7 @@ signal.signal(signal.SIGTERM, note("TERM", 11))
 open(p + ".ready", "w").close()
 time.sleep(60)
 PY
-	sh -c 'trap "" HUP; exec "$@"' sh "$DLOCK" -S "$U" K "$PYTHON" "$T/catch.py" "$T/h" \
+	sh -c 'trap "" HUP; exec "$@"' sh "$DLOCK" -S "$U" "$K" "$PYTHON" "$T/catch.py" "$T/h" \
 		>"$T/h.out" 2>"$T/h.err" 3>&- &
 	echo $! >"$T/h.dlock"
 	track $!
@@ -140,11 +145,11 @@ PY
 e2big() {
 	cat >"$T/e2big.py" <<'PY'
 import os, resource, sys
-dlock, url, room = sys.argv[1], sys.argv[2], int(sys.argv[3])
+dlock, url, room, name = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 resource.setrlimit(resource.RLIMIT_STACK, (512 << 10, 512 << 10))
 limit = max((512 << 10) // 4, 32 * os.sysconf("SC_PAGE_SIZE"))
 env = {"PATH": os.environ["PATH"]}
-argv = [dlock, "-S", url, "k" * 1000, "/bin/true", "", ""]
+argv = [dlock, "-S", url, name + "k" * 1000, "/bin/true", "", ""]
 def used(a):
 	strings = len(dlock) + 1 + sum(len(s) + 1 for s in a)
 	strings += sum(len(k) + len(v) + 2 for k, v in env.items())
@@ -155,17 +160,36 @@ argv[-1] = "y" * (pad - pad // 2)
 assert used(argv) == limit - room
 os.execve(dlock, argv, env)
 PY
-	"$PYTHON" "$T/e2big.py" "$DLOCK" "$U" "$1"
+	"$PYTHON" "$T/e2big.py" "$DLOCK" "$U" "$1" "${N:-}"
 }
 
 @test "arguments too long for the command's execve(): 126 before anything is taken" {
-	local k; k=$(printf 'k%.0s' {1..1000})
+	known_bug zookeeper "with a 512 KiB stack limit and arguments near execve's limit, dlock hangs (no exit after minutes; child@zookeeper ran into meson's 600 s timeout)"
+	local k N; N=${K%K} k=${K%K}$(printf 'k%.0s' {1..1000})
 	run -126 --separate-stderr e2big 16
 	assert_equal "$stderr" "dlock: $k: /bin/true: argument list too long"
-	assert_equal "$(all_keys r)" ""	# no lock, fence or history: untouched
+	if_redis assert_equal "$(all_keys r)" ""	# no lock, fence or history: untouched
+	store_nothing_left
+	[[ $(traced "$k") != yes ]] || fail "the lock was taken: $(dlock history -S "$U" "$k")"
 	# with room for the DLOCK_* variables, the command runs
 	run -0 e2big 4000
-	[[ -n $(all_keys r) ]] || fail "the lock was never taken"
+	if on_redis; then
+		[[ -n $(all_keys r) ]] || fail "the lock was never taken"
+	fi
+	[[ $(traced "$k") != no ]] || fail "the lock was never taken"
+	store_nothing_left
+}
+
+# traced NAME: yes when the store's history has an event of NAME, no when
+# it has none; unknown where the engine keeps no history
+traced() {
+	if refused history "$1"; then
+		echo unknown
+	elif run -0 dlock history -S "$U" --json "$1"; [[ $output == *'"event":"acquired"'* ]]; then
+		echo yes
+	else
+		echo no
+	fi
 }
 
 # the watchdog of the job dlock PID runs (its child, by comm or by args)

@@ -4,10 +4,65 @@
 # last increments (a replica promoted before it had them): every fence is
 # at least the server's clock in microseconds. And the SHA-1 the build computes
 # for each script (src/redis/lua/embed.py) is the one Redis computes for what
-# dlock sends, or every run pays an EVAL.
+# dlock sends, or every run pays an EVAL. The counter's own keys and
+# scripts are Redis's; that the fence grows with every acquisition, in
+# every mode and across the server's crash, and --no-fence, are checked
+# on every engine (DLOCK_TEST_ENGINE).
 
 load helpers
+load engine_helpers
 load redlock_helpers
+
+setup_file() { engine_start; }
+teardown_file() { engine_stop; }
+setup() { engine_setup; }
+teardown() { engine_teardown; }
+
+# nfence ARGS...: the DLOCK_FENCE a run on the engine's server gets
+nfence() {
+	run -0 --separate-stderr dlock -S "$U" "$@" printenv DLOCK_FENCE
+	[[ $output =~ ^[0-9]+$ ]] || fail "DLOCK_FENCE '$output': $stderr"
+	echo "$output"
+}
+
+@test "DLOCK_FENCE grows with every acquisition, in every mode, as the store keeps it" {
+	local f prev=0 mode n=0
+	for mode in -x -s "--limit 2" -x; do
+		# shellcheck disable=SC2086
+		if refused $mode -n "$K" true; then continue; fi
+		# shellcheck disable=SC2086
+		f=$(nfence $mode "$K")
+		((f > prev)) || fail "$mode: fence $f after $prev"
+		prev=$f n=$((n + 1))
+	done
+	((n >= 2)) || fail "only $n modes"
+	hold h -S "$U" "$K"
+	wait_ready h
+	f=$(job_var h DLOCK_FENCE)
+	((f > prev)) || fail "a job's fence $f after $prev"
+	assert_equal "$(store_fence "$K")" "$f"
+	finish h
+	assert_equal "$bg_status" 0
+}
+
+# A crash loses what the store had not made durable: a fence handed out
+# must survive it, even one handed out just before (PostgreSQL: an xid
+# whose commit wrote nothing is not flushed, and comes again).
+@test "DLOCK_FENCE grows across the server's crash (SIGKILL), right after a grant" {
+	local f1 f2 f3
+	f1=$(nfence "$K")
+	server_crash
+	f2=$(nfence "$K")
+	((f2 > f1)) || fail "fence $f2 after the crash, $f1 just before it"
+	# and while a job holds it
+	hold h -S "$U" -t 3 "$K"
+	wait_ready h
+	f2=$(job_var h DLOCK_FENCE)
+	server_crash
+	finish h 15	# lost (75) or kept: the next fence is larger anyway
+	f3=$(nfence -w 10 "$K")
+	((f3 > f2)) || fail "fence $f3 after the crash, $f2 held then"
+}
 
 fence() {	# fence DLOCK-ARGS...: the DLOCK_FENCE a run gets
 	run -0 --separate-stderr dlk "$@" K printenv DLOCK_FENCE
@@ -28,7 +83,7 @@ restart() {	# restart NAME: stopped and started again, empty
 }
 
 @test "DLOCK_FENCE grows across a restart without persistence" {
-	start_redis r
+	redis_only "the fencing counter's keys and scripts"
 	local f1 f2 f3 before
 	before=$(server_us r)
 	f1=$(fence -S "$(sock_url r)")
@@ -43,7 +98,7 @@ restart() {	# restart NAME: stopped and started again, empty
 }
 
 @test "a counter ahead of the clock counts on by one; a deleted one starts above the old" {
-	start_redis r
+	redis_only "the fencing counter's keys and scripts"
 	local f1 f2
 	rcli r set '{dlock:K}:fence' 5000000000000041 >/dev/null
 	assert_equal "$(fence -S "$(sock_url r)")" 5000000000000042
@@ -71,7 +126,7 @@ pttl_day() {
 }
 
 @test "the fencing and ticket counters lapse a day after the lock was last used" {
-	start_redis r
+	redis_only "the fencing counter's keys and scripts"
 	local f1 f2
 	f1=$(fence -S "$(sock_url r)")
 	pttl_day r '{dlock:K}:fence'
@@ -89,6 +144,7 @@ pttl_day() {
 }
 
 @test "RedLock: a fence written back to a server lapses a day later too" {
+	redis_only "RedLock"
 	start_servers 3
 	local f
 	# r1's counter is far ahead: r2 and r3 get its value written back
@@ -102,7 +158,7 @@ pttl_day() {
 }
 
 @test "a TIME in the acquire script for the fence; none in the release unless someone waits" {
-	start_redis r
+	redis_only "its scripts"
 	time_calls() { rcli r info commandstats | tr -d '\r' |
 		sed -n 's/^cmdstat_time:calls=\([0-9]*\),.*/\1/p'; }
 	run -0 dlock -S "$(sock_url r)" K true
@@ -116,6 +172,7 @@ pttl_day() {
 # (replication is asynchronous). The next fence must still be larger than
 # the one handed out, or a resource checking fences takes both writers.
 @test "a replica promoted before it got the last increment still counts past it" {
+	redis_only "a replica promoted"
 	start_redis_tcp m
 	start_redis r --replicaof 127.0.0.1 "$(<"$T/m/port")"
 	wait_until 10 link_up r || fail "the replica did not sync"
@@ -131,6 +188,7 @@ pttl_day() {
 }
 
 @test "a counter copied to a second server one step behind: the next fence is larger" {
+	redis_only "the fencing counter's keys and scripts"
 	start_redis a
 	start_redis b
 	local f1 f2 f3 v
@@ -146,6 +204,7 @@ pttl_day() {
 }
 
 @test "RedLock: DLOCK_FENCE grows when servers restart empty" {
+	redis_only "RedLock"
 	start_servers 3
 	local f s n prev
 	prev=$(fence "${SRV[@]}")
@@ -176,7 +235,7 @@ scripts() {
 }
 
 @test "Redis compiles every script and computes the SHA-1 the build embeds" {
-	start_redis r
+	redis_only "its scripts"
 	local name sha n=0
 	run -0 scripts
 	while read -r name sha _; do
@@ -188,6 +247,7 @@ scripts() {
 }
 
 @test "dlock sends each script under the SHA-1 that Redis computes" {
+	redis_only "its scripts"
 	start_servers 3
 	local name sha s
 	# r1's counter far ahead: r2 gets the fence written back (fence_max);
@@ -210,15 +270,15 @@ scripts() {
 }
 
 @test "--no-fence: the command gets no DLOCK_FENCE, nor one a caller set; acquire --export unsets it" {
-	start_redis r
-	run -0 env DLOCK_FENCE=41 "$DLOCK" -S "$(sock_url r)" --no-fence K sh -c 'echo "${DLOCK_FENCE-unset}"'
+	run -0 env DLOCK_FENCE=41 "$DLOCK" -S "$U" --no-fence "$K" sh -c 'echo "${DLOCK_FENCE-unset}"'
 	assert_output unset
-	run -0 env DLOCK_FENCE=41 "$DLOCK" -S "$(sock_url r)" --no-fence -k A -k B sh -c 'echo "${DLOCK_FENCE-unset}"'
+	run -0 env DLOCK_FENCE=41 "$DLOCK" -S "$U" --no-fence -k "$(name A)" -k "$(name B)" sh -c 'echo "${DLOCK_FENCE-unset}"'
 	assert_output unset
-	run -0 dlock acquire -S "$(sock_url r)" --no-fence --export K2
+	# without it, a fence as before
+	run -0 dlock -S "$U" "$K" sh -c 'echo "${DLOCK_FENCE-unset}"'
+	assert_output --regexp '^[0-9]+$'
+	needs steps
+	run -0 dlock acquire -S "$U" --no-fence --export "$(name K2)"
 	assert_line 'unset DLOCK_FENCE'
 	refute_line --partial 'export DLOCK_FENCE'
-	# without it, a fence as before
-	run -0 dlock -S "$(sock_url r)" K sh -c 'echo "${DLOCK_FENCE-unset}"'
-	assert_output --regexp '^[0-9]+$'
 }

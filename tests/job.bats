@@ -4,15 +4,18 @@
 # happens to dlock itself (killed, stopped) while the job runs.
 
 load helpers
+load engine_helpers
 
+setup_file() { engine_start; }
+teardown_file() { engine_stop; }
 setup() {
-	common_setup
-	start_redis r
-	U=$(sock_url r)
+	engine_setup
+	export K	# the job's own dlock names it too
 }
+teardown() { engine_teardown; }
 
-held() { ! dlock -S "$U" -n K true; }	# K is taken (by anyone)
-free() { dlock -S "$U" -n K true; }
+held() { ! dlock -S "$U" -n "$K" true; }	# K is taken (by anyone)
+free() { dlock -S "$U" -n "$K" true; }
 pgid_of() { ps -o pgid= -p "$1" | tr -d ' '; }
 # command_of DLOCK-PID: the command dlock started (its other child, the
 # watchdog, is named "dlk-watchdog")
@@ -21,8 +24,8 @@ pgid_of() { ps -o pgid= -p "$1" | tr -d ' '; }
 command_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 !~ /^(dlock|dlk-watchdog)/ && $3 != "dlock" { print $1 }'; }
 has_command() { [[ -n $(command_of "$1") ]]; }
 lost_line() {
-	grep -q '^dlock: K: .*lease lost' "$T/$1.err" ||
-		fail "no 'dlock: K: ...lease lost' line: $(cat "$T/$1.err")"
+	grep -q "^dlock: $K: .*lease lost" "$T/$1.err" ||
+		fail "no 'dlock: $K: ...lease lost' line: $(cat "$T/$1.err")"
 }
 
 # bg_job ID DLOCK-ARGS... -- SH-SCRIPT: dlock runs sh -c SH-SCRIPT, in which
@@ -34,7 +37,7 @@ bg_job() {
 }
 
 @test "a child left running by the command keeps the lock until it exits" {
-	bg_job h -S "$U" K -- '"$1" "$2" "$3" & exit 3'
+	bg_job h -S "$U" "$K" -- '"$1" "$2" "$3" & exit 3'
 	wait_ready b
 	local sh; sh=$(pgid_of "$(<"$T/b.pid")")
 	wait_until 5 dead "$sh" || fail "the command (sh) did not exit"
@@ -43,41 +46,43 @@ bg_job() {
 	touch "$T/b.release"
 	reap h
 	assert_equal "$bg_status" 3	# the command's own status
-	key_gone r dlock:K
+	store_nothing_left
 }
 
 @test "-o: the lock goes when the command exits, its children run on" {
-	bg_job h -S "$U" -o K -- '"$1" "$2" "$3" & exit 0'
+	bg_job h -S "$U" -o "$K" -- '"$1" "$2" "$3" & exit 0'
 	wait_ready b
 	reap h
 	assert_equal "$bg_status" 0
 	alive "$(<"$T/b.pid")" || fail "the child did not run on"
-	key_gone r dlock:K
-	run -0 dlock -S "$U" -n K true
+	store_nothing_left
+	run -0 dlock -S "$U" -n "$K" true
 }
 
 @test "-o: a nested dlock the command leaves behind takes the lock for itself" {
 	# flock -o closes the descriptor: the lock is the command's alone. The
 	# nested dlock waits for the outer release, then holds K on its own.
-	start_bg h -S "$U" -o K sh -c '"$0" -S "$1" K "$2" "$3" & exit 0' \
+	start_bg h -S "$U" -o "$K" sh -c '"$0" -S "$1" "$K" "$2" "$3" & exit 0' \
 		"$DLOCK" "$U" "$T/job" "$T/in"
 	wait_ready in
 	reap h
 	assert_equal "$bg_status" 0
-	[[ $(job_var in DLOCK_TOKEN) == "$(rcli r get dlock:K)" ]] ||
+	if_redis assert_equal "$(rcli r get dlock:K)" "$(job_var in DLOCK_TOKEN)"
+	[[ $(job_var in DLOCK_FENCE) == "$(store_fence "$K")" ]] ||
 		fail "the nested command runs without holding K itself"
-	run -1 dlock -S "$U" -n K true	# no second holder beside it
+	run -1 dlock -S "$U" -n "$K" true	# no second holder beside it
 	touch "$T/in.release"
-	wait_until 5 key_gone r dlock:K || fail "the nested dlock did not release"
+	wait_until 5 store_free "$K" || fail "the nested dlock did not release"
+	store_nothing_left
 }
 
 @test "a daemon that leaves the group with setsid does not keep the lock" {
-	bg_job h -S "$U" K -- 'setsid "$1" "$2" "$3" & exit 0'
+	bg_job h -S "$U" "$K" -- 'setsid "$1" "$2" "$3" & exit 0'
 	wait_ready b
 	reap h
 	assert_equal "$bg_status" 0
 	alive "$(<"$T/b.pid")" || fail "the daemon did not run on"
-	key_gone r dlock:K
+	store_nothing_left
 }
 
 # $T/mover P [deaf [here]]: a process that moves to a process group of its
@@ -109,7 +114,7 @@ moved() { [[ $(pgid_of "$(<"$T/$1.pid")") == "$(<"$T/$1.pid")" ]]; }
 
 @test "a process that moved to a group of its own keeps the lock until it exits" {
 	write_mover
-	start_bg h -S "$U" K sh -c '"$0" "$1" & exit 3' "$T/mover" "$T/m"
+	start_bg h -S "$U" "$K" sh -c '"$0" "$1" & exit 3' "$T/mover" "$T/m"
 	wait_ready m
 	moved m || fail "the mover is still in the job's group"
 	wait_until 5 test -z "$(command_of "$(<"$T/h.dlock")" | grep -vx "$(<"$T/m.pid")")" ||
@@ -118,25 +123,25 @@ moved() { [[ $(pgid_of "$(<"$T/$1.pid")") == "$(<"$T/$1.pid")" ]]; }
 	touch "$T/m.release"
 	reap h
 	assert_equal "$bg_status" 3
-	key_gone r dlock:K
+	store_nothing_left
 }
 
 @test "-o: a process that moved to a group of its own does not keep the lock" {
 	write_mover
-	start_bg h -S "$U" -o K sh -c '"$0" "$1" & exit 0' "$T/mover" "$T/m"
+	start_bg h -S "$U" -o "$K" sh -c '"$0" "$1" & exit 0' "$T/mover" "$T/m"
 	wait_ready m
 	reap h
 	assert_equal "$bg_status" 0
 	alive "$(<"$T/m.pid")" || fail "the mover did not run on"
-	key_gone r dlock:K
+	store_nothing_left
 }
 
 @test "lease lost: a process that moved to a group of its own is stopped too" {
 	write_mover
-	start_bg h -S "$U" -t 1 K sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
+	start_bg h -S "$U" -t 1 "$K" sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
 	wait_ready m
 	moved m || fail "the mover is still in the job's group"
-	rcli r del dlock:K >/dev/null
+	store_break "$K"
 	reap h 10
 	assert_equal "$bg_status" 75
 	wait_until 5 dead "$(<"$T/m.pid")" || fail "the mover runs on beside the next holder"
@@ -147,14 +152,14 @@ moved() { [[ $(pgid_of "$(<"$T/$1.pid")") == "$(<"$T/$1.pid")" ]]; }
 @test "lease lost: the command that moved itself out of its group is stopped, and killed" {
 	# deaf to SIGTERM, in dlock's own group: only SIGKILL to it by PID ends it
 	write_mover
-	start_bg h -S "$U" -t 1 --kill-after 0.3 K "$PYTHON" -c 'import os, sys
+	start_bg h -S "$U" -t 1 --kill-after 0.3 "$K" "$PYTHON" -c 'import os, sys
 os.setpgid(0, os.getpgid(os.getppid()))
 os.execv(sys.argv[1], sys.argv[1:])' "$T/mover" "$T/m" deaf here
 	wait_until 5 test -e "$T/m.ready" || fail "no mover: $(cat "$T/h.err")"
 	track "$(<"$T/m.pid")"
 	[[ $(pgid_of "$(<"$T/m.pid")") == $(pgid_of "$(<"$T/h.dlock")") ]] ||
 		fail "the command did not move to dlock's group"
-	rcli r del dlock:K >/dev/null
+	store_break "$K"
 	reap h 10
 	assert_equal "$bg_status" 75
 	dead "$(<"$T/m.pid")" || fail "the command runs on beside the next holder"
@@ -168,7 +173,7 @@ vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
 @test "dlock killed: a process of the job that moved to a group of its own is stopped" {
 	write_mover
 	# the mover's parent exits: it is an orphan that came back to dlock
-	start_bg h -S "$U" K sh -c '"$0" "$1" & exit 0' "$T/mover" "$T/m"
+	start_bg h -S "$U" "$K" sh -c '"$0" "$1" & exit 0' "$T/mover" "$T/m"
 	wait_ready m
 	local dl wd n0
 	dl=$(<"$T/h.dlock")
@@ -188,7 +193,7 @@ vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
 
 @test "dlock stopped past its lease: a process that moved to a group of its own is stopped" {
 	write_mover
-	start_bg h -S "$U" -t 1 K sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
+	start_bg h -S "$U" -t 1 "$K" sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
 	wait_ready m
 	moved m || fail "the mover is still in the job's group"
 	kill -STOP "$(<"$T/h.dlock")"
@@ -203,7 +208,7 @@ vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
 }
 
 @test "SIGTERM to dlock ends sh -c 'sleep 60; :' whole: no second copy runs" {
-	start_bg h -S "$U" K -c 'sleep 60; :'
+	start_bg h -S "$U" "$K" -c 'sleep 60; :'
 	local sh sleep
 	wait_until 5 has_command "$(<"$T/h.dlock")" || fail "no command"
 	sh=$(command_of "$(<"$T/h.dlock")")
@@ -213,15 +218,15 @@ vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
 	reap h
 	assert_equal "$bg_status" 143
 	dead "$sleep" || { kill "$sleep"; fail "sleep 60 runs on after dlock released"; }
-	run -0 dlock -S "$U" -n K true
+	run -0 dlock -S "$U" -n "$K" true
 }
 
 @test "lease lost: SIGKILL after --kill-after reaches what is left, the command gone" {
 	# sh dies of the SIGTERM; its child ignores it and is left to the job
-	JOB_MODE=deaf bg_job h -S "$U" -t 1 --kill-after 0.5 K -- '"$1" "$2" "$3" & wait'
+	JOB_MODE=deaf bg_job h -S "$U" -t 1 --kill-after 0.5 "$K" -- '"$1" "$2" "$3" & wait'
 	wait_ready b
 	local sh; sh=$(pgid_of "$(<"$T/b.pid")")
-	rcli r del dlock:K >/dev/null
+	store_break "$K"
 	wait_until 5 dead "$sh" || fail "sh did not die of the SIGTERM"
 	reap h 10
 	assert_equal "$bg_status" 75
@@ -230,10 +235,10 @@ vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
 }
 
 @test "lease lost after the command exited: the rest of the job is stopped, 75" {
-	bg_job h -S "$U" -t 1 K -- '"$1" "$2" "$3" & exit 0'
+	bg_job h -S "$U" -t 1 "$K" -- '"$1" "$2" "$3" & exit 0'
 	wait_ready b
 	wait_until 5 dead "$(pgid_of "$(<"$T/b.pid")")" || fail "sh did not exit"
-	rcli r del dlock:K >/dev/null
+	store_break "$K"
 	reap h 10
 	assert_equal "$bg_status" 75
 	assert_equal "$(cat "$T/b.sig")" TERM
@@ -241,7 +246,7 @@ vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
 }
 
 @test "dlock killed: the whole job gets SIGTERM at once" {
-	JOB_MODE=group hold h -S "$U" K
+	JOB_MODE=group hold h -S "$U" "$K"
 	wait_ready h
 	kill -KILL "$(<"$T/h.dlock")"
 	wait_until 5 test -e "$T/h.sig" || fail "the command got no signal"
@@ -251,25 +256,27 @@ vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
 	wait_until 5 dead "$(<"$T/h.gc.pid")" || fail "the command's child runs on"
 }
 
-killed_event() { dlock history -S "$U" K | grep -q '^[^ ]* *ago *killed '; }
+killed_event() { dlock history -S "$U" "$K" | grep -q '^[^ ]* *ago *killed '; }
 
 @test "dlock killed: the watchdog says so in one line, and history records it" {
-	hold h -S "$U" -t 3 K
+	hold h -S "$U" -t 3 "$K"
 	wait_ready h
 	kill -KILL "$(<"$T/h.dlock")"
 	wait_until 5 test -e "$T/h.sig" || fail "the command got no signal"
 	wait_until 5 grep -q '^dlock: ' "$T/h.err" || fail "no line"
 	run grep '^dlock: ' "$T/h.err"	# not the job's shell's "Terminated"
 	assert_equal "${#lines[@]}" 1
-	assert_regex "${lines[0]}" '^dlock: K: dlock was killed; stopping the job; the lock lapses within [0-9.]+ s$'
-	wait_until 5 killed_event || fail "no 'killed' event: $(dlock history -S "$U" K)"
-	run -0 dlock history -S "$U" --json K
+	# (where the lock is the connection, the watchdog keeps a copy of it)
+	assert_regex "${lines[0]}" "^dlock: $K: dlock was killed; stopping the job; (the lock lapses within [0-9.]+ s|the lock is given back once it has stopped)\$"
+	refused history "$K" && return 0	# no history on this engine
+	wait_until 5 killed_event || fail "no 'killed' event: $(dlock history -S "$U" "$K")"
+	run -0 dlock history -S "$U" --json "$K"
 	assert_regex "$output" '"event": ?"killed"'
 	assert_regex "$output" "\"fence\": ?\"?$(job_var h DLOCK_FENCE)"
 }
 
 @test "dlock killed: sh -c 'sleep 30; :' leaves no sleep 30 after --kill-after" {
-	start_bg h -S "$U" --kill-after 1 K -c 'trap "" TERM; sleep 30; :'
+	start_bg h -S "$U" --kill-after 1 "$K" -c 'trap "" TERM; sleep 30; :'
 	local sh sleep
 	wait_until 5 has_command "$(<"$T/h.dlock")" || fail "no command"
 	sh=$(command_of "$(<"$T/h.dlock")")
@@ -284,13 +291,13 @@ killed_event() { dlock history -S "$U" K | grep -q '^[^ ]* *ago *killed '; }
 }
 
 @test "dlock stopped past its lease: the job is stopped before the lease lapses" {
-	hold h -S "$U" -t 1 --kill-after 1 K
+	hold h -S "$U" -t 1 --kill-after 1 "$K"
 	wait_ready h
 	kill -STOP "$(<"$T/h.dlock")"
 	wait_until 5 test -e "$T/h.sig" || fail "the job got no signal while dlock was stopped"
 	assert_equal "$(<"$T/h.sig")" TERM
 	wait_until 5 dead "$(<"$T/h.pid")" || fail "the job runs on"
-	run -0 dlock -S "$U" -w 5 K true	# the lease lapsed: free for others
+	run -0 dlock -S "$U" -w 5 "$K" true	# the lease lapsed: free for others
 	kill -CONT "$(<"$T/h.dlock")"
 	reap h
 	assert_equal "$bg_status" 75
@@ -299,30 +306,30 @@ killed_event() { dlock history -S "$U" K | grep -q '^[^ ]* *ago *killed '; }
 	# one line, saying once who stopped the job
 	run grep '^dlock: ' "$T/h.err"
 	assert_equal "${#lines[@]}" 1
-	assert_regex "${lines[0]}" '^dlock: K: lease lost: [^;]*; its watchdog stopped the job$'
+	assert_regex "${lines[0]}" "^dlock: $K: lease lost: [^;]*; its watchdog stopped the job\$"
 }
 
 @test "SIGCHLD ignored by the parent: the command's status, no hang" {
 	run -3 timeout -k 1 10 "$PYTHON" -c '
 import os, signal, sys
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-os.execv(sys.argv[1], sys.argv[1:])' "$DLOCK" -S "$U" K sh -c 'exit 3'
-	key_gone r dlock:K
+os.execv(sys.argv[1], sys.argv[1:])' "$DLOCK" -S "$U" "$K" sh -c 'exit 3'
+	store_nothing_left
 }
 
 @test "SIGCHLD blocked by the parent: the command's status, no hang" {
 	run -3 timeout -k 1 10 "$PYTHON" -c '
 import os, signal, sys
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-os.execv(sys.argv[1], sys.argv[1:])' "$DLOCK" -S "$U" K sh -c 'exit 3'
-	key_gone r dlock:K
+os.execv(sys.argv[1], sys.argv[1:])' "$DLOCK" -S "$U" "$K" sh -c 'exit 3'
+	store_nothing_left
 }
 
 @test "a child dlock inherited exits while dlock waits: the wait goes on" {
-	hold h -S "$U" K
+	hold h -S "$U" "$K"
 	wait_ready h
 	sh -c 'sleep 0.3 & echo $! >"$0"; exec "$@"' "$T/stray" \
-		"$DLOCK" -S "$U" -w 20 K echo ran >"$T/w.out" 2>"$T/w.err" 3>&- &
+		"$DLOCK" -S "$U" -w 20 "$K" echo ran >"$T/w.out" 2>"$T/w.err" 3>&- &
 	echo $! >"$T/w.dlock"
 	track $!
 	wait_until 5 test -s "$T/stray" || fail "no stray child"
@@ -335,12 +342,12 @@ os.execv(sys.argv[1], sys.argv[1:])' "$DLOCK" -S "$U" K sh -c 'exit 3'
 }
 
 @test "a child dlock inherited is not taken for the command" {
-	run -3 sh -c '(exit 7) & exec "$@"' sh "$DLOCK" -S "$U" K sh -c 'sleep 0.5; exit 3'
-	key_gone r dlock:K
+	run -3 sh -c '(exit 7) & exec "$@"' sh "$DLOCK" -S "$U" "$K" sh -c 'sleep 0.5; exit 3'
+	store_nothing_left
 }
 
 @test "a command stopped by someone else keeps the lock, and dlock says so" {
-	start_bg h -S "$U" K sh -c 'kill -STOP $$; echo resumed'
+	start_bg h -S "$U" "$K" sh -c 'kill -STOP $$; echo resumed'
 	wait_until 5 grep -q 'stopped (SIGSTOP)' "$T/h.err" ||
 		fail "no line about the stopped command: $(cat "$T/h.err")"
 	held || fail "the lock went while the command is stopped"
@@ -352,21 +359,37 @@ os.execv(sys.argv[1], sys.argv[1:])' "$DLOCK" -S "$U" K sh -c 'exit 3'
 }
 
 @test "timers past 24 days: no overflow" {
-	run -0 dlock -S "$U" -t 7776000 --node-timeout 2592000 --max-hold 2592000 \
-		--kill-after 2592000 K sh -c 'echo $DLOCK_FENCE'
-	key_gone r dlock:K
+	local t=7776000 nt=2592000
+	# PostgreSQL's session timeouts are ms in an int: -t up to 24.8 days
+	# (and room for a renewal round); --max-hold, --kill-after still 30
+	! refused -t "$t" "$K" true || t=2147483 nt=1000000
+	known_bug zookeeper "--node-timeout above the session timeout the server granted (60 s here, of -t 90 days): 69, 'acquiring took so long that 59393 ms of the lease were left (--ttl too short?)'"
+	run -0 dlock -S "$U" -t "$t" --node-timeout "$nt" --max-hold 2592000 \
+		--kill-after 2592000 "$K" sh -c 'echo $DLOCK_FENCE'
+	store_nothing_left
 }
 
 @test "a release that fails says so in one line; the command's status stands" {
-	local pid; pid=$(server_pid r)
-	run -4 --separate-stderr dlock -S "$U" -t 5 --node-timeout 0.2 K sh -c 'kill -STOP "$0"; exit 4' "$pid"
-	kill -CONT "$pid"
-	assert_equal "${#stderr_lines[@]}" 1
-	[[ $stderr == "dlock: K: release failed: "*"; the lock lapses within 5 s" ]] ||
-		fail "stderr: $stderr"
+	run -4 --separate-stderr dlock -S "$U" -t 5 --node-timeout 0.2 "$K" sh -c 'kill -STOP "$@" 2>/dev/null; exit 4' sh $(server_pids)
+	server_resume
+	# PostgreSQL's release is the session's end: a closed socket, which
+	# the server reads once it runs again; nothing to fail
+	if [[ $ENGINE == postgres ]]; then
+		assert_equal "$stderr" ''
+	else
+		# (ZooKeeper: its session, expired at the server's next tick
+		# after the timeout: within 1.51 times it and 2 ms)
+		local within=5
+		[[ $ENGINE != zookeeper ]] || within=7.55
+		assert_equal "${#stderr_lines[@]}" 1
+		[[ $stderr == "dlock: $K: release failed: "*"; the lock lapses within $within s" ]] ||
+			fail "stderr: $stderr"
+	fi
+	store_nothing_left 10
 }
 
 @test "RedLock: too little lease left after the last round: given back, never run" {
+	redis_only RedLock
 	start_redis r2
 	start_redis r3
 	local srv=(-S "$U" -S "$(sock_url r2)" -S "$(sock_url r3)")
@@ -391,7 +414,7 @@ os.execv(sys.argv[1], sys.argv[1:])' "$DLOCK" -S "$U" K sh -c 'exit 3'
 # second_alone: another client gets K and finds the first job dead (gone,
 # or a zombie nobody has reaped yet)
 second_alone() {
-	run -0 dlock -S "$U" -w 15 K sh -c '
+	run -0 dlock -S "$U" -w 15 "$K" sh -c '
 		s=$(cat "/proc/$0/stat" 2>/dev/null) || { echo alone; exit; }
 		s=${s##*) }
 		case $s in Z*) echo alone ;; *) echo "overlap: ${s%% *}" ;; esac' "$(<"$T/h.pid")"
@@ -399,7 +422,7 @@ second_alone() {
 }
 
 @test "--max-hold: a job deaf to SIGTERM is killed when the lease runs out, not after --kill-after" {
-	JOB_MODE=deaf hold h -S "$U" -t 2 --max-hold 0.5 --kill-after 60 K
+	JOB_MODE=deaf hold h -S "$U" -t 2 --max-hold 0.5 --kill-after 60 "$K"
 	wait_ready h
 	second_alone
 	reap h
@@ -407,7 +430,7 @@ second_alone() {
 }
 
 @test "dlock stopped: a job deaf to SIGTERM is killed when the lease runs out" {
-	JOB_MODE=deaf hold h -S "$U" -t 2 --kill-after 60 K
+	JOB_MODE=deaf hold h -S "$U" -t 2 --kill-after 60 "$K"
 	wait_ready h
 	kill -STOP "$(<"$T/h.dlock")"
 	second_alone
@@ -417,7 +440,7 @@ second_alone() {
 }
 
 @test "dlock killed: a job deaf to SIGTERM is killed when the lease runs out" {
-	JOB_MODE=deaf hold h -S "$U" -t 2 --kill-after 60 K
+	JOB_MODE=deaf hold h -S "$U" -t 2 --kill-after 60 "$K"
 	wait_ready h
 	kill -KILL "$(<"$T/h.dlock")"
 	second_alone
@@ -434,7 +457,7 @@ state_of() { s=$(<"/proc/$1/stat"); s=${s##*) }; echo "${s:0:1}"; }
 running() { [[ $(state_of "$1") != T ]]; }
 
 @test "the watchdog becomes a process of its own (the OOM killer kills every sharer of dlock's memory)" {
-	hold h -S "$U" K
+	hold h -S "$U" "$K"
 	wait_ready h
 	local wd
 	# its exec may still be under way (slow under the sanitizers)
@@ -448,7 +471,7 @@ running() { [[ $(state_of "$1") != T ]]; }
 }
 
 @test "a stopped watchdog is continued, a killed one started again" {
-	hold h -S "$U" -t 2 K
+	hold h -S "$U" -t 2 "$K"
 	wait_ready h
 	local d wd wd2; d=$(<"$T/h.dlock")
 	wait_until 5 has_watchdog "$d" || fail "no watchdog"
@@ -488,6 +511,7 @@ PY
 }
 
 @test "a low ulimit -n: the job runs with its watchdog and renewals, or not at all (71)" {
+	known_bug zookeeper "out of descriptors is 69 (unreachable), so --unavailable run runs the command unlocked: ulimit -n 6: 'lock service unavailable (zk://...: cannot start a session: Too many open files); running without the lock'"
 	watched_job
 	local n ran=0
 	for n in 5 6 7 8 9 10 11 12; do
@@ -496,47 +520,47 @@ PY
 os.closerange(3, 4096)
 n = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
-os.execv(sys.argv[2], sys.argv[2:])' "$n" "$DLOCK" -S "$U" -t 1 K "$PYTHON" "$T/watched.py"
+os.execv(sys.argv[2], sys.argv[2:])' "$n" "$DLOCK" -S "$U" -t 1 "$K" "$PYTHON" "$T/watched.py"
 		if ((status == 71)); then
 			[[ -z $output ]] || fail "ulimit -n $n: 71, but the command ran: $output"
-			[[ $stderr == "dlock: K: "* ]] || fail "ulimit -n $n: 71 without its line: $stderr"
+			[[ $stderr == "dlock: $K: "* ]] || fail "ulimit -n $n: 71 without its line: $stderr"
 		else
 			assert_equal "$status/$output/$stderr" "0/watched/"
 			ran=$((ran + 1))
 		fi
-		key_gone r dlock:K || fail "ulimit -n $n: the lock was left behind"
+		wait_until 5 store_clean || fail "ulimit -n $n: left behind: $(store_leftovers)"
 	done
 	((ran > 0)) || fail "no limit up to 12 let the job run"
 }
 
 @test "re-entry only from inside the job: a process that left its session waits" {
-	run -0 dlock -S "$U" K sh -c '
-		setsid "$0" -S "$1" -n K true; echo "setsid:$?"
-		"$0" -S "$1" -n K true; echo "inside:$?"' "$DLOCK" "$U"
+	run -0 dlock -S "$U" "$K" sh -c '
+		setsid "$0" -S "$1" -n "$K" true; echo "setsid:$?"
+		"$0" -S "$1" -n "$K" true; echo "inside:$?"' "$DLOCK" "$U"
 	assert_output $'setsid:1\ninside:0'
 }
 
 @test "re-entry from a background job of a job-control shell joins the job: held until it ends" {
 	# set -m: the nested dlock runs in a process group of its own; the
 	# shell, the outer job's only other member, exits once it started.
-	run -0 dlock -S "$U" K bash -c '
+	run -0 dlock -S "$U" "$K" bash -c '
 		set -m
-		"$0" -S "$1" -n K sh -c "echo \$(ps -o pgid= \$\$) >\"$2.pgid\"; sleep 1; : >\"$2.done\"" &
+		"$0" -S "$1" -n "$K" sh -c "echo \$(ps -o pgid= \$\$) >\"$2.pgid\"; sleep 1; : >\"$2.done\"" &
 		until [ -e "$2.pgid" ]; do sleep 0.01; done
 		echo "$DLOCK_JOB"' "$DLOCK" "$U" "$T/inner"
 	# the outer dlock returned (and released) only after the nested command
 	[[ -e $T/inner.done ]] || fail "released while the nested command ran"
 	assert_equal "$(tr -d ' ' <"$T/inner.pgid")" "$output"
-	key_gone r dlock:K
+	store_nothing_left
 }
 
 @test "the command sees DLOCK_JOB, its process group" {
-	run -0 dlock -S "$U" K sh -c 'set -- $(cat /proc/$$/stat); echo "$DLOCK_JOB $5"'
+	run -0 dlock -S "$U" "$K" sh -c 'set -- $(cat /proc/$$/stat); echo "$DLOCK_JOB $5"'
 	local job pgrp; read -r job pgrp <<<"$output"
 	assert_equal "$job" "$pgrp"
 }
 
 @test "closed stdin and stderr: no reply or line goes astray" {
-	run -75 sh -c '"$0" -S "$1" -t 1 --max-hold 0.3 K sleep 0.6 <&- 2>&-' "$DLOCK" "$U"
-	key_gone r dlock:K	# released, not left to lapse
+	run -75 sh -c '"$0" -S "$1" -t 1 --max-hold 0.3 "$K" sleep 0.6 <&- 2>&-' "$DLOCK" "$U"
+	store_nothing_left	# released, not left to lapse
 }

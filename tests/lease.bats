@@ -1,51 +1,60 @@
 #!/usr/bin/env bats
-# lease.bats - renewal keeps a short lease alive; a lost lease (key deleted,
-# server stopped, --max-hold) signals the command and exits 75.
+# lease.bats - renewal keeps a short lease alive; a lost lease (the lock
+# broken behind the holder's back, the server stopped, --max-hold) signals
+# the command and exits 75. On every engine (DLOCK_TEST_ENGINE).
 
 load helpers
+load engine_helpers
 
-setup() {
-	common_setup
-	start_redis r
-	U=$(sock_url r)
-}
+setup_file() { engine_start; }
+teardown_file() { engine_stop; }
+setup() { engine_setup; }
+teardown() { engine_teardown; }
 
 lost_line() {	# lost_line ID: dlock ID's stderr has one "lease lost" line for K
-	grep -q '^dlock: K: .*lease lost' "$T/$1.err" ||
-		fail "no 'dlock: K: ...lease lost' line: $(cat "$T/$1.err")"
+	grep -q "^dlock: $K: .*lease lost" "$T/$1.err" ||
+		fail "no 'dlock: $K: ...lease lost' line: $(cat "$T/$1.err")"
 }
 
 @test "a 1 s lease is renewed while the command runs" {
-	hold h -S "$U" -t 1 K
+	hold h -S "$U" -t 1 "$K"
 	wait_ready h
 	local token k t0; token=$(job_var h DLOCK_TOKEN)
 	t0=$(now_ms)
 	for ((k = 0; k < 30; k++)); do	# 30 x 0.1 s and more: three TTLs
-		run -1 dlock -S "$U" -n K true
+		run -1 dlock -S "$U" -n "$K" true
 		sleep 0.1
 	done
 	(($(now_ms) - t0 > 3000)) || fail "the checks took under 3 s"
-	assert_equal "$(rcli r get dlock:K)" "$token"
-	local pttl; pttl=$(rcli r pttl dlock:K)
-	((pttl > 0 && pttl <= 1000)) || fail "PTTL $pttl"
+	# still the holder's own acquisition, as the store keeps it
+	assert_equal "$(store_holders "$K")" 1
+	assert_equal "$(store_fence "$K")" "$(job_var h DLOCK_FENCE)"
+	if on_redis; then
+		assert_equal "$(rcli r get dlock:K)" "$token"
+		local pttl; pttl=$(rcli r pttl dlock:K)
+		((pttl > 0 && pttl <= 1000)) || fail "PTTL $pttl"
+	fi
+	[[ ! -e $T/h.sig ]] || fail "the job was signalled: $(cat "$T/h.err")"
 	finish h
 	assert_equal "$bg_status" 0
-	key_gone r dlock:K
+	store_nothing_left
 }
 
-@test "the key deleted behind the holder's back: SIGTERM to the group, 75" {
-	JOB_MODE=group hold h -S "$U" -t 1 K
+@test "the lock broken behind the holder's back: SIGTERM to the group, 75" {
+	JOB_MODE=group hold h -S "$U" -t 1 "$K"
 	wait_ready h
-	rcli r del dlock:K >/dev/null
+	store_break "$K"
 	reap h 10
 	assert_equal "$bg_status" 75
 	assert_equal "$(cat "$T/h.sig")" TERM
 	wait_until 5 test -e "$T/h.gc.sig" || fail "the command's child got no signal"
 	assert_equal "$(cat "$T/h.gc.sig")" TERM
 	lost_line h
+	store_nothing_left
 }
 
 @test "the key taken by another client: lease lost, 75" {
+	redis_only "a key another client SETs"
 	hold h -S "$U" -t 1 K
 	wait_ready h
 	rcli r set dlock:K someone-else px 30000 >/dev/null
@@ -57,9 +66,9 @@ lost_line() {	# lost_line ID: dlock ID's stderr has one "lease lost" line for K
 }
 
 @test "the server stopped past the TTL: lease lost, 75" {
-	hold h -S "$U" -t 1 --node-timeout 0.2 K
+	hold h -S "$U" -t 1 --node-timeout 0.2 "$K"
 	wait_ready h
-	kill -STOP "$(server_pid r)"
+	server_pause
 	reap h 10	# the server stays stopped; teardown continues it
 	assert_equal "$bg_status" 75
 	assert_equal "$(cat "$T/h.sig")" TERM
@@ -67,9 +76,9 @@ lost_line() {	# lost_line ID: dlock ID's stderr has one "lease lost" line for K
 }
 
 @test "--on-lost USR1 sends SIGUSR1" {
-	hold h -S "$U" -t 1 --on-lost USR1 K
+	hold h -S "$U" -t 1 --on-lost USR1 "$K"
 	wait_ready h
-	rcli r del dlock:K >/dev/null
+	store_break "$K"
 	reap h 10
 	assert_equal "$bg_status" 75
 	assert_equal "$(cat "$T/h.sig")" USR1
@@ -77,9 +86,9 @@ lost_line() {	# lost_line ID: dlock ID's stderr has one "lease lost" line for K
 }
 
 @test "--on-lost ignore: the command is not signalled, dlock exits 75 after it" {
-	JOB_MODE=stay hold h -S "$U" -t 1 --on-lost=ignore K
+	JOB_MODE=stay hold h -S "$U" -t 1 --on-lost=ignore "$K"
 	wait_ready h
-	rcli r del dlock:K >/dev/null
+	store_break "$K"
 	wait_until 5 grep -q 'lease lost' "$T/h.err" || fail "no 'lease lost' line"
 	alive "$(<"$T/h.dlock")" || fail "dlock ended before the command"
 	alive "$(<"$T/h.pid")" || fail "the command ended"
@@ -87,12 +96,13 @@ lost_line() {	# lost_line ID: dlock ID's stderr has one "lease lost" line for K
 	assert_equal "$bg_status" 75
 	[[ ! -e $T/h.sig ]] || fail "the command got $(cat "$T/h.sig")"
 	lost_line h
+	store_nothing_left
 }
 
 @test "--kill-after 0.5: a command deaf to SIGTERM is killed, 75" {
-	JOB_MODE=deaf hold h -S "$U" -t 1 --kill-after 0.5 K
+	JOB_MODE=deaf hold h -S "$U" -t 1 --kill-after 0.5 "$K"
 	wait_ready h
-	rcli r del dlock:K >/dev/null
+	store_break "$K"
 	reap h 10
 	assert_equal "$bg_status" 75
 	dead "$(<"$T/h.pid")" || fail "the command still runs"
@@ -101,12 +111,12 @@ lost_line() {	# lost_line ID: dlock ID's stderr has one "lease lost" line for K
 }
 
 @test "--max-hold 1: a long command is stopped, 75, lock released" {
-	hold h -S "$U" -t 3 --max-hold 1 K
+	hold h -S "$U" -t 3 --max-hold 1 "$K"
 	wait_ready h
 	reap h 10
 	assert_equal "$bg_status" 75
 	assert_equal "$(cat "$T/h.sig")" TERM
 	[[ ! -e $T/h.release ]]
-	key_gone r dlock:K
-	run -0 dlock -S "$U" -n K true
+	store_nothing_left
+	run -0 dlock -S "$U" -n "$K" true
 }

@@ -2,19 +2,27 @@
 # status.bats - dlock status: free, held, shared, --limit, --fair waiters,
 # another client's lock, keys that are no lock; every lock under the
 # prefix; several servers that disagree; the exit status; JSON that a real
-# parser reads, whatever bytes a command line holds.
+# parser reads, whatever bytes a command line holds. On every engine
+# (DLOCK_TEST_ENGINE) but for what is Redis's own (foreign keys, SCAN,
+# hash tags, its round trips, RedLock).
 
 load helpers
+load engine_helpers
 load redlock_helpers
 load modes_helpers	# start_monitor
 
+setup_file() { engine_start; }
+teardown_file() { engine_stop; }
 setup() {
-	common_setup
-	start_redis r
-	U=$(sock_url r)
+	engine_setup
 	ME=$USER	# the user the holder info names
 	[[ $(id -u) != 0 ]] || ME=root
+	# what an engine adds to a holder's command in the table: its
+	# session, lease or connection
+	EXTRA=
+	on_redis || EXTRA='( \[[^]]*\])?'
 }
+teardown() { engine_teardown; }
 
 # pj EXPR: EXPR over the JSON document on stdin (as d), printed; fails
 # when it is not one valid JSON document
@@ -28,65 +36,90 @@ js() { echo "$output" | pj "$1"; }	# js EXPR: over $output
 status_json() { run -"$1" --separate-stderr dlock status --json "${@:2}"; }
 
 @test "a free lock: 'free', exit 1; -q prints nothing" {
-	run -1 dlock status -S "$U" K
-	assert_output 'K: free'
-	run -1 dlock status -S "$U" -q K
+	run -1 dlock status -S "$U" "$K"
+	assert_output "$K: free"
+	run -1 dlock status -S "$U" -q "$K"
 	assert_output ''
-	status_json 1 -S "$U" K
+	status_json 1 -S "$U" "$K"
 	assert_equal "$(js 'd["locks"][0]["state"]')" free
 	assert_equal "$(js 'd["locks"][0]["holders"]')" '[]'
-	assert_equal "$(js 'd["locks"][0]["key"]')" dlock:K
-	# the fencing counter outlives the lock
-	run -0 dlock -S "$U" K true
-	run -1 dlock status -S "$U" K
-	assert_output "K: free, fencing counter $(counter r)"
+	assert_equal "$(js 'd["locks"][0]["key"]')" "$(key_of "$K")"
+	# the fencing counter outlives the lock where the store keeps one
+	# (Redis, MySQL's row)
+	run -0 dlock -S "$U" "$K" printenv DLOCK_FENCE
+	local f=$output
+	run -1 dlock status -S "$U" "$K"
+	if on_redis; then
+		assert_output "K: free, fencing counter $(counter r)"
+	else
+		[[ $output == "$K: free" || $output == "$K: free, fencing counter $f" ]] ||
+			fail "after a fence $f: $output"
+	fi
 }
 
 @test "an exclusive holder: host, pid, user, command, since, TTL, fence" {
 	local t0; t0=$(now_ms)
-	hold h -S "$U" -t 20 K
+	hold h -S "$U" -t 20 "$K"
 	wait_ready h
-	local pid fence token
+	local pid fence token ttl='(1?[0-9]|20)(\.[0-9])?s'
 	pid=$(<"$T/h.dlock") fence=$(job_var h DLOCK_FENCE) token=$(job_var h DLOCK_TOKEN)
-	run -0 dlock status -S "$U" K
-	assert_line -n 0 "K: held, exclusive, fencing counter $fence"
+	[[ $ENGINE != postgres ]] || ttl=-	# the lease is the session
+	run -0 dlock status -S "$U" "$K"
+	assert_line -n 0 "$K: held, exclusive, fencing counter $fence"
 	assert_line -n 1 --regexp '^  HOST +PID +USER +SINCE +TTL +FENCE +COMMAND$'
-	assert_line -n 2 --regexp "^  $(hostname) +$pid +$ME +[0-9.]+s ago +(1?[0-9]|20)(\.[0-9])?s +$fence +$T/job $T/h exit$"
-	status_json 0 -S "$U" K
+	assert_line -n 2 --regexp "^  $(hostname) +$pid +$ME +[0-9.]+s ago +$ttl +$fence +$T/job $T/h exit$EXTRA\$"
+	status_json 0 -S "$U" "$K"
 	assert_equal "$(js 'd["locks"][0]["state"]')" held
 	assert_equal "$(js 'd["locks"][0]["mode"]')" exclusive
 	assert_equal "$(js 'd["locks"][0]["fence"]')" "$fence"
 	assert_equal "$(js 'len(d["locks"][0]["holders"])')" 1
 	local h='d["locks"][0]["holders"][0]'
-	assert_equal "$(js "$h[\"token\"]")" "$token"
+	if [[ $ENGINE == zookeeper ]]; then	# its contender node, named by the GUID
+		[[ $(js "$h[\"token\"]") == "-${token:0:32}-"* ]] || fail "token: $(js "$h[\"token\"]")"
+	else
+		assert_equal "$(js "$h[\"token\"]")" "$token"
+	fi
 	assert_equal "$(js "$h[\"pid\"]")" "$pid"
 	assert_equal "$(js "$h[\"host\"]")" "$(hostname)"
 	assert_equal "$(js "$h[\"command\"]")" "$T/job $T/h exit"
 	assert_equal "$(js "$h[\"fence\"]")" "$fence"
 	assert_equal "$(js "$h[\"foreign\"]")" false
-	assert_equal "$(js "0 < $h[\"ttl_ms\"] <= 20000")" true
+	if [[ $ENGINE == postgres ]]; then
+		assert_equal "$(js "$h[\"ttl_ms\"]")" null
+	else
+		assert_equal "$(js "0 < $h[\"ttl_ms\"] <= 20000")" true
+	fi
 	# acquired after t0, before now (the server's clock and ours: 1 s slack)
 	assert_equal "$(js "$t0 - 1000 <= $h[\"since_ms\"] <= $(now_ms) + 1000")" true
 	finish h
 }
 
 @test "shared holders, --limit slots" {
-	hold a -S "$U" -s K
-	hold b -S "$U" -s K
-	hold c -S "$U" --limit 2 L
+	needs -s
+	needs --limit
+	local L; L=$(name L)
+	hold a -S "$U" -s "$K"
+	hold b -S "$U" -s "$K"
+	hold c -S "$U" --limit 2 "$L"
 	wait_ready a
 	wait_ready b
 	wait_ready c
-	run -0 dlock status -S "$U" K L
-	assert_line -n 0 --partial 'K: held, shared, 2 holders'
+	run -0 dlock status -S "$U" "$K" "$L"
+	assert_line -n 0 --partial "$K: held, shared, 2 holders"
 	assert_output --regexp "  $(hostname) +$(<"$T/a.dlock") "
 	assert_output --regexp "  $(hostname) +$(<"$T/b.dlock") "
-	assert_output --partial 'L: held, limit 2'
+	assert_output --partial "$L: held, limit 2"
 	assert_output --regexp 'FENCE +SLOT +COMMAND'
-	status_json 0 -S "$U" K L
-	assert_equal "$(js 'sorted(h["token"] for h in d["locks"][0]["holders"])')" \
-		"$("$PYTHON" -c 'import json, sys; print(json.dumps(sorted(sys.argv[1:])))' \
-			"$(job_var a DLOCK_TOKEN)" "$(job_var b DLOCK_TOKEN)")"
+	status_json 0 -S "$U" "$K" "$L"
+	local ta tb
+	ta=$(job_var a DLOCK_TOKEN) tb=$(job_var b DLOCK_TOKEN)
+	if [[ $ENGINE == zookeeper ]]; then	# their nodes, named by their GUIDs
+		assert_equal "$(js 'sorted(h["token"][1:33] for h in d["locks"][0]["holders"])')" \
+			"$("$PYTHON" -c 'import json, sys; print(json.dumps(sorted(sys.argv[1:])))' "${ta:0:32}" "${tb:0:32}")"
+	else
+		assert_equal "$(js 'sorted(h["token"] for h in d["locks"][0]["holders"])')" \
+			"$("$PYTHON" -c 'import json, sys; print(json.dumps(sorted(sys.argv[1:])))' "$ta" "$tb")"
+	fi
 	assert_equal "$(js 'd["locks"][0]["mode"]')" shared
 	assert_equal "$(js 'd["locks"][1]["mode"]')" limit
 	assert_equal "$(js 'd["locks"][1]["limit"]')" 2
@@ -97,32 +130,45 @@ status_json() { run -"$1" --separate-stderr dlock status --json "${@:2}"; }
 }
 
 @test "--fair waiters in queue order, with host, pid and since" {
-	hold h -S "$U" K
+	needs --fair
+	hold h -S "$U" "$K"
 	wait_ready h
 	local n
 	for n in 1 2 3; do
-		start_bg "w$n" -S "$U" --fair K true
+		start_bg "w$n" -S "$U" --fair "$K" true
 		wait_until 5 is_queued "$n" || fail "waiter $n did not queue"
 	done
-	run -0 dlock status -S "$U" K
-	assert_line -n 0 --partial ', 3 waiting (3 in the --fair queue)'
-	assert_line -n 3 '  waiting in the --fair queue, in its order:'
+	run -0 dlock status -S "$U" "$K"
+	# (the other engines queue every waiter, --fair or not)
+	if on_redis; then
+		assert_line -n 0 --partial ', 3 waiting (3 in the --fair queue)'
+		assert_line -n 3 '  waiting in the --fair queue, in its order:'
+	else
+		assert_line -n 0 --partial ', 3 waiting'
+		assert_line -n 3 '  waiting, in queue order:'
+	fi
+	status_json 0 -S "$U" "$K"
+	assert_equal "$(js '[w["position"] for w in d["locks"][0]["fair_queue"]]')" '[1, 2, 3]'
+	assert_equal "$(js 'd["locks"][0]["waiting"]')" 3
+	known_bug postgres "status names no waiter: '(no holder info)', no host, pid, user or command"
+	assert_equal "$(js '[w["pid"] for w in d["locks"][0]["fair_queue"]]')" \
+		"[$(<"$T/w1.dlock"), $(<"$T/w2.dlock"), $(<"$T/w3.dlock")]"
+	run -0 dlock status -S "$U" "$K"
 	for n in 1 2 3; do
 		assert_line -n $((4 + n)) --regexp "^  $n +$(hostname) +$(<"$T/w$n.dlock") +$ME +[0-9.]+s ago +true$"
 	done
-	status_json 0 -S "$U" K
-	assert_equal "$(js '[w["pid"] for w in d["locks"][0]["fair_queue"]]')" \
-		"[$(<"$T/w1.dlock"), $(<"$T/w2.dlock"), $(<"$T/w3.dlock")]"
-	assert_equal "$(js '[w["position"] for w in d["locks"][0]["fair_queue"]]')" '[1, 2, 3]'
-	assert_equal "$(js 'd["locks"][0]["waiting"]')" 3
 	finish h
 	for n in 1 2 3; do reap "w$n"; done
 	# the queue's holder info goes with the queue
-	wait_until 3 key_gone r '{dlock:K}:queue:info' || fail "{dlock:K}:queue:info left"
+	if_redis wait_until 3 key_gone r '{dlock:K}:queue:info' || fail "{dlock:K}:queue:info left"
+	store_nothing_left
 }
-is_queued() { [[ $(rcli r zcard '{dlock:K}:queue') == "$1" ]]; }
+is_queued() {
+	if on_redis; then [[ $(rcli r zcard '{dlock:K}:queue') == "$1" ]]; else waiting "$K" "$1"; fi
+}
 
 @test "a redis-py holder is a foreign holder: its value and TTL" {
+	redis_only "redis-py's Lock (each engine's file has its own clients)"
 	"$PYTHON" -c 'import redis, sys
 r = redis.Redis(unix_socket_path=sys.argv[1])
 assert r.lock("dlock:K", timeout=20).acquire(blocking=False)' "$(sock r)"
@@ -139,6 +185,7 @@ assert r.lock("dlock:K", timeout=20).acquire(blocking=False)' "$(sock r)"
 }
 
 @test "a key without TTL, a key of another type: reported, never changed" {
+	redis_only "keys another client SETs"
 	rcli r set dlock:S forever >/dev/null
 	rcli r hset dlock:H 8743c2f2-ab:1 1 >/dev/null	# as Redisson's lock
 	rcli r pexpire dlock:H 30000 >/dev/null
@@ -158,6 +205,7 @@ assert r.lock("dlock:K", timeout=20).acquire(blocking=False)' "$(sock r)"
 }
 
 @test "every lock under the prefix: SCAN pages, one line each, side keys left out" {
+	redis_only "SCAN (the other engines: the next test)"
 	local n
 	# 300 locks among 1300 keys: SCAN has pages to turn (COUNT 1000)
 	for ((n = 0; n < 300; n++)); do
@@ -186,18 +234,62 @@ scan_calls() { rcli r info commandstats | tr -d '\r' | sed -n 's/^cmdstat_scan:c
 
 # A terminal gives a CJK character two columns: the table counts columns,
 # not characters, so what follows such a name lines up.
+@test "every lock under the prefix: one line each, with its holder" {
+	needs list
+	local L; L=$(name L)
+	hold h -S "$U" "$K"
+	hold l -S "$U" "$L"
+	wait_ready h
+	wait_ready l
+	run -0 dlock -S "$U" "$(name done)" true	# released: no line
+	run -0 dlock status -S "$U"
+	assert_line -n 0 --regexp '^LOCK +STATE +MODE +HOLDERS +TTL +SINCE +HOLDER$'
+	assert_line --regexp "^$K +held +exclusive +1 +[-0-9.ms]+ +[0-9.]+s ago +$ME@$(hostname) pid $(<"$T/h.dlock") \($T/job $T/h exit\)$"
+	assert_line --regexp "^$L +held +exclusive +1 "
+	refute_line --regexp "^$(name done) "
+	status_json 0 -S "$U"
+	assert_equal "$(js "sorted(l['name'] for l in d['locks'] if l['name'] in ('$K', '$L'))")" "[\"$K\", \"$L\"]"
+	finish h
+	finish l
+}
+
 @test "the list aligns names of double-width characters by their display width" {
-	rcli r set 'dlock:日本' x px 60000 >/dev/null	# 2 characters, 4 columns
-	rcli r set 'dlock:abcd' x px 60000 >/dev/null	# 4 characters, 4 columns
-	rcli r set 'dlock:é' x px 60000 >/dev/null	# 1 character (2 bytes), 1 column
+	needs list
+	if on_redis; then
+		rcli r set 'dlock:日本' x px 60000 >/dev/null	# 2 characters, 4 columns
+		rcli r set 'dlock:abcd' x px 60000 >/dev/null	# 4 characters, 4 columns
+		rcli r set 'dlock:é' x px 60000 >/dev/null	# 1 character (2 bytes), 1 column
+	else	# holders of these names
+		local n
+		for n in 日本 abcd é; do hold "h${#n}" -S "$U" "$(name "$n")"; done
+		for n in 日本 abcd é; do wait_ready "h${#n}"; done
+	fi
 	run -0 dlock status -S "$U"
 	assert_line -n 0 --regexp '^LOCK +STATE '
-	assert_line --regexp '^abcd  held '
-	assert_line --regexp '^日本  held '
-	assert_line --regexp '^é     held '
+	if on_redis; then
+		assert_line --regexp '^abcd  held '
+		assert_line --regexp '^日本  held '
+		assert_line --regexp '^é     held '
+		return
+	fi
+	# the server has other tests' names, maybe wider: STATE's column is
+	# the same on the three lines, counted in display columns
+	local p; p=$(name '')
+	"$PYTHON" -c 'import sys, unicodedata
+p, out = sys.argv[1], sys.argv[2]
+cols, n = set(), 0
+for line in out.splitlines():
+    for name in ("abcd", "\u65e5\u672c", "\u00e9"):
+        if line.startswith(p + name + " "):
+            before = line[:line.index(" held ") + 1]
+            cols.add(sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in before))
+            n += 1
+sys.exit(0 if n == 3 and len(cols) == 1 else 1)' "$p" "$output" || fail "not aligned: $output"
+	assert_output --partial "${p}日本 "
 }
 
 @test "an empty prefix lists every key, not a lock's side keys" {
+	redis_only "hash tags"
 	hold h -S "$U" --prefix '' --fair K
 	wait_ready h
 	rcli r set '{app}:x' 1 px 60000 >/dev/null	# a hash tag of its own
@@ -210,6 +302,7 @@ scan_calls() { rcli r info commandstats | tr -d '\r' | sed -n 's/^cmdstat_scan:c
 }
 
 @test "one round trip per server for a lock" {
+	redis_only "its MONITOR"
 	hold h -S "$U" K
 	wait_ready h
 	# the holder listens for notices (BRPOP) 0.5 s into its job: not
@@ -229,10 +322,19 @@ scan_calls() { rcli r info commandstats | tr -d '\r' | sed -n 's/^cmdstat_scan:c
 }
 
 @test "exit status: 0 all held, 1 one free, 69 unreachable, 77 credentials" {
-	hold h -S "$U" K
+	hold h -S "$U" "$K"
 	wait_ready h
-	run -0 dlock status -S "$U" K
-	run -1 dlock status -S "$U" K free
+	run -0 dlock status -S "$U" "$K"
+	run -1 dlock status -S "$U" "$K" "$(name free)"
+	if ! on_redis; then
+		local N; N=$(unreachable_url)
+		run -69 --separate-stderr dlock status -S "$N" "$K"
+		# (the URL as dlock shows it: MySQL's without its password)
+		[[ $stderr == "dlock: $K: ${N%%://*}://"* ]] || fail "stderr: $stderr"
+		assert_equal "${#stderr_lines[@]}" 1
+		finish h
+		return	# (credentials: each engine's own file)
+	fi
 	run -69 --separate-stderr dlock status -S "unix:$T/nothing" K
 	assert_equal "$stderr" "dlock: K: unix:$T/nothing: no such file or directory"
 	run -69 --separate-stderr dlock status -S "unix:$T/nothing"
@@ -244,22 +346,23 @@ scan_calls() { rcli r info commandstats | tr -d '\r' | sed -n 's/^cmdstat_scan:c
 
 @test "JSON: any byte of a command line comes out as valid JSON" {
 	local weird=$'tab\tnl\nesc\e[31mbell\a del\x7f \xff\xfe é ✓ "q" back\\slash'
-	start_bg h -S "$U" K "$T/job" "$T/h" exit "$weird"
+	start_bg h -S "$U" "$K" "$T/job" "$T/h" exit "$weird"
 	wait_ready h
-	status_json 0 -S "$U" K
+	status_json 0 -S "$U" "$K"
 	# tabs and newlines became spaces in the holder info; invalid UTF-8
 	# bytes are U+FFFD; the rest is as given
 	local want=$'tab nl esc\e[31mbell\a del\x7f \ufffd\ufffd é ✓ "q" back\\slash'
 	assert_equal "$(js 'd["locks"][0]["holders"][0]["command"]')" "$T/job $T/h exit $want"
 	echo "$output" | LC_ALL=C grep -q $'[\x01-\x1f]' && fail "raw control bytes in the JSON"
 	# the table shows no control byte at all
-	run -0 dlock status -S "$U" K
+	run -0 dlock status -S "$U" "$K"
 	LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' <<<"$output" && fail "a control byte reached the terminal"
 	assert_line -n 2 --partial $'exit tab nl esc?[31mbell? del? ?? é ✓ "q" back\\slash'
 	finish h
 }
 
 @test "RedLock: what each server says, and whether a majority agrees" {
+	redis_only RedLock
 	start_servers 3
 	hold h "${SRV[@]}" K
 	wait_ready h
@@ -286,6 +389,7 @@ scan_calls() { rcli r info commandstats | tr -d '\r' | sed -n 's/^cmdstat_scan:c
 }
 
 @test "RedLock: free on a majority is free" {
+	redis_only RedLock
 	start_servers 3
 	rcli r1 set dlock:K someone px 60000 >/dev/null
 	run -1 dlock status "${SRV[@]}" K
@@ -301,11 +405,11 @@ blocks() { grep -c '^[0-9]\{4\}-[0-9][0-9]-[0-9][0-9] ' "$T/w.out"; }
 has_blocks() { (($(blocks) >= $1)); }
 
 @test "--watch on a pipe: a block when something changes, until SIGINT (0)" {
-	start_bg w status --watch -S "$U" K
+	start_bg w status --watch -S "$U" "$K"
 	wait_until 5 has_blocks 1 || fail "no first block: $(cat "$T/w.out" "$T/w.err")"
-	hold h -S "$U" K
+	hold h -S "$U" "$K"
 	wait_ready h
-	wait_until 5 grep -q '^K: held' "$T/w.out" || fail "no held block: $(cat "$T/w.out")"
+	wait_until 5 grep -q "^$K: held" "$T/w.out" || fail "no held block: $(cat "$T/w.out")"
 	# times pass (SINCE, TTL), nothing else changes: no new block
 	sleep 2.2
 	assert_equal "$(blocks)" 2
@@ -315,18 +419,18 @@ has_blocks() { (($(blocks) >= $1)); }
 	reap w
 	assert_equal "$bg_status" 0
 	assert_equal "$(cat "$T/w.err")" ''
-	run -0 grep -c '^K: free' "$T/w.out"
+	run -0 grep -c "^$K: free" "$T/w.out"
 	assert_output 2
-	run -64 --separate-stderr dlock status --watch -q -S "$U" K
+	run -64 --separate-stderr dlock status --watch -q -S "$U" "$K"
 	assert_equal "$stderr" "dlock: status: --watch and -q exclude each other: there would be nothing to watch"
-	run -64 --separate-stderr dlock --watch -S "$U" K true
+	run -64 --separate-stderr dlock --watch -S "$U" "$K" true
 	assert_equal "$stderr" "dlock: --watch does not apply to 'dlock run'"
 }
 
 @test "--watch --json on a pipe: one document a change, a line each" {
-	start_bg w status --watch --json -S "$U" K
+	start_bg w status --watch --json -S "$U" "$K"
 	wait_until 5 test -s "$T/w.out" || fail "nothing: $(cat "$T/w.err")"
-	hold h -S "$U" K
+	hold h -S "$U" "$K"
 	wait_ready h
 	wait_until 5 grep -q '"state":"held"' "$T/w.out" || fail "no held: $(cat "$T/w.out")"
 	kill -TERM "$(<"$T/w.dlock")"
@@ -338,8 +442,11 @@ has_blocks() { (($(blocks) >= $1)); }
 }
 
 @test "--watch: a server that does not answer is a line of the block, and the watch goes on" {
-	start_bg w status --watch -S "unix:$T/nothing" K
-	wait_until 10 grep -q 'no such file or directory' "$T/w.out" || fail "no error line: $(cat "$T/w.out" "$T/w.err")"
+	local N=unix:$T/nothing err='no such file or directory'
+	on_redis || { N=$(unreachable_url) err="dlock: $K: ${N%%://*}://"; }
+	start_bg w status --watch -S "$N" "$K"
+	wait_until 10 grep -qF "$err" "$T/w.out" || fail "no error line: $(cat "$T/w.out" "$T/w.err")"
+	known_bug zookeeper "status --watch on a server that does not answer ignores SIGINT (still running a minute later)"
 	kill -INT "$(<"$T/w.dlock")"
 	reap w
 	assert_equal "$bg_status" 0

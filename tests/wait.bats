@@ -5,14 +5,25 @@
 # noticed too; a waiter that is interrupted or gives up leaves no blocked
 # connection and no queue entry. An idle waiter costs the server a try
 # every 2 to 4 s (issue 11), and one that was killed is dropped.
-# Each check runs on one server and on three (RedLock).
+# Each check runs on one server of every engine (DLOCK_TEST_ENGINE) where
+# it is not about Redis's own wake-ups, and on three Redis (RedLock).
 
 load helpers
+load engine_helpers
 load modes_helpers
 
+setup_file() { engine_start; }
+teardown_file() { engine_stop; }
 setup() {
-	common_setup
+	engine_setup
 	write_stamper
+}
+teardown() { engine_teardown; }
+
+# waiter_blocked N: N waiters blocked for their wake-up on every server
+# (Redis's BLPOP), or waiting in the engine's store
+waiter_blocked() {
+	if on_redis; then blocked_all "$1"; else waiting "$K" "$1"; fi
 }
 
 # push_round I: holder hI (-t 30) waits for hI.go; waiter wI starts, and
@@ -26,11 +37,11 @@ setup() {
 # to 1.33 s long; the holder's lease, 30 s, is no earlier bound.
 push_round() {
 	local i=$1 mon=$T/mon$1 cmd_ms
-	start_bg "h$i" "${SRV[@]}" -t 30 K "$T/stamper" "$T/h$i"
+	start_bg "h$i" "${SRV[@]}" -t 30 "$K" "$T/stamper" "$T/h$i"
 	wait_ready "h$i"
-	start_monitor r1 "$mon"
-	start_bg "w$i" "${SRV[@]}" -t 30 K sh -c 'date +%s%N >"$1"' sh "$T/w$i.start"
-	wait_until 5 blocked_all 1 || fail "w$i never blocked for a wake-up: $(cat "$T/w$i.err")"
+	on_redis && start_monitor r1 "$mon"
+	start_bg "w$i" "${SRV[@]}" -t 30 "$K" sh -c 'date +%s%N >"$1"' sh "$T/w$i.start"
+	wait_until 5 waiter_blocked 1 || fail "w$i never blocked for a wake-up: $(cat "$T/w$i.err")"
 	[[ ! -e $T/w$i.start ]] || fail "w$i ran while h$i held the lock"
 	sleep 1
 	touch "$T/h$i.go"
@@ -38,8 +49,11 @@ push_round() {
 	((bg_status == 0)) || fail "h$i: status $bg_status: $(cat "$T/h$i.err")"
 	reap "w$i"
 	((bg_status == 0)) || fail "w$i: status $bg_status: $(cat "$T/w$i.err")"
-	end_pids TERM "$MONITOR"
 	cmd_ms=$((($(<"$T/w$i.start") - $(<"$T/h$i.end")) / 1000000))
+	# the other stores: the command's start alone (Redis's MONITOR tells
+	# the wake-up from a try)
+	on_redis || { echo "$cmd_ms 0 0"; return; }
+	end_pids TERM "$MONITOR"
 	awk -v cmd_ms="$cmd_ms" '
 		$3 == "lua]" || !/"EVAL(SHA)?" / { next }
 		index($0, "\"dlock:K\" \"{dlock:K}:fence\"") {	# acquire
@@ -60,7 +74,11 @@ check_push() {
 	for i in 1 2 3; do
 		out=$(push_round "$i") || fail "round $i: $out"
 		set -- $out
-		echo "# round $i: command after $1 ms, acquire $2 ms after the release, $3 ms after the previous try" >&3
+		if on_redis; then
+			echo "# round $i: command after $1 ms, acquire $2 ms after the release, $3 ms after the previous try" >&3
+		else
+			echo "# round $i: command after $1 ms" >&3
+		fi
 		cmd+=("$1") push+=("$2")
 		(($2 < 100)) || late=1
 	done
@@ -78,16 +96,18 @@ check_push() {
 }
 
 @test "a release wakes the waiter at once (-t 30)" {
-	servers 1
+	one_server
 	check_push
 }
 
 @test "RedLock: a release wakes the waiter at once (-t 30)" {
+	redis_only RedLock
 	servers 3
 	check_push
 }
 
 @test "a waiter gets in after a redis-py holder releases (no wake-up)" {
+	redis_only "redis-py's Lock"
 	"$PYTHON" -c 'import redis' 2>/dev/null ||
 		skip_unless_strict "$PYTHON has no redis module (python3-redis)"
 	servers 1
@@ -138,11 +158,13 @@ check_expiry() {
 }
 
 @test "a waiter gets in when a holder's key expires (SET PX 800)" {
+	redis_only "a key another client SETs"
 	servers 1
 	check_expiry
 }
 
 @test "RedLock: a waiter gets in when a holder's key expires" {
+	redis_only RedLock
 	servers 3
 	check_expiry
 }
@@ -150,36 +172,39 @@ check_expiry() {
 # check_interrupted [--fair]: SIGINT to a waiting dlock
 check_interrupted() {
 	local token
-	hold h "${SRV[@]}" K
+	hold h "${SRV[@]}" "$K"
 	wait_ready h
 	token=$(job_var h DLOCK_TOKEN)
-	start_bg w "${SRV[@]}" "$@" K touch "$T/ran"
-	wait_until 5 blocked_all 1 || fail "the waiter never blocked for a wake-up: $(cat "$T/w.err")"
-	[[ $* != *--fair* ]] || wait_until 5 queued_all 1 || fail "the waiter is not queued"
+	start_bg w "${SRV[@]}" "$@" "$K" touch "$T/ran"
+	wait_until 5 waiter_blocked 1 || fail "the waiter never blocked for a wake-up: $(cat "$T/w.err")"
+	[[ $* != *--fair* ]] || ! on_redis || wait_until 5 queued_all 1 || fail "the waiter is not queued"
 	kill -INT "$(<"$T/w.dlock")"
 	reap w 5
 	assert_equal "$bg_status" 130
 	[[ ! -e $T/ran ]] || fail "the command ran"
-	wait_until 2 blocked_all 0 || fail "still blocked: $(nblocked r1)"
-	every_server 0 zcard '{dlock:K}:queue'
-	every_server 0 zcard '{dlock:K}:alive'
-	every_server "$token" get dlock:K
+	wait_until 2 waiter_blocked 0 || fail "still blocked"
+	if_redis every_server 0 zcard '{dlock:K}:queue'
+	if_redis every_server 0 zcard '{dlock:K}:alive'
+	if_redis every_server "$token" get dlock:K
+	on_redis || store_has_token "$K" "$token" || fail "the holder: $(store_token "$K")"
 	finish h
 	assert_equal "$bg_status" 0
 	nothing_left
 }
 
 @test "SIGINT while waiting: 130, nothing left blocked" {
-	servers 1
+	one_server
 	check_interrupted
 }
 
 @test "SIGINT while waiting --fair: 130, nothing blocked, no queue entry" {
-	servers 1
+	needs --fair
+	one_server
 	check_interrupted --fair
 }
 
 @test "RedLock: SIGINT while waiting --fair: 130, nothing left" {
+	redis_only RedLock
 	servers 3
 	check_interrupted --fair
 }
@@ -187,31 +212,34 @@ check_interrupted() {
 # check_timeout [--fair]: -w 0.5 gives up
 check_timeout() {
 	local token
-	hold h "${SRV[@]}" K
+	hold h "${SRV[@]}" "$K"
 	wait_ready h
 	token=$(job_var h DLOCK_TOKEN)
-	run -1 tdlock "${SRV[@]}" -w 0.5 "$@" K touch "$T/ran"
+	run -1 tdlock "${SRV[@]}" -w 0.5 "$@" "$K" touch "$T/ran"
 	[[ ! -e $T/ran ]] || fail "the command ran"
-	wait_until 2 blocked_all 0 || fail "still blocked: $(nblocked r1)"
-	every_server 0 zcard '{dlock:K}:queue'
-	every_server 0 zcard '{dlock:K}:alive'
-	every_server "$token" get dlock:K
+	wait_until 2 waiter_blocked 0 || fail "still blocked"
+	if_redis every_server 0 zcard '{dlock:K}:queue'
+	if_redis every_server 0 zcard '{dlock:K}:alive'
+	if_redis every_server "$token" get dlock:K
+	on_redis || store_has_token "$K" "$token" || fail "the holder: $(store_token "$K")"
 	finish h
 	assert_equal "$bg_status" 0
 	nothing_left
 }
 
 @test "-w 0.5 gives up with 1 and leaves nothing blocked" {
-	servers 1
+	one_server
 	check_timeout
 }
 
 @test "-w 0.5 --fair gives up with 1, nothing blocked, no queue entry" {
-	servers 1
+	needs --fair
+	one_server
 	check_timeout --fair
 }
 
 @test "RedLock: -w 0.5 --fair gives up and leaves nothing" {
+	redis_only RedLock
 	servers 3
 	check_timeout --fair
 }
@@ -219,28 +247,34 @@ check_timeout() {
 # check_run_unblocked [--fair]: a waiter that got the lock runs its
 # command with its wake-up connections closed and out of the queue.
 check_run_unblocked() {
-	hold h "${SRV[@]}" K
+	hold h "${SRV[@]}" "$K"
 	wait_ready h
-	hold w "${SRV[@]}" "$@" K
-	wait_until 5 blocked_all 1 || fail "the waiter never blocked for a wake-up: $(cat "$T/w.err")"
+	hold w "${SRV[@]}" "$@" "$K"
+	wait_until 5 waiter_blocked 1 || fail "the waiter never blocked for a wake-up: $(cat "$T/w.err")"
 	finish h
 	assert_equal "$bg_status" 0
 	wait_ready w
-	wait_until 2 blocked_all 0 ||
-		fail "the command runs with dlock still blocked: $(nblocked r1)"
-	every_server 0 zcard '{dlock:K}:queue'
-	majority_holds "$(job_var w DLOCK_TOKEN)"
+	wait_until 2 waiter_blocked 0 ||
+		fail "the command runs with dlock still blocked"
+	if_redis every_server 0 zcard '{dlock:K}:queue'
+	if on_redis; then
+		majority_holds "$(job_var w DLOCK_TOKEN)"
+	else
+		store_has_token "$K" "$(job_var w DLOCK_TOKEN)" || fail "the holder: $(store_token "$K")"
+	fi
 	finish w
 	assert_equal "$bg_status" 0
 	nothing_left
 }
 
 @test "the waiter's wake-up connection is closed while its command runs" {
-	servers 1
+	needs --fair
+	one_server
 	check_run_unblocked --fair
 }
 
 @test "RedLock: the waiter's wake-up connections are closed while its command runs" {
+	redis_only RedLock
 	servers 3
 	check_run_unblocked
 }
@@ -249,6 +283,7 @@ check_run_unblocked() {
 # holds; as well a newcomer that got in first) tries, is refused, and
 # blocks again: the holder's release still wakes it at once.
 @test "a waiter woken for nothing blocks again, and the release wakes it" {
+	redis_only "its wake-up list"
 	local tok t0 ms
 	servers 1
 	hold h "${SRV[@]}" K
@@ -280,6 +315,7 @@ scripts_run() {
 }
 
 @test "an idle waiter costs a try every 2 to 4 s, not several a second" {
+	redis_only "its tries, counted by the server"
 	local n id
 	servers 1
 	hold h "${SRV[@]}" -t 60 K	# renews every 20 s: once in the window at most
@@ -330,11 +366,13 @@ check_foreign_del() {
 }
 
 @test "a DEL by another client is noticed within 5 s, however long the wait" {
+	redis_only "a key another client SETs and DELs"
 	servers 1
 	check_foreign_del
 }
 
 @test "RedLock: a DEL by another client is noticed within 5 s" {
+	redis_only RedLock
 	servers 3
 	check_foreign_del
 }
@@ -343,6 +381,7 @@ check_foreign_del() {
 # try (6.4 s here) and is dropped at the next try of another waiter (4 s
 # at most); a live one, trying every 2 to 4 s, never lapses.
 @test "a killed waiter leaves :alive within its liveness and a pause; a live one stays" {
+	redis_only "its liveness set"
 	local tok1 tok2 t0 score
 	servers 1
 	hold h "${SRV[@]}" K
