@@ -136,17 +136,19 @@ static int64_t next_try_ms(struct waiter *w, int64_t retry_ms)
 /* After a try that failed for want of a server: when to give up (69).
  * The servers get --connect-budget: -n tries them that long
  * (a full server is not a held lock, nor an unreachable one); -w as
- * long as it waits, and never less than -n would; with no -w, the
- * failures in a row may last that long (they end the wait: a service
- * that is down is not a lock that is held). */
+ * long as it waits and no longer (as flock's -w, it bounds the whole
+ * run's wait); with no -w, the failures in a row may last that long
+ * (they end the wait: a service that is down is not a lock that is
+ * held). */
 static int64_t give_up_at(const struct waiter *w)
 {
 	int64_t budget_ms = w->lk->p->connect_budget_ms;
 
 	if (w->deadline_ms < 0)
 		return w->failing_since_ms + budget_ms;
-	return w->deadline_ms > w->start_ms + budget_ms ? w->deadline_ms :
-	       w->start_ms + budget_ms;
+	if (w->deadline_ms > w->start_ms)
+		return w->deadline_ms;
+	return w->start_ms + budget_ms;
 }
 
 /* The pause after a failed try: growing, jittered. One that would end
@@ -162,7 +164,11 @@ static int64_t next_failed_ms(struct waiter *w, int64_t now_ms, int64_t give_up_
 	if (w->failed_pause_ms < FAILED_LAST_MS)
 		w->failed_pause_ms *= 2;
 	if (sleep_ms >= left_ms) {
-		sleep_ms = left_ms / 2 + arc4random_uniform((uint32_t)(left_ms / 2) + 1);
+		/* -w's last try is at its end, as a wait for the lock's is */
+		if (w->deadline_ms > w->start_ms)
+			sleep_ms = left_ms;
+		else
+			sleep_ms = left_ms / 2 + arc4random_uniform((uint32_t)(left_ms / 2) + 1);
 		w->last_try = true;
 	}
 	return sleep_ms;

@@ -243,12 +243,17 @@ accepts() { wc -l <"$T/accepts"; }
 	[[ ! -e $T/ran ]]
 }
 
-@test "-w: the servers are tried at least --connect-budget, however short the wait" {
+@test "-w bounds the tries as it bounds the wait: a short -w is not stretched to --connect-budget, a long one outlasts it" {
 	start_listener close
 	local t0=$(now_ms) took
-	run -69 dlock -S "redis://127.0.0.1:$LPORT" -w 0.2 --connect-budget 1.2 K touch "$T/ran"
+	run -69 dlock -S "redis://127.0.0.1:$LPORT" -w 0.3 --connect-budget 5 K touch "$T/ran"
 	took=$(($(now_ms) - t0))
-	((took >= 600 && took < 3000)) || fail "gave up after $took ms"
+	((took >= 300 && took < 1500)) || fail "-w 0.3 gave up after $took ms"
+	t0=$(now_ms)
+	run -69 dlock -S "redis://127.0.0.1:$LPORT" -w 2 --connect-budget 0.5 K touch "$T/ran"
+	took=$(($(now_ms) - t0))
+	((took >= 2000 && took < 4000)) || fail "-w 2 gave up after $took ms"
+	[[ ! -e $T/ran ]] || fail "the command ran"
 }
 
 @test "a server that drops every connection at once is not hammered: a few connections a second" {
