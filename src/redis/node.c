@@ -400,7 +400,11 @@ static int sentinel_ask(const struct node *n, int i, int64_t deadline_ms,
 		while (got < n_cmds &&
 		       redisGetReply(c, (void **)&replies[got]) == REDIS_OK)
 			got++;
-	if (c && got < n_cmds) {
+	/* a blocking read past its timeout fails with EAGAIN */
+	if (c && got < n_cmds && c->err == REDIS_ERR_IO &&
+	    strcmp(c->errstr, strerror(EAGAIN)) == 0) {
+		snprintf(why, whylen, "no answer in time (--node-timeout)");
+	} else if (c && got < n_cmds) {
 		snprintf(why, whylen, "%s", c->errstr[0] ? c->errstr : "out of memory");
 		log_lower_first(why);
 	}
@@ -422,6 +426,11 @@ struct master_view {
 				 * (or started); 0 while it fails the master
 				 * over; -1 unknown */
 	bool failing_over;
+	long long epoch;	/* its config-epoch, which each failover
+				 * raises: -1 unknown (get-master-addr-by-name) */
+	int n_known;		/* the sentinels it knows of for the master,
+				 * itself included: 0 unknown */
+	int sentinel;		/* which of the URL's sentinels said it */
 };
 
 static bool is_bulk(const redisReply *r)
@@ -445,9 +454,11 @@ static const char *field(const redisReply *r, const char *name)
 static int master_of(const redisReply *r, struct master_view *v, char *why,
 		     size_t whylen)
 {
-	const char *host = NULL, *port = NULL, *flags, *role, *since;
+	const char *host = NULL, *port = NULL, *flags, *role, *since, *epoch, *others;
 
 	v->failing_over = false;
+	v->epoch = -1;
+	v->n_known = 0;
 
 	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 	    is_bulk(r->element[0]) && is_bulk(r->element[1])) {
@@ -460,7 +471,11 @@ static int master_of(const redisReply *r, struct master_view *v, char *why,
 		flags = field(r, "flags");
 		role = field(r, "role-reported");
 		since = field(r, "role-reported-time");
+		epoch = field(r, "config-epoch");
+		others = field(r, "num-other-sentinels");
 		v->age_ms = since ? strtoll(since, NULL, 10) : -1;
+		v->epoch = epoch ? strtoll(epoch, NULL, 10) : -1;
+		v->n_known = others ? 1 + (int)strtol(others, NULL, 10) : 0;
 		/* a failover under way: the old master may still take locks
 		 * that the new one will not have */
 		v->failing_over = (flags && strstr(flags, "failover_in_progress")) ||
@@ -491,18 +506,10 @@ static int64_t uptime_ms(const redisReply *r)
 	return at ? 1000 * strtoll(at + 19, NULL, 10) : -1;
 }
 
-/* Asks the sentinels, one after another until one answers by
- * deadline_ms, where the master is: SENTINEL MASTER, which also says since
- * when it is the master (get-master-addr-by-name only where an ACL refuses
- * it). Each sentinel gets its share of the time left, so that one that
- * does not answer at all leaves time for the next. With with_age, the
- * same request asks the sentinel's uptime too: a master it has had since
- * it started was not just promoted. Returns 0 with v, and its addresses in
- * a (n 0, why said, when the name cannot be looked up now); or -1 with
- * why when no sentinel answered. */
-static int sentinel_query(struct node *n, int64_t deadline_ms, bool with_age,
-			  struct master_view *v, struct net_addrs *a, char *why,
-			  size_t whylen)
+/* Sentinel i's view of the master, by until_ms. Returns 0 with v, or -1
+ * with why. */
+static int sentinel_view(struct node *n, int i, int64_t until_ms, bool with_age,
+			 struct master_view *v, char *why, size_t whylen)
 {
 	struct url *u = n->url;
 	const char *master[] = { "SENTINEL", "MASTER", u->master };
@@ -511,55 +518,182 @@ static int sentinel_query(struct node *n, int64_t deadline_ms, bool with_age,
 	const char **const both[] = { master, info };
 	const char **const fallback[] = { addr };
 	const int argc[] = { 3, 2 };
+	redisReply *r[2] = { NULL, NULL };
+	int got;
 
-	snprintf(why, whylen, "no sentinel answered");
-	for (int i = 0; i < u->n_sentinels; i++) {
+	if (address(n, u->sentinels[i].host, u->sentinels[i].port,
+		    &u->sentinels[i].addr, why, whylen) < 0 ||
+	    sentinel_ask(n, i, until_ms, both, argc, r, with_age ? 2 : 1,
+			 why, whylen) < 0)
+		return -1;
+	if (r[0]->type == REDIS_REPLY_ERROR && !strstr(r[0]->str, "No such master")) {
+		freeReplyObject(r[0]);
+		r[0] = NULL;
+		if (sentinel_ask(n, i, until_ms, fallback, argc, r, 1, why,
+				 whylen) < 0) {
+			if (r[1])
+				freeReplyObject(r[1]);
+			return -1;
+		}
+	}
+	got = master_of(r[0], v, why, whylen);
+	/* the role it reported since the sentinel started: no news */
+	if (got == 0 && r[1] && v->age_ms > 0 && v->age_ms + 1000 >= uptime_ms(r[1]))
+		v->age_ms = -1;
+	freeReplyObject(r[0]);
+	if (r[1])
+		freeReplyObject(r[1]);
+	v->sentinel = i;
+	return got;
+}
+
+/* How many sentinels must answer for their word to count, of n_known:
+ * enough that every majority of them has one among those that answered.
+ * Sentinel fails a master over only with the votes of a majority of the
+ * sentinels it knows, so one of those who answered took part in every
+ * failover, and names the new master once the hello messages reached it
+ * (every 2 s; SENTINEL_SETTLE_MS in rlock.c). A sentinel on the minority
+ * side of a partition, alone, still names the old master for as long as
+ * the partition lasts. Half of them, rounded up: 1 of 1 or 2, 2 of 3 or
+ * 4, 3 of 5. */
+static int answers_needed(int n_known)
+{
+	return (n_known + 1) / 2;
+}
+
+static bool same_master(const struct master_view *a, const struct master_view *b)
+{
+	return a->port == b->port && strcmp(a->host, b->host) == 0;
+}
+
+static void sentinel_name(const struct url *u, int i, char *out, size_t len)
+{
+	snprintf(out, len, "sentinel %s:%d", u->sentinels[i].host, u->sentinels[i].port);
+}
+
+/* The master of the views: the one of the highest config-epoch (a
+ * failover raises it), as the sentinels themselves settle it. Two
+ * masters named at the same epoch, or at an epoch not known, and the
+ * views disagree: -1 with why, for a moment while a failover is done. */
+static int newest_view(const struct url *u, const struct master_view *views,
+		       int n_views, struct master_view *v, char *why, size_t whylen)
+{
+	const struct master_view *best = &views[0];
+	char sa[300], sb[300], a[300], b[300];
+
+	for (int k = 1; k < n_views; k++)
+		if (views[k].epoch > best->epoch)
+			best = &views[k];
+	*v = *best;
+	for (int k = 0; k < n_views; k++) {
+		const struct master_view *w = &views[k];
+
+		if (same_master(w, best)) {
+			/* since when the first of them has it as master */
+			if (w->failing_over)
+				v->failing_over = true;
+			if (w->age_ms > v->age_ms)
+				v->age_ms = w->age_ms;
+			continue;
+		}
+		if (w->epoch >= 0 && w->epoch < best->epoch)
+			continue;	/* it has not heard of the failover yet */
+		sentinel_name(u, best->sentinel, sa, sizeof sa);
+		sentinel_name(u, w->sentinel, sb, sizeof sb);
+		snprintf(a, sizeof a, "%s:%d", best->host, best->port);
+		snprintf(b, sizeof b, "%s:%d", w->host, w->port);
+		snprintf(why, whylen, "the sentinels disagree on the master: %.60s names %.80s, %.60s %.80s",
+			 sa, a, sb, b);
+		return -1;
+	}
+	if (v->failing_over)
+		v->age_ms = 0;
+	return 0;
+}
+
+/* Why too few sentinels answered: one sentinel's own words; of more,
+ * how many answered, and what each of the others did. */
+static void too_few(const struct url *u, int n_views, int need,
+		    char (*failed)[320], int n_failed, char *why, size_t whylen)
+{
+	size_t len;
+
+	if (u->n_sentinels == 1) {
+		snprintf(why, whylen, "%.319s", n_failed ? failed[0] : "no sentinel answered");
+		return;
+	}
+	snprintf(why, whylen, "%d of %d sentinels answered, %d needed", n_views,
+		 u->n_sentinels, need);
+	for (int k = 0; k < n_failed; k++) {
+		len = strlen(why);
+		snprintf(why + len, whylen - len, "%s%.319s", k ? "; " : " (", failed[k]);
+	}
+	len = strlen(why);
+	if (n_failed && len + 2 < whylen)
+		strcat(why, ")");
+	else if (n_failed)	/* a line cut short still ends its parenthesis */
+		strcpy(why + whylen - 5, "...)");
+}
+
+/* Asks the sentinels, one after another until enough of them answered
+ * by deadline_ms (answers_needed() of the URL's sentinels, or of those
+ * they know of, whichever is more), where the master is: SENTINEL MASTER,
+ * which also says since when it is the master and the config-epoch
+ * (get-master-addr-by-name only where an ACL refuses it). Each sentinel
+ * gets its share of the time left, so that one that does not answer at
+ * all leaves time for the next. With with_age, the same request asks the
+ * sentinel's uptime too: a master it has had since it started was not
+ * just promoted. Returns 0 with v, and its addresses in a (n 0, why said,
+ * when the name cannot be looked up now); or an exit status with why: 69
+ * when too few answered, 64 when the sentinels know of more sentinels
+ * than the URL names enough of. */
+static int sentinel_query(struct node *n, int64_t deadline_ms, bool with_age,
+			  struct master_view *v, struct net_addrs *a, char *why,
+			  size_t whylen)
+{
+	struct url *u = n->url;
+	struct master_view views[URL_MAX_SENTINELS];
+	int n_views = 0, need = answers_needed(u->n_sentinels), n_known = 0;
+	char failed[URL_MAX_SENTINELS][320], sentinel[300], what[320];
+	int n_failed = 0;
+
+	for (int i = 0; i < u->n_sentinels && n_views < need; i++) {
 		int64_t left = deadline_ms - clock_now_ms();
 		int64_t until_ms = clock_now_ms() + left / (u->n_sentinels - i);
-		char sentinel[300], what[320];
-		redisReply *r[2] = { NULL, NULL };
-		int got;
 
 		if (left <= 0)
 			break;
-		snprintf(sentinel, sizeof sentinel, "sentinel %s:%d", u->sentinels[i].host,
-			 u->sentinels[i].port);
-		if (address(n, u->sentinels[i].host, u->sentinels[i].port,
-			    &u->sentinels[i].addr, what, sizeof what) < 0 ||
-		    sentinel_ask(n, i, until_ms, both, argc, r, with_age ? 2 : 1,
-				 what, sizeof what) < 0) {
-			snprintf(why, whylen, "%.150s: %.200s", sentinel, what);
+		sentinel_name(u, i, sentinel, sizeof sentinel);
+		if (sentinel_view(n, i, until_ms, with_age, &views[n_views], what,
+				  sizeof what) < 0) {
+			snprintf(failed[n_failed++], sizeof failed[0], "%.150s: %.160s",
+				 sentinel, what);
 			continue;
 		}
-		if (r[0]->type == REDIS_REPLY_ERROR && !strstr(r[0]->str, "No such master")) {
-			freeReplyObject(r[0]);
-			r[0] = NULL;
-			if (sentinel_ask(n, i, until_ms, fallback, argc, r, 1, what,
-					 sizeof what) < 0) {
-				if (r[1])
-					freeReplyObject(r[1]);
-				snprintf(why, whylen, "%.150s: %.200s", sentinel, what);
-				continue;
-			}
-		}
-		got = master_of(r[0], v, what, sizeof what);
-		/* the role it reported since the sentinel started: no news */
-		if (got == 0 && r[1] && v->age_ms > 0 && v->age_ms + 1000 >= uptime_ms(r[1]))
-			v->age_ms = -1;
-		freeReplyObject(r[0]);
-		if (r[1])
-			freeReplyObject(r[1]);
-		if (got < 0) {
-			snprintf(why, whylen, "%.150s: %.200s", sentinel, what);
-			continue;
-		}
-		a->n = 0;
-		if (url_numeric_addr(v->host, v->port, a) < 0 &&
-		    address(n, v->host, v->port, a, what, sizeof what) < 0)
-			snprintf(why, whylen, "%.150s: master %.200s", sentinel, what);
-		return 0;
+		if (views[n_views].n_known > n_known)
+			n_known = views[n_views].n_known;
+		if (answers_needed(n_known) > need)
+			need = answers_needed(n_known);
+		n_views++;
 	}
-	return -1;
+	if (need > u->n_sentinels) {
+		snprintf(why, whylen, "the sentinels know of %d sentinels of %s, and the URL names %d: at least %d of them must answer (name them all)",
+			 n_known, u->master, u->n_sentinels, need);
+		return EX_USAGE;
+	}
+	if (n_views < need) {
+		too_few(u, n_views, need, failed, n_failed, why, whylen);
+		return EX_UNAVAILABLE;
+	}
+	if (newest_view(u, views, n_views, v, why, whylen) < 0)
+		return EX_UNAVAILABLE;
+	a->n = 0;
+	if (url_numeric_addr(v->host, v->port, a) < 0 &&
+	    address(n, v->host, v->port, a, what, sizeof what) < 0) {
+		sentinel_name(u, v->sentinel, sentinel, sizeof sentinel);
+		snprintf(why, whylen, "%.150s: master %.200s", sentinel, what);
+	}
+	return 0;
 }
 
 /* Asks the sentinels for the master's address (the answer this round
@@ -568,18 +702,20 @@ static int sentinel_resolve(struct node *n, struct net_addrs *master)
 {
 	struct master_view v;
 	char why[384];
+	int exit;
 
 	if (n->next_asked && !n->next_addr.n) {	/* asked, no answer */
-		fail(n, EX_UNAVAILABLE, "%s", n->next_why);
+		fail(n, n->next_exit ? n->next_exit : EX_UNAVAILABLE, "%s", n->next_why);
 		return -1;
 	}
 	if (n->next_asked) {
 		*master = n->next_addr;
 		return 0;
 	}
-	if (sentinel_query(n, connect_deadline(n), false, &v, master, why,
-			   sizeof why) < 0 || !master->n) {
-		fail(n, EX_UNAVAILABLE, "%s", why);
+	exit = sentinel_query(n, connect_deadline(n), false, &v, master, why,
+			      sizeof why);
+	if (exit || !master->n) {
+		fail(n, exit ? exit : EX_UNAVAILABLE, "%s", why);
 		return -1;
 	}
 	snprintf(n->master_host, sizeof n->master_host, "%s", v.host);
@@ -593,12 +729,15 @@ int node_confirm_master(struct node *n, int64_t deadline_ms, bool with_age)
 	struct master_view v;
 	struct net_addrs a;
 
-	if (n->url->kind != URL_SENTINEL || n->next_asked)
-		return n->next_asked && n->next_addr.n ? 0 : -1;
+	if (n->url->kind != URL_SENTINEL)
+		return -1;
+	if (n->next_asked)
+		return n->next_exit ? -1 : 0;
 	n->next_asked = true;
 	n->next_addr.n = 0;
-	if (sentinel_query(n, deadline_ms, with_age, &v, &a, n->next_why,
-			   sizeof n->next_why) < 0)
+	n->next_exit = sentinel_query(n, deadline_ms, with_age, &v, &a, n->next_why,
+				      sizeof n->next_why);
+	if (n->next_exit)
 		return -1;
 	n->master_age_ms = v.age_ms;
 	n->master_seen_ms = clock_now_ms();
@@ -634,6 +773,7 @@ bool node_follow(struct node *n, const struct node *to)
 	}
 	/* the next connection goes there, asking no sentinel */
 	n->next_asked = true;
+	n->next_exit = 0;
 	n->next_addr = to->master_addr;
 	snprintf(n->master_host, sizeof n->master_host, "%s", to->master_host);
 	n->master_port = to->master_port;
@@ -932,9 +1072,22 @@ void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 	/* redis-sentinel://: a round goes where the sentinels say the master
 	 * is now, asking them once (rlock_try() may have already) */
 	n->moved[0] = '\0';
-	if (n->c && n->follow_master)	/* the rest for the round itself */
-		node_confirm_master(n, clock_now_ms() +
-				    (deadline_ms - clock_now_ms()) / 2, false);
+	/* The rest for the round itself. Without the sentinels' word the
+	 * master it knows may be one they failed over (which acts as master
+	 * for seconds, or for as long as it is cut off with us): nothing
+	 * there proves the lock ours, so the round fails; the connection,
+	 * with nothing sent, stays for a release, which goes there all the
+	 * same: it deletes only what is ours. */
+	if (n->c && n->follow_master && n->url->kind == URL_SENTINEL &&
+	    node_confirm_master(n, clock_now_ms() +
+				(deadline_ms - clock_now_ms()) / 2, false) < 0 &&
+	    !n->any_master) {
+		n->next_asked = false;
+		error_set(&n->err, n->next_exit ? n->next_exit : EX_UNAVAILABLE,
+			  "%s: %s", n->url->text, n->next_why);
+		n->state = NODE_FAILED;
+		return;
+	}
 	if (!n->c) {
 		n->via[0] = '\0';
 		/* failed, or (redis+cluster://) passed on to the next seed */

@@ -192,8 +192,8 @@ static bool short_again(const redisReply *r)
 
 /* how: "job" (exit status known, or LOCK_EXIT_UNKNOWN) or "undo"; see
  * script_release. min_hold: keep the lock for what is left of --min-hold. */
-static size_t release_round(struct rlock *lk, const char *how, int exit_status,
-			    bool min_hold, int64_t timeout_ms)
+static size_t release_script(struct rlock *lk, const char *how, int exit_status,
+			     bool min_hold, int64_t timeout_ms)
 {
 	char exit_arg[16] = "", held_arg[24] = "", hold_arg[24] = "";
 	char finished_arg[24] = "";
@@ -241,6 +241,22 @@ static size_t release_round(struct rlock *lk, const char *how, int exit_status,
 			return n_ok;
 	}
 	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, timeout_ms);
+}
+
+/* release_script() where the lock is: Sentinel's rounds go to the master
+ * of the last round when too few sentinels answer, as the script deletes
+ * only what is ours (renewals and tries fail then). */
+static size_t release_round(struct rlock *lk, const char *how, int exit_status,
+			    bool min_hold, int64_t timeout_ms)
+{
+	size_t n_ok;
+
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		lk->nodes[i].any_master = true;
+	n_ok = release_script(lk, how, exit_status, min_hold, timeout_ms);
+	for (size_t i = 0; i < lk->n_nodes; i++)
+		lk->nodes[i].any_master = false;
+	return n_ok;
 }
 
 static void no_quorum(struct rlock *lk, size_t n_ok, struct error *err,
@@ -415,7 +431,10 @@ static void give_back(struct rlock *lk, const bool *stray)
  * sentinels (every round does, node_confirm_master()) and moves to the new
  * master: there its lock is renewed if it was replicated, and lost (the
  * job told) if not. That takes up to TTL/3 and a round's deadline after
- * the sentinels switched. Until then a new master lacks what the old one
+ * the sentinels it asks switched (within SENTINEL_SETTLE_MS of the first).
+ * A holder that cannot hear enough sentinels renews nowhere and is told
+ * before its lease runs out, which its replicated lock outlasts on the new
+ * master. Until then a new master lacks what the old one
  * had not replicated, so a master the sentinels named as recently as that
  * is not asked for the lock: a refusal, tried again once that is over.
  * (Holders of one lock are taken to use one --ttl.) Returns how many
