@@ -24,29 +24,7 @@ start_proxy() {
 	mkdir -p "$S/$1"
 	p=$(free_port)
 	echo "$p" >"$S/$1/port"
-	"$PYTHON" -c '
-import socket, sys, threading
-lp, tp = int(sys.argv[1]), int(sys.argv[2])
-def pump(a, b):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d: break
-            b.sendall(d)
-    except OSError: pass
-    finally:
-        for s in (a, b):
-            try: s.shutdown(socket.SHUT_RDWR)
-            except OSError: pass
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", lp)); s.listen(50)
-while True:
-    c, _ = s.accept()
-    try: u = socket.create_connection(("127.0.0.1", tp))
-    except OSError: c.close(); continue
-    threading.Thread(target=pump, args=(u, c), daemon=True).start()
-    threading.Thread(target=pump, args=(c, u), daemon=True).start()
-' "$p" "$2" >"$S/$1/log" 2>&1 </dev/null 3>&- &
+	"$PYTHON" "$BATS_TEST_DIRNAME/tcp_proxy.py" "$p" "$2" >"$S/$1/log" 2>&1 </dev/null 3>&- &
 	echo $! >"$S/$1/pid"
 }
 
