@@ -86,10 +86,24 @@ redis_master() {
 	return 1
 }
 
+# _replicas_seen SENTINEL: the replicas that sentinel knows of, one line
+# each: "IP:PORT FLAGS MASTER-HOST LINK-STATUS"
+_replicas_seen() {
+	scli_on "$1" sentinel replicas "$REDIS_MASTER" | paste - - | awk -F'\t' '
+		$1 == "name" { n = $2 } $1 == "flags" { f[n] = $2 }
+		$1 == "master-host" { h[n] = $2 } $1 == "master-link-status" { s[n] = $2 }
+		END { for (k in f) print k, f[k], h[k], s[k] }'
+}
+
 # cluster_ready: the sentinels agree on a master that says it is one, with
-# a quorum of sentinels, and the other server replicates from it
+# a quorum of sentinels, and the other servers replicate from it, as each
+# sentinel sees too. A sentinel learns of a replica from the master's INFO
+# (every 10 s), and one it has not seen when the master fails stays with
+# the old master for ever: Sentinel reconfigures only the replicas it
+# knows (a fault within seconds of a replica's first sync left one
+# replicating from the old master, and the cluster never served again).
 cluster_ready() {
-	local m r
+	local m r s seen
 	m=$(redis_master) || return 1
 	rcli_on "$m" role | head -n 1 | grep -qx master || return 1
 	[[ $(scli_on "$m" sentinel ckquorum "$REDIS_MASTER") == OK* ]] || return 1
@@ -99,6 +113,14 @@ cluster_ready() {
 				rcli_on "$r" info replication | tr -d '\r' |
 				grep -qx "master_host:$(node_ip "$m")"
 		} || return 1
+	done
+	for s in "${MEMBERS[@]}"; do
+		seen=$(_replicas_seen "$s") || return 1
+		for r in "${MEMBERS[@]}"; do
+			[[ $r == "$m" ]] ||
+				grep -qx "$(node_addr "$r" redis 6379) slave $(node_ip "$m") ok" <<<"$seen" ||
+				return 1
+		done
 	done
 }
 
