@@ -425,6 +425,9 @@ struct master_view {
 	int64_t age_ms;		/* since this sentinel has it as the master
 				 * (or started); 0 while it fails the master
 				 * over; -1 unknown */
+	bool since_start;	/* age_ms is about the sentinel's uptime: it
+				 * has had the master since it started, or
+				 * switched to it just after */
 	bool failing_over;
 	long long epoch;	/* its config-epoch, which each failover
 				 * raises: -1 unknown (get-master-addr-by-name) */
@@ -457,6 +460,7 @@ static int master_of(const redisReply *r, struct master_view *v, char *why,
 	const char *host = NULL, *port = NULL, *flags, *role, *since, *epoch, *others;
 
 	v->failing_over = false;
+	v->since_start = false;
 	v->epoch = -1;
 	v->n_known = 0;
 
@@ -537,9 +541,21 @@ static int sentinel_view(struct node *n, int i, int64_t until_ms, bool with_age,
 		}
 	}
 	got = master_of(r[0], v, why, whylen);
-	/* the role it reported since the sentinel started: no news */
-	if (got == 0 && r[1] && v->age_ms > 0 && v->age_ms + 1000 >= uptime_ms(r[1]))
-		v->age_ms = -1;
+	/* The role it reported since the sentinel started (the uptime is in
+	 * whole seconds), or since a switch in its first second, when the
+	 * hello messages of a failover done while it was down reached it
+	 * (with its host and the master on it, killed and started again).
+	 * The age is still no more than the master's: whatever a sentinel
+	 * learns of a master comes after the failover that made it one. At
+	 * config-epoch 0 no failover ever did: the master has been the one
+	 * of the sentinels' configuration all along, and no holder can be on
+	 * an older one. */
+	if (got == 0 && r[1] && v->age_ms > 0 && v->age_ms + 1000 >= uptime_ms(r[1])) {
+		if (v->epoch == 0)
+			v->age_ms = -1;
+		else
+			v->since_start = true;
+	}
 	freeReplyObject(r[0]);
 	if (r[1])
 		freeReplyObject(r[1]);
@@ -585,15 +601,18 @@ static int newest_view(const struct url *u, const struct master_view *views,
 		if (views[k].epoch > best->epoch)
 			best = &views[k];
 	*v = *best;
+	v->since_start = true;
 	for (int k = 0; k < n_views; k++) {
 		const struct master_view *w = &views[k];
 
 		if (same_master(w, best)) {
-			/* since when the first of them has it as master */
+			/* since when the first of them has it as master: each
+			 * age is no more than the master's */
 			if (w->failing_over)
 				v->failing_over = true;
 			if (w->age_ms > v->age_ms)
 				v->age_ms = w->age_ms;
+			v->since_start &= w->since_start;
 			continue;
 		}
 		if (w->epoch >= 0 && w->epoch < best->epoch)
@@ -635,6 +654,21 @@ static void too_few(const struct url *u, int n_views, int need,
 		strcpy(why + whylen - 5, "...)");
 }
 
+/* Whether enough views agree on a master whose age none of them knows but
+ * from its own start (sentinels restarted, as with the master's host, or
+ * started together): the sentinels not asked yet may know better. Their
+ * uptime alone is the age then (it may be the moment of a failover whose
+ * hello messages reached them as they started). */
+static bool age_from_starts(const struct url *u, const struct master_view *views,
+			    int n_views)
+{
+	struct master_view v;
+	char why[384];
+
+	return newest_view(u, views, n_views, &v, why, sizeof why) == 0 &&
+	       v.since_start;
+}
+
 /* Asks the sentinels, one after another until enough of them answered
  * by deadline_ms (answers_needed() of the URL's sentinels, or of those
  * they know of, whichever is more), where the master is: SENTINEL MASTER,
@@ -642,8 +676,9 @@ static void too_few(const struct url *u, int n_views, int need,
  * (get-master-addr-by-name only where an ACL refuses it). Each sentinel
  * gets its share of the time left, so that one that does not answer at
  * all leaves time for the next. With with_age, the same request asks the
- * sentinel's uptime too: a master it has had since it started was not
- * just promoted. Returns 0 with v, and its addresses in a (n 0, why said,
+ * sentinel's uptime too: where each sentinel that answered has had the
+ * master only since it started, the others are asked as well, while time
+ * is left. Returns 0 with v, and its addresses in a (n 0, why said,
  * when the name cannot be looked up now); or an exit status with why: 69
  * when too few answered, 64 when the sentinels know of more sentinels
  * than the URL names enough of. */
@@ -657,7 +692,9 @@ static int sentinel_query(struct node *n, int64_t deadline_ms, bool with_age,
 	char failed[URL_MAX_SENTINELS][320], sentinel[300], what[320];
 	int n_failed = 0;
 
-	for (int i = 0; i < u->n_sentinels && n_views < need; i++) {
+	for (int i = 0; i < u->n_sentinels &&
+	     (n_views < need ||
+	      (with_age && age_from_starts(u, views, n_views))); i++) {
 		int64_t left = deadline_ms - clock_now_ms();
 		int64_t until_ms = clock_now_ms() + left / (u->n_sentinels - i);
 

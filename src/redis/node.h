@@ -168,7 +168,8 @@ bool node_follow(struct node *n, const struct node *to);
 /* redis-sentinel://: how long the master of the last answer has been the
  * master, by the sentinel that gave it (0 while it fails the master over);
  * -1 unknown (another URL, not asked with_age, an older or restricted
- * sentinel, or one that has had it since it started). */
+ * sentinel). A sentinel started since counts from its start: no more
+ * than the master's age, as every sentinel's. */
 int64_t node_master_age_ms(const struct node *n);
 /* Starts a round: connects if needed and queues the handshake and cmds. */
 void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
