@@ -145,6 +145,11 @@ void node_init(struct node *n, struct url *url, const char *password);
  * for the main thread, before the first round. A name that does not
  * resolve is left to the first round, which fails the node with 69. */
 void node_resolve(struct node *n);
+/* The addresses of a host, looked up now where they were not before (a
+ * cache in the URL) and the node may (no_resolve). Returns 0, or -1 with
+ * "cannot resolve HOST: why". */
+int node_address(const struct node *n, const char *host, int port,
+		 struct net_addrs *a, char *why, size_t whylen);
 /* Whether a and b name one server: the same address and port (after
  * resolution), the same unix socket (same file, or same path when it does
  * not exist), or the same sentinels' master. why gets "ADDRESS". */
