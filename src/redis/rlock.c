@@ -492,8 +492,9 @@ enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *er
 
 /* One try on the servers but the n_fresh that hold_off_fresh() left out
  * (skip), which count as refusals. */
-static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
-				    int64_t *retry_ms, struct error *err)
+/* The acquire script on every server (the short call first where it
+ * may do: see script_acquire). Returns how many answered. */
+static size_t ask_servers(struct rlock *lk)
 {
 	const char *argv[] = {
 		lk->key, lk->fence_key, lk->history_key, lk->owner_key,
@@ -516,20 +517,8 @@ static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
 	struct cmd short_cmd = { &short_acquire, 8, short_argv, NULL };
 	bool short_call = lk->n_nodes == 1 && lk->p->limit == 0 &&
 			  !lk->ticket[0] && !lk->reentry_token && !lk->waited;
-	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
 	size_t n_answered;
-	long long fence = 0, value, held_fence = 0;
-	int64_t start_ms, validity_ms;
-	enum lock_result r;
-	long long counted[MAX_SERVERS];	/* fencing count of each grant, or -1 */
-	long long slot[MAX_SERVERS], value_slot;
-	bool ok, stray[MAX_SERVERS] = { false };
-	size_t n_granted;
 
-	lk->held_by[0] = '\0';
-	lk->queue_pos = 0;
-	lk->free_slot = -1;
-	start_ms = clock_now_ms();
 	short_acquire.n_keys = 3;
 	n_answered = fanout_round(lk->nodes, lk->n_nodes,
 				  short_call ? &short_cmd : &cmd, 1,
@@ -537,25 +526,43 @@ static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
 	/* the short call found the lock taken: {3}, the full one then */
 	if (short_call && n_answered == 1 && short_again(lk->nodes[0].replies[0]))
 		n_answered = fanout_round(lk->nodes, 1, &cmd, 1, lk->node_timeout_ms);
-	n_answered += n_fresh;
-	lk->refused |= n_fresh > 0;
+	return n_answered;
+}
+
+/* What the servers said to one try. */
+struct tally {
+	size_t n_answered, n_yes, n_again, n_granted;
+	long long fence;	/* the largest of the grants */
+	long long held_fence;	/* re-entered: the outer holder's */
+	long long counted[MAX_SERVERS];	/* fencing count of each grant, or -1 */
+	long long slot[MAX_SERVERS];	/* --limit: the slot each granted */
+	bool stray[MAX_SERVERS];	/* a grant of a slot that does not count */
+};
+
+/* Each server's reply to the acquire script into t; a refusal's retry
+ * hint into *retry_ms (the earliest). */
+static void count_replies(struct rlock *lk, struct tally *t, int64_t *retry_ms)
+{
+	long long value, value_slot;
+
 	*retry_ms = -1;
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		struct node *n = &lk->nodes[i];
 
-		counted[i] = slot[i] = -1;
+		t->counted[i] = t->slot[i] = -1;
+		t->stray[i] = false;
 		if (n->state != NODE_DONE)
 			continue;
 		switch (acquire_reply(lk, n->replies[0], &value, &value_slot)) {
 		case 1:
-			counted[i] = value;
-			slot[i] = value_slot;
-			n_yes++;
+			t->counted[i] = value;
+			t->slot[i] = value_slot;
+			t->n_yes++;
 			break;
 		case 2:
-			n_again++;
-			if (value > held_fence)
-				held_fence = value;
+			t->n_again++;
+			if (value > t->held_fence)
+				t->held_fence = value;
 			break;
 		case 0:
 			/* A refusal counts us among the waiters there. */
@@ -568,65 +575,91 @@ static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
 			error_set(&n->err, EX_SOFTWARE, "%s: unexpected reply to the lock script",
 				  n->url->text);
 			n->state = NODE_FAILED;
-			n_answered--;
+			t->n_answered--;
 		}
 	}
-	validity_ms = quorum_validity_ms(lk->ttl_ms, clock_now_ms() - start_ms);
-	n_granted = n_yes;
-	n_yes = keep_one_slot(lk, counted, slot, stray, n_yes);
+	t->n_granted = t->n_yes;
+	t->n_yes = keep_one_slot(lk, t->counted, t->slot, t->stray, t->n_yes);
 	for (size_t i = 0; i < lk->n_nodes; i++) {
-		lk->granted[i] = counted[i] >= 0;
-		if (counted[i] > fence)
-			fence = counted[i];
+		lk->granted[i] = t->counted[i] >= 0;
+		if (t->counted[i] > t->fence)
+			t->fence = t->counted[i];
 	}
+}
 
-	if (n_again >= need) {
+/* A majority granted the lock in time: the fence written back, the
+ * replicas waited for (--wait-replicas), stray grants given back. */
+static enum lock_result granted(struct rlock *lk, struct tally *t,
+				int64_t start_ms, struct error *err)
+{
+	bool ok;
+
+	snprintf(lk->fence, sizeof lk->fence, "%lld", t->fence);
+	lk->valid_until_ms = start_ms + lk->ttl_ms - quorum_drift_ms(lk->ttl_ms);
+	/* The fence write-back and WAIT go only to servers that granted the
+	 * lock, a majority: one that did not answer would cost another
+	 * deadline. */
+	ok = lk->n_nodes == 1 || fence_write_back(lk, t->counted, err) == 0;
+	if (ok && lk->p->wait_replicas) {
+		only_granted(lk, t->counted, -1);
+		ok = wait_replicas(lk, err) == 0;
+		all_servers(lk);
+	}
+	if (ok && clock_now_ms() < lk->valid_until_ms) {
+		give_back(lk, t->stray);
+		lk->acquired_ms = start_ms;
+		return LOCK_ACQUIRED;
+	}
+	if (ok)
+		error_set(err, EX_UNAVAILABLE, "acquiring took longer than the lease");
+	release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
+	return LOCK_FAILED;
+}
+
+static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
+				    int64_t *retry_ms, struct error *err)
+{
+	size_t need = quorum_majority(lk->n_nodes);
+	struct tally t = { 0 };
+	int64_t start_ms, validity_ms;
+	enum lock_result r;
+
+	lk->held_by[0] = '\0';
+	lk->queue_pos = 0;
+	lk->free_slot = -1;
+	start_ms = clock_now_ms();
+	t.n_answered = ask_servers(lk) + n_fresh;
+	lk->refused |= n_fresh > 0;
+	count_replies(lk, &t, retry_ms);
+	validity_ms = quorum_validity_ms(lk->ttl_ms, clock_now_ms() - start_ms);
+
+	if (t.n_again >= need) {
 		/* A server the outer dlock did not get (it was down then)
 		 * granted this request a lock of its own: given back, with
 		 * our own token, before it is replaced by the outer one.
 		 * So are servers that did not answer, which may have. */
-		if (n_granted > 0 || n_answered < lk->n_nodes)
+		if (t.n_granted > 0 || t.n_answered < lk->n_nodes)
 			release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 		snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
 		/* the outer holder's fence, as the servers keep it: never the
 		 * caller's DLOCK_FENCE, which nothing checks */
-		snprintf(lk->fence, sizeof lk->fence, "%lld", held_fence);
+		snprintf(lk->fence, sizeof lk->fence, "%lld", t.held_fence);
 		return LOCK_REENTERED;
 	}
-	if (n_yes >= need && validity_ms > 0) {
-		snprintf(lk->fence, sizeof lk->fence, "%lld", fence);
-		lk->valid_until_ms = start_ms + lk->ttl_ms - quorum_drift_ms(lk->ttl_ms);
-		/* The fence write-back and WAIT go only to servers that
-		 * granted the lock, a majority: one that did not answer would
-		 * cost another deadline. */
-		ok = lk->n_nodes == 1 || fence_write_back(lk, counted, err) == 0;
-		if (ok && lk->p->wait_replicas) {
-			only_granted(lk, counted, -1);
-			ok = wait_replicas(lk, err) == 0;
-			all_servers(lk);
-		}
-		if (ok && clock_now_ms() < lk->valid_until_ms) {
-			give_back(lk, stray);
-			lk->acquired_ms = start_ms;
-			return LOCK_ACQUIRED;
-		}
-		if (ok)
-			error_set(err, EX_UNAVAILABLE, "acquiring took longer than the lease");
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
-		return LOCK_FAILED;
-	}
-	if (n_yes >= need) {
+	if (t.n_yes >= need && validity_ms > 0)
+		return granted(lk, &t, start_ms, err);
+	if (t.n_yes >= need) {
 		error_set(err, EX_UNAVAILABLE,
 			  "acquiring took longer than the lease (--ttl too short?)");
 		r = LOCK_FAILED;
-	} else if (n_answered >= need) {
+	} else if (t.n_answered >= need) {
 		r = LOCK_HELD;
 	} else {
-		no_quorum(lk, n_answered, err, "answered");
+		no_quorum(lk, t.n_answered, err, "answered");
 		r = LOCK_FAILED;
 	}
 	/* What did not answer may have taken the SET all the same. */
-	if (n_granted > 0 || n_answered < lk->n_nodes)
+	if (t.n_granted > 0 || t.n_answered < lk->n_nodes)
 		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 	return r;
 }
