@@ -3,9 +3,9 @@
  * Every round goes to all servers at once (fanout.c). The lock is ours
  * when a majority said yes and time is left of the lease once drift is
  * allowed for; anything less is given back on every server, including
- * those that did not answer (their SET may have landed after all). */
+ * those that did not answer (their SET may have landed after all):
+ * unlock.c, which also gives the lock back when the job ends. */
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +23,6 @@
 /* How long the fencing and ticket counters outlive the lock's last use;
  * the scripts say 86400000 where they set it. */
 #define COUNTER_IDLE_MS "86400000"
-/* A release that meets a passing state is tried again until the lease's
- * end, but no longer than this. */
-#define RELEASE_RETRY_MS 5000
 /* RedLock: the servers' clocks count in the fence in whole seconds (see
  * src/redis/lua/lib/fence.lua), so that they mostly hand out one value and the
  * write-back round is seldom needed. */
@@ -190,77 +187,8 @@ static bool short_again(const redisReply *r)
 	       r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 3;
 }
 
-/* how: "job" (exit status known, or LOCK_EXIT_UNKNOWN) or "undo"; see
- * script_release. min_hold: keep the lock for what is left of --min-hold. */
-static size_t release_script(struct rlock *lk, const char *how, int exit_status,
-			     bool min_hold, int64_t timeout_ms)
-{
-	char exit_arg[16] = "", held_arg[24] = "", hold_arg[24] = "";
-	char finished_arg[24] = "";
-	const char *argv[] = {
-		lk->key, lk->alive_key, lk->history_key, lk->queue_key,
-		lk->wake_key, lk->writers_key, lk->owner_key, lk->mode_key,
-		lk->slots_key, lk->notice_key, lk->fence_key,
-		lk->token, lk->history_arg, how, exit_arg, held_arg, lk->fence,
-		lk->core->info, "", hold_arg, finished_arg,
-	};
-	/* KEYS 1-6 and ARGV 1-7 (see script_release) */
-	const char *short_argv[] = {
-		argv[0], argv[1], argv[2], argv[3], argv[4], argv[5],
-		argv[11], argv[12], argv[13], argv[14], argv[15], argv[16],
-		argv[17],
-	};
-	struct script short_release = script_release;
-	struct cmd cmd = { &script_release, 21, argv, NULL };
-	struct cmd short_cmd = { &short_release, 13, short_argv, NULL };
-	int64_t held_ms = clock_now_ms() - lk->acquired_ms;
-	const redisReply *r;
-	size_t n_ok;
-
-	if (exit_status != LOCK_EXIT_UNKNOWN)
-		snprintf(exit_arg, sizeof exit_arg, "%d", exit_status);
-	snprintf(held_arg, sizeof held_arg, "%" PRId64, held_ms);
-	/* Counted from the start of the round that acquired, before any
-	 * server granted it: what is left on a server is never more than the
-	 * minimum. The server's clock counts the rest down. */
-	if (min_hold && lk->p->min_hold_ms > held_ms) {
-		snprintf(hold_arg, sizeof hold_arg, "%" PRId64,
-			 lk->p->min_hold_ms - held_ms);
-		snprintf(finished_arg, sizeof finished_arg, "%" PRId64,
-			 clock_wall_ms());
-	}
-	/* The common case, an exclusive job's end on one server, in the
-	 * short call; the script asks for the full one (3) when the lock is
-	 * not ours (any more). */
-	if (lk->n_nodes == 1 && lk->p->limit == 0 && strcmp(how, "job") == 0 &&
-	    !hold_arg[0]) {
-		short_release.n_keys = 6;
-		n_ok = fanout_round(lk->nodes, 1, &short_cmd, 1, timeout_ms);
-		r = lk->nodes[0].replies[0];
-		if (n_ok == 0 || r->type != REDIS_REPLY_INTEGER || r->integer != 3)
-			return n_ok;
-	}
-	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, timeout_ms);
-}
-
-/* release_script() where the lock is: Sentinel's rounds go to the master
- * of the last round when too few sentinels answer, as the script deletes
- * only what is ours (renewals and tries fail then). */
-static size_t release_round(struct rlock *lk, const char *how, int exit_status,
-			    bool min_hold, int64_t timeout_ms)
-{
-	size_t n_ok;
-
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		lk->nodes[i].any_master = true;
-	n_ok = release_script(lk, how, exit_status, min_hold, timeout_ms);
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		lk->nodes[i].any_master = false;
-	return n_ok;
-}
-
-static void no_quorum(struct rlock *lk, size_t n_ok, struct error *err,
-		      const char *what)
+void rlock_no_quorum(struct rlock *lk, size_t n_ok, struct error *err,
+		     const char *what)
 {
 	const struct error *worst = fanout_worst_error(lk->nodes, lk->n_nodes);
 	size_t need = quorum_majority(lk->n_nodes);
@@ -301,7 +229,7 @@ static void only_granted(struct rlock *lk, const long long *counted,
 		lk->nodes[i].skip = counted[i] < 0 || counted[i] == except;
 }
 
-static void all_servers(struct rlock *lk)
+void rlock_all_servers(struct rlock *lk)
 {
 	for (size_t i = 0; i < lk->n_nodes; i++)
 		lk->nodes[i].skip = false;
@@ -326,10 +254,10 @@ static int fence_write_back(struct rlock *lk, const long long *counted,
 		return 0;
 	only_granted(lk, counted, fence);
 	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
-	all_servers(lk);
+	rlock_all_servers(lk);
 	if (n_at + n_ok >= need)
 		return 0;
-	no_quorum(lk, n_at + n_ok, err, "stored the fencing token");
+	rlock_no_quorum(lk, n_at + n_ok, err, "stored the fencing token");
 	return -1;
 }
 
@@ -342,9 +270,9 @@ int rlock_raise_fence(struct rlock *lk, const char *fence, struct error *err)
 	for (size_t i = 0; i < lk->n_nodes; i++)
 		lk->nodes[i].skip = !lk->granted[i];
 	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
-	all_servers(lk);
+	rlock_all_servers(lk);
 	if (n_ok < quorum_majority(lk->n_nodes)) {
-		no_quorum(lk, n_ok, err, "stored the fencing token");
+		rlock_no_quorum(lk, n_ok, err, "stored the fencing token");
 		return -1;
 	}
 	snprintf(lk->fence, sizeof lk->fence, "%s", fence);
@@ -379,7 +307,7 @@ static int wait_replicas(struct rlock *lk, struct error *err)
 		error_set(err, EX_UNAVAILABLE, "%s: %lld of %d replicas acknowledged in time",
 			  lk->nodes[0].url->text, least, lk->p->wait_replicas);
 	else
-		no_quorum(lk, n_ok, err, "had enough replicas acknowledge");
+		rlock_no_quorum(lk, n_ok, err, "had enough replicas acknowledge");
 	return -1;
 }
 
@@ -422,8 +350,8 @@ static void give_back(struct rlock *lk, const bool *stray)
 		any |= stray[i];
 	}
 	if (any)
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
-	all_servers(lk);
+		rlock_release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
+	rlock_all_servers(lk);
 }
 
 /* Sentinel: a failover leaves a holder on the old master, which goes on
@@ -484,7 +412,7 @@ enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *er
 
 	if (n_fresh == 0)
 		return r;
-	all_servers(lk);
+	rlock_all_servers(lk);
 	if (r == LOCK_HELD && (*retry_ms < 0 || fresh_ms < *retry_ms))
 		*retry_ms = fresh_ms;
 	return r;
@@ -603,7 +531,7 @@ static enum lock_result granted(struct rlock *lk, struct tally *t,
 	if (ok && lk->p->wait_replicas) {
 		only_granted(lk, t->counted, -1);
 		ok = wait_replicas(lk, err) == 0;
-		all_servers(lk);
+		rlock_all_servers(lk);
 	}
 	if (ok && clock_now_ms() < lk->valid_until_ms) {
 		give_back(lk, t->stray);
@@ -612,7 +540,7 @@ static enum lock_result granted(struct rlock *lk, struct tally *t,
 	}
 	if (ok)
 		error_set(err, EX_UNAVAILABLE, "acquiring took longer than the lease");
-	release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
+	rlock_release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 	return LOCK_FAILED;
 }
 
@@ -639,7 +567,7 @@ static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
 		 * our own token, before it is replaced by the outer one.
 		 * So are servers that did not answer, which may have. */
 		if (t.n_granted > 0 || t.n_answered < lk->n_nodes)
-			release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
+			rlock_release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 		snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
 		/* the outer holder's fence, as the servers keep it: never the
 		 * caller's DLOCK_FENCE, which nothing checks */
@@ -655,12 +583,12 @@ static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
 	} else if (t.n_answered >= need) {
 		r = LOCK_HELD;
 	} else {
-		no_quorum(lk, t.n_answered, err, "answered");
+		rlock_no_quorum(lk, t.n_answered, err, "answered");
 		r = LOCK_FAILED;
 	}
 	/* What did not answer may have taken the SET all the same. */
 	if (t.n_granted > 0 || t.n_answered < lk->n_nodes)
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
+		rlock_release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 	return r;
 }
 
@@ -681,7 +609,7 @@ int rlock_take_ticket(struct rlock *lk, struct error *err)
 	long long ticket = 0;
 
 	if (n_ok < quorum_majority(lk->n_nodes)) {
-		no_quorum(lk, n_ok, err, "answered");
+		rlock_no_quorum(lk, n_ok, err, "answered");
 		return -1;
 	}
 	for (size_t i = 0; i < lk->n_nodes; i++) {
@@ -729,7 +657,7 @@ void rlock_end_wait(struct rlock *lk, enum lock_result r)
 	for (size_t i = 0; i < lk->n_nodes; i++)
 		lk->nodes[i].skip = r == LOCK_ACQUIRED && lk->granted[i];
 	fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
-	all_servers(lk);
+	rlock_all_servers(lk);
 }
 
 enum extend_result rlock_extend(struct rlock *lk, int64_t timeout_ms,
@@ -774,94 +702,8 @@ enum extend_result rlock_extend(struct rlock *lk, int64_t timeout_ms,
 				  lk->n_nodes == 1 ? n->url->text : "");
 		return EXTEND_LOST;
 	}
-	no_quorum(lk, n_yes, err, "renewed the lease");
+	rlock_no_quorum(lk, n_yes, err, "renewed the lease");
 	return EXTEND_FAILED;
-}
-
-/* Whether a failed release on n is worth another try: a passing state
- * (TRYAGAIN while the cluster moves the lock's slot, LOADING, BUSY, ...;
- * an ASK is followed within the round), while time is left; or, once, a
- * connection that was there before the round and broke without a word
- * (the server restarted since: "broken pipe"), on a fresh one. A server
- * that refuses connections is not asked again. */
-static bool retry_release(const struct node *n, bool had_conn, int tries)
-{
-	if (n->state != NODE_FAILED || n->err.exit != EX_UNAVAILABLE)
-		return false;
-	return n->answered || (had_conn && tries == 1);
-}
-
-static int release_all(struct rlock *lk, const char *how, int exit_status,
-		       bool min_hold, struct error *err)
-{
-	/* The release's deadline: the lease's end (the lock lapses then,
-	 * released or not), at most RELEASE_RETRY_MS from now. */
-	int64_t now_ms = clock_now_ms(), deadline_ms = now_ms + RELEASE_RETRY_MS;
-	int64_t pause_ms = 10;
-	size_t n_ok, n_no = 0, need = quorum_majority(lk->n_nodes);
-	bool had_conn[MAX_SERVERS], again;
-	const struct error *worst;
-
-	if (lk->valid_until_ms > now_ms && lk->valid_until_ms < deadline_ms)
-		deadline_ms = lk->valid_until_ms;
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		had_conn[i] = lk->nodes[i].c != NULL;
-	/* Every server, also one that did not answer lately: a paused server
-	 * that resumes runs our queued SET, then this release, in that order,
-	 * instead of keeping a key nobody knows for a whole TTL. */
-	n_ok = release_round(lk, how, exit_status, min_hold, lk->node_timeout_ms);
-	for (int tries = 1;; tries++) {
-		again = false;
-		for (size_t i = 0; i < lk->n_nodes; i++) {
-			lk->nodes[i].skip = !retry_release(&lk->nodes[i], had_conn[i], tries);
-			again |= !lk->nodes[i].skip;
-		}
-		now_ms = clock_now_ms();
-		if (!again || now_ms + pause_ms >= deadline_ms)
-			break;
-		poll(NULL, 0, (int)pause_ms);
-		pause_ms = pause_ms * 2 > 200 ? 200 : pause_ms * 2;
-		n_ok += release_round(lk, how, exit_status, min_hold,
-				      deadline_ms - clock_now_ms());
-	}
-	all_servers(lk);
-	/* The servers that said the lock is not ours (script_release: 0). A
-	 * retried node's reply is its last round's. */
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		const redisReply *r = lk->nodes[i].replies[0];
-
-		n_no += lk->nodes[i].state == NODE_DONE && r &&
-			r->type == REDIS_REPLY_INTEGER && r->integer == 0;
-	}
-	if (strcmp(how, "job") == 0 && n_no > lk->n_nodes - need) {
-		error_set(err, EX_TEMPFAIL, lk->n_nodes == 1 ?
-			  "the lock was deleted or taken over%s%s" :
-			  "the lock was deleted or taken over on a majority%s%s",
-			  lk->n_nodes == 1 ? " on " : "",
-			  lk->n_nodes == 1 ? lk->nodes[0].url->text : "");
-		return LOCK_RELEASE_LOST;
-	}
-	if (n_ok == lk->n_nodes)
-		return 0;
-	worst = fanout_worst_error(lk->nodes, lk->n_nodes);
-	if (n_ok < need) {
-		no_quorum(lk, n_ok, err, "confirmed the release");
-		return -1;
-	}
-	error_set(err, 0, "released on %zu of %zu servers; %s", n_ok,
-		  lk->n_nodes, worst ? worst->msg : "no answer");
-	return 1;
-}
-
-int rlock_release(struct rlock *lk, struct error *err)
-{
-	return release_all(lk, "undo", LOCK_EXIT_UNKNOWN, false, err);
-}
-
-int rlock_release_job(struct rlock *lk, int exit_status, bool min_hold,
-		     struct error *err)
-{
-	return release_all(lk, "job", exit_status, min_hold, err);
 }
 
 bool rlock_busy(const struct rlock *lk)
