@@ -112,9 +112,21 @@ sentinel_field() {	# sentinel_field SENTINEL FIELD: of SENTINEL MASTER m
 	sc "$1" sentinel master m | paste - - | awk -F'\t' -v f="$2" '$1 == f { print $2 }'
 }
 
+# replica_seen SENTINEL NODE MASTER: the sentinel has NODE as a replica of
+# MASTER, its link up (it learns that from INFO, every 10 s at rest; a
+# replica it has not seen so is no candidate, and SENTINEL FAILOVER fails)
+replica_seen() {
+	sc "$1" sentinel replicas m | paste - - | awk -F'\t' -v p="$(port_of "$2")" \
+		-v mp="$(port_of "$3")" '
+		$1 == "port" { cur = $2 } $1 == "flags" { f[cur] = $2 }
+		$1 == "master-port" { m[cur] = $2 } $1 == "master-link-status" { s[cur] = $2 }
+		END { exit !(f[p] == "slave" && m[p] == mp && s[p] == "ok") }'
+}
+
 # settled: the three sentinels agree on the master, none is failing over
-# or in TILT mode, the other node replicates from it, and the master has
-# been the master longer than a -t 3 acquisition waits after a failover (5 s)
+# or in TILT mode, the other node replicates from it (as each sentinel
+# sees), and the master has been the master longer than a -t 3
+# acquisition waits after a failover (5 s)
 settled() {
 	local says m r i ports
 	says=$(sentinels_say)
@@ -129,6 +141,7 @@ settled() {
 		# out of TILT mode (30 s after a stall, a SIGSTOP), where a
 		# sentinel does no failover
 		sc "s$i" info sentinel | grep -q '^sentinel_tilt:0' || return 1
+		replica_seen "s$i" "$r" "$m" || return 1
 	done
 	[[ $(field "$m" role) == master && $(field "$r" role) == slave &&
 		$(field "$r" master_port) == $(port_of "$m") &&
