@@ -12,8 +12,9 @@
  * ours), an operator ends the holder's session (PostgreSQL, MySQL), a
  * watch fires (ZooKeeper, etcd). What each engine watches is polled from
  * the supervisor's thread once the job has run the engine's watch_after_ms
- * (Redis: half a second, so that a command
- * that ends sooner never opens anything for it). An event starts a
+ * (Redis, etcd: 20 ms, so that a command that ends sooner, such as
+ * `dlock K true`, never opens anything for it, and a lock broken sooner
+ * is found out within that and a round). An event starts a
  * renewal round at once, which decides: the job is told within a round
  * trip, not at the next renewal. */
 #include <errno.h>

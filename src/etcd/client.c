@@ -2,9 +2,12 @@
  * that does not answer is left for the next, a kept-alive connection the
  * server closed is opened again, an expired auth token is renewed, and
  * what etcd says goes up as dlock's exit statuses. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sysexits.h>
 #include "clock.h"
 #include "client.h"
@@ -275,6 +278,45 @@ static bool too_old(struct etcd_client *c, int64_t deadline_ms, char *why,
 	return old;
 }
 
+/* The cluster an answer (or a stream's result) came from: its header's
+ * cluster_id, a uint64 in decimal; NULL when it has none. */
+static const char *cluster_of(json_object *o)
+{
+	json_object *h, *id;
+
+	if (!o || !json_object_object_get_ex(o, "header", &h) ||
+	    !json_object_object_get_ex(h, "cluster_id", &id) ||
+	    !json_object_is_type(id, json_type_string) ||
+	    json_object_get_string_len(id) == 0)
+		return NULL;
+	return json_object_get_string(id);
+}
+
+/* Whether id is the cluster of the first answer (which it becomes when
+ * there was none); else why, naming member ep, the first member and
+ * both clusters (in hex, as etcdctl shows IDs). */
+static bool same_cluster(struct etcd_cluster *cl, size_t ep, const char *id,
+			 char *why, size_t whylen)
+{
+	char mine[300], first[300];
+
+	if (!id)
+		return true;
+	if (!cl->cluster_id[0]) {
+		snprintf(cl->cluster_id, sizeof cl->cluster_id, "%.20s", id);
+		cl->cluster_ep = ep;
+		return true;
+	}
+	if (strcmp(id, cl->cluster_id) == 0)
+		return true;
+	etcd_member_text(cl, ep, mine, sizeof mine);
+	etcd_member_text(cl, cl->cluster_ep, first, sizeof first);
+	snprintf(why, whylen, "%.280s is a member of etcd cluster %llx, %.280s of cluster %llx: one URL, one cluster",
+		 mine, strtoull(id, NULL, 10), first,
+		 strtoull(cl->cluster_id, NULL, 10));
+	return false;
+}
+
 /* A request and its answer: 0 and *reply for 200; -1 with err and *code. */
 static int call_once(struct etcd_client *c, const char *path, const char *body,
 		     bool auth, int64_t deadline_ms, json_object **reply, int *code,
@@ -300,6 +342,15 @@ static int call_once(struct etcd_client *c, const char *path, const char *body,
 		return -1;
 	}
 	o = etcd_json_parse(r.body ? r.body : "", r.body_len);
+	if (r.status == 200 && o &&
+	    !same_cluster(c->cl, c->ep, cluster_of(o), why, sizeof why)) {
+		/* never counted: a setting to fix, before anything is taken
+		 * there (check_members), or at once when first met later */
+		http_resp_free(&r);
+		json_object_put(o);
+		error_set(err, EX_USAGE, "%s", why);
+		return -1;
+	}
 	if (r.status == 200 && o) {
 		http_resp_free(&r);
 		*reply = o;
@@ -371,6 +422,154 @@ static int authenticate(struct etcd_client *c, int64_t deadline_ms,
 	return cl->token ? 0 : -1;
 }
 
+/* Whether the client URL u ("http://10.0.0.1:2379", "https://[::1]:2379")
+ * names endpoint ep: the same port, and the same host name, or an address
+ * the endpoint's name has (a, looked up before). */
+static bool names_endpoint(const char *u, const struct etcd_endpoint *ep,
+			   const struct net_addrs *a)
+{
+	const char *h = strstr(u, "://"), *end, *colon;
+	char host[256];
+	unsigned char bin[16];
+	size_t len;
+	long port;
+
+	h = h ? h + 3 : u;
+	if (*h == '[') {
+		if (!(end = strchr(++h, ']')) || end[1] != ':')
+			return false;
+		colon = end + 1;
+	} else if (!(colon = end = strrchr(h, ':'))) {
+		return false;
+	}
+	port = strtol(colon + 1, NULL, 10);
+	len = (size_t)(end - h);
+	if (port != ep->port || len >= sizeof host)
+		return false;
+	memcpy(host, h, len);
+	host[len] = '\0';
+	if (strcasecmp(host, ep->host) == 0)
+		return true;
+	for (size_t k = 0; a && k < a->n; k++) {
+		const struct sockaddr_storage *sa = &a->addr[k].sa;
+
+		if (sa->ss_family == AF_INET && inet_pton(AF_INET, host, bin) == 1 &&
+		    memcmp(&((const struct sockaddr_in *)sa)->sin_addr, bin, 4) == 0)
+			return true;
+		if (sa->ss_family == AF_INET6 && inet_pton(AF_INET6, host, bin) == 1 &&
+		    memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, bin, 16) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Whether one of the members in a MemberList answer has a client URL
+ * that names endpoint i of the URL. */
+static bool among_members(const struct etcd_cluster *cl, json_object *list, size_t i)
+{
+	json_object *members, *m, *urls;
+	const struct net_addrs *a = cl->url->tls || !cl->resolved[i] ? NULL : &cl->addr[i];
+
+	if (!json_object_object_get_ex(list, "members", &members) ||
+	    !json_object_is_type(members, json_type_array))
+		return false;
+	for (size_t k = 0; k < json_object_array_length(members); k++) {
+		m = json_object_array_get_idx(members, k);
+		if (!json_object_is_type(m, json_type_object) ||
+		    !json_object_object_get_ex(m, "clientURLs", &urls) ||
+		    !json_object_is_type(urls, json_type_array))
+			continue;
+		for (size_t j = 0; j < json_object_array_length(urls); j++) {
+			json_object *u = json_object_array_get_idx(urls, j);
+
+			if (json_object_is_type(u, json_type_string) &&
+			    names_endpoint(json_object_get_string(u), &cl->url->ep[i], a))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Endpoint i, which the member list did not name: its own MemberList's
+ * header says its cluster. 0: the same, or no answer by until_ms (a
+ * member that is down cannot say; a call that reaches it later compares
+ * then); -1 with err (64): another cluster. */
+static int ask_member(struct etcd_client *from, size_t i, int64_t until_ms,
+		      struct error *err)
+{
+	struct etcd_cluster *cl = from->cl;
+	struct etcd_client probe;
+	struct http_resp r;
+	json_object *o = NULL;
+	char why[700];
+	bool refused, same = true;
+
+	etcd_client_init(&probe, cl);
+	probe.ep = i;
+	if ((cl->url->tls || cl->resolved[i]) &&
+	    http_connect(&probe.conn, &cl->url->ep[i], &cl->addr[i], cl->url->tls,
+			 cl->tls, until_ms, why, sizeof why, &refused) == 0 &&
+	    request(&probe, "POST", "/v3/cluster/member/list", "{}", false, until_ms,
+		    &r, why, sizeof why) == 0) {
+		if (r.status == 200 && (o = etcd_json_parse(r.body ? r.body : "", r.body_len)))
+			same = same_cluster(cl, i, cluster_of(o), why, sizeof why);
+		json_object_put(o);
+		http_resp_free(&r);
+	}
+	etcd_client_close(&probe);
+	if (same)
+		return 0;
+	error_set(err, EX_USAGE, "%s", why);
+	return -1;
+}
+
+/* One URL, one cluster, checked before the first request of a URL that
+ * names several members: each host must not lock in a cluster of its
+ * own, as two hosts whose URLs list the members of two clusters in other
+ * orders (or whose first member is down) would. The member answering
+ * gives its cluster's members (one request more, on its connection);
+ * another endpoint of the URL that is none of their client URLs (a
+ * proxy, a NAT, names other than advertised) is asked its cluster, each
+ * in a share of half the time left. 0, or -1 with err: 64 when another
+ * cluster answered, or how the MemberList request failed (69: then the
+ * next member, as for any call). A MemberList refused otherwise (a proxy
+ * that does not pass it) leaves the answers' own cluster_id to compare. */
+static int check_members(struct etcd_client *c, int64_t deadline_ms,
+			 struct error *err)
+{
+	struct etcd_cluster *cl = c->cl;
+	json_object *list = NULL;
+	size_t n_ep = cl->url->n_ep, ask[ETCD_MAX_ENDPOINTS], n_ask = 0;
+	int64_t end_ms;
+	int code;
+	bool retry;
+
+	if (call_once(c, "/v3/cluster/member/list", "{}", true, deadline_ms, &list,
+		      &code, &retry, err) < 0) {
+		if (err->exit == EX_UNAVAILABLE || err->exit == EX_USAGE)
+			return -1;
+		*err = (struct error){ 0 };
+		cl->members_checked = true;
+		return 0;
+	}
+	for (size_t i = 0; i < n_ep; i++)
+		if (i != c->ep && !among_members(cl, list, i))
+			ask[n_ask++] = i;
+	json_object_put(list);
+	end_ms = clock_now_ms() + (deadline_ms - clock_now_ms()) / 2;
+	for (size_t k = 0; k < n_ask; k++) {
+		int64_t left_ms = end_ms - clock_now_ms();
+
+		if (left_ms <= 0)
+			break;
+		if (ask_member(c, ask[k], clock_now_ms() + left_ms / (int64_t)(n_ask - k),
+			       err) < 0)
+			return -1;
+	}
+	cl->members_checked = true;
+	return 0;
+}
+
 int etcd_call(struct etcd_client *c, const char *path, json_object *body,
 	      int64_t deadline_ms, json_object **reply, int *code,
 	      struct error *err)
@@ -389,6 +588,13 @@ int etcd_call(struct etcd_client *c, const char *path, json_object *body,
 		if (c->conn.fd < 0 && connect_any(c, deadline_ms, err) < 0)
 			return -1;
 		if (cl->user && !cl->token && authenticate(c, deadline_ms, err) < 0) {
+			if (err->exit != EX_UNAVAILABLE)
+				return -1;
+			http_close(&c->conn);
+			goto next_member;
+		}
+		if (n_ep > 1 && !cl->members_checked &&
+		    check_members(c, deadline_ms, err) < 0) {
 			if (err->exit != EX_UNAVAILABLE)
 				return -1;
 			http_close(&c->conn);
@@ -466,7 +672,8 @@ int etcd_stream_start(struct etcd_client *c, const char *path, json_object *body
 int etcd_stream_next(struct etcd_client *c, json_object **msg, struct error *err)
 {
 	struct http_resp *r = &c->stream;
-	char why[512];
+	json_object *res;
+	char why[700];
 
 	*msg = NULL;
 	if (!c->streaming || c->conn.fd < 0) {
@@ -503,6 +710,13 @@ int etcd_stream_next(struct etcd_client *c, json_object **msg, struct error *err
 
 			c->stream_at = (size_t)(nl + 1 - r->body);
 			*msg = etcd_json_parse(r->body + start, (size_t)(nl - r->body) - start);
+			if (*msg && json_object_object_get_ex(*msg, "result", &res) &&
+			    !same_cluster(c->cl, c->ep, cluster_of(res), why, sizeof why)) {
+				json_object_put(*msg);
+				*msg = NULL;
+				error_set(err, EX_USAGE, "%s", why);
+				return -1;
+			}
 			/* what was read goes, now and then */
 			if (c->stream_at > 65536) {
 				memmove(r->body, r->body + c->stream_at,

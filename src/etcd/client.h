@@ -41,6 +41,14 @@ struct etcd_cluster {
 				 * (HTTP 429 or 503, too many requests, no
 				 * leader): set by calls, cleared by the
 				 * engine's try */
+	/* One URL, one cluster: the cluster_id of the first answer (a
+	 * uint64 in decimal, as etcd writes it; "": none yet) and the
+	 * member that gave it; every later answer must carry the same.
+	 * members_checked: the URL's other members were matched to that
+	 * cluster's, or asked, once (a URL of several members only). */
+	char cluster_id[24];
+	size_t cluster_ep;
+	bool members_checked;
 };
 
 struct etcd_client {

@@ -1130,7 +1130,7 @@ const struct engine etcd_engine = {
 		.end = http_tls_end,
 	},
 	.lock = {
-		.watch_after_ms = 500,
+		.watch_after_ms = 20,
 		.open = open_lock,
 		.close = close_lock,
 		.begin = begin,

@@ -445,7 +445,7 @@ const struct engine redis_engine = {
 		.end = tls_end,
 	},
 	.lock = {
-		.watch_after_ms = 500,
+		.watch_after_ms = 20,
 		.open = open_lock,
 		.close = close_lock,
 		.begin = begin,

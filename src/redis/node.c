@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "cluster.h"
 #include "node.h"
+#include "sentinel.h"
 #include "tls.h"
 
 #define MAX_ARGS 24
@@ -221,10 +222,8 @@ void node_resolve(struct node *n)
 			       &u->sentinels[i].addr, why, sizeof why);
 }
 
-/* The addresses of a host, looked up now where they were not before and
- * the node may. Returns 0, or -1 with "cannot resolve HOST: why". */
-static int address(const struct node *n, const char *host, int port,
-		   struct net_addrs *a, char *why, size_t whylen)
+int node_address(const struct node *n, const char *host, int port,
+		 struct net_addrs *a, char *why, size_t whylen)
 {
 	if (a->n)
 		return 0;
@@ -235,351 +234,26 @@ static int address(const struct node *n, const char *host, int port,
 	return -1;
 }
 
-/* A blocking connection to a sentinel (any of its addresses), by
- * deadline_ms, for questions answered by then. */
-static redisContext *sentinel_connect(const struct net_addrs *a, int64_t deadline_ms,
-				      char *why, size_t whylen)
-{
-	int64_t left_ms;
-	struct timeval tv;
-	redisContext *c;
-	int fd;
-
-	if (net_dial(a, deadline_ms, &fd, why, whylen) < 0)
-		return NULL;
-	left_ms = deadline_ms - clock_now_ms();
-	if (left_ms < 1)
-		left_ms = 1;
-	tv = (struct timeval){ left_ms / 1000, (left_ms % 1000) * 1000 };
-	/* redisConnectFd() takes a blocking socket, as redisCommand() does. */
-	if (fcntl(fd, F_SETFL, 0) < 0) {
-		snprintf(why, whylen, "%s", strerror(errno));
-		log_lower_first(why);
-		close(fd);
-		return NULL;
-	}
-	if (!(c = redisConnectFd(fd))) {
-		snprintf(why, whylen, "out of memory");
-		close(fd);
-		return NULL;
-	}
-	redisSetTimeout(c, tv);
-	return c;
-}
-
-/* Waits until fd is ready for events, or fails at deadline_ms. Returns 0,
- * or -1 with why. */
-static int wait_for(int fd, short events, int64_t deadline_ms, char *why,
-		    size_t whylen)
-{
-	struct pollfd pfd = { fd, events, 0 };
-	int64_t left_ms;
-	int r;
-
-	do {
-		left_ms = deadline_ms - clock_now_ms();
-		r = poll(&pfd, 1, left_ms > 0 ? clock_poll_ms(left_ms) : 0);
-	} while (r < 0 && errno == EINTR);
-	if (r > 0)
-		return 0;
-	snprintf(why, whylen, "%s", r == 0 ? "no answer in time (--node-timeout)" :
-		 strerror(errno));
-	log_lower_first(why);
-	return -1;
-}
-
-/* Questions to a sentinel over TLS (rediss-sentinel://), each step with
- * poll() and the deadline: connect, handshake, the commands (cmd, len
- * bytes, all at once), n replies. Returns 0, or -1 with why. */
-static int sentinel_ask_tls(const struct net_addrs *a, const char *host,
-			    const char *cmd, size_t len, redisReply **replies,
-			    int n, int64_t deadline_ms, char *why, size_t whylen)
-{
-	int fd, r, got = 0;
-	struct tls *t = NULL;
-	redisReader *reader = NULL;
-	char buf[4096];
-	short ev = POLLOUT;
-
-	if (net_dial(a, deadline_ms, &fd, why, whylen) < 0)
-		return -1;
-	if (!(t = tls_new(fd, host, why, whylen)))
-		goto out;
-	while ((r = tls_handshake(t, &ev, why, whylen)) == TLS_WANT)
-		if (wait_for(fd, ev, deadline_ms, why, whylen) < 0)
-			goto out;
-	if (r < 0)
-		goto out;
-	if (!(reader = redisReaderCreate())) {
-		snprintf(why, whylen, "out of memory");
-		goto out;
-	}
-	for (size_t done = 0; done < len;) {
-		ssize_t w = tls_write(t, cmd + done, len - done, &ev, why, whylen);
-
-		if (w > 0)
-			done += (size_t)w;
-		else if (w != TLS_WANT || wait_for(fd, ev, deadline_ms, why, whylen) < 0)
-			goto out;
-	}
-	while (got < n) {
-		void *reply = NULL;
-		ssize_t w = tls_read(t, buf, sizeof buf, &ev, why, whylen);
-
-		if (w == TLS_WANT) {
-			if (wait_for(fd, ev, deadline_ms, why, whylen) < 0)
-				goto out;
-			continue;
-		}
-		if (w <= 0)
-			goto out;
-		if (redisReaderFeed(reader, buf, (size_t)w) != REDIS_OK)
-			goto bad;
-		for (;;) {
-			if (redisReaderGetReply(reader, &reply) != REDIS_OK)
-				goto bad;
-			if (!reply)
-				break;
-			if (got < n)
-				replies[got++] = reply;
-			else
-				freeReplyObject(reply);
-		}
-	}
-	goto out;
-bad:
-	snprintf(why, whylen, "bad reply: %s", reader->errstr);
-out:
-	tls_free(t);
-	if (reader)
-		redisReaderFree(reader);
-	close(fd);
-	if (got == n)
-		return 0;
-	while (got > 0)
-		freeReplyObject(replies[--got]);
-	return -1;
-}
-
-/* Sentinel i's replies to n commands (argv each, argc[] words), sent at
- * once, by deadline_ms. Returns 0, or -1 with why. */
-static int sentinel_ask(const struct node *n, int i, int64_t deadline_ms,
-			const char **const *argv, const int *argc,
-			redisReply **replies, int n_cmds, char *why, size_t whylen)
-{
-	const struct url *u = n->url;
-	sds cmds = sdsempty();
-	redisContext *c = NULL;
-	int got = 0;
-
-	for (int k = 0; cmds && k < n_cmds; k++) {
-		sds one = NULL;
-
-		if (redisFormatSdsCommandArgv(&one, argc[k], argv[k], NULL) < 0) {
-			sdsfree(cmds);
-			cmds = NULL;
-			break;
-		}
-		cmds = sdscatsds(cmds, one);
-		sdsfree(one);
-	}
-	if (!cmds) {
-		snprintf(why, whylen, "out of memory");
-		return -1;
-	}
-	if (u->tls) {
-		int r = sentinel_ask_tls(&u->sentinels[i].addr, u->sentinels[i].host,
-					 cmds, sdslen(cmds), replies, n_cmds,
-					 deadline_ms, why, whylen);
-
-		sdsfree(cmds);
-		return r;
-	}
-	c = sentinel_connect(&u->sentinels[i].addr, deadline_ms, why, whylen);
-	if (c && redisAppendFormattedCommand(c, cmds, sdslen(cmds)) == REDIS_OK)
-		while (got < n_cmds &&
-		       redisGetReply(c, (void **)&replies[got]) == REDIS_OK)
-			got++;
-	if (c && got < n_cmds) {
-		snprintf(why, whylen, "%s", c->errstr[0] ? c->errstr : "out of memory");
-		log_lower_first(why);
-	}
-	sdsfree(cmds);
-	if (c)
-		redisFree(c);
-	if (got == n_cmds)
-		return 0;
-	while (got > 0)
-		freeReplyObject(replies[--got]);
-	return -1;
-}
-
-/* What a sentinel says of the master. */
-struct master_view {
-	char host[256];		/* as the sentinels name it */
-	int port;
-	int64_t age_ms;		/* since this sentinel has it as the master
-				 * (or started); 0 while it fails the master
-				 * over; -1 unknown */
-	bool failing_over;
-};
-
-static bool is_bulk(const redisReply *r)
-{
-	return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS;
-}
-
-/* SENTINEL MASTER's field name, or NULL. */
-static const char *field(const redisReply *r, const char *name)
-{
-	for (size_t i = 0; i + 1 < r->elements; i += 2)
-		if (is_bulk(r->element[i]) && is_bulk(r->element[i + 1]) &&
-		    strcmp(r->element[i]->str, name) == 0)
-			return r->element[i + 1]->str;
-	return NULL;
-}
-
-/* A reply to SENTINEL MASTER (a list of names and values) or, where
- * that is not allowed, to SENTINEL get-master-addr-by-name (host, port)
- * into v. Returns 0, or -1 with why. */
-static int master_of(const redisReply *r, struct master_view *v, char *why,
-		     size_t whylen)
-{
-	const char *host = NULL, *port = NULL, *flags, *role, *since;
-
-	v->failing_over = false;
-
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-	    is_bulk(r->element[0]) && is_bulk(r->element[1])) {
-		host = r->element[0]->str;
-		port = r->element[1]->str;
-		v->age_ms = -1;
-	} else if (r->type == REDIS_REPLY_ARRAY) {
-		host = field(r, "ip");
-		port = field(r, "port");
-		flags = field(r, "flags");
-		role = field(r, "role-reported");
-		since = field(r, "role-reported-time");
-		v->age_ms = since ? strtoll(since, NULL, 10) : -1;
-		/* a failover under way: the old master may still take locks
-		 * that the new one will not have */
-		v->failing_over = (flags && strstr(flags, "failover_in_progress")) ||
-				  (role && strcmp(role, "master") != 0);
-		if (v->failing_over || v->age_ms < -1)
-			v->age_ms = 0;
-	}
-	if (!host || !port || strlen(host) >= sizeof v->host) {
-		snprintf(why, whylen, "%s", r->type == REDIS_REPLY_ERROR ? r->str :
-			 "does not know the master");
-		return -1;
-	}
-	snprintf(v->host, sizeof v->host, "%s", host);
-	v->port = (int)strtol(port, NULL, 10);
-	if (v->port <= 0 || v->port >= 65536) {
-		snprintf(why, whylen, "master %s: port out of range", host);
-		return -1;
-	}
-	return 0;
-}
-
-/* The sentinel's uptime in ms from INFO server, or -1. */
-static int64_t uptime_ms(const redisReply *r)
-{
-	const char *at = r->type == REDIS_REPLY_STRING ?
-			 strstr(r->str, "\nuptime_in_seconds:") : NULL;
-
-	return at ? 1000 * strtoll(at + 19, NULL, 10) : -1;
-}
-
-/* Asks the sentinels, one after another until one answers by
- * deadline_ms, where the master is: SENTINEL MASTER, which also says since
- * when it is the master (get-master-addr-by-name only where an ACL refuses
- * it). Each sentinel gets its share of the time left, so that one that
- * does not answer at all leaves time for the next. With with_age, the
- * same request asks the sentinel's uptime too: a master it has had since
- * it started was not just promoted. Returns 0 with v, and its addresses in
- * a (n 0, why said, when the name cannot be looked up now); or -1 with
- * why when no sentinel answered. */
-static int sentinel_query(struct node *n, int64_t deadline_ms, bool with_age,
-			  struct master_view *v, struct net_addrs *a, char *why,
-			  size_t whylen)
-{
-	struct url *u = n->url;
-	const char *master[] = { "SENTINEL", "MASTER", u->master };
-	const char *addr[] = { "SENTINEL", "get-master-addr-by-name", u->master };
-	const char *info[] = { "INFO", "server" };
-	const char **const both[] = { master, info };
-	const char **const fallback[] = { addr };
-	const int argc[] = { 3, 2 };
-
-	snprintf(why, whylen, "no sentinel answered");
-	for (int i = 0; i < u->n_sentinels; i++) {
-		int64_t left = deadline_ms - clock_now_ms();
-		int64_t until_ms = clock_now_ms() + left / (u->n_sentinels - i);
-		char sentinel[300], what[320];
-		redisReply *r[2] = { NULL, NULL };
-		int got;
-
-		if (left <= 0)
-			break;
-		snprintf(sentinel, sizeof sentinel, "sentinel %s:%d", u->sentinels[i].host,
-			 u->sentinels[i].port);
-		if (address(n, u->sentinels[i].host, u->sentinels[i].port,
-			    &u->sentinels[i].addr, what, sizeof what) < 0 ||
-		    sentinel_ask(n, i, until_ms, both, argc, r, with_age ? 2 : 1,
-				 what, sizeof what) < 0) {
-			snprintf(why, whylen, "%.150s: %.200s", sentinel, what);
-			continue;
-		}
-		if (r[0]->type == REDIS_REPLY_ERROR && !strstr(r[0]->str, "No such master")) {
-			freeReplyObject(r[0]);
-			r[0] = NULL;
-			if (sentinel_ask(n, i, until_ms, fallback, argc, r, 1, what,
-					 sizeof what) < 0) {
-				if (r[1])
-					freeReplyObject(r[1]);
-				snprintf(why, whylen, "%.150s: %.200s", sentinel, what);
-				continue;
-			}
-		}
-		got = master_of(r[0], v, what, sizeof what);
-		/* the role it reported since the sentinel started: no news */
-		if (got == 0 && r[1] && v->age_ms > 0 && v->age_ms + 1000 >= uptime_ms(r[1]))
-			v->age_ms = -1;
-		freeReplyObject(r[0]);
-		if (r[1])
-			freeReplyObject(r[1]);
-		if (got < 0) {
-			snprintf(why, whylen, "%.150s: %.200s", sentinel, what);
-			continue;
-		}
-		a->n = 0;
-		if (url_numeric_addr(v->host, v->port, a) < 0 &&
-		    address(n, v->host, v->port, a, what, sizeof what) < 0)
-			snprintf(why, whylen, "%.150s: master %.200s", sentinel, what);
-		return 0;
-	}
-	return -1;
-}
-
 /* Asks the sentinels for the master's address (the answer this round
  * already had, if any); its host as they name it goes to n->master_host. */
 static int sentinel_resolve(struct node *n, struct net_addrs *master)
 {
 	struct master_view v;
 	char why[384];
+	int exit;
 
 	if (n->next_asked && !n->next_addr.n) {	/* asked, no answer */
-		fail(n, EX_UNAVAILABLE, "%s", n->next_why);
+		fail(n, n->next_exit ? n->next_exit : EX_UNAVAILABLE, "%s", n->next_why);
 		return -1;
 	}
 	if (n->next_asked) {
 		*master = n->next_addr;
 		return 0;
 	}
-	if (sentinel_query(n, connect_deadline(n), false, &v, master, why,
-			   sizeof why) < 0 || !master->n) {
-		fail(n, EX_UNAVAILABLE, "%s", why);
+	exit = sentinel_query(n, connect_deadline(n), false, &v, master, why,
+			      sizeof why);
+	if (exit || !master->n) {
+		fail(n, exit ? exit : EX_UNAVAILABLE, "%s", why);
 		return -1;
 	}
 	snprintf(n->master_host, sizeof n->master_host, "%s", v.host);
@@ -593,12 +267,15 @@ int node_confirm_master(struct node *n, int64_t deadline_ms, bool with_age)
 	struct master_view v;
 	struct net_addrs a;
 
-	if (n->url->kind != URL_SENTINEL || n->next_asked)
-		return n->next_asked && n->next_addr.n ? 0 : -1;
+	if (n->url->kind != URL_SENTINEL)
+		return -1;
+	if (n->next_asked)
+		return n->next_exit ? -1 : 0;
 	n->next_asked = true;
 	n->next_addr.n = 0;
-	if (sentinel_query(n, deadline_ms, with_age, &v, &a, n->next_why,
-			   sizeof n->next_why) < 0)
+	n->next_exit = sentinel_query(n, deadline_ms, with_age, &v, &a, n->next_why,
+				      sizeof n->next_why);
+	if (n->next_exit)
 		return -1;
 	n->master_age_ms = v.age_ms;
 	n->master_seen_ms = clock_now_ms();
@@ -634,6 +311,7 @@ bool node_follow(struct node *n, const struct node *to)
 	}
 	/* the next connection goes there, asking no sentinel */
 	n->next_asked = true;
+	n->next_exit = 0;
 	n->next_addr = to->master_addr;
 	snprintf(n->master_host, sizeof n->master_host, "%s", to->master_host);
 	n->master_port = to->master_port;
@@ -746,7 +424,7 @@ static int connect_start(struct node *n)
 					 u->seeds[n->seed].host[0] ?
 					 u->seeds[n->seed].host : u->host);
 		if (n->seed > 0) {	/* redis+cluster://: a seed after the first */
-			if (address(n, u->seeds[n->seed].host, u->seeds[n->seed].port,
+			if (node_address(n, u->seeds[n->seed].host, u->seeds[n->seed].port,
 				    &u->seeds[n->seed].addr, why, sizeof why) < 0) {
 				fail(n, EX_UNAVAILABLE, "%s", why);
 				return -1;
@@ -760,7 +438,7 @@ static int connect_start(struct node *n)
 			n->resolve_err[0] = '\0';
 			return -1;
 		}
-		if (address(n, u->host, u->port, &u->addr, why, sizeof why) < 0) {
+		if (node_address(n, u->host, u->port, &u->addr, why, sizeof why) < 0) {
 			fail(n, EX_UNAVAILABLE, "%s", why);
 			return -1;
 		}
@@ -932,9 +610,22 @@ void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 	/* redis-sentinel://: a round goes where the sentinels say the master
 	 * is now, asking them once (rlock_try() may have already) */
 	n->moved[0] = '\0';
-	if (n->c && n->follow_master)	/* the rest for the round itself */
-		node_confirm_master(n, clock_now_ms() +
-				    (deadline_ms - clock_now_ms()) / 2, false);
+	/* The rest for the round itself. Without the sentinels' word the
+	 * master it knows may be one they failed over (which acts as master
+	 * for seconds, or for as long as it is cut off with us): nothing
+	 * there proves the lock ours, so the round fails; the connection,
+	 * with nothing sent, stays for a release, which goes there all the
+	 * same: it deletes only what is ours. */
+	if (n->c && n->follow_master && n->url->kind == URL_SENTINEL &&
+	    node_confirm_master(n, clock_now_ms() +
+				(deadline_ms - clock_now_ms()) / 2, false) < 0 &&
+	    !n->any_master) {
+		n->next_asked = false;
+		error_set(&n->err, n->next_exit ? n->next_exit : EX_UNAVAILABLE,
+			  "%s: %s", n->url->text, n->next_why);
+		n->state = NODE_FAILED;
+		return;
+	}
 	if (!n->c) {
 		n->via[0] = '\0';
 		/* failed, or (redis+cluster://) passed on to the next seed */

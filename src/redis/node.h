@@ -86,7 +86,11 @@ struct node {
 					 * (n 0: none yet) */
 	bool next_asked;	/* a sentinel was asked for this round: */
 	struct net_addrs next_addr;	/* its answer (n 0: none), */
-	char next_why[384];	/* or why none */
+	char next_why[384];	/* or why none, */
+	int next_exit;		/* and its exit status (0: an answer) */
+	bool any_master;	/* this round (a release) goes to the master
+				 * of the last round when the sentinels do
+				 * not say where it is now */
 	int64_t master_age_ms;	/* since when the sentinel had the master
 				 * as master when last asked: -1 unknown */
 	int64_t master_seen_ms;	/* when it was last asked (monotonic) */
@@ -141,18 +145,24 @@ void node_init(struct node *n, struct url *url, const char *password);
  * for the main thread, before the first round. A name that does not
  * resolve is left to the first round, which fails the node with 69. */
 void node_resolve(struct node *n);
+/* The addresses of a host, looked up now where they were not before (a
+ * cache in the URL) and the node may (no_resolve). Returns 0, or -1 with
+ * "cannot resolve HOST: why". */
+int node_address(const struct node *n, const char *host, int port,
+		 struct net_addrs *a, char *why, size_t whylen);
 /* Whether a and b name one server: the same address and port (after
  * resolution), the same unix socket (same file, or same path when it does
  * not exist), or the same sentinels' master. why gets "ADDRESS". */
 bool node_same_server(const struct node *a, const struct node *b, char *why,
 		      size_t whylen);
-/* redis-sentinel://: asks the sentinels (one answer, by deadline_ms)
- * where the master is, for the coming round, which then asks no more; a
- * connection to another server is closed (its host:port in moved), so
- * that the round opens one to the master named. with_age: also for how
- * long it has been the master (node_master_age_ms()). Returns 0, or -1
- * when none answered (the round keeps a connection it has, and fails to
- * open one). Asked again in a round, the same answer. */
+/* redis-sentinel://: asks the sentinels (enough of them to count, by
+ * deadline_ms) where the master is, for the coming round, which then
+ * asks no more; a connection to another server is closed (its host:port
+ * in moved), so that the round opens one to the master named. with_age:
+ * also for how long it has been the master (node_master_age_ms()).
+ * Returns 0, or -1 when too few answered (next_why, next_exit): then the
+ * round fails, unless any_master lets it go to the connection it has.
+ * Asked again in a round, the same answer. */
 int node_confirm_master(struct node *n, int64_t deadline_ms, bool with_age);
 /* redis-sentinel://: n (a waiter's BLPOP connection) goes where to's last
  * connection went, the master the lock's rounds use: a connection of n's
@@ -163,7 +173,8 @@ bool node_follow(struct node *n, const struct node *to);
 /* redis-sentinel://: how long the master of the last answer has been the
  * master, by the sentinel that gave it (0 while it fails the master over);
  * -1 unknown (another URL, not asked with_age, an older or restricted
- * sentinel, or one that has had it since it started). */
+ * sentinel). A sentinel started since counts from its start: no more
+ * than the master's age, as every sentinel's. */
 int64_t node_master_age_ms(const struct node *n);
 /* Starts a round: connects if needed and queues the handshake and cmds. */
 void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,

@@ -3,9 +3,9 @@
  * Every round goes to all servers at once (fanout.c). The lock is ours
  * when a majority said yes and time is left of the lease once drift is
  * allowed for; anything less is given back on every server, including
- * those that did not answer (their SET may have landed after all). */
+ * those that did not answer (their SET may have landed after all):
+ * unlock.c, which also gives the lock back when the job ends. */
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +23,6 @@
 /* How long the fencing and ticket counters outlive the lock's last use;
  * the scripts say 86400000 where they set it. */
 #define COUNTER_IDLE_MS "86400000"
-/* A release that meets a passing state is tried again until the lease's
- * end, but no longer than this. */
-#define RELEASE_RETRY_MS 5000
 /* RedLock: the servers' clocks count in the fence in whole seconds (see
  * src/redis/lua/lib/fence.lua), so that they mostly hand out one value and the
  * write-back round is seldom needed. */
@@ -190,61 +187,8 @@ static bool short_again(const redisReply *r)
 	       r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 3;
 }
 
-/* how: "job" (exit status known, or LOCK_EXIT_UNKNOWN) or "undo"; see
- * script_release. min_hold: keep the lock for what is left of --min-hold. */
-static size_t release_round(struct rlock *lk, const char *how, int exit_status,
-			    bool min_hold, int64_t timeout_ms)
-{
-	char exit_arg[16] = "", held_arg[24] = "", hold_arg[24] = "";
-	char finished_arg[24] = "";
-	const char *argv[] = {
-		lk->key, lk->alive_key, lk->history_key, lk->queue_key,
-		lk->wake_key, lk->writers_key, lk->owner_key, lk->mode_key,
-		lk->slots_key, lk->notice_key, lk->fence_key,
-		lk->token, lk->history_arg, how, exit_arg, held_arg, lk->fence,
-		lk->core->info, "", hold_arg, finished_arg,
-	};
-	/* KEYS 1-6 and ARGV 1-7 (see script_release) */
-	const char *short_argv[] = {
-		argv[0], argv[1], argv[2], argv[3], argv[4], argv[5],
-		argv[11], argv[12], argv[13], argv[14], argv[15], argv[16],
-		argv[17],
-	};
-	struct script short_release = script_release;
-	struct cmd cmd = { &script_release, 21, argv, NULL };
-	struct cmd short_cmd = { &short_release, 13, short_argv, NULL };
-	int64_t held_ms = clock_now_ms() - lk->acquired_ms;
-	const redisReply *r;
-	size_t n_ok;
-
-	if (exit_status != LOCK_EXIT_UNKNOWN)
-		snprintf(exit_arg, sizeof exit_arg, "%d", exit_status);
-	snprintf(held_arg, sizeof held_arg, "%" PRId64, held_ms);
-	/* Counted from the start of the round that acquired, before any
-	 * server granted it: what is left on a server is never more than the
-	 * minimum. The server's clock counts the rest down. */
-	if (min_hold && lk->p->min_hold_ms > held_ms) {
-		snprintf(hold_arg, sizeof hold_arg, "%" PRId64,
-			 lk->p->min_hold_ms - held_ms);
-		snprintf(finished_arg, sizeof finished_arg, "%" PRId64,
-			 clock_wall_ms());
-	}
-	/* The common case, an exclusive job's end on one server, in the
-	 * short call; the script asks for the full one (3) when the lock is
-	 * not ours (any more). */
-	if (lk->n_nodes == 1 && lk->p->limit == 0 && strcmp(how, "job") == 0 &&
-	    !hold_arg[0]) {
-		short_release.n_keys = 6;
-		n_ok = fanout_round(lk->nodes, 1, &short_cmd, 1, timeout_ms);
-		r = lk->nodes[0].replies[0];
-		if (n_ok == 0 || r->type != REDIS_REPLY_INTEGER || r->integer != 3)
-			return n_ok;
-	}
-	return fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, timeout_ms);
-}
-
-static void no_quorum(struct rlock *lk, size_t n_ok, struct error *err,
-		      const char *what)
+void rlock_no_quorum(struct rlock *lk, size_t n_ok, struct error *err,
+		     const char *what)
 {
 	const struct error *worst = fanout_worst_error(lk->nodes, lk->n_nodes);
 	size_t need = quorum_majority(lk->n_nodes);
@@ -285,7 +229,7 @@ static void only_granted(struct rlock *lk, const long long *counted,
 		lk->nodes[i].skip = counted[i] < 0 || counted[i] == except;
 }
 
-static void all_servers(struct rlock *lk)
+void rlock_all_servers(struct rlock *lk)
 {
 	for (size_t i = 0; i < lk->n_nodes; i++)
 		lk->nodes[i].skip = false;
@@ -310,10 +254,10 @@ static int fence_write_back(struct rlock *lk, const long long *counted,
 		return 0;
 	only_granted(lk, counted, fence);
 	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
-	all_servers(lk);
+	rlock_all_servers(lk);
 	if (n_at + n_ok >= need)
 		return 0;
-	no_quorum(lk, n_at + n_ok, err, "stored the fencing token");
+	rlock_no_quorum(lk, n_at + n_ok, err, "stored the fencing token");
 	return -1;
 }
 
@@ -326,9 +270,9 @@ int rlock_raise_fence(struct rlock *lk, const char *fence, struct error *err)
 	for (size_t i = 0; i < lk->n_nodes; i++)
 		lk->nodes[i].skip = !lk->granted[i];
 	n_ok = fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
-	all_servers(lk);
+	rlock_all_servers(lk);
 	if (n_ok < quorum_majority(lk->n_nodes)) {
-		no_quorum(lk, n_ok, err, "stored the fencing token");
+		rlock_no_quorum(lk, n_ok, err, "stored the fencing token");
 		return -1;
 	}
 	snprintf(lk->fence, sizeof lk->fence, "%s", fence);
@@ -363,7 +307,7 @@ static int wait_replicas(struct rlock *lk, struct error *err)
 		error_set(err, EX_UNAVAILABLE, "%s: %lld of %d replicas acknowledged in time",
 			  lk->nodes[0].url->text, least, lk->p->wait_replicas);
 	else
-		no_quorum(lk, n_ok, err, "had enough replicas acknowledge");
+		rlock_no_quorum(lk, n_ok, err, "had enough replicas acknowledge");
 	return -1;
 }
 
@@ -406,8 +350,8 @@ static void give_back(struct rlock *lk, const bool *stray)
 		any |= stray[i];
 	}
 	if (any)
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
-	all_servers(lk);
+		rlock_release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
+	rlock_all_servers(lk);
 }
 
 /* Sentinel: a failover leaves a holder on the old master, which goes on
@@ -415,7 +359,10 @@ static void give_back(struct rlock *lk, const bool *stray)
  * sentinels (every round does, node_confirm_master()) and moves to the new
  * master: there its lock is renewed if it was replicated, and lost (the
  * job told) if not. That takes up to TTL/3 and a round's deadline after
- * the sentinels switched. Until then a new master lacks what the old one
+ * the sentinels it asks switched (within SENTINEL_SETTLE_MS of the first).
+ * A holder that cannot hear enough sentinels renews nowhere and is told
+ * before its lease runs out, which its replicated lock outlasts on the new
+ * master. Until then a new master lacks what the old one
  * had not replicated, so a master the sentinels named as recently as that
  * is not asked for the lock: a refusal, tried again once that is over.
  * (Holders of one lock are taken to use one --ttl.) Returns how many
@@ -465,7 +412,7 @@ enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *er
 
 	if (n_fresh == 0)
 		return r;
-	all_servers(lk);
+	rlock_all_servers(lk);
 	if (r == LOCK_HELD && (*retry_ms < 0 || fresh_ms < *retry_ms))
 		*retry_ms = fresh_ms;
 	return r;
@@ -473,8 +420,9 @@ enum lock_result rlock_try(struct rlock *lk, int64_t *retry_ms, struct error *er
 
 /* One try on the servers but the n_fresh that hold_off_fresh() left out
  * (skip), which count as refusals. */
-static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
-				    int64_t *retry_ms, struct error *err)
+/* The acquire script on every server (the short call first where it
+ * may do: see script_acquire). Returns how many answered. */
+static size_t ask_servers(struct rlock *lk)
 {
 	const char *argv[] = {
 		lk->key, lk->fence_key, lk->history_key, lk->owner_key,
@@ -497,20 +445,8 @@ static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
 	struct cmd short_cmd = { &short_acquire, 8, short_argv, NULL };
 	bool short_call = lk->n_nodes == 1 && lk->p->limit == 0 &&
 			  !lk->ticket[0] && !lk->reentry_token && !lk->waited;
-	size_t need = quorum_majority(lk->n_nodes), n_yes = 0, n_again = 0;
 	size_t n_answered;
-	long long fence = 0, value, held_fence = 0;
-	int64_t start_ms, validity_ms;
-	enum lock_result r;
-	long long counted[MAX_SERVERS];	/* fencing count of each grant, or -1 */
-	long long slot[MAX_SERVERS], value_slot;
-	bool ok, stray[MAX_SERVERS] = { false };
-	size_t n_granted;
 
-	lk->held_by[0] = '\0';
-	lk->queue_pos = 0;
-	lk->free_slot = -1;
-	start_ms = clock_now_ms();
 	short_acquire.n_keys = 3;
 	n_answered = fanout_round(lk->nodes, lk->n_nodes,
 				  short_call ? &short_cmd : &cmd, 1,
@@ -518,25 +454,43 @@ static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
 	/* the short call found the lock taken: {3}, the full one then */
 	if (short_call && n_answered == 1 && short_again(lk->nodes[0].replies[0]))
 		n_answered = fanout_round(lk->nodes, 1, &cmd, 1, lk->node_timeout_ms);
-	n_answered += n_fresh;
-	lk->refused |= n_fresh > 0;
+	return n_answered;
+}
+
+/* What the servers said to one try. */
+struct tally {
+	size_t n_answered, n_yes, n_again, n_granted;
+	long long fence;	/* the largest of the grants */
+	long long held_fence;	/* re-entered: the outer holder's */
+	long long counted[MAX_SERVERS];	/* fencing count of each grant, or -1 */
+	long long slot[MAX_SERVERS];	/* --limit: the slot each granted */
+	bool stray[MAX_SERVERS];	/* a grant of a slot that does not count */
+};
+
+/* Each server's reply to the acquire script into t; a refusal's retry
+ * hint into *retry_ms (the earliest). */
+static void count_replies(struct rlock *lk, struct tally *t, int64_t *retry_ms)
+{
+	long long value, value_slot;
+
 	*retry_ms = -1;
 	for (size_t i = 0; i < lk->n_nodes; i++) {
 		struct node *n = &lk->nodes[i];
 
-		counted[i] = slot[i] = -1;
+		t->counted[i] = t->slot[i] = -1;
+		t->stray[i] = false;
 		if (n->state != NODE_DONE)
 			continue;
 		switch (acquire_reply(lk, n->replies[0], &value, &value_slot)) {
 		case 1:
-			counted[i] = value;
-			slot[i] = value_slot;
-			n_yes++;
+			t->counted[i] = value;
+			t->slot[i] = value_slot;
+			t->n_yes++;
 			break;
 		case 2:
-			n_again++;
-			if (value > held_fence)
-				held_fence = value;
+			t->n_again++;
+			if (value > t->held_fence)
+				t->held_fence = value;
 			break;
 		case 0:
 			/* A refusal counts us among the waiters there. */
@@ -549,66 +503,92 @@ static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
 			error_set(&n->err, EX_SOFTWARE, "%s: unexpected reply to the lock script",
 				  n->url->text);
 			n->state = NODE_FAILED;
-			n_answered--;
+			t->n_answered--;
 		}
 	}
-	validity_ms = quorum_validity_ms(lk->ttl_ms, clock_now_ms() - start_ms);
-	n_granted = n_yes;
-	n_yes = keep_one_slot(lk, counted, slot, stray, n_yes);
+	t->n_granted = t->n_yes;
+	t->n_yes = keep_one_slot(lk, t->counted, t->slot, t->stray, t->n_yes);
 	for (size_t i = 0; i < lk->n_nodes; i++) {
-		lk->granted[i] = counted[i] >= 0;
-		if (counted[i] > fence)
-			fence = counted[i];
+		lk->granted[i] = t->counted[i] >= 0;
+		if (t->counted[i] > t->fence)
+			t->fence = t->counted[i];
 	}
+}
 
-	if (n_again >= need) {
+/* A majority granted the lock in time: the fence written back, the
+ * replicas waited for (--wait-replicas), stray grants given back. */
+static enum lock_result granted(struct rlock *lk, struct tally *t,
+				int64_t start_ms, struct error *err)
+{
+	bool ok;
+
+	snprintf(lk->fence, sizeof lk->fence, "%lld", t->fence);
+	lk->valid_until_ms = start_ms + lk->ttl_ms - quorum_drift_ms(lk->ttl_ms);
+	/* The fence write-back and WAIT go only to servers that granted the
+	 * lock, a majority: one that did not answer would cost another
+	 * deadline. */
+	ok = lk->n_nodes == 1 || fence_write_back(lk, t->counted, err) == 0;
+	if (ok && lk->p->wait_replicas) {
+		only_granted(lk, t->counted, -1);
+		ok = wait_replicas(lk, err) == 0;
+		rlock_all_servers(lk);
+	}
+	if (ok && clock_now_ms() < lk->valid_until_ms) {
+		give_back(lk, t->stray);
+		lk->acquired_ms = start_ms;
+		return LOCK_ACQUIRED;
+	}
+	if (ok)
+		error_set(err, EX_UNAVAILABLE, "acquiring took longer than the lease");
+	rlock_release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
+	return LOCK_FAILED;
+}
+
+static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
+				    int64_t *retry_ms, struct error *err)
+{
+	size_t need = quorum_majority(lk->n_nodes);
+	struct tally t = { 0 };
+	int64_t start_ms, validity_ms;
+	enum lock_result r;
+
+	lk->held_by[0] = '\0';
+	lk->queue_pos = 0;
+	lk->free_slot = -1;
+	start_ms = clock_now_ms();
+	t.n_answered = ask_servers(lk) + n_fresh;
+	lk->refused |= n_fresh > 0;
+	count_replies(lk, &t, retry_ms);
+	validity_ms = quorum_validity_ms(lk->ttl_ms, clock_now_ms() - start_ms);
+
+	if (t.n_again >= need) {
 		/* A server the outer dlock did not get (it was down then)
 		 * granted this request a lock of its own: given back, with
 		 * our own token, before it is replaced by the outer one.
 		 * So are servers that did not answer, which may have. */
-		if (n_granted > 0 || n_answered < lk->n_nodes)
-			release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
+		if (t.n_granted > 0 || t.n_answered < lk->n_nodes)
+			rlock_release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 		snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
 		/* the outer holder's fence, as the servers keep it: never the
 		 * caller's DLOCK_FENCE, which nothing checks */
-		snprintf(lk->fence, sizeof lk->fence, "%lld", held_fence);
+		snprintf(lk->fence, sizeof lk->fence, "%lld", t.held_fence);
 		return LOCK_REENTERED;
 	}
-	if (n_yes >= need && validity_ms > 0) {
-		snprintf(lk->fence, sizeof lk->fence, "%lld", fence);
-		lk->valid_until_ms = start_ms + lk->ttl_ms - quorum_drift_ms(lk->ttl_ms);
-		/* The fence write-back and WAIT go only to servers that
-		 * granted the lock, a majority: one that did not answer would
-		 * cost another deadline. */
-		ok = lk->n_nodes == 1 || fence_write_back(lk, counted, err) == 0;
-		if (ok && lk->p->wait_replicas) {
-			only_granted(lk, counted, -1);
-			ok = wait_replicas(lk, err) == 0;
-			all_servers(lk);
-		}
-		if (ok && clock_now_ms() < lk->valid_until_ms) {
-			give_back(lk, stray);
-			lk->acquired_ms = start_ms;
-			return LOCK_ACQUIRED;
-		}
-		if (ok)
-			error_set(err, EX_UNAVAILABLE, "acquiring took longer than the lease");
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
-		return LOCK_FAILED;
-	}
-	if (n_yes >= need) {
+	if (t.n_yes >= need && validity_ms > 0)
+		return granted(lk, &t, start_ms, err);
+	if (t.n_yes >= need) {
 		error_set(err, EX_UNAVAILABLE,
 			  "acquiring took longer than the lease (--ttl too short?)");
 		r = LOCK_FAILED;
-	} else if (n_answered >= need) {
+	} else if (t.n_answered >= need) {
 		r = LOCK_HELD;
 	} else {
-		no_quorum(lk, n_answered, err, "answered");
+		rlock_no_quorum(lk, t.n_answered, err, "answered");
 		r = LOCK_FAILED;
 	}
 	/* What did not answer may have taken the SET all the same. */
-	if (n_granted > 0 || n_answered < lk->n_nodes)
-		release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
+	if (t.n_granted > 0 || t.n_answered < lk->n_nodes)
+		rlock_release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
 	return r;
 }
 
@@ -629,7 +609,7 @@ int rlock_take_ticket(struct rlock *lk, struct error *err)
 	long long ticket = 0;
 
 	if (n_ok < quorum_majority(lk->n_nodes)) {
-		no_quorum(lk, n_ok, err, "answered");
+		rlock_no_quorum(lk, n_ok, err, "answered");
 		return -1;
 	}
 	for (size_t i = 0; i < lk->n_nodes; i++) {
@@ -677,7 +657,7 @@ void rlock_end_wait(struct rlock *lk, enum lock_result r)
 	for (size_t i = 0; i < lk->n_nodes; i++)
 		lk->nodes[i].skip = r == LOCK_ACQUIRED && lk->granted[i];
 	fanout_round(lk->nodes, lk->n_nodes, &cmd, 1, lk->node_timeout_ms);
-	all_servers(lk);
+	rlock_all_servers(lk);
 }
 
 enum extend_result rlock_extend(struct rlock *lk, int64_t timeout_ms,
@@ -722,94 +702,8 @@ enum extend_result rlock_extend(struct rlock *lk, int64_t timeout_ms,
 				  lk->n_nodes == 1 ? n->url->text : "");
 		return EXTEND_LOST;
 	}
-	no_quorum(lk, n_yes, err, "renewed the lease");
+	rlock_no_quorum(lk, n_yes, err, "renewed the lease");
 	return EXTEND_FAILED;
-}
-
-/* Whether a failed release on n is worth another try: a passing state
- * (TRYAGAIN while the cluster moves the lock's slot, LOADING, BUSY, ...;
- * an ASK is followed within the round), while time is left; or, once, a
- * connection that was there before the round and broke without a word
- * (the server restarted since: "broken pipe"), on a fresh one. A server
- * that refuses connections is not asked again. */
-static bool retry_release(const struct node *n, bool had_conn, int tries)
-{
-	if (n->state != NODE_FAILED || n->err.exit != EX_UNAVAILABLE)
-		return false;
-	return n->answered || (had_conn && tries == 1);
-}
-
-static int release_all(struct rlock *lk, const char *how, int exit_status,
-		       bool min_hold, struct error *err)
-{
-	/* The release's deadline: the lease's end (the lock lapses then,
-	 * released or not), at most RELEASE_RETRY_MS from now. */
-	int64_t now_ms = clock_now_ms(), deadline_ms = now_ms + RELEASE_RETRY_MS;
-	int64_t pause_ms = 10;
-	size_t n_ok, n_no = 0, need = quorum_majority(lk->n_nodes);
-	bool had_conn[MAX_SERVERS], again;
-	const struct error *worst;
-
-	if (lk->valid_until_ms > now_ms && lk->valid_until_ms < deadline_ms)
-		deadline_ms = lk->valid_until_ms;
-	for (size_t i = 0; i < lk->n_nodes; i++)
-		had_conn[i] = lk->nodes[i].c != NULL;
-	/* Every server, also one that did not answer lately: a paused server
-	 * that resumes runs our queued SET, then this release, in that order,
-	 * instead of keeping a key nobody knows for a whole TTL. */
-	n_ok = release_round(lk, how, exit_status, min_hold, lk->node_timeout_ms);
-	for (int tries = 1;; tries++) {
-		again = false;
-		for (size_t i = 0; i < lk->n_nodes; i++) {
-			lk->nodes[i].skip = !retry_release(&lk->nodes[i], had_conn[i], tries);
-			again |= !lk->nodes[i].skip;
-		}
-		now_ms = clock_now_ms();
-		if (!again || now_ms + pause_ms >= deadline_ms)
-			break;
-		poll(NULL, 0, (int)pause_ms);
-		pause_ms = pause_ms * 2 > 200 ? 200 : pause_ms * 2;
-		n_ok += release_round(lk, how, exit_status, min_hold,
-				      deadline_ms - clock_now_ms());
-	}
-	all_servers(lk);
-	/* The servers that said the lock is not ours (script_release: 0). A
-	 * retried node's reply is its last round's. */
-	for (size_t i = 0; i < lk->n_nodes; i++) {
-		const redisReply *r = lk->nodes[i].replies[0];
-
-		n_no += lk->nodes[i].state == NODE_DONE && r &&
-			r->type == REDIS_REPLY_INTEGER && r->integer == 0;
-	}
-	if (strcmp(how, "job") == 0 && n_no > lk->n_nodes - need) {
-		error_set(err, EX_TEMPFAIL, lk->n_nodes == 1 ?
-			  "the lock was deleted or taken over%s%s" :
-			  "the lock was deleted or taken over on a majority%s%s",
-			  lk->n_nodes == 1 ? " on " : "",
-			  lk->n_nodes == 1 ? lk->nodes[0].url->text : "");
-		return LOCK_RELEASE_LOST;
-	}
-	if (n_ok == lk->n_nodes)
-		return 0;
-	worst = fanout_worst_error(lk->nodes, lk->n_nodes);
-	if (n_ok < need) {
-		no_quorum(lk, n_ok, err, "confirmed the release");
-		return -1;
-	}
-	error_set(err, 0, "released on %zu of %zu servers; %s", n_ok,
-		  lk->n_nodes, worst ? worst->msg : "no answer");
-	return 1;
-}
-
-int rlock_release(struct rlock *lk, struct error *err)
-{
-	return release_all(lk, "undo", LOCK_EXIT_UNKNOWN, false, err);
-}
-
-int rlock_release_job(struct rlock *lk, int exit_status, bool min_hold,
-		     struct error *err)
-{
-	return release_all(lk, "job", exit_status, min_hold, err);
 }
 
 bool rlock_busy(const struct rlock *lk)

@@ -88,3 +88,17 @@ int rlock_raise_fence(struct rlock *lk, const char *fence, struct error *err);
  * answered with (TRYAGAIN, LOADING, BUSY...), none a server that could not
  * be reached. */
 bool rlock_busy(const struct rlock *lk);
+
+/* Between rlock.c and unlock.c only. */
+/* The release script on every server (not skip), where the lock is:
+ * how is "job" (exit_status known, or LOCK_EXIT_UNKNOWN) or "undo" (see
+ * script_release); min_hold keeps the lock for what is left of
+ * --min-hold. Returns how many servers answered. */
+size_t rlock_release_round(struct rlock *lk, const char *how, int exit_status,
+			   bool min_hold, int64_t timeout_ms);
+/* err: "N of M servers WHAT, K needed", with each failed server's words
+ * (one server, or a clash of modes: its own words). */
+void rlock_no_quorum(struct rlock *lk, size_t n_ok, struct error *err,
+		     const char *what);
+/* Every server in the next rounds again (none skip). */
+void rlock_all_servers(struct rlock *lk);

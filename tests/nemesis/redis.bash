@@ -49,21 +49,35 @@ cluster_start() {
 	LOCK_ARGS=(--wait-replicas "${REDIS_WAIT_REPLICAS:-1}")
 }
 
-_alive() { local p; p=$(cat "$1" 2>/dev/null) && ! dead "$p"; }
+# A PID file PROC.pid and, in PROC.start, when that process started (the
+# kernel's clock ticks since boot): a PID the kernel gave to another
+# process since (a busy host wraps PIDs within a minute: pid_max 32768)
+# is not ours, so it is neither taken for the member alive nor signalled.
+_start_of() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $20 }'; }
+# _ours PROC: the PID in PROC.pid, if that process is still the one spawned
+_ours() {
+	local p
+	p=$(cat "$1.pid" 2>/dev/null) && ! dead "$p" &&
+		[[ $(_start_of "$p") == "$(cat "$1.start" 2>/dev/null)" ]] && echo "$p"
+}
+_spawn_as() {	# _spawn_as PROC MEMBER LOG CMD...
+	local f=$1 p; shift
+	p=$(spawn "$@")
+	echo "$p" >"$f.pid"
+	_start_of "$p" >"$f.start"
+}
 
 # member_start MEMBER: whichever of its server and sentinel is not running
 member_start() {
 	local m=$1
-	if ! _alive "$T/$m/redis.pid"; then
-		spawn "$m" "$T/$m/redis.log" redis-server "$T/$m/redis.conf" >"$T/$m/redis.pid"
-	fi
-	if ! _alive "$T/$m/sentinel.pid"; then
-		spawn "$m" "$T/$m/sentinel.log" redis-server "$T/$m/sentinel.conf" \
-			--sentinel >"$T/$m/sentinel.pid"
-	fi
+	_ours "$T/$m/redis" >/dev/null ||
+		_spawn_as "$T/$m/redis" "$m" "$T/$m/redis.log" redis-server "$T/$m/redis.conf"
+	_ours "$T/$m/sentinel" >/dev/null ||
+		_spawn_as "$T/$m/sentinel" "$m" "$T/$m/sentinel.log" redis-server \
+			"$T/$m/sentinel.conf" --sentinel
 }
 
-member_pids() { cat "$T/$1/redis.pid" "$T/$1/sentinel.pid" 2>/dev/null; }
+member_pids() { _ours "$T/$1/redis"; _ours "$T/$1/sentinel"; }
 
 member_serving() {
 	[[ $(rcli_on "$1" ping) == PONG ]] &&
@@ -86,10 +100,24 @@ redis_master() {
 	return 1
 }
 
+# _replicas_seen SENTINEL: the replicas that sentinel knows of, one line
+# each: "IP:PORT FLAGS MASTER-HOST LINK-STATUS"
+_replicas_seen() {
+	scli_on "$1" sentinel replicas "$REDIS_MASTER" | paste - - | awk -F'\t' '
+		$1 == "name" { n = $2 } $1 == "flags" { f[n] = $2 }
+		$1 == "master-host" { h[n] = $2 } $1 == "master-link-status" { s[n] = $2 }
+		END { for (k in f) print k, f[k], h[k], s[k] }'
+}
+
 # cluster_ready: the sentinels agree on a master that says it is one, with
-# a quorum of sentinels, and the other server replicates from it
+# a quorum of sentinels, and the other servers replicate from it, as each
+# sentinel sees too. A sentinel learns of a replica from the master's INFO
+# (every 10 s), and one it has not seen when the master fails stays with
+# the old master for ever: Sentinel reconfigures only the replicas it
+# knows (a fault within seconds of a replica's first sync left one
+# replicating from the old master, and the cluster never served again).
 cluster_ready() {
-	local m r
+	local m r s seen
 	m=$(redis_master) || return 1
 	rcli_on "$m" role | head -n 1 | grep -qx master || return 1
 	[[ $(scli_on "$m" sentinel ckquorum "$REDIS_MASTER") == OK* ]] || return 1
@@ -100,15 +128,23 @@ cluster_ready() {
 				grep -qx "master_host:$(node_ip "$m")"
 		} || return 1
 	done
+	for s in "${MEMBERS[@]}"; do
+		seen=$(_replicas_seen "$s") || return 1
+		for r in "${MEMBERS[@]}"; do
+			[[ $r == "$m" ]] ||
+				grep -qx "$(node_addr "$r" redis 6379) slave $(node_ip "$m") ok" <<<"$seen" ||
+				return 1
+		done
+	done
 }
 
 cluster_leader() { redis_master; }
 client_cut_from() { redis_master; }
 
 fault_sentinel() {
-	local m down
+	local m down p
 	m=$(random_member) down=$(rand_s 0.2 "$DOWN_MAX")
-	kill -KILL "$(<"$T/$m/sentinel.pid")"
+	p=$(_ours "$T/$m/sentinel") && kill -KILL "$p"
 	sleep "$down"
 	member_start "$m"
 	echo "$m $down"
