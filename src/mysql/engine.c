@@ -36,7 +36,7 @@
 #include <openssl/evp.h>
 #include "clock.h"
 #include "config.h"
-#include "mylock.h"
+#include "mysql.h"
 
 /* The longest one blocking GET_LOCK waits when -w allows more ("for
  * ever"): then another. A dlock killed while it waits leaves a waiter in
@@ -462,7 +462,7 @@ static void fence_error(struct lock *lk, struct error *err)
 }
 
 /* Creates the tables on first use: dlock_history with an engine whose
- * writes flush nothing (mylock.h), InnoDB where the server will not have
+ * writes flush nothing (mysql.h), InnoDB where the server will not have
  * that one. */
 static int create_tables(struct lock *lk, int64_t deadline_ms, struct error *err)
 {

@@ -13,7 +13,7 @@
 #include <sysexits.h>
 #include <mysqld_error.h>
 #include "clock.h"
-#include "mylock.h"
+#include "mysql.h"
 #include "show.h"
 
 static long long num(const char *s)

@@ -1,4 +1,4 @@
-/* mylock.h - the MySQL engine's part of a lock (struct lock's e), and
+/* mysql.h - the MySQL engine's part of a lock (struct lock's e), and
  * what engine.c and inspect.c share: the lock's names in SQL, the tables. */
 #pragma once
 #include <stdbool.h>
