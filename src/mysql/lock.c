@@ -1,4 +1,4 @@
-/* engine.c - MySQL and MariaDB behind the engine interface (src/engine.h):
+/* lock.c - a MySQL or MariaDB lock (the lock part of src/engine.h):
  * GET_LOCK() on a connection of the lock's own.
  *
  * The lock is the connection's: the server frees it when the connection
@@ -35,7 +35,6 @@
 #include <mysqld_error.h>
 #include <openssl/evp.h>
 #include "clock.h"
-#include "config.h"
 #include "mysql.h"
 
 /* The longest one blocking GET_LOCK waits when -w allows more ("for
@@ -46,79 +45,6 @@
 /* At the -w deadline the server gives the wait up by itself: its answer
  * is awaited that long before a KILL QUERY. */
 #define WAIT_GRACE_MS 50
-
-/* ---- settings ---------------------------------------------------------- */
-
-static int parse(const char *const *urls, size_t n, void **servers, char *err,
-		 size_t errlen)
-{
-	struct my_url *u = calloc(n, sizeof *u);
-	char why[256];
-
-	if (!u) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (my_url_parse(urls[i], &u[i], why, sizeof why) < 0) {
-			engine_bad_url(urls[i], why, err, errlen);
-			free(u);
-			return -1;
-		}
-	*servers = u;
-	return 0;
-}
-
-static void free_servers(void *servers, size_t n)
-{
-	struct my_url *u = servers;
-
-	for (size_t i = 0; i < n; i++)
-		explicit_bzero(u[i].password, sizeof u[i].password);
-	free(servers);
-}
-
-static const char *server_text(const void *servers, size_t i)
-{
-	return ((const struct my_url *)servers)[i].text;
-}
-
-static bool uses_tls(const void *servers, size_t n)
-{
-	const struct my_url *u = servers;
-
-	for (size_t i = 0; i < n; i++)
-		if (u[i].tls != MY_TLS_OFF)
-			return true;
-	return false;
-}
-
-static int init(const struct settings *st, struct error *err)
-{
-	char why[256];
-
-	/* before any thread: the library's own set-up is not thread-safe */
-	if (my_library_init(uses_tls(st->servers, st->n_servers), why, sizeof why) < 0) {
-		error_set(err, EX_SOFTWARE, "%s", why);
-		return -1;
-	}
-	return 0;
-}
-
-static void end(void)
-{
-	mysql_library_end();
-}
-
-static const struct engine_cannot cannot[] = {
-	{ CAP_SHARED, "GET_LOCK has no shared mode" },
-	{ CAP_LIMIT, "GET_LOCK has one holder per name" },
-	{ CAP_FAIR, "the server grants GET_LOCK's waiters in no defined order" },
-	{ CAP_STEPS, "the lock lives and dies with the connection of the dlock that took it" },
-	{ CAP_SEVERAL, "one server is the lock (a replica never sees GET_LOCK): name one URL" },
-	{ CAP_WAIT_REPLICAS, "GET_LOCK is not replicated" },
-	{ 0, NULL }
-};
 
 /* ---- helpers (inspect.c uses them too) ----------------------------------- */
 
@@ -249,7 +175,7 @@ char *my_info_sql(const char *info)
 
 /* ---- the lock ------------------------------------------------------------ */
 
-static int open_lock(struct lock *lk, struct error *err)
+int my_lock_open(struct lock *lk, struct error *err)
 {
 	struct mylock *m = calloc(1, sizeof *m);
 
@@ -271,7 +197,7 @@ static int open_lock(struct lock *lk, struct error *err)
 	return 0;
 }
 
-static void close_lock(struct lock *lk)
+void my_lock_close(struct lock *lk)
 {
 	struct mylock *m = M(lk);
 
@@ -293,7 +219,7 @@ static long wait_timeout_s(const struct lock *lk)
 	return (long)((lk->ttl_ms + 999) / 1000);
 }
 
-static int begin(struct lock *lk, struct error *err)
+int my_begin(struct lock *lk, struct error *err)
 {
 	struct mylock *m = M(lk);
 	const struct lock_params *p = lk->p;
@@ -907,7 +833,8 @@ static void held_by(struct lock *lk, int64_t deadline_ms)
 	my_done(&m->c);
 }
 
-static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *err)
+enum lock_result my_try(struct lock *lk, int64_t *retry_ms,
+			struct error *err)
 {
 	struct mylock *m = M(lk);
 	int64_t start_ms = clock_now_ms(), deadline_ms = start_ms + lk->node_timeout_ms;
@@ -1015,7 +942,7 @@ static enum lock_result take_up_wait(struct lock *lk, struct error *err)
 	return r == LOCK_HELD ? LOCK_FAILED : r;
 }
 
-static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+size_t my_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 {
 	struct mylock *m = M(lk);
 
@@ -1025,7 +952,7 @@ static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	return 1;
 }
 
-static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
+bool my_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
 {
 	return n > 0 && pfd[0].revents != 0;
 }
@@ -1046,7 +973,7 @@ static void kill_query(struct lock *lk, int64_t deadline_ms)
 	my_close(&k);
 }
 
-static void end_wait(struct lock *lk, enum lock_result r)
+void my_end_wait(struct lock *lk, enum lock_result r)
 {
 	struct mylock *m = M(lk);
 	long long got = 0;
@@ -1092,7 +1019,7 @@ static void end_wait(struct lock *lk, enum lock_result r)
 /* -k: the counter row is the name's own, so a job's fence (the largest
  * of its keys') is written back to each key's row while holding it: the
  * next holder of that key counts on from there, never below. */
-static int raise_fence(struct lock *lk, const char *fence, struct error *err)
+int my_raise_fence(struct lock *lk, const char *fence, struct error *err)
 {
 	struct mylock *m = M(lk);
 	char sql[sizeof m->rowkey + 160];
@@ -1118,8 +1045,8 @@ static int raise_fence(struct lock *lk, const char *fence, struct error *err)
 	return 0;
 }
 
-static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
-				 struct error *err)
+enum extend_result my_extend(struct lock *lk, int64_t timeout_ms,
+			     struct error *err)
 {
 	struct mylock *m = M(lk);
 	int64_t deadline_ms = clock_now_ms() + timeout_ms;
@@ -1138,7 +1065,7 @@ static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
 	return r;
 }
 
-static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+size_t my_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 {
 	struct mylock *m = M(lk);
 
@@ -1148,8 +1075,8 @@ static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	return 1;
 }
 
-static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
-			 char *note, size_t notelen)
+bool my_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+		     char *note, size_t notelen)
 {
 	char b;
 
@@ -1173,7 +1100,7 @@ static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 	return true;
 }
 
-static size_t fds(const struct lock *lk, int *out, size_t max)
+size_t my_lock_fds(const struct lock *lk, int *out, size_t max)
 {
 	int fd = my_fd(&M(lk)->c);
 
@@ -1228,7 +1155,7 @@ static void record_lost(struct lock *lk, const struct release_how *how)
  * the watchdog's until the job has stopped), and trims the history as a
  * release does. Best effort, bounded by --node-timeout. A holder without
  * a fence (--no-fence) wrote no history. */
-static void note_killed(struct lock *lk, int64_t held_ms)
+void my_note_killed(struct lock *lk, int64_t held_ms)
 {
 	struct mylock *m = M(lk);
 	struct my_conn c;
@@ -1320,8 +1247,8 @@ static char *release_sql(struct lock *lk, const struct release_how *how,
 	return s;
 }
 
-static int release(struct lock *lk, const struct release_how *how,
-		   struct error *err)
+int my_release(struct lock *lk, const struct release_how *how,
+	       struct error *err)
 {
 	struct mylock *m = M(lk);
 	struct my_conn *c = &m->c;
@@ -1381,42 +1308,3 @@ static int release(struct lock *lk, const struct release_how *how,
 		record_lost(lk, how);
 	return 0;
 }
-
-ENGINE_MODULE_ABI;
-
-const struct engine mysql_engine = {
-	.settings = {
-		.name = "MySQL",
-		.flags = CAP_NO_FORK | CAP_UNAVAILABLE_RUN | CAP_HELD_BY_CONNECTION,
-		.cannot = cannot,
-		.min_ttl_ms = 1000,
-		.parse = parse,
-		.free_servers = free_servers,
-		.server_text = server_text,
-		.uses_tls = uses_tls,
-		.init = init,
-		.end = end,
-	},
-	.lock = {
-		.open = open_lock,
-		.close = close_lock,
-		.begin = begin,
-		.try = try,
-		.wait_fds = wait_fds,
-		.wait_events = wait_events,
-		.end_wait = end_wait,
-		.extend = extend,
-		.watch_fds = watch_fds,
-		.watch_events = watch_events,
-		.note_killed = note_killed,
-		.fds = fds,
-		.release = release,
-		.raise_fence = raise_fence,
-	},
-	.inspect = {
-		.status = my_status,
-		.list = my_list,
-		.history = my_history,
-		.force = my_force,
-	},
-};

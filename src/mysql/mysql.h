@@ -125,6 +125,26 @@ int my_sha256(const void *a, size_t alen, const void *b, size_t blen,
 #define MY_TOKEN_LIT (2 * LOCK_TOKEN_MAX + 4)
 void my_token_sql(const char *token, char *out);
 
+/* lock.c: the lock part of struct engine (src/engine.h) */
+int my_lock_open(struct lock *lk, struct error *err);
+void my_lock_close(struct lock *lk);
+int my_begin(struct lock *lk, struct error *err);
+enum lock_result my_try(struct lock *lk, int64_t *retry_ms,
+			struct error *err);
+size_t my_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max);
+bool my_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n);
+void my_end_wait(struct lock *lk, enum lock_result r);
+enum extend_result my_extend(struct lock *lk, int64_t timeout_ms,
+			     struct error *err);
+size_t my_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max);
+bool my_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+		     char *note, size_t notelen);
+void my_note_killed(struct lock *lk, int64_t held_ms);
+size_t my_lock_fds(const struct lock *lk, int *out, size_t max);
+int my_release(struct lock *lk, const struct release_how *how,
+	       struct error *err);
+int my_raise_fence(struct lock *lk, const char *fence, struct error *err);
+
 /* inspect.c: status, list, history, force (engine.h) */
 int my_status(struct lock *lk, struct status_lock *locks, size_t n,
 	      struct error *err);

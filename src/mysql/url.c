@@ -1,6 +1,7 @@
 /* url.c - MySQL/MariaDB server URLs and lock names. Pure: no I/O. */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "url.h"
 #include "urlpart.h"
@@ -131,6 +132,30 @@ int my_url_parse(const char *s, struct my_url *u, char *err, size_t errlen)
 		snprintf(u->text, sizeof u->text, "%s://%s:%d", u->scheme, u->host,
 			 u->port ? u->port : 3306);
 	return 0;
+}
+
+void my_free_urls(void *servers, size_t n)
+{
+	struct my_url *u = servers;
+
+	for (size_t i = 0; i < n; i++)
+		explicit_bzero(u[i].password, sizeof u[i].password);
+	free(servers);
+}
+
+const char *my_url_text(const void *servers, size_t i)
+{
+	return ((const struct my_url *)servers)[i].text;
+}
+
+bool my_uses_tls(const void *servers, size_t n)
+{
+	const struct my_url *u = servers;
+
+	for (size_t i = 0; i < n; i++)
+		if (u[i].tls != MY_TLS_OFF)
+			return true;
+	return false;
 }
 
 /* A byte a plain name may have: printable ASCII but the mark */

@@ -31,6 +31,13 @@ struct my_url {
  * URL itself: it may hold a password). */
 int my_url_parse(const char *s, struct my_url *u, char *err, size_t errlen);
 
+/* The engine's settings over an array of n of them (struct engine's
+ * free_servers, server_text, uses_tls): frees it, its passwords wiped
+ * first; server i's text; whether any asks for TLS. */
+void my_free_urls(void *servers, size_t n);
+const char *my_url_text(const void *servers, size_t i);
+bool my_uses_tls(const void *servers, size_t n);
+
 /* The longest GET_LOCK name MySQL takes (MariaDB takes 192 bytes). */
 #define MY_NAME_MAX 64
 /* What marks a hashed name: a plain name never has it. */
