@@ -48,8 +48,9 @@
 
 /* ---- helpers (inspect.c uses them too) ----------------------------------- */
 
-int my_sha256(const void *a, size_t alen, const void *b, size_t blen,
-	      unsigned char *md)
+/* The SHA-256 my_lock_name() wants: libcrypto's. */
+static int my_sha256(const void *a, size_t alen, const void *b, size_t blen,
+		     unsigned char *md)
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	unsigned len = 0;
@@ -64,48 +65,15 @@ int my_sha256(const void *a, size_t alen, const void *b, size_t blen,
 	return r;
 }
 
-void my_token_sql(const char *token, char *out)
+int my_names(struct my_names *n, const struct my_url *u, const char *prefix,
+	     const char *key, struct error *err)
 {
-	size_t len = strnlen(token, LOCK_TOKEN_MAX);
-
-	my_hex_literal(token, len, out);
-}
-
-int my_names(struct mylock *m, const char *prefix, const char *key,
-	     struct error *err)
-{
-	size_t plen = strlen(prefix), klen = strlen(key);
-	char full[1024];
-
-	if (my_lock_name(prefix, key, my_sha256, m->name) < 0) {
+	if (my_names_make(n, prefix, key, my_sha256) < 0) {
 		error_set(err, EX_SOFTWARE, "%s: cannot compute the SHA-256 that names a long or non-ASCII key (libcrypto failed)",
-			  m->u->text);
+			  u->text);
 		return -1;
 	}
-	my_hex_literal(m->name, strlen(m->name), m->lit);
-	m->rowkey[0] = '\0';
-	/* for status without KEY: the name as given, cut to the column's
-	 * 1024 bytes (a longer one is listed by its first 1024) */
-	if (plen > sizeof full)
-		plen = sizeof full;
-	if (klen > sizeof full - plen)
-		klen = sizeof full - plen;
-	memcpy(full, prefix, plen);
-	memcpy(full + plen, key, klen);
-	my_hex_literal(full, plen + klen, m->full_hex);
 	return 0;
-}
-
-void my_rowkey(struct mylock *m, const struct my_conn *c)
-{
-	char lower[MY_NAME_MAX + 1];
-
-	if (c->mariadb) {
-		my_hex_literal(m->name, strlen(m->name), m->rowkey);
-		return;
-	}
-	my_lower(m->name, lower);
-	my_hex_literal(lower, strlen(lower), m->rowkey);
 }
 
 int my_connect(struct my_conn *c, int64_t deadline_ms, struct error *err)
@@ -144,35 +112,6 @@ int my_query(struct my_conn *c, const char *sql, int64_t deadline_ms,
 	return 0;
 }
 
-char *my_info_sql(const char *info)
-{
-	const char *since = info, *after;
-	char *head, *tail, *out = NULL;
-	size_t hlen;
-
-	for (int tabs = 0; tabs < 3 && since; tabs++)
-		if ((since = strchr(since, '\t')))
-			since++;
-	after = since ? strchr(since, '\t') : NULL;
-	if (!after) {
-		if ((head = malloc(2 * strlen(info) + 4)))
-			my_hex_literal(info, strlen(info), head);
-		return head;
-	}
-	hlen = (size_t)(since - info);
-	head = malloc(2 * hlen + 4);
-	tail = malloc(2 * strlen(after) + 4);
-	if (head && tail) {
-		my_hex_literal(info, hlen, head);
-		my_hex_literal(after, strlen(after), tail);
-		if (asprintf(&out, "CONCAT(%s, " MY_NOW_MS ", %s)", head, tail) < 0)
-			out = NULL;
-	}
-	free(head);
-	free(tail);
-	return out;
-}
-
 /* ---- the lock ------------------------------------------------------------ */
 
 int my_lock_open(struct lock *lk, struct error *err)
@@ -188,12 +127,12 @@ int my_lock_open(struct lock *lk, struct error *err)
 	m->u = lk->p->servers;
 	m->fence = -1;
 	my_init(&m->c, m->u, lk->p->password, lk->p->tls);
-	if (my_names(m, lk->p->prefix, lk->p->name, err) < 0) {
+	if (my_names(&m->names, m->u, lk->p->prefix, lk->p->name, err) < 0) {
 		free(m);
 		lk->e = NULL;
 		return -1;
 	}
-	lk->key = m->name;
+	lk->key = m->names.name;
 	return 0;
 }
 
@@ -273,7 +212,7 @@ static int connect_lock(struct lock *lk, int64_t deadline_ms, struct error *err)
 	m->session_set = false;
 	if (my_connect(&m->c, deadline_ms, err) < 0)
 		return -1;
-	my_rowkey(m, &m->c);
+	my_names_rowkey(&m->names, m->c.mariadb);
 	return 0;
 }
 
@@ -326,10 +265,10 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 		fprintf(f, "SELECT IF(CONNECTION_ID() = %lu AND @@read_only = 0%s, GET_LOCK(%s, %.3f), -1), "
 			"CONNECTION_ID(), @@read_only, %s, VERSION();",
 			m->c.thread_id, m->no_wsrep ? "" : " AND @@wsrep_on = 0",
-			m->lit, secs, m->no_wsrep ? "0" : "@@wsrep_on");
+			m->names.lit, secs, m->no_wsrep ? "0" : "@@wsrep_on");
 		b->get = b->check = n++;
 	} else {
-		fprintf(f, "SELECT GET_LOCK(%s, %.3f);", m->lit, secs);
+		fprintf(f, "SELECT GET_LOCK(%s, %.3f);", m->names.lit, secs);
 		b->get = n++;
 	}
 	/* the fence row, committed (the redo log flushed) before its
@@ -345,7 +284,7 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 			"ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(GREATEST(fence + 1, " MY_NOW_US ")), "
 			"conn = VALUES(conn), token = VALUES(token), holder = VALUES(holder), "
 			"ttl_ms = VALUES(ttl_ms), lock_name = VALUES(lock_name);",
-			m->rowkey, tok, info, lk->ttl_ms, m->full_hex, m->lit);
+			m->names.rowkey, tok, info, lk->ttl_ms, m->names.full_hex, m->names.lit);
 		b->fence = n++;
 	}
 	/* The tail, which the job does not wait for (query_head()): the
@@ -360,12 +299,12 @@ static char *acquire_sql(struct lock *lk, double secs, int with,
 		 * and Aria ten times as much) */
 		fprintf(f, "SELECT IF(IS_USED_LOCK(%s) = CONNECTION_ID() AND LAST_INSERT_ID() %% %ld = 0, "
 			"(SELECT COUNT(*) FROM dlock_history WHERE name = %s), NULL);",
-			m->lit, trim_every(p->history), m->rowkey);
+			m->names.lit, trim_every(p->history), m->names.rowkey);
 		b->count = n++;
 		fprintf(f, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence) "
 			"SELECT %s, " MY_NOW_MS ", 'acquired', %s, %s, LAST_INSERT_ID() "
 			"FROM DUAL WHERE IS_USED_LOCK(%s) = CONNECTION_ID();",
-			m->rowkey, tok, info, m->lit);
+			m->names.rowkey, tok, info, m->names.lit);
 		b->history = n++;
 	}
 	if (fclose(f) == 0)
@@ -532,7 +471,7 @@ static void tail_failed(struct lock *lk, int64_t deadline_ms)
 		info = my_info_sql(lk->info);
 		if (!info || asprintf(&sql, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence) "
 				      "VALUES (%s, " MY_NOW_MS ", 'acquired', %s, %s, %lld)",
-				      m->rowkey, tok, info, m->fence) < 0)
+				      m->names.rowkey, tok, info, m->fence) < 0)
 			sql = NULL;
 		free(info);
 		if (sql && create_tables(lk, deadline_ms, &err) == 0 &&
@@ -650,7 +589,7 @@ static enum extend_result probe(struct lock *lk, int64_t deadline_ms,
 	}
 	if (!m->probing) {
 		snprintf(sql, sizeof sql, "SELECT IS_USED_LOCK(%s) = CONNECTION_ID(), CONNECTION_ID()",
-			 m->lit);
+			 m->names.lit);
 		m->probe_ms = clock_now_ms();
 		if (my_send(c, sql, err) < 0)
 			return EXTEND_FAILED;
@@ -792,7 +731,7 @@ static int reentered(struct lock *lk, int64_t deadline_ms, struct error *err)
 			return 0;
 	my_token_sql(lk->reentry_token, tok);
 	snprintf(sql, sizeof sql, "SELECT IS_USED_LOCK(%s) = conn AND token = %s, fence FROM dlock_locks WHERE name = %s",
-		 m->lit, tok, m->rowkey);
+		 m->names.lit, tok, m->names.rowkey);
 	if (my_query(&m->c, sql, deadline_ms, err) < 0)
 		return -1;
 	if (m->c.err_no || !my_int(&m->c, 0, 0, &yes) || yes != 1)
@@ -812,7 +751,7 @@ static enum lock_result take_up_wait(struct lock *lk, struct error *err);
 static void held_by(struct lock *lk, int64_t deadline_ms)
 {
 	struct mylock *m = M(lk);
-	char sql[3 * sizeof m->lit + 160];
+	char sql[3 * sizeof m->names.lit + 160];
 	struct error ignored;
 	const char *v, *f;
 	size_t len;
@@ -822,7 +761,7 @@ static void held_by(struct lock *lk, int64_t deadline_ms)
 		return;
 	snprintf(sql, sizeof sql, "SELECT holder, fence FROM dlock_locks WHERE name = %s "
 		 "AND conn = IS_USED_LOCK(%s) AND IS_USED_LOCK(%s) <> CONNECTION_ID()",
-		 m->rowkey, m->lit, m->lit);
+		 m->names.rowkey, m->names.lit, m->names.lit);
 	if (my_query(&m->c, sql, deadline_ms, &ignored) < 0 || m->c.err_no)
 		return;
 	if ((v = my_field(&m->c, 0, 0, &len)) && len > 0) {
@@ -1022,7 +961,7 @@ void my_end_wait(struct lock *lk, enum lock_result r)
 int my_raise_fence(struct lock *lk, const char *fence, struct error *err)
 {
 	struct mylock *m = M(lk);
-	char sql[sizeof m->rowkey + 160];
+	char sql[sizeof m->names.rowkey + 160];
 
 	if (lk->p->no_fence || !*fence || fence[strspn(fence, "0123456789")]) {
 		snprintf(lk->fence, sizeof lk->fence, "%s", fence);
@@ -1030,7 +969,7 @@ int my_raise_fence(struct lock *lk, const char *fence, struct error *err)
 	}
 	snprintf(sql, sizeof sql,
 		 "UPDATE dlock_locks SET fence = GREATEST(fence, %s) WHERE name = %s AND conn = CONNECTION_ID()",
-		 fence, m->rowkey);
+		 fence, m->names.rowkey);
 	if (finish_tail(lk, clock_now_ms() + lk->node_timeout_ms) == 1) {
 		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
 		return -1;
@@ -1139,7 +1078,7 @@ static void record_lost(struct lock *lk, const struct release_how *how)
 	exit_sql(how, status);
 	if (asprintf(&sql, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, exit_status, held_ms) "
 		     "VALUES (%s, " MY_NOW_MS ", 'lost', %s, %s, %lld, %s, %" PRId64 ")",
-		     m->rowkey, tok, info, m->fence, status,
+		     m->names.rowkey, tok, info, m->fence, status,
 		     clock_now_ms() - lk->acquired_ms) < 0)
 		sql = NULL;
 	my_init(&c, m->u, lk->p->password, lk->p->tls);
@@ -1172,13 +1111,13 @@ void my_note_killed(struct lock *lk, int64_t held_ms)
 	my_token_sql(lk->token, tok);
 	my_init(&c, m->u, lk->p->password, lk->p->tls);
 	if (my_connect(&c, deadline_ms, &ignored) == 0) {
-		my_rowkey(m, &c);
+		my_names_rowkey(&m->names, c.mariadb);
 		if (asprintf(&sql, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, held_ms) "
 			     "VALUES (%s, " MY_NOW_MS ", 'killed', %s, %s, %s, %" PRId64 ");"
 			     "DELETE FROM dlock_history WHERE name = %s AND id <= "
 			     "(SELECT id FROM (SELECT id FROM dlock_history WHERE name = %s "
 			     "ORDER BY id DESC LIMIT 1 OFFSET %ld) AS t)",
-			     m->rowkey, tok, info, lk->fence, held_ms, m->rowkey, m->rowkey,
+			     m->names.rowkey, tok, info, lk->fence, held_ms, m->names.rowkey, m->names.rowkey,
 			     lk->p->history) < 0)
 			sql = NULL;
 		if (sql)
@@ -1218,7 +1157,7 @@ static char *release_sql(struct lock *lk, const struct release_how *how,
 		fprintf(f, "START TRANSACTION;INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, exit_status, held_ms) "
 			"VALUES (%s, " MY_NOW_MS ", IF(IS_USED_LOCK(%s) = CONNECTION_ID(), 'released', 'lost'), "
 			"%s, %s, %lld, %s, %" PRId64 ");",
-			m->rowkey, m->lit, tok, info, m->fence, status,
+			m->names.rowkey, m->names.lit, tok, info, m->fence, status,
 			clock_now_ms() - lk->acquired_ms);
 		n += 2;
 		/* a release that trims: the oldest beyond --history, by the
@@ -1226,7 +1165,7 @@ static char *release_sql(struct lock *lk, const struct release_how *how,
 		 * 'lost' from the holder before us, goes at the next trim) */
 		if (m->history_rows >= 0 && m->history_rows + 1 > p->history) {
 			fprintf(f, "DELETE FROM dlock_history WHERE name = %s ORDER BY id LIMIT %lld;",
-				m->rowkey, m->history_rows + 1 - p->history);
+				m->names.rowkey, m->history_rows + 1 - p->history);
 			n++;
 		}
 		fprintf(f, "COMMIT;");
@@ -1234,10 +1173,10 @@ static char *release_sql(struct lock *lk, const struct release_how *how,
 	} else if (history && m->event_id) {
 		/* an acquisition no command used: the history forgets it */
 		fprintf(f, "DELETE FROM dlock_history WHERE id = %llu AND IS_USED_LOCK(%s) = CONNECTION_ID();",
-			m->event_id, m->lit);
+			m->event_id, m->names.lit);
 		n++;
 	}
-	fprintf(f, "SELECT RELEASE_LOCK(%s)", m->lit);
+	fprintf(f, "SELECT RELEASE_LOCK(%s)", m->names.lit);
 	*release_at = n++;
 	free(info);
 	if (fclose(f) != 0) {
@@ -1293,7 +1232,7 @@ int my_release(struct lock *lk, const struct release_how *how,
 	if (!gone && c->err_no && c->err_at <= (size_t)at) {
 		char plain[200];
 
-		snprintf(plain, sizeof plain, "SELECT RELEASE_LOCK(%s)", m->lit);
+		snprintf(plain, sizeof plain, "SELECT RELEASE_LOCK(%s)", m->names.lit);
 		at = 0;
 		if (my_query(c, plain, deadline_ms, err) < 0) {
 			drop(m);

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include "conn.h"
 #include "engine.h"
+#include "names.h"
 #include "url.h"
 
 /* The tables, created on first use in the URL's database (dlock(1) prints
@@ -52,14 +53,6 @@
 #define MY_HISTORY_MYSQL "ENGINE=MyISAM"
 #define MY_HISTORY_DURABLE "ENGINE=InnoDB"
 
-/* The server's clock in ms, for history times and holders' since */
-#define MY_NOW_MS "CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)"
-/* The server's clock in microseconds: the fence's floor (see lock.c). */
-#define MY_NOW_US "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED)"
-
-/* Longest SQL literal of a lock name: X'...' of 1024 bytes and more */
-#define MY_HEX_MAX (2 * 1024 + 4)
-
 /* Where each statement's result is in a batch that acquires; -1: not
  * in it. */
 struct my_batch {
@@ -69,14 +62,7 @@ struct my_batch {
 struct mylock {
 	struct lock *lk;
 	const struct my_url *u;
-	char name[MY_NAME_MAX + 1];		/* GET_LOCK's */
-	char lit[2 * MY_NAME_MAX + 4];		/* name as a hex literal */
-	/* dlock_locks' key for it, a hex literal: MySQL compares lock names
-	 * without case (MariaDB 10.11 with), so there the row is the
-	 * lower-case name's, one counter for every spelling that is one
-	 * lock (my_rowkey(), once the server is known) */
-	char rowkey[2 * MY_NAME_MAX + 4];
-	char full_hex[MY_HEX_MAX];		/* prefix + key, as hex */
+	struct my_names names;		/* its names in SQL (names.h) */
 	struct my_conn c;			/* the lock's own connection */
 	bool session_set;	/* wait_timeout set, the server checked */
 	bool no_wsrep;		/* the server has no @@wsrep_on (MySQL) */
@@ -113,17 +99,6 @@ int my_connect(struct my_conn *c, int64_t deadline_ms, struct error *err);
  * the connection failed or did not answer in time (then it is closed). */
 int my_query(struct my_conn *c, const char *sql, int64_t deadline_ms,
 	     struct error *err);
-/* Holder info as SQL: CONCAT() of info with its since replaced by the
- * server's clock, or its hex literal when it has no since. */
-char *my_info_sql(const char *info);
-/* The SHA-256 my_lock_name() wants (libcrypto's): 0, or -1 when it
- * failed. */
-int my_sha256(const void *a, size_t alen, const void *b, size_t blen,
-	      unsigned char *md);
-/* A token (or any short string) as a hex literal; out has room for
- * MY_TOKEN_LIT bytes. */
-#define MY_TOKEN_LIT (2 * LOCK_TOKEN_MAX + 4)
-void my_token_sql(const char *token, char *out);
 
 /* lock.c: the lock part of struct engine (src/engine.h) */
 int my_lock_open(struct lock *lk, struct error *err);
@@ -153,9 +128,8 @@ int my_history(struct lock *lk, long count, struct history_report *out,
 	       struct error *err);
 int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	     struct error *err);
-/* Fills m's names for prefix + key but the row key. Returns 0, or -1
- * with err (70) when the SHA-256 a long name needs failed. */
-int my_names(struct mylock *m, const char *prefix, const char *key,
-	     struct error *err);
-/* m's row key for the server c is connected to. */
-void my_rowkey(struct mylock *m, const struct my_conn *c);
+/* Fills n for prefix + key but the row key (my_names_make() with
+ * libcrypto's SHA-256). Returns 0, or -1 with err (70, naming u) when the
+ * SHA-256 a long name needs failed. */
+int my_names(struct my_names *n, const struct my_url *u, const char *prefix,
+	     const char *key, struct error *err);
