@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sysexits.h>
 #include <sys/socket.h>
 #include <mysqld_error.h>
@@ -46,7 +45,7 @@
  * is awaited that long before a KILL QUERY. */
 #define WAIT_GRACE_MS 50
 
-/* ---- helpers (inspect.c uses them too) ----------------------------------- */
+/* ---- names (inspect.c uses my_names() too) ------------------------------- */
 
 /* The SHA-256 my_lock_name() wants: libcrypto's. */
 static int my_sha256(const void *a, size_t alen, const void *b, size_t blen,
@@ -71,42 +70,6 @@ int my_names(struct my_names *n, const struct my_url *u, const char *prefix,
 	if (my_names_make(n, prefix, key, my_sha256) < 0) {
 		error_set(err, EX_SOFTWARE, "%s: cannot compute the SHA-256 that names a long or non-ASCII key (libcrypto failed)",
 			  u->text);
-		return -1;
-	}
-	return 0;
-}
-
-int my_connect(struct my_conn *c, int64_t deadline_ms, struct error *err)
-{
-	if (my_connect_start(c, err) < 0)
-		return -1;
-	if (my_run(c, deadline_ms) == 1) {
-		my_close(c);
-		error_set(err, EX_UNAVAILABLE, "%s: no answer in time (connecting)",
-			  c->u->text);
-		return -1;
-	}
-	if (c->err_no || !c->thread_id) {
-		my_error(c, NULL, err);
-		my_close(c);
-		return -1;
-	}
-	return 0;
-}
-
-int my_query(struct my_conn *c, const char *sql, int64_t deadline_ms,
-	     struct error *err)
-{
-	if (my_send(c, sql, err) < 0)
-		return -1;
-	if (my_run(c, deadline_ms) == 1) {
-		my_close(c);
-		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", c->u->text);
-		return -1;
-	}
-	if (c->broken) {
-		my_error(c, NULL, err);
-		my_close(c);
 		return -1;
 	}
 	return 0;
@@ -151,11 +114,6 @@ void my_lock_close(struct lock *lk)
 static int64_t valid_from(const struct lock *lk, int64_t start_ms)
 {
 	return start_ms + lk->ttl_ms - (lk->ttl_ms / 100 + 2);
-}
-
-static long wait_timeout_s(const struct lock *lk)
-{
-	return (long)((lk->ttl_ms + 999) / 1000);
 }
 
 int my_begin(struct lock *lk, struct error *err)
@@ -216,244 +174,6 @@ static int connect_lock(struct lock *lk, int64_t deadline_ms, struct error *err)
 	return 0;
 }
 
-/* Every how many releases (by the fence) the history is trimmed back to
- * --history n: each run that trims pays for a count and a delete, which
- * cost the server about as much as the two events; between trims a lock
- * keeps up to a quarter more (as on etcd; Redis trims with MAXLEN ~). */
-static long trim_every(long history)
-{
-	long every = history / 8;
-
-	return every < 1 ? 1 : every > 64 ? 64 : every;
-}
-
-/* What acquire_sql() puts in a batch besides the fence row and the
- * history event (which are written only if the lock is ours). */
-#define WITH_GET 1		/* GET_LOCK (and, first, the session's set-up) */
-
-/* The statements that take the lock, as one batch: the session set up and
- * checked (first time), GET_LOCK with secs, the fence row and the history
- * event when granted. Each statement costs the server a packet, and the
- * client a wake-up: the checks ride in GET_LOCK's statement, and who
- * holds the lock is asked only when it was refused (held_by()). */
-static char *acquire_sql(struct lock *lk, double secs, int with,
-			 struct my_batch *b)
-{
-	struct mylock *m = M(lk);
-	const struct lock_params *p = lk->p;
-	char *info = my_info_sql(lk->info), *sql = NULL;
-	char tok[MY_TOKEN_LIT], *s = NULL;
-	size_t len = 0;
-	FILE *f;
-	int n = 0;
-
-	*b = (struct my_batch){ -1, -1, -1, -1, -1, -1 };
-	if (!info || !(f = open_memstream(&s, &len))) {
-		free(info);
-		return NULL;
-	}
-	my_token_sql(lk->token, tok);
-	if (!(with & WITH_GET)) {
-		/* the lock is held: the fence row and event only */
-	} else if (!m->session_set) {
-		/* autocommit: a server whose default is off would keep the
-		 * fence row's lock in an open transaction */
-		fprintf(f, "SET SESSION wait_timeout = %ld, interactive_timeout = %ld, autocommit = 1;",
-			wait_timeout_s(lk), wait_timeout_s(lk));
-		b->set = n++;
-		/* checked(): columns 1 to 3 */
-		fprintf(f, "SELECT IF(CONNECTION_ID() = %lu AND @@read_only = 0%s, GET_LOCK(%s, %.3f), -1), "
-			"CONNECTION_ID(), @@read_only, %s, VERSION();",
-			m->c.thread_id, m->no_wsrep ? "" : " AND @@wsrep_on = 0",
-			m->names.lit, secs, m->no_wsrep ? "0" : "@@wsrep_on");
-		b->get = b->check = n++;
-	} else {
-		fprintf(f, "SELECT GET_LOCK(%s, %.3f);", m->names.lit, secs);
-		b->get = n++;
-	}
-	/* the fence row, committed (the redo log flushed) before its
-	 * answer comes: the job starts on that answer. The counter alone
-	 * repeats after a crash that lost its commit (a server with
-	 * innodb_flush_log_at_trx_commit=0) or a failover to a replica that
-	 * lagged: the server's clock in us is its floor, as on Redis and
-	 * PostgreSQL, so the next fence is larger all the same */
-	if (!p->no_fence) {
-		fprintf(f, "INSERT INTO dlock_locks (name, fence, conn, token, holder, ttl_ms, lock_name) "
-			"SELECT %s, LAST_INSERT_ID(" MY_NOW_US "), CONNECTION_ID(), %s, %s, %" PRId64 ", %s "
-			"FROM DUAL WHERE IS_USED_LOCK(%s) = CONNECTION_ID() "
-			"ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(GREATEST(fence + 1, " MY_NOW_US ")), "
-			"conn = VALUES(conn), token = VALUES(token), holder = VALUES(holder), "
-			"ttl_ms = VALUES(ttl_ms), lock_name = VALUES(lock_name);",
-			m->names.rowkey, tok, info, lk->ttl_ms, m->names.full_hex, m->names.lit);
-		b->fence = n++;
-	}
-	/* The tail, which the job does not wait for (query_head()): the
-	 * history's statements, after the fence row, run by the server while
-	 * the job starts, read by finish_tail(). No later statement of ours
-	 * comes before them, nor any acquisition after ours. */
-	if (!p->no_fence && p->history > 0) {
-		/* the lock's events, when this release trims them (the fence
-		 * is a multiple of trim_every()): an index range read
-		 * forwards (finding the --history'th newest by a read
-		 * backwards, "ORDER BY id DESC LIMIT 1 OFFSET n", costs MyISAM
-		 * and Aria ten times as much) */
-		fprintf(f, "SELECT IF(IS_USED_LOCK(%s) = CONNECTION_ID() AND LAST_INSERT_ID() %% %ld = 0, "
-			"(SELECT COUNT(*) FROM dlock_history WHERE name = %s), NULL);",
-			m->names.lit, trim_every(p->history), m->names.rowkey);
-		b->count = n++;
-		fprintf(f, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence) "
-			"SELECT %s, " MY_NOW_MS ", 'acquired', %s, %s, LAST_INSERT_ID() "
-			"FROM DUAL WHERE IS_USED_LOCK(%s) = CONNECTION_ID();",
-			m->names.rowkey, tok, info, m->names.lit);
-		b->history = n++;
-	}
-	if (fclose(f) == 0)
-		sql = s;
-	else
-		free(s);
-	free(info);
-	return sql;
-}
-
-/* A statement on the fence row failed: what to tell the user. */
-static void fence_error(struct lock *lk, struct error *err)
-{
-	struct mylock *m = M(lk);
-	char what[300];
-
-	snprintf(what, sizeof what, "writing the fencing counter in %s.dlock_locks (needs SELECT, INSERT and UPDATE on it, SELECT, INSERT and DELETE on dlock_history; or --no-fence)",
-		 m->u->database);
-	my_error(&m->c, what, err);
-}
-
-/* Creates the tables on first use: dlock_history with an engine whose
- * writes flush nothing (mysql.h), InnoDB where the server will not have
- * that one. */
-static int create_tables(struct lock *lk, int64_t deadline_ms, struct error *err)
-{
-	struct mylock *m = M(lk);
-	struct my_conn *c = &m->c;
-	const char *fast = MY_HISTORY_MARIADB;
-	char what[240], sql[sizeof MY_DDL_HISTORY + 40];
-
-	snprintf(what, sizeof what, "creating %s.dlock_locks and dlock_history (needs CREATE, or an administrator to create them as dlock(1) shows; or --no-fence)",
-		 m->u->database);
-	if (my_query(c, c->mariadb ? MY_DDL_LOCKS :
-		     MY_DDL_LOCKS ";SELECT @@enforce_gtid_consistency", deadline_ms, err) < 0)
-		return -1;
-	if (c->err_no && c->err_at == 0) {
-		my_error(c, what, err);
-		return -1;
-	}
-	if (!c->mariadb) {
-		/* MySQL refuses MyISAM in a transaction with InnoDB where it
-		 * enforces GTID consistency (no such variable: no GTIDs) */
-		size_t len;
-		const char *v = c->err_no ? "OFF" : my_field(c, 1, 0, &len);
-
-		fast = v && strcasecmp(v, "OFF") == 0 ? MY_HISTORY_MYSQL : NULL;
-	}
-	if (fast) {
-		snprintf(sql, sizeof sql, "%s%s", MY_DDL_HISTORY, fast);
-		if (my_query(c, sql, deadline_ms, err) < 0)
-			return -1;
-		if (!c->err_no)
-			return 0;
-		if (my_exit_of(c->err_no) == EX_NOPERM) {
-			my_error(c, what, err);
-			return -1;
-		}
-		/* refused (enforce_storage_engine, disabled_storage_engines,
-		 * no such engine): the durable one does too */
-	}
-	snprintf(sql, sizeof sql, "%s%s", MY_DDL_HISTORY, MY_HISTORY_DURABLE);
-	if (my_query(c, sql, deadline_ms, err) < 0)
-		return -1;
-	if (c->err_no) {
-		my_error(c, what, err);
-		return -1;
-	}
-	return 0;
-}
-
-/* Whether the batch b failed at the fence row's statement or after it. */
-static bool failed_from_fence(const struct my_conn *c, const struct my_batch *b)
-{
-	return c->err_no && (size_t)b->fence <= c->err_at;
-}
-
-/* Sends a batch that asks for the lock and waits for its answers up to
- * the fence row's: the tail's (the history's statements) are the server's
- * to run meanwhile, read by finish_tail(). Returns 0, or -1 with err (the
- * connection closed). */
-static int query_head(struct mylock *m, const char *sql,
-		      const struct my_batch *b, int64_t deadline_ms,
-		      struct error *err)
-{
-	size_t stop_at = b->history >= 0 ? (size_t)b->fence + 1 : 0;
-
-	if (my_send_part(&m->c, sql, stop_at, err) < 0)
-		return -1;
-	if (my_run(&m->c, deadline_ms) == 1) {
-		my_close(&m->c);
-		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
-		return -1;
-	}
-	if (m->c.broken) {
-		my_error(&m->c, NULL, err);
-		my_close(&m->c);
-		return -1;
-	}
-	m->tail = *b;
-	m->tail_pending = stop_at > 0;
-	m->tail_ours = false;
-	return 0;
-}
-
-/* The fence from a batch that took the lock (its event is the tail's):
- * creates the tables on first use. Returns 0, or -1 with err (the lock
- * then given back). */
-static int take_fence(struct lock *lk, const struct my_batch *b,
-		      int64_t deadline_ms, struct error *err)
-{
-	struct mylock *m = M(lk);
-	struct my_conn *c = &m->c;
-	struct my_batch again;
-	const struct my_batch *at = b;
-	char *sql = NULL;
-
-	if (b->fence < 0)
-		return 0;
-	if (failed_from_fence(c, b) && c->err_no == ER_NO_SUCH_TABLE) {
-		if (create_tables(lk, deadline_ms, err) < 0 ||
-		    !(sql = acquire_sql(lk, 0, 0, &again))) {
-			if (!sql && !err->exit)
-				error_set(err, EX_OSERR, "out of memory");
-			return -1;
-		}
-		if (query_head(m, sql, &again, deadline_ms, err) < 0) {
-			free(sql);
-			return -1;
-		}
-		free(sql);
-		at = &again;
-	}
-	if (failed_from_fence(c, at)) {
-		fence_error(lk, err);
-		return -1;
-	}
-	if ((size_t)at->fence >= c->n_results ||
-	    c->results[at->fence].affected == 0 ||
-	    c->results[at->fence].insert_id == 0) {
-		error_set(err, EX_SOFTWARE, "%s: the fencing counter's row was not written while the lock was held",
-			  m->u->text);
-		return -1;
-	}
-	m->fence = (long long)c->results[at->fence].insert_id;
-	m->tail_ours = m->tail_pending;
-	return 0;
-}
-
 /* The tail failed: the history table missing (dropped since: dlock_locks
  * is there) is made again and the event written; any other failure of
  * the history's is no failure of the lock, which is held, its fence
@@ -474,7 +194,7 @@ static void tail_failed(struct lock *lk, int64_t deadline_ms)
 				      m->names.rowkey, tok, info, m->fence) < 0)
 			sql = NULL;
 		free(info);
-		if (sql && create_tables(lk, deadline_ms, &err) == 0 &&
+		if (sql && my_create_tables(lk, deadline_ms, &err) == 0 &&
 		    my_query(c, sql, deadline_ms, &err) == 0 && !c->err_no) {
 			m->event_id = c->results[0].insert_id;
 			m->history_rows = 1;
@@ -527,44 +247,6 @@ static int finish_tail(struct lock *lk, int64_t deadline_ms)
 	m->tail_ours = false;
 	if (!c->broken)
 		my_done(c);
-	return 0;
-}
-
-/* The session's checks: the handshake's connection is the statements'
- * (no pooler moves or shares the session: the lock is the connection's),
- * the server takes writes (a replica never sees the primary's locks), it
- * is no Galera node (GET_LOCK is unsupported there, MDEV-30473). */
-static int checked(struct lock *lk, const struct my_batch *b, struct error *err)
-{
-	struct my_conn *c = &M(lk)->c;
-	long long id = -1, ro = 0, wsrep = 0;
-	size_t len;
-	const char *v;
-
-	if (b->check < 0)
-		return 0;
-	if ((v = my_field(c, (size_t)b->check, 1, &len)))
-		id = strtoll(v, NULL, 10);
-	if ((v = my_field(c, (size_t)b->check, 2, &len)))
-		ro = strtoll(v, NULL, 10);
-	if ((v = my_field(c, (size_t)b->check, 3, &len)))
-		wsrep = strtoll(v, NULL, 10);
-	if (id != (long long)c->thread_id) {
-		error_set(err, EX_UNAVAILABLE, "%s: the session moved (CONNECTION_ID() %lld, the handshake's %lu): a pooler (ProxySQL, MaxScale...) between dlock and the server, where GET_LOCK, which belongs to the connection, is not safe; name the server itself",
-			  c->u->text, id, c->thread_id);
-		return -1;
-	}
-	if (ro) {
-		error_set(err, EX_UNAVAILABLE, "%s: the server is read-only (@@read_only = 1): a replica? GET_LOCK takes locks on the primary only",
-			  c->u->text);
-		return -1;
-	}
-	if (wsrep) {
-		error_set(err, EX_UNAVAILABLE, "%s: a Galera cluster node (@@wsrep_on = 1), where GET_LOCK is not supported (MDEV-30473)",
-			  c->u->text);
-		return -1;
-	}
-	M(lk)->session_set = true;
 	return 0;
 }
 
@@ -625,18 +307,6 @@ static enum extend_result probe(struct lock *lk, int64_t deadline_ms,
 	return EXTEND_OK;
 }
 
-static void copy_acquired(struct lock *lk, int64_t start_ms)
-{
-	struct mylock *m = M(lk);
-
-	m->held = true;
-	if (m->fence >= 0)
-		snprintf(lk->fence, sizeof lk->fence, "%lld", m->fence);
-	else
-		lk->fence[0] = '\0';
-	lk->acquired_ms = start_ms;
-}
-
 /* Starts a blocking GET_LOCK with the time -w leaves, at most a chunk.
  * Returns 0 (started, or no time left), -1 with err. */
 static int start_wait(struct lock *lk, struct error *err)
@@ -659,7 +329,7 @@ static int start_wait(struct lock *lk, struct error *err)
 		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
 		return -1;
 	}
-	if (!(sql = acquire_sql(lk, (double)left_ms / 1000, WITH_GET,
+	if (!(sql = my_acquire_sql(lk, (double)left_ms / 1000, WITH_GET,
 				&m->wait_batch))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
@@ -676,42 +346,6 @@ static int start_wait(struct lock *lk, struct error *err)
 	m->waiting = true;
 	m->wait_ends_ms = now_ms + left_ms;
 	return 0;
-}
-
-/* The answer to a batch that asked for the lock (b: where what is). */
-static enum lock_result answer(struct lock *lk, const struct my_batch *b,
-			       int64_t start_ms, int64_t deadline_ms,
-			       struct error *err)
-{
-	struct mylock *m = M(lk);
-	struct my_conn *c = &m->c;
-	long long got;
-
-	if (c->broken || (c->err_no && c->err_at <= (size_t)b->get)) {
-		my_error(c, NULL, err);
-		return LOCK_FAILED;
-	}
-	if (checked(lk, b, err) < 0)
-		return LOCK_FAILED;
-	if (!my_int(c, (size_t)b->get, 0, &got)) {
-		error_set(err, EX_UNAVAILABLE, "%s: GET_LOCK answered NULL: the wait was killed (KILL QUERY)?",
-			  m->u->text);
-		return LOCK_FAILED;
-	}
-	if (got != 0 && got != 1) {
-		error_set(err, EX_SOFTWARE, "%s: GET_LOCK answered %lld", m->u->text, got);
-		return LOCK_FAILED;
-	}
-	if (got == 0) {
-		lk->refused = true;
-		lk->held_by[0] = '\0';
-		return LOCK_HELD;
-	}
-	m->held = true;
-	if (take_fence(lk, b, deadline_ms, err) < 0)
-		return LOCK_FAILED;
-	copy_acquired(lk, start_ms);
-	return LOCK_ACQUIRED;
 }
 
 /* A nested dlock in the job of the dlock that holds the lock: the row
@@ -801,12 +435,12 @@ enum lock_result my_try(struct lock *lk, int64_t *retry_ms,
 		}
 	}
 	for (int round = 0;; round++) {
-		if (!(sql = acquire_sql(lk, 0, WITH_GET, &b))) {
+		if (!(sql = my_acquire_sql(lk, 0, WITH_GET, &b))) {
 			error_set(err, EX_OSERR, "out of memory");
 			drop(m);
 			return LOCK_FAILED;
 		}
-		if (query_head(m, sql, &b, deadline_ms, err) < 0) {
+		if (my_query_head(m, sql, &b, deadline_ms, err) < 0) {
 			free(sql);
 			drop(m);
 			return LOCK_FAILED;
@@ -820,7 +454,7 @@ enum lock_result my_try(struct lock *lk, int64_t *retry_ms,
 		}
 		break;
 	}
-	r = answer(lk, &b, start_ms, deadline_ms, err);
+	r = my_answer(lk, &b, start_ms, deadline_ms, err);
 	if (r == LOCK_ACQUIRED) {
 		lk->valid_until_ms = valid_from(lk, start_ms);
 		if (!m->tail_pending)
@@ -858,7 +492,7 @@ static enum lock_result take_up_wait(struct lock *lk, struct error *err)
 		return LOCK_HELD;
 	}
 	m->waiting = false;
-	r = answer(lk, &m->wait_batch, start_ms, start_ms + lk->node_timeout_ms, err);
+	r = my_answer(lk, &m->wait_batch, start_ms, start_ms + lk->node_timeout_ms, err);
 	if (r == LOCK_ACQUIRED) {
 		/* granted at some time since the call went: the lease is
 		 * counted from a probe's start, not the call's */
@@ -977,7 +611,7 @@ int my_raise_fence(struct lock *lk, const char *fence, struct error *err)
 	if (my_query(&m->c, sql, clock_now_ms() + lk->node_timeout_ms, err) < 0)
 		return -1;
 	if (m->c.err_no) {
-		fence_error(lk, err);
+		my_fence_error(lk, err);
 		return -1;
 	}
 	snprintf(lk->fence, sizeof lk->fence, "%s", fence);

@@ -91,14 +91,32 @@ static inline struct mylock *M(const struct lock *lk)
 	return lk->e;
 }
 
-/* Connects c, bounded by deadline_ms. Returns 0, or -1 with err (the
- * connection closed). */
-int my_connect(struct my_conn *c, int64_t deadline_ms, struct error *err);
-/* Sends sql on c and waits for the whole batch until deadline_ms.
- * Returns 0 (a statement's failure is in c->err_no), or -1 with err when
- * the connection failed or did not answer in time (then it is closed). */
-int my_query(struct my_conn *c, const char *sql, int64_t deadline_ms,
-	     struct error *err);
+/* acquire.c: the batch that asks for the lock, and its answers. What
+ * my_acquire_sql() puts in a batch besides the fence row and the history
+ * event (which are written only if the lock is ours): */
+#define WITH_GET 1		/* GET_LOCK (and, first, the session's set-up) */
+/* The statements that take the lock, as one batch (b: where what is in
+ * it): the session set up and checked (first time), GET_LOCK waiting secs
+ * (with WITH_GET), the fence row and the history event when granted.
+ * NULL: out of memory; else the caller frees it. */
+char *my_acquire_sql(struct lock *lk, double secs, int with,
+		     struct my_batch *b);
+/* Sends it and waits until deadline_ms for its answers up to the fence
+ * row's (the history's are lock.c's finish_tail()'s). Returns 0, or -1 with err
+ * (the connection closed). */
+int my_query_head(struct mylock *m, const char *sql,
+		  const struct my_batch *b, int64_t deadline_ms, struct error *err);
+/* What its answers say: LOCK_ACQUIRED (the fence taken, the tables
+ * created on first use), LOCK_HELD, or LOCK_FAILED with err. */
+enum lock_result my_answer(struct lock *lk, const struct my_batch *b,
+			   int64_t start_ms, int64_t deadline_ms,
+			   struct error *err);
+/* A statement on the fence row failed: err says what to grant. */
+void my_fence_error(struct lock *lk, struct error *err);
+/* Creates dlock_locks and dlock_history on m's connection. Returns 0, or
+ * -1 with err. */
+int my_create_tables(struct lock *lk, int64_t deadline_ms,
+		     struct error *err);
 
 /* lock.c: the lock part of struct engine (src/engine.h) */
 int my_lock_open(struct lock *lk, struct error *err);
