@@ -22,17 +22,6 @@ static long wait_timeout_s(const struct lock *lk)
 	return (long)((lk->ttl_ms + 999) / 1000);
 }
 
-/* Every how many releases (by the fence) the history is trimmed back to
- * --history n: each run that trims pays for a count and a delete, which
- * cost the server about as much as the two events; between trims a lock
- * keeps up to a quarter more (as on etcd; Redis trims with MAXLEN ~). */
-static long trim_every(long history)
-{
-	long every = history / 8;
-
-	return every < 1 ? 1 : every > 64 ? 64 : every;
-}
-
 /* The statements that take the lock, as one batch: the session set up and
  * checked (first time), GET_LOCK with secs, the fence row and the history
  * event when granted. Each statement costs the server a packet, and the
@@ -91,24 +80,10 @@ char *my_acquire_sql(struct lock *lk, double secs, int with,
 	}
 	/* The tail, which the job does not wait for (my_query_head()): the
 	 * history's statements, after the fence row, run by the server while
-	 * the job starts, read by finish_tail() (lock.c). No later statement
-	 * of ours comes before them, nor any acquisition after ours. */
-	if (!p->no_fence && p->history > 0) {
-		/* the lock's events, when this release trims them (the fence
-		 * is a multiple of trim_every()): an index range read
-		 * forwards (finding the --history'th newest by a read
-		 * backwards, "ORDER BY id DESC LIMIT 1 OFFSET n", costs MyISAM
-		 * and Aria ten times as much) */
-		fprintf(f, "SELECT IF(IS_USED_LOCK(%s) = CONNECTION_ID() AND LAST_INSERT_ID() %% %ld = 0, "
-			"(SELECT COUNT(*) FROM dlock_history WHERE name = %s), NULL);",
-			m->names.lit, trim_every(p->history), m->names.rowkey);
-		b->count = n++;
-		fprintf(f, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence) "
-			"SELECT %s, " MY_NOW_MS ", 'acquired', %s, %s, LAST_INSERT_ID() "
-			"FROM DUAL WHERE IS_USED_LOCK(%s) = CONNECTION_ID();",
-			m->names.rowkey, tok, info, m->names.lit);
-		b->history = n++;
-	}
+	 * the job starts, read by my_finish_tail(). No later statement of ours
+	 * comes before them, nor any acquisition after ours. */
+	if (!p->no_fence && p->history > 0)
+		n = my_acquired_sql(f, lk, tok, info, b, n);
 	if (fclose(f) == 0)
 		sql = s;
 	else
@@ -119,8 +94,8 @@ char *my_acquire_sql(struct lock *lk, double secs, int with,
 
 /* Sends a batch that asks for the lock and waits for its answers up to
  * the fence row's: the tail's (the history's statements) are the server's
- * to run meanwhile, read by finish_tail() (lock.c). Returns 0, or -1 with
- * err (the connection closed). */
+ * to run meanwhile, read by my_finish_tail(). Returns 0, or -1 with err (the
+ * connection closed). */
 int my_query_head(struct mylock *m, const char *sql,
 		  const struct my_batch *b, int64_t deadline_ms, struct error *err)
 {

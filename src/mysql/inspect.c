@@ -398,8 +398,7 @@ static void record_broken(struct lock *lk, struct my_conn *c,
 	struct show_info hi;
 	int64_t held_ms = -1;
 	size_t hlen = 0;
-	char *sql = NULL, *holder, *by, *tok, held[24] = "NULL", fence[24] = "NULL";
-	struct error ignored;
+	char *sql, *holder, *by, *tok, held[24] = "NULL", fence[24] = "NULL";
 
 	if (lk->p->history <= 0 || !m->u->database[0] || !f->row)
 		return;
@@ -422,17 +421,13 @@ static void record_broken(struct lock *lk, struct my_conn *c,
 		my_hex_literal(lk->info, strlen(lk->info), by);
 		my_hex_literal(b->token, b->token_len, tok);
 		if (asprintf(&sql, "INSERT INTO dlock_history (name, at_ms, event, token, holder, by_info, fence, held_ms) "
-			     "VALUES (%s, " MY_NOW_MS ", 'broken', LEFT(%s, 64), %s, %s, %s, %s);"
-			     "DELETE FROM dlock_history WHERE name = %s AND id <= "
-			     "(SELECT id FROM (SELECT id FROM dlock_history WHERE name = %s "
-			     "ORDER BY id DESC LIMIT 1 OFFSET %ld) AS t)",
-			     m->names.rowkey, tok, holder, by, fence, held, m->names.rowkey,
-			     m->names.rowkey, lk->p->history) < 0)
-			sql = NULL;
+			     "VALUES (%s, " MY_NOW_MS ", 'broken', LEFT(%s, 64), %s, %s, %s, %s)",
+			     m->names.rowkey, tok, holder, by, fence, held) >= 0) {
+			my_event_trimmed(c, &m->names, lk->p->history, sql,
+					 clock_now_ms() + lk->node_timeout_ms);
+			free(sql);
+		}
 	}
-	if (sql)
-		my_query(c, sql, clock_now_ms() + lk->node_timeout_ms, &ignored);
-	free(sql);
 	free(holder);
 	free(by);
 	free(tok);

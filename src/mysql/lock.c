@@ -24,8 +24,6 @@
  * wait (wait_fds). At the deadline or on a signal the call is cancelled
  * (KILL QUERY from a second connection) and its answer read: a grant that
  * came just before is given back. */
-#include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,82 +172,6 @@ static int connect_lock(struct lock *lk, int64_t deadline_ms, struct error *err)
 	return 0;
 }
 
-/* The tail failed: the history table missing (dropped since: dlock_locks
- * is there) is made again and the event written; any other failure of
- * the history's is no failure of the lock, which is held, its fence
- * written: a warning, and no more events this run. */
-static void tail_failed(struct lock *lk, int64_t deadline_ms)
-{
-	struct mylock *m = M(lk);
-	struct my_conn *c = &m->c;
-	char why[640], tok[MY_TOKEN_LIT], *info, *sql = NULL;
-	struct error err = { 0 };
-
-	snprintf(why, sizeof why, "writing %s.dlock_history: %s", m->u->database, c->err_msg);
-	if (c->err_no == ER_NO_SUCH_TABLE) {
-		my_token_sql(lk->token, tok);
-		info = my_info_sql(lk->info);
-		if (!info || asprintf(&sql, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence) "
-				      "VALUES (%s, " MY_NOW_MS ", 'acquired', %s, %s, %lld)",
-				      m->names.rowkey, tok, info, m->fence) < 0)
-			sql = NULL;
-		free(info);
-		if (sql && my_create_tables(lk, deadline_ms, &err) == 0 &&
-		    my_query(c, sql, deadline_ms, &err) == 0 && !c->err_no) {
-			m->event_id = c->results[0].insert_id;
-			m->history_rows = 1;
-			free(sql);
-			return;
-		}
-		free(sql);
-		if (c->err_no)
-			snprintf(why, sizeof why, "writing %s.dlock_history: %s", m->u->database, c->err_msg);
-		else if (err.exit)
-			snprintf(why, sizeof why, "%s", err.msg);
-		if (!c->m || c->broken)
-			return;		/* the lock is lost: the next probe says so */
-	}
-	m->no_history = true;
-	log_line(lk->p->name, "warning: %s: no history of this run: %s", m->u->text, why);
-}
-
-/* The answers to the tail of the batch that took the lock (or that did
- * not: then only read), before anything else is asked on the connection,
- * until deadline_ms: the event's id, and the count for a trim. Returns 0
- * when done (the connection may have died: c->broken), 1 when answers are
- * still to come at deadline_ms. */
-static int finish_tail(struct lock *lk, int64_t deadline_ms)
-{
-	struct mylock *m = M(lk);
-	struct my_conn *c = &m->c;
-	const struct my_batch *b = &m->tail;
-
-	if (!m->tail_pending || !c->m)
-		return 0;
-	c->stop_at = 0;
-	if (my_run(c, deadline_ms) == 1)
-		return 1;
-	m->tail_pending = false;
-	if (m->tail_ours && !c->broken && !my_gone(c->err_no)) {
-		m->history_rows = -1;
-		if (c->err_no && c->err_at <= (size_t)b->history) {
-			/* a round trip or two, whatever deadline_ms: the
-			 * lock's connection is never cut short by it */
-			tail_failed(lk, clock_now_ms() + lk->node_timeout_ms);
-		} else {
-			if ((size_t)b->history < c->n_results)
-				m->event_id = c->results[b->history].insert_id;
-			/* ours too, which came after the count */
-			if (my_int(c, (size_t)b->count, 0, &m->history_rows))
-				m->history_rows++;
-		}
-	}
-	m->tail_ours = false;
-	if (!c->broken)
-		my_done(c);
-	return 0;
-}
-
 /* One probe on the held lock: is it still this connection's? */
 static enum extend_result probe(struct lock *lk, int64_t deadline_ms,
 				struct error *err)
@@ -265,7 +187,7 @@ static enum extend_result probe(struct lock *lk, int64_t deadline_ms,
 		error_set(err, EX_TEMPFAIL, "%s: the lock's connection is gone", m->u->text);
 		return EXTEND_LOST;
 	}
-	if (finish_tail(lk, deadline_ms) == 1) {
+	if (my_finish_tail(lk, deadline_ms) == 1) {
 		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
 		return EXTEND_FAILED;
 	}
@@ -325,7 +247,7 @@ static int start_wait(struct lock *lk, struct error *err)
 	 * all): the second begun, and KILL QUERY at the deadline */
 	if (!m->c.mariadb)
 		left_ms = (left_ms + 999) / 1000 * 1000;
-	if (finish_tail(lk, now_ms + lk->node_timeout_ms) == 1 || m->c.broken) {
+	if (my_finish_tail(lk, now_ms + lk->node_timeout_ms) == 1 || m->c.broken) {
 		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
 		return -1;
 	}
@@ -391,7 +313,7 @@ static void held_by(struct lock *lk, int64_t deadline_ms)
 	size_t len;
 
 	lk->held_by[0] = '\0';
-	if (lk->p->no_fence || finish_tail(lk, deadline_ms) == 1 || m->c.broken)
+	if (lk->p->no_fence || my_finish_tail(lk, deadline_ms) == 1 || m->c.broken)
 		return;
 	snprintf(sql, sizeof sql, "SELECT holder, fence FROM dlock_locks WHERE name = %s "
 		 "AND conn = IS_USED_LOCK(%s) AND IS_USED_LOCK(%s) <> CONNECTION_ID()",
@@ -604,7 +526,7 @@ int my_raise_fence(struct lock *lk, const char *fence, struct error *err)
 	snprintf(sql, sizeof sql,
 		 "UPDATE dlock_locks SET fence = GREATEST(fence, %s) WHERE name = %s AND conn = CONNECTION_ID()",
 		 fence, m->names.rowkey);
-	if (finish_tail(lk, clock_now_ms() + lk->node_timeout_ms) == 1) {
+	if (my_finish_tail(lk, clock_now_ms() + lk->node_timeout_ms) == 1) {
 		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
 		return -1;
 	}
@@ -657,7 +579,7 @@ bool my_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 		return false;
 	/* the tail's answers (what came of them; the rest when it comes) */
 	if (M(lk)->tail_pending) {
-		finish_tail(lk, clock_now_ms());
+		my_finish_tail(lk, clock_now_ms());
 		if (!M(lk)->c.broken)
 			return false;
 		snprintf(note, notelen, "%s: the server ended the lock's connection (%s)",
@@ -683,137 +605,23 @@ size_t my_lock_fds(const struct lock *lk, int *out, size_t max)
 	return 1;
 }
 
-/* The job's exit status as SQL: NULL when unknown. */
-static void exit_sql(const struct release_how *how, char *out)
-{
-	if (how->exit_status < 0)
-		strcpy(out, "NULL");
-	else
-		sprintf(out, "%d", how->exit_status & 0xffff);
-}
-
-/* The lease lost: its history event, from a connection of its own, as the
- * lock's is gone. Best effort. */
-static void record_lost(struct lock *lk, const struct release_how *how)
-{
-	struct mylock *m = M(lk);
-	struct my_conn c;
-	struct error ignored;
-	char *info = NULL, tok[MY_TOKEN_LIT], *sql = NULL, status[16];
-	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
-
-	if (lk->p->no_fence || lk->p->history <= 0 || !how->job || m->fence < 0)
-		return;
-	my_token_sql(lk->token, tok);
-	info = malloc(2 * strlen(lk->info) + 4);
-	if (!info)
-		return;
-	my_hex_literal(lk->info, strlen(lk->info), info);
-	exit_sql(how, status);
-	if (asprintf(&sql, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, exit_status, held_ms) "
-		     "VALUES (%s, " MY_NOW_MS ", 'lost', %s, %s, %lld, %s, %" PRId64 ")",
-		     m->names.rowkey, tok, info, m->fence, status,
-		     clock_now_ms() - lk->acquired_ms) < 0)
-		sql = NULL;
-	my_init(&c, m->u, lk->p->password, lk->p->tls);
-	if (sql && my_connect(&c, deadline_ms, &ignored) == 0)
-		my_query(&c, sql, deadline_ms, &ignored);
-	my_close(&c);
-	free(sql);
-	free(info);
-}
-
-/* dlock was killed (kill -9): its watchdog, in a process of its own,
- * writes the 'killed' event from a connection of its own (the lock's is
- * the watchdog's until the job has stopped), and trims the history as a
- * release does. Best effort, bounded by --node-timeout. A holder without
- * a fence (--no-fence) wrote no history. */
-void my_note_killed(struct lock *lk, int64_t held_ms)
-{
-	struct mylock *m = M(lk);
-	struct my_conn c;
-	struct error ignored;
-	char tok[MY_TOKEN_LIT], *info, *sql = NULL;
-	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
-
-	if (lk->p->history <= 0 || !m->u->database[0] || !lk->fence[0] ||
-	    lk->fence[strspn(lk->fence, "0123456789")])
-		return;
-	if (!(info = malloc(2 * strlen(lk->info) + 4)))
-		return;
-	my_hex_literal(lk->info, strlen(lk->info), info);
-	my_token_sql(lk->token, tok);
-	my_init(&c, m->u, lk->p->password, lk->p->tls);
-	if (my_connect(&c, deadline_ms, &ignored) == 0) {
-		my_names_rowkey(&m->names, c.mariadb);
-		if (asprintf(&sql, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, held_ms) "
-			     "VALUES (%s, " MY_NOW_MS ", 'killed', %s, %s, %s, %" PRId64 ");"
-			     "DELETE FROM dlock_history WHERE name = %s AND id <= "
-			     "(SELECT id FROM (SELECT id FROM dlock_history WHERE name = %s "
-			     "ORDER BY id DESC LIMIT 1 OFFSET %ld) AS t)",
-			     m->names.rowkey, tok, info, lk->fence, held_ms, m->names.rowkey, m->names.rowkey,
-			     lk->p->history) < 0)
-			sql = NULL;
-		if (sql)
-			my_query(&c, sql, deadline_ms, &ignored);
-	}
-	my_close(&c);
-	free(sql);
-	free(info);
-}
-
+/* The release as one batch: the history's statements (history.c), then
+ * RELEASE_LOCK, whose answer is statement *release_at. NULL: out of
+ * memory. */
 static char *release_sql(struct lock *lk, const struct release_how *how,
 			 int *release_at)
 {
-	struct mylock *m = M(lk);
-	const struct lock_params *p = lk->p;
-	char tok[MY_TOKEN_LIT], *s = NULL, *info, status[16];
+	char *s = NULL;
 	size_t len = 0;
-	FILE *f;
-	int n = 0;
-	bool history = !p->no_fence && p->history > 0 && m->fence >= 0 &&
-		       !m->no_history;
+	FILE *f = open_memstream(&s, &len);
+	int n;
 
-	exit_sql(how, status);
-	if (!(info = malloc(2 * strlen(lk->info) + 4)))
+	if (!f)
 		return NULL;
-	my_hex_literal(lk->info, strlen(lk->info), info);
-	my_token_sql(lk->token, tok);
-	if (!(f = open_memstream(&s, &len))) {
-		free(info);
-		return NULL;
-	}
-	if (history && how->job) {
-		/* the event and the trim in one transaction: one flush of an
-		 * InnoDB table's, none of the others' (INSERT ... VALUES:
-		 * MariaDB flushes a MyISAM table's files after INSERT ...
-		 * SELECT) */
-		fprintf(f, "START TRANSACTION;INSERT INTO dlock_history (name, at_ms, event, token, holder, fence, exit_status, held_ms) "
-			"VALUES (%s, " MY_NOW_MS ", IF(IS_USED_LOCK(%s) = CONNECTION_ID(), 'released', 'lost'), "
-			"%s, %s, %lld, %s, %" PRId64 ");",
-			m->names.rowkey, m->names.lit, tok, info, m->fence, status,
-			clock_now_ms() - lk->acquired_ms);
-		n += 2;
-		/* a release that trims: the oldest beyond --history, by the
-		 * count taken with our event (another's since, such as a
-		 * 'lost' from the holder before us, goes at the next trim) */
-		if (m->history_rows >= 0 && m->history_rows + 1 > p->history) {
-			fprintf(f, "DELETE FROM dlock_history WHERE name = %s ORDER BY id LIMIT %lld;",
-				m->names.rowkey, m->history_rows + 1 - p->history);
-			n++;
-		}
-		fprintf(f, "COMMIT;");
-		n++;
-	} else if (history && m->event_id) {
-		/* an acquisition no command used: the history forgets it */
-		fprintf(f, "DELETE FROM dlock_history WHERE id = %llu AND IS_USED_LOCK(%s) = CONNECTION_ID();",
-			m->event_id, m->names.lit);
-		n++;
-	}
-	fprintf(f, "SELECT RELEASE_LOCK(%s)", m->names.lit);
-	*release_at = n++;
-	free(info);
-	if (fclose(f) != 0) {
+	n = my_released_sql(f, lk, how);
+	fprintf(f, "SELECT RELEASE_LOCK(%s)", M(lk)->names.lit);
+	*release_at = n;
+	if (fclose(f) != 0 || n < 0) {
 		free(s);
 		return NULL;
 	}
@@ -835,12 +643,12 @@ int my_release(struct lock *lk, const struct release_how *how,
 	if (!m->held || !c->m) {
 		drop(m);
 		lk->lost_at_release = true;
-		record_lost(lk, how);
+		my_record_lost(lk, how);
 		return 0;
 	}
 	/* the tail's answers, or a probe's that was late: take them, or
 	 * give up on them */
-	if (finish_tail(lk, deadline_ms) == 1 ||
+	if (my_finish_tail(lk, deadline_ms) == 1 ||
 	    (m->probing && my_run(c, deadline_ms) == 1)) {
 		drop(m);
 		error_set(err, EX_UNAVAILABLE, "%s: no answer in time; the lock goes when the server sees the connection closed",
@@ -878,6 +686,6 @@ int my_release(struct lock *lk, const struct release_how *how,
 		lk->lost_at_release = true;
 	drop(m);
 	if (gone)
-		record_lost(lk, how);
+		my_record_lost(lk, how);
 	return 0;
 }

@@ -1,8 +1,26 @@
-/* mysql.h - the MySQL engine's part of a lock (struct lock's e), and
- * what engine.c and inspect.c share: the lock's names in SQL, the tables. */
+/* mysql.h - the MySQL/MariaDB engine (src/engine.h): GET_LOCK() on a
+ * connection of the lock's own, over MariaDB Connector/C's non-blocking
+ * API. Its state for one lock (struct lock's e) and what its files share;
+ * included by no other folder.
+ *
+ *   engine.c    the struct engine: its settings over url.c, the rest
+ *               wired to the functions below
+ *   url.c/.h    mysql:// and mariadb:// URLs: pure, unit-tested, fuzzed
+ *   conn.c/.h   one connection, every wait bounded by a deadline; the
+ *               server's answers sorted into exit codes
+ *   names.c/.h  a lock's NAME as GET_LOCK's name (hashed with '#' when
+ *               long), the key of its rows, the SQL literals: pure,
+ *               unit-tested against collisions, fuzzed
+ *   lock.c      the lock operations: try, the blocking wait, the probe
+ *               that extends, the watch, release
+ *   acquire.c   the batch that asks for the lock, and what its answers
+ *               say (the checks, the fence row, the tables)
+ *   history.c   the history's events in dlock_history, and its trims
+ *   inspect.c   status, the list of locks, history, release --force */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "conn.h"
 #include "engine.h"
 #include "names.h"
@@ -77,7 +95,7 @@ struct mylock {
 	unsigned long long event_id;	/* our 'acquired' event; 0 */
 	bool no_history;	/* dlock_history failed us: no more events */
 	/* The batch that took the lock, whose history statements (its
-	 * tail) the job did not wait for: finish_tail() reads them */
+	 * tail) the job did not wait for: my_finish_tail() reads them */
 	struct my_batch tail;
 	bool tail_pending;	/* its answers are still to be read */
 	bool tail_ours;		/* it took the lock: they are the history's */
@@ -102,7 +120,7 @@ static inline struct mylock *M(const struct lock *lk)
 char *my_acquire_sql(struct lock *lk, double secs, int with,
 		     struct my_batch *b);
 /* Sends it and waits until deadline_ms for its answers up to the fence
- * row's (the history's are lock.c's finish_tail()'s). Returns 0, or -1 with err
+ * row's (the history's are my_finish_tail()'s). Returns 0, or -1 with err
  * (the connection closed). */
 int my_query_head(struct mylock *m, const char *sql,
 		  const struct my_batch *b, int64_t deadline_ms, struct error *err);
@@ -118,7 +136,29 @@ void my_fence_error(struct lock *lk, struct error *err);
 int my_create_tables(struct lock *lk, int64_t deadline_ms,
 		     struct error *err);
 
-/* lock.c: the lock part of struct engine (src/engine.h) */
+/* history.c: the history's events. The statements of the batch that
+ * acquires which write its 'acquired' event if the lock is ours (b's
+ * count and history), from statement n: returns the next n. */
+int my_acquired_sql(FILE *f, struct lock *lk, const char *tok,
+		    const char *info, struct my_batch *b, int n);
+/* The answers to the tail of the batch that took the lock (or that did
+ * not: then only read), before anything else is asked on the connection,
+ * until deadline_ms. Returns 0 when done (the connection may have died:
+ * c.broken), 1 when answers are still to come at deadline_ms. */
+int my_finish_tail(struct lock *lk, int64_t deadline_ms);
+/* The statements of the release's batch before RELEASE_LOCK: the event
+ * and the trim, or the acquisition forgotten. Returns how many (0 with
+ * no history), or -1: out of memory. */
+int my_released_sql(FILE *f, struct lock *lk, const struct release_how *how);
+/* The lease lost: its 'lost' event, from a connection of its own. */
+void my_record_lost(struct lock *lk, const struct release_how *how);
+/* Runs the event's insert on c, then trims names' events to the newest
+ * keep. Best effort. */
+void my_event_trimmed(struct my_conn *c, const struct my_names *names,
+		      long keep, const char *insert, int64_t deadline_ms);
+
+/* lock.c: the lock part of struct engine (src/engine.h); note_killed
+ * is history.c's */
 int my_lock_open(struct lock *lk, struct error *err);
 void my_lock_close(struct lock *lk);
 int my_begin(struct lock *lk, struct error *err);

@@ -113,6 +113,16 @@ void my_hex_literal(const void *data, size_t len, char *out)
 	out[o] = '\0';
 }
 
+char *my_hex_dup(const char *s)
+{
+	size_t len = strlen(s);
+	char *out = malloc(2 * len + 4);
+
+	if (out)
+		my_hex_literal(s, len, out);
+	return out;
+}
+
 void my_token_sql(const char *token, char *out)
 {
 	size_t len = strnlen(token, LOCK_TOKEN_MAX);
@@ -130,11 +140,8 @@ char *my_info_sql(const char *info)
 		if ((since = strchr(since, '\t')))
 			since++;
 	after = since ? strchr(since, '\t') : NULL;
-	if (!after) {
-		if ((head = malloc(2 * strlen(info) + 4)))
-			my_hex_literal(info, strlen(info), head);
-		return head;
-	}
+	if (!after)
+		return my_hex_dup(info);
 	hlen = (size_t)(since - info);
 	head = malloc(2 * hlen + 4);
 	tail = malloc(2 * strlen(after) + 4);

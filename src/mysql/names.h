@@ -71,6 +71,9 @@ void my_lower(const char *s, char *out);
 /* Bytes as an SQL hex literal, X'...' ("''" for none): out needs
  * 2 * len + 4 bytes. */
 void my_hex_literal(const void *data, size_t len, char *out);
+/* The string s as a hex literal, allocated (the caller frees it); NULL:
+ * out of memory. */
+char *my_hex_dup(const char *s);
 /* A token (at most LOCK_TOKEN_MAX bytes of it) as a hex literal; out has
  * room for MY_TOKEN_LIT bytes. */
 void my_token_sql(const char *token, char *out);
