@@ -74,6 +74,14 @@ int my_send_part(struct my_conn *c, const char *sql, size_t stop_at,
  * err_no for a statement's failure, broken for the connection's), 1 when
  * it is still pending at the deadline. */
 int my_run(struct my_conn *c, int64_t deadline_ms);
+/* Connects c, bounded by deadline_ms. Returns 0, or -1 with err (the
+ * connection closed). */
+int my_connect(struct my_conn *c, int64_t deadline_ms, struct error *err);
+/* Sends sql on c and waits for the whole batch until deadline_ms.
+ * Returns 0 (a statement's failure is in c->err_no), or -1 with err when
+ * the connection failed or did not answer in time (then it is closed). */
+int my_query(struct my_conn *c, const char *sql, int64_t deadline_ms,
+	     struct error *err);
 /* Whether a call is under way (paused or not); whether it is paused
  * (my_run() returns 0 then, until c->stop_at is 0 again); its descriptor
  * and poll() events. */

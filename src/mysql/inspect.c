@@ -13,7 +13,7 @@
 #include <sysexits.h>
 #include <mysqld_error.h>
 #include "clock.h"
-#include "mylock.h"
+#include "mysql.h"
 #include "show.h"
 
 static long long num(const char *s)
@@ -41,30 +41,30 @@ struct found {
 					 * before the row */
 };
 
-/* Asks for one lock: its holder with PROCESSLIST's words, how many wait,
- * the row (unless there is no database). Fills f from c's results, which
- * stay c's until my_done(). Returns 0, or -1 with err. */
-static int ask(struct lock *lk, struct my_conn *c, const struct mylock *m,
+/* Asks for one lock (n: its names): its holder with PROCESSLIST's words,
+ * how many wait, the row (unless there is no database). Fills f from c's
+ * results, which stay c's until my_done(). Returns 0, or -1 with err. */
+static int ask(struct lock *lk, struct my_conn *c, const struct my_names *n,
 	       struct found *f, struct error *err)
 {
-	char pattern[2 * MY_NAME_MAX + 20], pattern_lit[4 * MY_NAME_MAX + 50];
+	const struct my_url *u = lk->p->servers;
+	char pattern_lit[MY_PATTERN_LIT];
 	char *sql = NULL;
 	size_t len;
 	int r;
 
 	/* dlock's waiters, as they wrote their GET_LOCK */
-	snprintf(pattern, sizeof pattern, "GET_LOCK(%s,", m->lit);
-	my_hex_literal(pattern, strlen(pattern), pattern_lit);
+	my_waiter_pattern(n, pattern_lit);
 	/* no database: no row to read; MySQL's PROCESSLIST has no TIME_MS */
 	if (asprintf(&sql, "SELECT IS_USED_LOCK(%s), p.USER, p.HOST, %s, p.COMMAND "
 		     "FROM (SELECT 1) AS d LEFT JOIN information_schema.PROCESSLIST AS p "
 		     "ON p.ID = IS_USED_LOCK(%s);"
 		     "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
 		     "WHERE STATE = 'User lock' AND LOCATE(%s, INFO) > 0%s%s",
-		     m->lit, c->mariadb ? "p.TIME_MS" : "p.TIME * 1000", m->lit, pattern_lit,
-		     m->u->database[0] ? ";SELECT fence, conn, token, holder, ttl_ms "
-					 "FROM dlock_locks WHERE name = " : "",
-		     m->u->database[0] ? m->rowkey : "") < 0) {
+		     n->lit, c->mariadb ? "p.TIME_MS" : "p.TIME * 1000", n->lit, pattern_lit,
+		     u->database[0] ? ";SELECT fence, conn, token, holder, ttl_ms "
+				      "FROM dlock_locks WHERE name = " : "",
+		     u->database[0] ? n->rowkey : "") < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
@@ -86,7 +86,7 @@ static int ask(struct lock *lk, struct my_conn *c, const struct mylock *m,
 	f->command = my_field(c, 0, 4, &len);
 	if (!my_int(c, 1, 0, &f->n_waiting))
 		f->n_waiting = 0;
-	if (!c->err_no && m->u->database[0] && my_field(c, 2, 0, &len)) {
+	if (!c->err_no && u->database[0] && my_field(c, 2, 0, &len)) {
 		f->row = true;
 		f->fence = num(my_field(c, 2, 0, &len));
 		f->conn = num(my_field(c, 2, 1, &len));
@@ -143,20 +143,20 @@ static int64_t left_of(const struct found *f)
 static int status_one(struct lock *lk, struct my_conn *c, struct status_lock *s,
 		      struct error *err)
 {
-	struct mylock m = { .u = lk->p->servers };
+	struct my_names names;
 	struct status_holder *h;
 	struct found f;
 	char note[48];
 
-	if (my_names(&m, lk->p->prefix, s->name, err) < 0)
+	if (my_names(&names, lk->p->servers, lk->p->prefix, s->name, err) < 0)
 		return -1;
-	my_rowkey(&m, c);
-	if (!(s->key = strdup(m.name))) {
+	my_names_rowkey(&names, c->mariadb);
+	if (!(s->key = strdup(names.name))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
 	snprintf(s->type, sizeof s->type, "user lock");
-	if (ask(lk, c, &m, &f, &s->err) < 0) {
+	if (ask(lk, c, &names, &f, &s->err) < 0) {
 		s->state = ST_UNKNOWN;
 		if (c->m)
 			return 0;
@@ -328,10 +328,10 @@ int my_history(struct lock *lk, long count, struct history_report *out,
 	if (connect_to(lk, &c, err) < 0)
 		goto out;
 	/* the row key is the server's kind's */
-	my_rowkey(m, &c);
+	my_names_rowkey(&m->names, c.mariadb);
 	if (asprintf(&sql, "SELECT id, at_ms, event, token, holder, by_info, fence, exit_status, held_ms "
 		     "FROM dlock_history WHERE name = %s ORDER BY id DESC LIMIT %ld",
-		     m->rowkey, count > 0 ? count : 10) < 0) {
+		     m->names.rowkey, count > 0 ? count : 10) < 0) {
 		sql = NULL;
 		error_set(err, EX_OSERR, "out of memory");
 		goto out;
@@ -398,8 +398,7 @@ static void record_broken(struct lock *lk, struct my_conn *c,
 	struct show_info hi;
 	int64_t held_ms = -1;
 	size_t hlen = 0;
-	char *sql = NULL, *holder, *by, *tok, held[24] = "NULL", fence[24] = "NULL";
-	struct error ignored;
+	char *sql, *holder, *by, *tok, held[24] = "NULL", fence[24] = "NULL";
 
 	if (lk->p->history <= 0 || !m->u->database[0] || !f->row)
 		return;
@@ -422,17 +421,13 @@ static void record_broken(struct lock *lk, struct my_conn *c,
 		my_hex_literal(lk->info, strlen(lk->info), by);
 		my_hex_literal(b->token, b->token_len, tok);
 		if (asprintf(&sql, "INSERT INTO dlock_history (name, at_ms, event, token, holder, by_info, fence, held_ms) "
-			     "VALUES (%s, " MY_NOW_MS ", 'broken', LEFT(%s, 64), %s, %s, %s, %s);"
-			     "DELETE FROM dlock_history WHERE name = %s AND id <= "
-			     "(SELECT id FROM (SELECT id FROM dlock_history WHERE name = %s "
-			     "ORDER BY id DESC LIMIT 1 OFFSET %ld) AS t)",
-			     m->rowkey, tok, holder, by, fence, held, m->rowkey,
-			     m->rowkey, lk->p->history) < 0)
-			sql = NULL;
+			     "VALUES (%s, " MY_NOW_MS ", 'broken', LEFT(%s, 64), %s, %s, %s, %s)",
+			     m->names.rowkey, tok, holder, by, fence, held) >= 0) {
+			my_event_trimmed(c, &m->names, lk->p->history, sql,
+					 clock_now_ms() + lk->node_timeout_ms);
+			free(sql);
+		}
 	}
-	if (sql)
-		my_query(c, sql, clock_now_ms() + lk->node_timeout_ms, &ignored);
-	free(sql);
 	free(holder);
 	free(by);
 	free(tok);
@@ -452,8 +447,8 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	*n = 0;
 	if (connect_to(lk, &c, err) < 0)
 		return err->exit;
-	my_rowkey(m, &c);
-	if (ask(lk, &c, m, &f, err) < 0) {
+	my_names_rowkey(&m->names, c.mariadb);
+	if (ask(lk, &c, &m->names, &f, err) < 0) {
 		status = err->exit;
 		goto out;
 	}

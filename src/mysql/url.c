@@ -1,6 +1,6 @@
-/* url.c - MySQL/MariaDB server URLs and lock names. Pure: no I/O. */
-#include <ctype.h>
+/* url.c - MySQL/MariaDB server URLs. Pure: no I/O. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "url.h"
 #include "urlpart.h"
@@ -133,70 +133,26 @@ int my_url_parse(const char *s, struct my_url *u, char *err, size_t errlen)
 	return 0;
 }
 
-/* A byte a plain name may have: printable ASCII but the mark */
-static bool plain_byte(unsigned char c)
+void my_free_urls(void *servers, size_t n)
 {
-	return c >= 0x20 && c <= 0x7e && c != MY_NAME_MARK;
+	struct my_url *u = servers;
+
+	for (size_t i = 0; i < n; i++)
+		explicit_bzero(u[i].password, sizeof u[i].password);
+	free(servers);
 }
 
-int my_lock_name(const char *prefix, const char *key,
-		 int (*sha256)(const void *a, size_t alen, const void *b,
-			       size_t blen, unsigned char *md),
-		 char *out)
+const char *my_url_text(const void *servers, size_t i)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t plen = strlen(prefix), klen = strlen(key), len = plen + klen, n;
-	unsigned char md[32];
-	bool plain = len <= MY_NAME_MAX;
-
-	for (size_t i = 0; plain && i < len; i++)
-		plain = plain_byte((unsigned char)(i < plen ? prefix[i] : key[i - plen]));
-	if (plain) {
-		memcpy(out, prefix, plen);
-		memcpy(out + plen, key, klen + 1);
-		return 0;
-	}
-	out[0] = '\0';
-	if (sha256(prefix, plen, key, klen, md) < 0)
-		return -1;
-	n = len < MY_NAME_MAX - 33 ? len : MY_NAME_MAX - 33;
-	for (size_t i = 0; i < n; i++) {
-		char c = i < plen ? prefix[i] : key[i - plen];
-
-		out[i] = plain_byte((unsigned char)c) ? c : '_';
-	}
-	out[n] = MY_NAME_MARK;
-	for (size_t i = 0; i < 16; i++) {
-		out[n + 1 + 2 * i] = hex[md[i] >> 4];
-		out[n + 2 + 2 * i] = hex[md[i] & 15];
-	}
-	out[n + 33] = '\0';
-	return 0;
+	return ((const struct my_url *)servers)[i].text;
 }
 
-void my_lower(const char *s, char *out)
+bool my_uses_tls(const void *servers, size_t n)
 {
-	for (; *s; s++)
-		*out++ = *s >= 'A' && *s <= 'Z' ? (char)(*s - 'A' + 'a') : *s;
-	*out = '\0';
-}
+	const struct my_url *u = servers;
 
-void my_hex_literal(const void *data, size_t len, char *out)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *b = data;
-	size_t o = 0;
-
-	if (len == 0) {
-		strcpy(out, "''");
-		return;
-	}
-	out[o++] = 'X';
-	out[o++] = '\'';
-	for (size_t i = 0; i < len; i++) {
-		out[o++] = hex[b[i] >> 4];
-		out[o++] = hex[b[i] & 15];
-	}
-	out[o++] = '\'';
-	out[o] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (u[i].tls != MY_TLS_OFF)
+			return true;
+	return false;
 }

@@ -1,5 +1,5 @@
-/* url.h - MySQL/MariaDB server URLs and lock names (pure: no I/O, no
- * client library; unit-tested and fuzzed).
+/* url.h - MySQL/MariaDB server URLs (pure: no I/O, no client library;
+ * unit-tested and fuzzed).
  *
  *   mysql://[user[:password]@]host[:port][/database][?param&...]
  *   mariadb://...                      the same engine
@@ -31,30 +31,9 @@ struct my_url {
  * URL itself: it may hold a password). */
 int my_url_parse(const char *s, struct my_url *u, char *err, size_t errlen);
 
-/* The longest GET_LOCK name MySQL takes (MariaDB takes 192 bytes). */
-#define MY_NAME_MAX 64
-/* What marks a hashed name: a plain name never has it. */
-#define MY_NAME_MARK '#'
-
-/* The GET_LOCK name of prefix + key: itself when it is at most 64 bytes of
- * printable ASCII (0x20-0x7e) other than '#'; otherwise its first 31 bytes
- * (all of it when shorter), each '#' or byte that is not printable ASCII
- * as '_', then '#', then the first 32 hex digits (lower case) of the
- * SHA-256 of the whole name. So a plain name has no '#' and a hashed one
- * always has: no key takes another key's hashed name. sha256 hashes a then
- * b (32 bytes out) and returns 0, or -1 when it failed. out has room for
- * MY_NAME_MAX + 1 bytes. Returns 0, or -1 (out empty) when the name needs
- * the hash and sha256 failed: never a name from a digest not computed. */
-int my_lock_name(const char *prefix, const char *key,
-		 int (*sha256)(const void *a, size_t alen, const void *b,
-			       size_t blen, unsigned char *md),
-		 char *out);
-
-/* s in ASCII lower case (MySQL's lock names compare without case): out
- * has room for strlen(s) + 1 bytes. */
-void my_lower(const char *s, char *out);
-
-/* Bytes as an SQL hex literal, X'...' ("''" for none): out needs
- * 2 * len + 4 bytes. Every name and token dlock sends is one, so that no
- * sql_mode (NO_BACKSLASH_ESCAPES) and no character set changes it. */
-void my_hex_literal(const void *data, size_t len, char *out);
+/* The engine's settings over an array of n of them (struct engine's
+ * free_servers, server_text, uses_tls): frees it, its passwords wiped
+ * first; server i's text; whether any asks for TLS. */
+void my_free_urls(void *servers, size_t n);
+const char *my_url_text(const void *servers, size_t i);
+bool my_uses_tls(const void *servers, size_t n);

@@ -1,5 +1,5 @@
-/* test_mysql_url.c - the MySQL engine's URLs and lock names
- * (src/mysql/url.h): every form, what it refuses, the names' rule */
+/* test_mysql_url.c - the MySQL engine's URLs (src/mysql/url.h): every
+ * form, what it refuses (the lock names: test_mysql_names.c) */
 #include <string.h>
 
 #include "mysql/url.h"
@@ -43,37 +43,8 @@ static void bad(const char *s)
 	ok(!strstr(err, "hunter2"), "\"%s\": the error names no password", s);
 }
 
-/* Not SHA-256: every byte is 16 * the prefix's length + the key's. */
-static int fake(const void *a, size_t alen, const void *b, size_t blen,
-		unsigned char *md)
-{
-	memset(md, (int)(alen * 16 + blen), 32);
-	(void)a;
-	(void)b;
-	return 0;
-}
-
-/* A digest that fails (libcrypto out of memory, a provider missing) */
-static int failing(const void *a, size_t alen, const void *b, size_t blen,
-		   unsigned char *md)
-{
-	memset(md, 0, 32);
-	return -1;
-}
-
-static void name_is(const char *prefix, const char *key, const char *want)
-{
-	char name[MY_NAME_MAX + 1];
-	int r = my_lock_name(prefix, key, fake, name);
-
-	ok(r == 0 && strcmp(name, want) == 0, "name of \"%s\" + \"%s\": \"%s\" (got \"%s\")",
-	   prefix, key, want, name);
-}
-
 int main(void)
 {
-	char lit[200], key[100];
-
 	good("mysql://h", "h", 0, "", NULL, "", "", MY_TLS_OFF, "mysql://h:3306");
 	good("mariadb://dl:secret@db.internal:3307/app", "db.internal", 3307, "dl",
 	     "secret", "app", "", MY_TLS_OFF, "mariadb://db.internal:3307");
@@ -119,43 +90,5 @@ int main(void)
 	bad("redis://h");
 	bad("mysql:/h");
 
-	name_is("dlock:", "nightly", "dlock:nightly");
-	name_is("", "", "");
-	memset(key, 'a', 58);
-	key[58] = '\0';
-	name_is("dlock:", key, "dlock:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
-	key[58] = 'a';
-	key[59] = '\0';	/* 65 bytes: hashed, first 31 kept, then '#' */
-	name_is("dlock:", key, "dlock:aaaaaaaaaaaaaaaaaaaaaaaaa#" "9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b9b");
-	/* not printable: hashed even when short, each such byte as '_' */
-	name_is("dlock:", "\xc3\xa9t\xc3\xa9", "dlock:__t__#" "65656565656565656565656565656565");
-	name_is("dlock:", "tab\there", "dlock:tab_here#" "68686868686868686868686868686868");
-	name_is("p:", "'x\\", "p:'x\\");
-	/* '#' marks hashed names: a key with one is hashed, so that no key
-	 * is another's hashed name (a long key's, here) */
-	name_is("dlock:", "a#b", "dlock:a_b#" "63636363636363636363636363636363");
-	memset(key, 'x', 70);
-	key[70] = '\0';
-	{
-		char hashed[MY_NAME_MAX + 1], crafted[MY_NAME_MAX + 1];
-
-		my_lock_name("dlock:", key, fake, hashed);
-		/* the hashed name less the prefix, as a key of its own */
-		my_lock_name("dlock:", hashed + 6, fake, crafted);
-		ok(strlen(hashed) == 64 && strcmp(crafted, hashed) != 0,
-		   "a key equal to a long key's hashed name is another lock (%s, %s)",
-		   hashed, crafted);
-		ok(my_lock_name("dlock:", key, failing, hashed) == -1 && hashed[0] == '\0',
-		   "a failed SHA-256 is an error, never a name");
-		ok(my_lock_name("dlock:", "short", failing, hashed) == 0 &&
-		   strcmp(hashed, "dlock:short") == 0, "a plain name needs no digest");
-	}
-	my_lower("dlock:NightLy#AB", key);
-	ok(strcmp(key, "dlock:nightly#ab") == 0, "my_lower (%s)", key);
-
-	my_hex_literal("\x01\xff", 2, lit);
-	ok(strcmp(lit, "X'01ff'") == 0, "my_hex_literal (%s)", lit);
-	my_hex_literal("", 0, lit);
-	ok(strcmp(lit, "''") == 0, "my_hex_literal of nothing (%s)", lit);
 	return done_testing();
 }
