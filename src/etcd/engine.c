@@ -92,7 +92,6 @@ static int open_lock(struct lock *lk, struct error *err)
 	const struct lock_params *p = lk->p;
 	const struct etcd_url *u = p->servers;
 	struct etcd *e = calloc(1, sizeof *e);
-	size_t plen = strlen(p->prefix), nlen = strlen(p->name);
 
 	if (!e) {
 		error_set(err, EX_OSERR, "out of memory");
@@ -108,22 +107,13 @@ static int open_lock(struct lock *lk, struct error *err)
 	etcd_cluster_init(&e->cl, u, p->tls, p->password);
 	etcd_client_init(&e->rpc, &e->cl);
 	etcd_client_init(&e->watch, &e->cl);
-	e->name_key = malloc(plen + nlen + 1);
-	e->pfx = malloc(plen + nlen + 2);
-	e->hist_len = plen + HISTORY_TOP_LEN + nlen + 1;
-	e->hist = malloc(e->hist_len);
+	e->name_key = etcd_name_key(p->prefix, p->name);
+	e->pfx = etcd_contenders_of(p->prefix, p->name, &e->pfx_len);
+	e->hist = etcd_history_of(p->prefix, p->name, &e->hist_len);
 	if (!e->name_key || !e->pfx || !e->hist) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	memcpy(e->name_key, p->prefix, plen);
-	memcpy(e->name_key + plen, p->name, nlen + 1);
-	memcpy(e->pfx, e->name_key, plen + nlen);
-	memcpy(e->pfx + plen + nlen, "/", 2);
-	e->pfx_len = plen + nlen + 1;
-	memcpy(e->hist, p->prefix, plen);
-	memcpy(e->hist + plen, HISTORY_TOP, HISTORY_TOP_LEN);
-	memcpy(e->hist + plen + HISTORY_TOP_LEN, p->name, nlen + 1);
 	if (p->limit == LOCK_SHARED)
 		strcpy(e->mode, "s");
 	else if (p->limit > 0)
@@ -174,11 +164,8 @@ static void copy_out(struct lock *lk)
 static char *our_value(const struct lock *lk, size_t *len)
 {
 	const struct etcd *e = etcd_of(lk);
-	char *v;
-	int n = asprintf(&v, VALUE_TAG "%s %s\n%s", e->token, e->mode, lk->info);
 
-	*len = n > 0 ? (size_t)n : 0;
-	return n < 0 ? NULL : v;
+	return etcd_value_of(e->token, e->mode, lk->info, len);
 }
 
 static int set_token(struct lock *lk, const char *token, struct error *err)
@@ -188,7 +175,7 @@ static int set_token(struct lock *lk, const char *token, struct error *err)
 	snprintf(e->token, sizeof e->token, "%s", token);
 	e->lease = etcd_lease_of(e->token, e->name_key);
 	free(e->my_key);
-	if (!(e->my_key = etcd_key_of(e, e->lease))) {
+	if (!(e->my_key = etcd_contender_key(e->pfx, e->lease))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
@@ -716,7 +703,7 @@ static enum lock_result reenter(struct lock *lk, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
 	int64_t lease = etcd_lease_of(lk->reentry_token, e->name_key);
-	char *key = etcd_key_of(e, lease), *end;
+	char *key = etcd_contender_key(e->pfx, lease), *end;
 	size_t end_len;
 	struct etcd_range all;
 	enum lock_result res = LOCK_HELD;
@@ -1052,13 +1039,12 @@ static int release(struct lock *lk, const struct release_how *how,
 			json_object_array_add(fail, op);
 	} else if (!how->job && lk->p->history > 0) {
 		/* given back unused: the history forgets it */
-		char *k = malloc(e->hist_len + strlen(e->token) + sizeof "/acquired");
+		size_t ev_len;
+		char *k = etcd_event_key(e->hist, e->hist_len, e->token, "acquired",
+					 &ev_len);
 
 		if (k) {
-			memcpy(k, e->hist, e->hist_len);
-			sprintf(k + e->hist_len, "%s/acquired", e->token);
-			json_object_array_add(ok, etcd_op_delete(k, e->hist_len +
-								 strlen(e->token) + 9));
+			json_object_array_add(ok, etcd_op_delete(k, ev_len));
 			free(k);
 		}
 	}

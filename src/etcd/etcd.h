@@ -1,25 +1,14 @@
 /* etcd.h - the etcd engine's own parts, shared by its files: a lock's
- * state, the layout of its keys, and the requests that make its rounds. */
+ * state and the requests that make its rounds (its keys: names.h). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 #include <json-c/json.h>
 #include "client.h"
 #include "engine.h"
+#include "names.h"
 #include "reply.h"
 
-/* A dlock key's value: "dlock1 TOKEN MODE\nHOLDER-INFO", MODE "x", "s"
- * or the N of --limit N. Anything else (etcdctl's and concurrency.Mutex's
- * empty value) is a foreign exclusive holder. */
-#define VALUE_TAG "dlock1 "
-
-/* History: events under PREFIX "\0history/" NAME "\0", then TOKEN "/"
- * KIND. No lock name has a NUL, so no lock's contenders' range (PREFIX
- * NAME "/", for any NAME, dlock's or etcdctl lock's) holds them, and
- * neither does another lock's history (NAME "a" vs "a/b"); every one of
- * them sorts before PREFIX "\1", where the listing of locks starts. */
-#define HISTORY_TOP "\0history/"
-#define HISTORY_TOP_LEN 9
 /* Each day's events share a lease of 8 days: they lapse a week or so
  * after, as Redis's history stream does 7 days after its last event. */
 #define HISTORY_TTL_S (8 * 86400)
@@ -61,41 +50,6 @@ struct etcd {
 
 struct etcd *etcd_of(const struct lock *lk);
 int64_t etcd_deadline(const struct lock *lk);
-
-/* The lease ID of a token for a lock: a hash of both, so that a token
- * names its lease and key (dlock release --token, extend, re-entry) and
- * -k's one token gives each key its own lease. Positive, non-zero. */
-int64_t etcd_lease_of(const char *token, const char *name_key);
-/* PREFIX NAME "/" + lease in hex, as concurrency.Mutex names its keys. */
-char *etcd_key_of(const struct etcd *e, int64_t lease);
-
-/* Keeps of r (a range of PREFIX NAME "/") the lock's own contenders,
- * PREFIX NAME "/" X with no '/' in X, in order: the others are the keys
- * of locks named NAME "/"..., whose range lies inside this one's
- * (PREFIX a/b/HEX under PREFIX a/). Returns how many it dropped. */
-size_t etcd_only_contenders(struct etcd_range *r, size_t pfx_len);
-
-/* A value's parts; false for a foreign one. */
-struct etcd_value {
-	bool ours;
-	const char *token, *mode, *info;
-	size_t token_len, mode_len, info_len;
-};
-bool etcd_value_parse(const char *v, size_t len, struct etcd_value *out);
-/* Whether kvs[i] (sorted by create revision) holds: no lower key it is
- * incompatible with, and fewer lower keys than its limit. *blocker: the
- * highest lower key in its way, or -1. */
-bool etcd_holds(const struct etcd_kv *kvs, size_t n, size_t i, long *blocker);
-
-/* How kv holds, for messages: "shared", "with --limit N", or NULL for
- * exclusive (and foreign) keys. */
-const char *etcd_held_as(const struct etcd_kv *kv, char *buf, size_t len);
-/* Whether kv is shared or limited and in another mode than mode ("x",
- * "s", "N"); then held says how it holds (etcd_held_as). A shared or
- * limited request meeting such a holder is refused (64), as Redis's
- * mode record refuses it; an exclusive key is simply waited for. */
-bool etcd_mode_clash(const struct etcd_kv *kv, const char *mode, char *held,
-		     size_t len);
 
 /* JSON pieces of requests. */
 json_object *etcd_bytes(const char *s, size_t len);
