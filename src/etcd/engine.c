@@ -59,21 +59,6 @@ static int parse(const char *const *urls, size_t n, void **servers, char *err,
 	return 0;
 }
 
-static void free_servers(void *servers, size_t n)
-{
-	free(servers);
-}
-
-static const char *server_text(const void *servers, size_t i)
-{
-	return ((const struct etcd_url *)servers)->text;
-}
-
-static bool uses_tls(const void *servers, size_t n)
-{
-	return ((const struct etcd_url *)servers)->tls;
-}
-
 static int init(const struct settings *st, struct error *err)
 {
 	return st->tls ? http_tls_init(err) : 0;
@@ -1109,9 +1094,9 @@ const struct engine etcd_engine = {
 		.cannot = cannot,
 		.min_ttl_ms = 1000,
 		.parse = parse,
-		.free_servers = free_servers,
-		.server_text = server_text,
-		.uses_tls = uses_tls,
+		.free_servers = etcd_free_urls,
+		.server_text = etcd_url_text,
+		.uses_tls = etcd_uses_tls,
 		.init = init,
 		.end = http_tls_end,
 	},
