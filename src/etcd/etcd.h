@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <json-c/json.h>
-#include "client.h"
+#include "conn.h"
 #include "engine.h"
 #include "names.h"
 #include "reply.h"

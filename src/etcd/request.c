@@ -1,4 +1,4 @@
-/* common.c - the requests the etcd engine's rounds are made of: ranges,
+/* request.c - the requests the etcd engine's rounds are made of: ranges,
  * txns, leases, the history's events (the keys they name: names.c). */
 #include <inttypes.h>
 #include <stdio.h>
