@@ -109,6 +109,25 @@ int etcd_history_lease(struct etcd *e, int64_t deadline_ms, struct error *err);
 /* Trims the history to n events when it holds more than n and a quarter. */
 void etcd_history_trim(struct lock *lk, int64_t count, int64_t deadline_ms);
 
+/* lock.c: the lock part of struct engine (src/engine.h). */
+int etcd_open_lock(struct lock *lk, struct error *err);
+void etcd_close_lock(struct lock *lk);
+int etcd_begin(struct lock *lk, struct error *err);
+enum lock_result etcd_try(struct lock *lk, int64_t *retry_ms,
+			  struct error *err);
+size_t etcd_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max);
+bool etcd_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n);
+void etcd_end_wait(struct lock *lk, enum lock_result r);
+enum extend_result etcd_extend(struct lock *lk, int64_t timeout_ms,
+			       struct error *err);
+size_t etcd_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max);
+bool etcd_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+		       char *note, size_t notelen);
+void etcd_note_killed(struct lock *lk, int64_t held_ms);
+size_t etcd_fds(const struct lock *lk, int *out, size_t max);
+int etcd_release(struct lock *lk, const struct release_how *how,
+		 struct error *err);
+
 /* Inspection (inspect.c). */
 int etcd_status(struct lock *lk, struct status_lock *locks, size_t n,
 		struct error *err);

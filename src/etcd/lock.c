@@ -1,4 +1,4 @@
-/* engine.c - etcd v3 behind the engine interface (src/engine.h), with
+/* lock.c - an etcd v3 lock (the lock part of src/engine.h), with
  * the recipe of etcd's concurrency.Mutex, so that `etcdctl lock` and Go
  * services on the same name exclude dlock and the other way round:
  *
@@ -30,49 +30,9 @@
 #include <sys/eventfd.h>
 #include <bsd/stdlib.h>
 #include "clock.h"
-#include "config.h"
 #include "etcd.h"
-#include "url.h"
 
-/* ---- settings ------------------------------------------------------------ */
-
-static int parse(const char *const *urls, size_t n, void **servers, char *err,
-		 size_t errlen)
-{
-	struct etcd_url *u;
-	char why[256];
-
-	if (n != 1) {
-		snprintf(err, errlen, "etcd: one cluster per lock: give its members in one URL, etcd://host:port,host:port,...");
-		return -1;
-	}
-	if (!(u = malloc(sizeof *u))) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	if (etcd_url_parse(urls[0], u, why, sizeof why) < 0) {
-		engine_bad_url(urls[0], why, err, errlen);
-		free(u);
-		return -1;
-	}
-	*servers = u;
-	return 0;
-}
-
-static int init(const struct settings *st, struct error *err)
-{
-	return st->tls ? http_tls_init(err) : 0;
-}
-
-static const struct engine_cannot cannot[] = {
-	{ CAP_SEVERAL, "several -S: one etcd cluster keeps the lock, its members in one URL" },
-	{ CAP_WAIT_REPLICAS, "etcd's writes are on a majority of members already" },
-	{ 0, NULL }
-};
-
-/* ---- the lock ------------------------------------------------------------- */
-
-static int open_lock(struct lock *lk, struct error *err)
+int etcd_open_lock(struct lock *lk, struct error *err)
 {
 	const struct lock_params *p = lk->p;
 	const struct etcd_url *u = p->servers;
@@ -118,7 +78,7 @@ static void stop_watch(struct etcd *e)
 	e->watch_key = e->watch_end = NULL;
 }
 
-static void close_lock(struct lock *lk)
+void etcd_close_lock(struct lock *lk)
 {
 	struct etcd *e = etcd_of(lk);
 
@@ -167,7 +127,7 @@ static int set_token(struct lock *lk, const char *token, struct error *err)
 	return 0;
 }
 
-static int begin(struct lock *lk, struct error *err)
+int etcd_begin(struct lock *lk, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
 	char token[33];
@@ -766,7 +726,8 @@ static bool quiet_wait(struct lock *lk)
 	       e->watch.conn.fd >= 0 && watch_news(e) == 0;
 }
 
-static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *err)
+enum lock_result etcd_try(struct lock *lk, int64_t *retry_ms,
+			  struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
 	int64_t start_ms = clock_now_ms();
@@ -829,7 +790,7 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms, struct error *er
 	return LOCK_FAILED;
 }
 
-static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+size_t etcd_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 {
 	struct etcd *e = etcd_of(lk);
 
@@ -839,12 +800,12 @@ static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	return 1;
 }
 
-static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
+bool etcd_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
 {
 	return n > 0 && pfd[0].revents && watch_news(etcd_of(lk)) > 0;
 }
 
-static void end_wait(struct lock *lk, enum lock_result r)
+void etcd_end_wait(struct lock *lk, enum lock_result r)
 {
 	struct etcd *e = etcd_of(lk);
 
@@ -855,8 +816,8 @@ static void end_wait(struct lock *lk, enum lock_result r)
 
 /* ---- holding ------------------------------------------------------------- */
 
-static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
-				 struct error *err)
+enum extend_result etcd_extend(struct lock *lk, int64_t timeout_ms,
+			       struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
 	int64_t start_ms = clock_now_ms(), deadline_ms = start_ms + timeout_ms;
@@ -907,7 +868,7 @@ static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
 
 /* Our key's watch; until a round has set it up, an eventfd that asks for
  * that round (the supervisor must not block on a connection). */
-static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+size_t etcd_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 {
 	struct etcd *e = etcd_of(lk);
 	uint64_t one = 1;
@@ -929,8 +890,8 @@ static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	return 1;
 }
 
-static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
-			 char *note, size_t notelen)
+bool etcd_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+		       char *note, size_t notelen)
 {
 	struct etcd *e = etcd_of(lk);
 	uint64_t v;
@@ -952,7 +913,7 @@ static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 /* dlock was killed (kill -9): its watchdog, in a process of its own,
  * writes the 'killed' event as release writes 'released'; the lock
  * lapses with its lease. */
-static void note_killed(struct lock *lk, int64_t held_ms)
+void etcd_note_killed(struct lock *lk, int64_t held_ms)
 {
 	struct etcd *e = etcd_of(lk);
 	json_object *ops, *op, *reply = NULL;
@@ -976,7 +937,7 @@ static void note_killed(struct lock *lk, int64_t held_ms)
 	json_object_put(reply);
 }
 
-static size_t fds(const struct lock *lk, int *out, size_t max)
+size_t etcd_fds(const struct lock *lk, int *out, size_t max)
 {
 	const struct etcd *e = etcd_of(lk);
 	size_t n = 0;
@@ -990,8 +951,8 @@ static size_t fds(const struct lock *lk, int *out, size_t max)
 	return n;
 }
 
-static int release(struct lock *lk, const struct release_how *how,
-		   struct error *err)
+int etcd_release(struct lock *lk, const struct release_how *how,
+		 struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
 	json_object *cmp = json_object_new_array(), *ok = json_object_new_array();
@@ -1083,45 +1044,3 @@ static int release(struct lock *lk, const struct release_how *how,
 	e->my_rev = 0;
 	return r < 0 ? -1 : 0;
 }
-
-ENGINE_MODULE_ABI;
-
-const struct engine etcd_engine = {
-	.settings = {
-		.name = "etcd",
-		.flags = CAP_SHARED | CAP_LIMIT | CAP_FAIR | CAP_NO_FORK |
-			 CAP_UNAVAILABLE_RUN,
-		.cannot = cannot,
-		.min_ttl_ms = 1000,
-		.parse = parse,
-		.free_servers = etcd_free_urls,
-		.server_text = etcd_url_text,
-		.uses_tls = etcd_uses_tls,
-		.init = init,
-		.end = http_tls_end,
-	},
-	.lock = {
-		.watch_after_ms = 500,
-		.open = open_lock,
-		.close = close_lock,
-		.begin = begin,
-		.try = try,
-		.wait_fds = wait_fds,
-		.wait_events = wait_events,
-		.end_wait = end_wait,
-		.extend = extend,
-		.watch_fds = watch_fds,
-		.watch_events = watch_events,
-		.note_killed = note_killed,
-		.fds = fds,
-		.release = release,
-	},
-	.inspect = {
-		.status = etcd_status,
-		.list = etcd_list,
-		.history = etcd_history,
-		.release_token = etcd_release_token,
-		.force = etcd_force,
-		.extend_token = etcd_extend_token,
-	},
-};
