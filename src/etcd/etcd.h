@@ -109,6 +109,32 @@ int etcd_history_lease(struct etcd *e, int64_t deadline_ms, struct error *err);
 /* Trims the history to n events when it holds more than n and a quarter. */
 void etcd_history_trim(struct lock *lk, int64_t count, int64_t deadline_ms);
 
+/* recipe.c: a round, for etcd_try(). -n on an exclusive lock, nothing of
+ * ours there yet: whether anyone is (a read, nothing written): 1 held
+ * (lk->held_by set), 0 free, -1 err. */
+int etcd_held_already(struct lock *lk, struct error *err);
+/* The first try of an exclusive lock: ours at once if nobody is there
+ * (one txn), else in the queue (-n: not). Returns 1 when it decided
+ * (*res), 0 when the general round must. */
+int etcd_first_exclusive(struct lock *lk, int64_t start_ms,
+			 enum lock_result *res, struct error *err);
+/* The general round: our key created if absent (the queue's end), then
+ * every key in the way; waiting, the watch on the one in our way. *again:
+ * our key went meanwhile, a round again. */
+enum lock_result etcd_round_trip(struct lock *lk, int64_t start_ms,
+				 int64_t *retry_ms, bool *again,
+				 struct error *err);
+
+/* lock.c, for recipe.c: gives back what this acquisition holds (the
+ * lease revoked, our key with it); the loss clock from the last proof
+ * of life; the watch on deletions of [key, end) (end NULL: key alone)
+ * from rev on, kept when it watches that already. */
+void etcd_give_back(struct lock *lk);
+void etcd_set_valid(struct lock *lk);
+int etcd_start_watch(struct lock *lk, const char *key, size_t len,
+		     const char *end, size_t end_len, int64_t rev,
+		     int64_t deadline_ms, struct error *err);
+
 /* lock.c: the lock part of struct engine (src/engine.h). */
 int etcd_open_lock(struct lock *lk, struct error *err);
 void etcd_close_lock(struct lock *lk);

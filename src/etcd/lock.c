@@ -105,14 +105,6 @@ static void copy_out(struct lock *lk)
 	lk->busy = etcd_of(lk)->cl.busy;
 }
 
-/* Our key's value: who we are, for status and the waiters' line. */
-static char *our_value(const struct lock *lk, size_t *len)
-{
-	const struct etcd *e = etcd_of(lk);
-
-	return etcd_value_of(e->token, e->mode, lk->info, len);
-}
-
 static int set_token(struct lock *lk, const char *token, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
@@ -149,7 +141,7 @@ int etcd_begin(struct lock *lk, struct error *err)
 
 /* Gives back what this acquisition holds: revoking the lease deletes our
  * key with it, in one request. */
-static void give_back(struct lock *lk)
+void etcd_give_back(struct lock *lk)
 {
 	struct etcd *e = etcd_of(lk);
 	struct error ignored;
@@ -189,7 +181,7 @@ static int lease_ready(struct lock *lk, struct error *err)
 	return 0;
 }
 
-static void set_valid(struct lock *lk)
+void etcd_set_valid(struct lock *lk)
 {
 	struct etcd *e = etcd_of(lk);
 	int64_t ttl_ms = e->granted_ttl_s * 1000 < lk->ttl_ms ?
@@ -201,9 +193,9 @@ static void set_valid(struct lock *lk)
 
 /* The watch: deletions of [key, end) from rev on (end NULL: key alone).
  * Kept when it watches that already. */
-static int start_watch(struct lock *lk, const char *key, size_t len,
-		       const char *end, size_t end_len, int64_t rev,
-		       int64_t deadline_ms, struct error *err)
+int etcd_start_watch(struct lock *lk, const char *key, size_t len,
+		     const char *end, size_t end_len, int64_t rev,
+		     int64_t deadline_ms, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
 	json_object *body, *req, *filters;
@@ -270,378 +262,7 @@ static int watch_news(struct etcd *e)
 	}
 }
 
-/* ---- acquiring ------------------------------------------------------------ */
-
-static void describe(struct lock *lk, const struct etcd_kv *kv)
-{
-	struct etcd_value v;
-
-	if (etcd_value_parse(kv->value, kv->value_len, &v))
-		snprintf(lk->held_by, sizeof lk->held_by, "%.*s", (int)v.info_len, v.info);
-	else
-		lk->held_by[0] = '\0';
-}
-
-/* Ours: the fence, the job's variables, the history's 'acquired'. */
-static enum lock_result acquired(struct lock *lk, int64_t rev, int64_t start_ms,
-				 struct error *err)
-{
-	struct etcd *e = etcd_of(lk);
-
-	snprintf(lk->token, sizeof lk->token, "%s", e->token);
-	lk->fence[0] = '\0';
-	if (!lk->p->no_fence)
-		snprintf(lk->fence, sizeof lk->fence, "%" PRId64, e->my_rev);
-	lk->acquired_ms = start_ms;
-	set_valid(lk);
-	snprintf(e->env_key, sizeof e->env_key, "ETCD_LOCK_KEY=%s", e->my_key);
-	snprintf(e->env_rev, sizeof e->env_rev, "ETCD_LOCK_REV=%" PRId64, rev);
-	lk->env[0] = e->env_key;
-	lk->env[1] = e->env_rev;
-	lk->env[2] = NULL;
-	if (!e->acquired_logged && lk->p->history > 0) {
-		json_object *ops = json_object_new_array(), *reply = NULL;
-		bool ok;
-		int r;
-
-		json_object_array_add(ops, etcd_history_put(lk, "acquired", e->token,
-							    lk->info, e->my_rev, -1, -1,
-							    NULL));
-		json_object_get(ops);
-		r = etcd_txn(e, NULL, ops, NULL, etcd_deadline(lk), &reply, &ok, err);
-		if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0)
-			r = etcd_txn(e, NULL, json_object_get(ops), NULL,
-				     etcd_deadline(lk), &reply, &ok, err);
-		json_object_put(ops);
-		json_object_put(reply);
-		/* a history that could not be written is no lock lost */
-		e->acquired_logged = true;
-	}
-	(void)err;
-	return LOCK_ACQUIRED;
-}
-
-/* A txn refused because a lease it names is not there (-2), once the
- * history's day lease was granted anew: ours, granted while etcd was too
- * busy to answer in time and gone since, or revoked by a give-back that
- * did reach it. A passing state (69): the next try grants it again. */
-static void lease_vanished(struct lock *lk, struct error *err)
-{
-	struct etcd *e = etcd_of(lk);
-
-	e->have_lease = false;
-	e->my_rev = 0;
-	error_set(err, EX_UNAVAILABLE, "%s: our lease %" PRIx64 " was not found (it lapsed, or a grant that did not answer in time was given back): a new one at the next try",
-		  e->cl.url->text, (uint64_t)e->lease);
-}
-
-/* -n on an exclusive lock, nothing of ours there yet: whether anyone is.
- * A read: no lease granted, no key written, nothing to give back. When a
- * fleet's -n fire at once, every host but the first finds the lock held
- * this way, and etcd makes one write (a lease, a key) for none of them.
- * 1 held (*held_by set), 0 free (the write round follows), -1 err. */
-static int held_already(struct lock *lk, struct error *err)
-{
-	struct etcd *e = etcd_of(lk);
-	struct etcd_range all;
-	size_t end_len;
-	char *end = etcd_range_end(e->pfx, e->pfx_len, &end_len);
-	int held;
-
-	if (!end) {
-		error_set(err, EX_OSERR, "out of memory");
-		return -1;
-	}
-	if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, end, end_len, 0,
-					      false, 0, false, false),
-			    etcd_deadline(lk), &all, NULL, err) < 0) {
-		free(end);
-		return -1;
-	}
-	free(end);
-	etcd_only_contenders(&all, e->pfx_len);
-	held = all.n > 0;
-	if (held) {
-		describe(lk, &all.kvs[0]);
-		lk->refused = true;
-	}
-	etcd_range_free(&all);
-	return held;
-}
-
-/* The first try of an exclusive lock: ours at once if nobody is there
- * (one txn, the history's 'acquired' in it), else in the queue (-n: not).
- * Returns 1 when it decided (*res), 0 when the general round must. */
-static int first_exclusive(struct lock *lk, int64_t start_ms,
-			   enum lock_result *res, struct error *err)
-{
-	struct etcd *e = etcd_of(lk);
-	json_object *cmp = json_object_new_array(), *ok = json_object_new_array();
-	json_object *fail = json_object_new_array(), *reply = NULL, *hist;
-	size_t vlen, end_len, klen = strlen(e->my_key);
-	char *value = our_value(lk, &vlen);
-	char *end = etcd_range_end(e->pfx, e->pfx_len, &end_len);
-	struct etcd_range lowest;
-	bool succeeded;
-	int r;
-
-	if (!value || !end) {
-		free(value);
-		free(end);
-		json_object_put(cmp);
-		json_object_put(ok);
-		json_object_put(fail);
-		error_set(err, EX_OSERR, "out of memory");
-		*res = LOCK_FAILED;
-		return 1;
-	}
-	json_object_array_add(cmp, etcd_cmp_create(e->pfx, e->pfx_len, end, end_len,
-						   "EQUAL", 0));
-	json_object_array_add(ok, etcd_op_put(e->my_key, klen, value, vlen, e->lease));
-	if ((hist = etcd_history_put(lk, "acquired", e->token, lk->info, -1, -1, -1,
-				     NULL)))
-		json_object_array_add(ok, hist);
-	json_object_array_add(fail, etcd_op_range(e->pfx, e->pfx_len, end, end_len, 1,
-						  false, 0, false, false));
-	free(value);
-	free(end);
-	json_object_get(cmp);
-	json_object_get(ok);
-	json_object_get(fail);
-	r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err);
-	if (r == -2 && hist && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
-		json_object_get(cmp);
-		json_object_get(ok);
-		json_object_get(fail);
-		r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err);
-	}
-	json_object_put(cmp);
-	json_object_put(ok);
-	json_object_put(fail);
-	if (r == -2)
-		lease_vanished(lk, err);
-	if (r < 0) {
-		*res = LOCK_FAILED;
-		return 1;
-	}
-	if (succeeded) {
-		int64_t rev;
-
-		etcd_revision(reply, &rev);
-		json_object_put(reply);
-		e->my_rev = rev;
-		e->acquired_logged = hist != NULL;
-		*res = acquired(lk, rev, start_ms, err);
-		return 1;
-	}
-	if (etcd_txn_range(reply, 0, &lowest, err) < 0) {
-		json_object_put(reply);
-		*res = LOCK_FAILED;
-		return 1;
-	}
-	json_object_put(reply);
-	if (etcd_only_contenders(&lowest, e->pfx_len) > 0) {
-		/* a key of a lock named NAME "/"... failed the compare:
-		 * the general round looks past those */
-		etcd_range_free(&lowest);
-		return 0;
-	}
-	if (lowest.n > 0 && lowest.kvs[0].key_len == klen &&
-	    memcmp(lowest.kvs[0].key, e->my_key, klen) == 0) {
-		/* ours: a try whose answer did not come in time (a busy
-		 * etcd) made it; the general round finds it and holds */
-		etcd_range_free(&lowest);
-		return 0;
-	}
-	if (lowest.n > 0)
-		describe(lk, &lowest.kvs[0]);
-	etcd_range_free(&lowest);
-	lk->refused = true;
-	if (lk->p->waits)
-		return 0;	/* into the queue */
-	give_back(lk);
-	*res = LOCK_HELD;
-	return 1;
-}
-
-/* The lock's contenders in full, where a range limited to the first
- * (or, descend, to the last below max_create) met keys of locks named
- * NAME "/"... instead: a later revision's answer (*rev) is as good, as
- * a key created since sorts after ours. */
-static int all_contenders(struct lock *lk, const char *end, size_t end_len,
-			  bool descend, int64_t max_create, struct etcd_range *r,
-			  int64_t *rev, struct error *err)
-{
-	struct etcd *e = etcd_of(lk);
-
-	etcd_range_free(r);
-	if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, end, end_len, 0,
-					      descend, max_create, false, descend),
-			    etcd_deadline(lk), r, rev, err) < 0)
-		return -1;
-	etcd_only_contenders(r, e->pfx_len);
-	return 0;
-}
-
-/* The general round: our key created if absent (the queue's end), then
- * every key in the way. */
-static enum lock_result round_trip(struct lock *lk, int64_t start_ms,
-				   int64_t *retry_ms, bool *again, struct error *err)
-{
-	struct etcd *e = etcd_of(lk);
-	const struct lock_params *p = lk->p;
-	json_object *cmp = json_object_new_array(), *ok = json_object_new_array();
-	json_object *fail = json_object_new_array(), *reply = NULL;
-	size_t vlen = 0, end_len, klen = strlen(e->my_key);
-	char *value = e->my_rev ? NULL : our_value(lk, &vlen);
-	char *end = etcd_range_end(e->pfx, e->pfx_len, &end_len);
-	int64_t limit = p->limit > 0 ? p->limit : p->limit == LOCK_SHARED ? 0 : 1;
-	int64_t rev = 0;
-	int watched = 0, rc;
-	struct etcd_range mine = { 0 }, all = { 0 }, ahead = { 0 };
-	enum lock_result res = LOCK_FAILED;
-	bool succeeded, exclusive = p->limit == 0, had_rev = e->my_rev != 0;
-	size_t at = 0, i;
-	long blocker;
-	char held[40];
-
-	*again = false;
-	if ((!e->my_rev && !value) || !end) {
-		error_set(err, EX_OSERR, "out of memory");
-		goto out;
-	}
-	json_object_array_add(cmp, etcd_cmp_create(e->my_key, klen, NULL, 0, "EQUAL",
-						   e->my_rev));
-	if (!e->my_rev)
-		json_object_array_add(ok, etcd_op_put(e->my_key, klen, value, vlen,
-						      e->lease));
-	json_object_array_add(ok, etcd_op_range(e->my_key, klen, NULL, 0, 0, false, 0,
-						false, false));
-	json_object_array_add(ok, etcd_op_range(e->pfx, e->pfx_len, end, end_len,
-						limit, false, 0, false, false));
-	if (exclusive && e->my_rev)
-		json_object_array_add(ok, etcd_op_range(e->pfx, e->pfx_len, end, end_len,
-							1, true, e->my_rev - 1, false,
-							false));
-	if (!e->my_rev) {
-		/* our key is there: a round whose answer was lost made it */
-		json_object_array_add(fail, etcd_op_range(e->my_key, klen, NULL, 0, 0,
-							  false, 0, false, false));
-		json_object_array_add(fail, etcd_op_range(e->pfx, e->pfx_len, end,
-							  end_len, limit, false, 0,
-							  false, false));
-	}
-	if ((rc = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded,
-			   err)) < 0) {
-		cmp = ok = fail = NULL;
-		if (rc == -2)
-			lease_vanished(lk, err);
-		goto out;
-	}
-	cmp = ok = fail = NULL;
-	if (e->my_rev && !succeeded) {
-		/* our key went while we waited: the lease lapsed (we were
-		 * stopped), or someone deleted it; again, at the back */
-		e->my_rev = 0;
-		e->alive_ms = 0;	/* a keepalive first */
-		*again = true;
-		goto out;
-	}
-	at = succeeded && !e->my_rev ? 1 : 0;
-	etcd_revision(reply, &rev);
-	if (etcd_txn_range(reply, at, &mine, err) < 0 ||
-	    etcd_txn_range(reply, at + 1, &all, err) < 0 ||
-	    (exclusive && e->my_rev && etcd_txn_range(reply, at + 2, &ahead, err) < 0))
-		goto out;
-	if (mine.n != 1) {
-		error_set(err, EX_SOFTWARE, "%s: our key is not there after its txn",
-			  e->cl.url->text);
-		goto out;
-	}
-	e->my_rev = mine.kvs[0].create_rev;
-	lk->refused = false;
-	if (etcd_only_contenders(&all, e->pfx_len) > 0 && limit > 0 &&
-	    all_contenders(lk, end, end_len, false, 0, &all, &rev, err) < 0)
-		goto out;
-	if (exclusive && had_rev && etcd_only_contenders(&ahead, e->pfx_len) > 0 &&
-	    all_contenders(lk, end, end_len, true, e->my_rev - 1, &ahead, &rev,
-			   err) < 0)
-		goto out;
-	/* Shared and --limit holders agree on the mode: the lowest key
-	 * holds, whatever else does, and says it. etcd runs txns one after
-	 * the other, so of two first requests in different modes the later
-	 * one sees the other's key below its own: refused here, never both
-	 * holding (etcd_holds() would not let it hold either). */
-	if (!exclusive && all.n > 0 && all.kvs[0].create_rev != e->my_rev &&
-	    etcd_mode_clash(&all.kvs[0], e->mode, held, sizeof held)) {
-		give_back(lk);
-		error_set(err, EX_USAGE, "%s: the lock is held %s", e->cl.url->text,
-			  held);
-		goto out;
-	}
-	for (i = 0; i < all.n && all.kvs[i].create_rev != e->my_rev; i++)
-		;
-	if (i < all.n && etcd_holds(all.kvs, all.n, i, &blocker)) {
-		res = acquired(lk, rev, start_ms, err);
-		goto out;
-	}
-	lk->refused = true;
-	if (all.n > 0)
-		describe(lk, &all.kvs[0]);
-	lk->queue_pos = i < all.n ? (long)i : 0;
-	snprintf(e->held_by, sizeof e->held_by, "%s", lk->held_by);
-	e->queue_pos = lk->queue_pos;
-	res = LOCK_HELD;
-	if (!p->waits) {
-		give_back(lk);
-		goto out;
-	}
-	/* the watch: the key in our way; --limit: any of them */
-	*retry_ms = e->alive_ms + lk->ttl_ms / 3 - clock_now_ms();
-	if (*retry_ms < 0)
-		*retry_ms = 0;
-	if (exclusive && !had_rev) {
-		/* the first round of a waiter: who is just ahead */
-		etcd_range_free(&ahead);
-		if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, end, end_len,
-						      1, true, e->my_rev - 1, false,
-						      true),
-				    etcd_deadline(lk), &ahead, &rev, err) < 0 ||
-		    (etcd_only_contenders(&ahead, e->pfx_len) > 0 &&
-		     all_contenders(lk, end, end_len, true, e->my_rev - 1, &ahead,
-				    &rev, err) < 0)) {
-			res = LOCK_FAILED;
-			goto out;
-		}
-	}
-	if (exclusive && !ahead.n) {
-		*retry_ms = 0;	/* it went meanwhile: look again */
-	} else if (exclusive) {
-		watched = start_watch(lk, ahead.kvs[0].key, ahead.kvs[0].key_len,
-				      NULL, 0, rev + 1, etcd_deadline(lk), err);
-	} else if (i < all.n && blocker >= 0) {
-		watched = start_watch(lk, all.kvs[blocker].key, all.kvs[blocker].key_len,
-				      NULL, 0, rev + 1, etcd_deadline(lk), err);
-	} else {
-		watched = start_watch(lk, e->pfx, e->pfx_len, end, end_len, rev + 1,
-				      etcd_deadline(lk), err);
-	}
-	/* no watch: timed tries until one works */
-	if (watched < 0 && *retry_ms > 500)
-		*retry_ms = 500;
-	err->exit = 0;
-out:
-	json_object_put(cmp);
-	json_object_put(ok);
-	json_object_put(fail);
-	json_object_put(reply);
-	etcd_range_free(&mine);
-	etcd_range_free(&all);
-	etcd_range_free(&ahead);
-	free(value);
-	free(end);
-	return res;
-}
+/* ---- acquiring (a round: recipe.c) -------------------------------------- */
 
 /* Re-entry: DLOCK_TOKEN names a key of ours that holds the lock. */
 static enum lock_result reenter(struct lock *lk, struct error *err)
@@ -760,7 +381,7 @@ enum lock_result etcd_try(struct lock *lk, int64_t *retry_ms,
 		}
 	}
 	if (!lk->p->waits && lk->p->limit == 0 && !e->my_rev && !e->have_lease) {
-		int held = held_already(lk, err);
+		int held = etcd_held_already(lk, err);
 
 		if (held != 0) {
 			copy_out(lk);
@@ -775,11 +396,11 @@ enum lock_result etcd_try(struct lock *lk, int64_t *retry_ms,
 			return LOCK_FAILED;
 		}
 		if (!e->my_rev && lk->p->limit == 0 &&
-		    first_exclusive(lk, start_ms, &res, err)) {
+		    etcd_first_exclusive(lk, start_ms, &res, err)) {
 			copy_out(lk);
 			return res;
 		}
-		res = round_trip(lk, start_ms, retry_ms, &again, err);
+		res = etcd_round_trip(lk, start_ms, retry_ms, &again, err);
 		if (!again) {
 			copy_out(lk);
 			return res;
@@ -811,7 +432,7 @@ void etcd_end_wait(struct lock *lk, enum lock_result r)
 
 	stop_watch(e);
 	if (r != LOCK_ACQUIRED && r != LOCK_REENTERED)
-		give_back(lk);
+		etcd_give_back(lk);
 }
 
 /* ---- holding ------------------------------------------------------------- */
@@ -855,12 +476,12 @@ enum extend_result etcd_extend(struct lock *lk, int64_t timeout_ms,
 	etcd_range_free(&mine);
 	e->alive_ms = start_ms;
 	e->granted_ttl_s = ttl_s;
-	set_valid(lk);
+	etcd_set_valid(lk);
 	/* the watch the supervisor asked for, or again after it broke */
 	if (e->watch_wanted && !e->watch.streaming) {
 		struct error ignored;
 
-		start_watch(lk, e->my_key, strlen(e->my_key), NULL, 0, rev + 1,
+		etcd_start_watch(lk, e->my_key, strlen(e->my_key), NULL, 0, rev + 1,
 			    deadline_ms, &ignored);
 	}
 	return EXTEND_OK;
