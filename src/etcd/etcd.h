@@ -1,5 +1,26 @@
-/* etcd.h - the etcd engine's own parts, shared by its files: a lock's
- * state and the requests that make its rounds (its keys: names.h). */
+/* etcd.h - the etcd engine (src/engine.h): etcd v3's leases and
+ * revisions with the recipe of its concurrency.Mutex (lock.c says how),
+ * over its JSON gateway. Its state for one lock and what its files
+ * share; included by no other folder.
+ *
+ *   engine.c      the struct engine: its settings over url.c, the rest
+ *                 wired to the functions below
+ *   url.c/.h      etcd:// and etcds:// URLs: pure, fuzzed
+ *   conn.c/.h     calls to a cluster's members, each bounded by a
+ *                 deadline, etcd's answers sorted into exit codes
+ *   names.c/.h    a lock's NAME as etcd's keys (contenders, history,
+ *                 leases), the values and who holds: pure, unit-tested
+ *                 against collisions
+ *   lock.c        the lock operations: try, the wait, extend, the
+ *                 watch, release
+ *   recipe.c      one round of the recipe, for lock.c's try
+ *   request.c     the requests rounds are made of: ranges, txns,
+ *                 leases, the history's events
+ *   inspect.c     status, the list of locks, history, release --token
+ *                 and --force, extend --token
+ *   http.c/.h     HTTP/1.1 of its own (TLS through libcurl, loaded
+ *                 only for etcds://)
+ *   reply.c/.h    etcd's JSON answers read strictly: pure, fuzzed */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
