@@ -1,25 +1,35 @@
-/* etcd.h - the etcd engine's own parts, shared by its files: a lock's
- * state, the layout of its keys, and the requests that make its rounds. */
+/* etcd.h - the etcd engine (src/engine.h): etcd v3's leases and
+ * revisions with the recipe of its concurrency.Mutex (lock.c says how),
+ * over its JSON gateway. Its state for one lock and what its files
+ * share; included by no other folder.
+ *
+ *   engine.c      the struct engine: its settings over url.c, the rest
+ *                 wired to the functions below
+ *   url.c/.h      etcd:// and etcds:// URLs: pure, fuzzed
+ *   conn.c/.h     calls to a cluster's members, each bounded by a
+ *                 deadline, etcd's answers sorted into exit codes
+ *   names.c/.h    a lock's NAME as etcd's keys (contenders, history,
+ *                 leases), the values and who holds: pure, unit-tested
+ *                 against collisions
+ *   lock.c        the lock operations: try, the wait, extend, the
+ *                 watch, release
+ *   recipe.c      one round of the recipe, for lock.c's try
+ *   request.c     the requests rounds are made of: ranges, txns,
+ *                 leases, the history's events
+ *   inspect.c     status, the list of locks, history, release --token
+ *                 and --force, extend --token
+ *   http.c/.h     HTTP/1.1 of its own (TLS through libcurl, loaded
+ *                 only for etcds://)
+ *   reply.c/.h    etcd's JSON answers read strictly: pure, fuzzed */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 #include <json-c/json.h>
-#include "client.h"
+#include "conn.h"
 #include "engine.h"
+#include "names.h"
 #include "reply.h"
 
-/* A dlock key's value: "dlock1 TOKEN MODE\nHOLDER-INFO", MODE "x", "s"
- * or the N of --limit N. Anything else (etcdctl's and concurrency.Mutex's
- * empty value) is a foreign exclusive holder. */
-#define VALUE_TAG "dlock1 "
-
-/* History: events under PREFIX "\0history/" NAME "\0", then TOKEN "/"
- * KIND. No lock name has a NUL, so no lock's contenders' range (PREFIX
- * NAME "/", for any NAME, dlock's or etcdctl lock's) holds them, and
- * neither does another lock's history (NAME "a" vs "a/b"); every one of
- * them sorts before PREFIX "\1", where the listing of locks starts. */
-#define HISTORY_TOP "\0history/"
-#define HISTORY_TOP_LEN 9
 /* Each day's events share a lease of 8 days: they lapse a week or so
  * after, as Redis's history stream does 7 days after its last event. */
 #define HISTORY_TTL_S (8 * 86400)
@@ -61,41 +71,6 @@ struct etcd {
 
 struct etcd *etcd_of(const struct lock *lk);
 int64_t etcd_deadline(const struct lock *lk);
-
-/* The lease ID of a token for a lock: a hash of both, so that a token
- * names its lease and key (dlock release --token, extend, re-entry) and
- * -k's one token gives each key its own lease. Positive, non-zero. */
-int64_t etcd_lease_of(const char *token, const char *name_key);
-/* PREFIX NAME "/" + lease in hex, as concurrency.Mutex names its keys. */
-char *etcd_key_of(const struct etcd *e, int64_t lease);
-
-/* Keeps of r (a range of PREFIX NAME "/") the lock's own contenders,
- * PREFIX NAME "/" X with no '/' in X, in order: the others are the keys
- * of locks named NAME "/"..., whose range lies inside this one's
- * (PREFIX a/b/HEX under PREFIX a/). Returns how many it dropped. */
-size_t etcd_only_contenders(struct etcd_range *r, size_t pfx_len);
-
-/* A value's parts; false for a foreign one. */
-struct etcd_value {
-	bool ours;
-	const char *token, *mode, *info;
-	size_t token_len, mode_len, info_len;
-};
-bool etcd_value_parse(const char *v, size_t len, struct etcd_value *out);
-/* Whether kvs[i] (sorted by create revision) holds: no lower key it is
- * incompatible with, and fewer lower keys than its limit. *blocker: the
- * highest lower key in its way, or -1. */
-bool etcd_holds(const struct etcd_kv *kvs, size_t n, size_t i, long *blocker);
-
-/* How kv holds, for messages: "shared", "with --limit N", or NULL for
- * exclusive (and foreign) keys. */
-const char *etcd_held_as(const struct etcd_kv *kv, char *buf, size_t len);
-/* Whether kv is shared or limited and in another mode than mode ("x",
- * "s", "N"); then held says how it holds (etcd_held_as). A shared or
- * limited request meeting such a holder is refused (64), as Redis's
- * mode record refuses it; an exclusive key is simply waited for. */
-bool etcd_mode_clash(const struct etcd_kv *kv, const char *mode, char *held,
-		     size_t len);
 
 /* JSON pieces of requests. */
 json_object *etcd_bytes(const char *s, size_t len);
@@ -154,6 +129,51 @@ json_object *etcd_history_put(struct lock *lk, const char *kind,
 int etcd_history_lease(struct etcd *e, int64_t deadline_ms, struct error *err);
 /* Trims the history to n events when it holds more than n and a quarter. */
 void etcd_history_trim(struct lock *lk, int64_t count, int64_t deadline_ms);
+
+/* recipe.c: a round, for etcd_try(). -n on an exclusive lock, nothing of
+ * ours there yet: whether anyone is (a read, nothing written): 1 held
+ * (lk->held_by set), 0 free, -1 err. */
+int etcd_held_already(struct lock *lk, struct error *err);
+/* The first try of an exclusive lock: ours at once if nobody is there
+ * (one txn), else in the queue (-n: not). Returns 1 when it decided
+ * (*res), 0 when the general round must. */
+int etcd_first_exclusive(struct lock *lk, int64_t start_ms,
+			 enum lock_result *res, struct error *err);
+/* The general round: our key created if absent (the queue's end), then
+ * every key in the way; waiting, the watch on the one in our way. *again:
+ * our key went meanwhile, a round again. */
+enum lock_result etcd_round_trip(struct lock *lk, int64_t start_ms,
+				 int64_t *retry_ms, bool *again,
+				 struct error *err);
+
+/* lock.c, for recipe.c: gives back what this acquisition holds (the
+ * lease revoked, our key with it); the loss clock from the last proof
+ * of life; the watch on deletions of [key, end) (end NULL: key alone)
+ * from rev on, kept when it watches that already. */
+void etcd_give_back(struct lock *lk);
+void etcd_set_valid(struct lock *lk);
+int etcd_start_watch(struct lock *lk, const char *key, size_t len,
+		     const char *end, size_t end_len, int64_t rev,
+		     int64_t deadline_ms, struct error *err);
+
+/* lock.c: the lock part of struct engine (src/engine.h). */
+int etcd_open_lock(struct lock *lk, struct error *err);
+void etcd_close_lock(struct lock *lk);
+int etcd_begin(struct lock *lk, struct error *err);
+enum lock_result etcd_try(struct lock *lk, int64_t *retry_ms,
+			  struct error *err);
+size_t etcd_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max);
+bool etcd_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n);
+void etcd_end_wait(struct lock *lk, enum lock_result r);
+enum extend_result etcd_extend(struct lock *lk, int64_t timeout_ms,
+			       struct error *err);
+size_t etcd_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max);
+bool etcd_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+		       char *note, size_t notelen);
+void etcd_note_killed(struct lock *lk, int64_t held_ms);
+size_t etcd_fds(const struct lock *lk, int *out, size_t max);
+int etcd_release(struct lock *lk, const struct release_how *how,
+		 struct error *err);
 
 /* Inspection (inspect.c). */
 int etcd_status(struct lock *lk, struct status_lock *locks, size_t n,

@@ -408,6 +408,45 @@ bad_length:
 	return -1;
 }
 
+/* A chunk's size line at in + *at: 1 read (*at past it, the state set
+ * for its data, or the trailer after the last), 0 not all there yet,
+ * CHUNK_TOO_LONG or CHUNK_BAD. */
+#define CHUNK_TOO_LONG (-1)
+#define CHUNK_BAD (-2)
+static int chunk_size(struct http_resp *r, const char *in, size_t len,
+		      size_t *at)
+{
+	const char *nl = memchr(in + *at, '\n', len - *at);
+	unsigned long long size = 0;
+	size_t i = *at;
+
+	if (!nl) {
+		if (len - *at > 256)
+			goto bad_chunk;
+		return 0;
+	}
+	for (; in + i < nl && isxdigit((unsigned char)in[i]); i++) {
+		int d = isdigit((unsigned char)in[i]) ? in[i] - '0' :
+			tolower((unsigned char)in[i]) - 'a' + 10;
+
+		if (size > HTTP_MAX_BODY)
+			goto too_long;
+		size = size * 16 + (unsigned)d;
+	}
+	if (i == *at || (in[i] != ';' && in[i] != '\r') || nl[-1] != '\r')
+		goto bad_chunk;
+	if (size > HTTP_MAX_BODY)
+		goto too_long;
+	r->chunk_left = size;
+	r->state = size ? S_CHUNK_DATA : S_TRAILER;
+	*at = (size_t)(nl + 1 - in);
+	return 1;
+too_long:
+	return CHUNK_TOO_LONG;
+bad_chunk:
+	return CHUNK_BAD;
+}
+
 int http_parse(struct http_resp *r, const char *in, size_t len, size_t *used,
 	       char *why, size_t whylen)
 {
@@ -443,30 +482,14 @@ int http_parse(struct http_resp *r, const char *in, size_t len, size_t *used,
 				goto more;
 			break;
 		case S_CHUNK_SIZE: {
-			unsigned long long size = 0;
-			size_t i = at;
+			int c = chunk_size(r, in, len, &at);
 
-			nl = memchr(in + at, '\n', len - at);
-			if (!nl) {
-				if (len - at > 256)
-					goto bad_chunk;
-				goto more;
-			}
-			for (; in + i < nl && isxdigit((unsigned char)in[i]); i++) {
-				int d = isdigit((unsigned char)in[i]) ? in[i] - '0' :
-					tolower((unsigned char)in[i]) - 'a' + 10;
-
-				if (size > HTTP_MAX_BODY)
-					goto too_long;
-				size = size * 16 + (unsigned)d;
-			}
-			if (i == at || (in[i] != ';' && in[i] != '\r') || nl[-1] != '\r')
-				goto bad_chunk;
-			if (size > HTTP_MAX_BODY)
+			if (c == CHUNK_TOO_LONG)
 				goto too_long;
-			r->chunk_left = size;
-			r->state = size ? S_CHUNK_DATA : S_TRAILER;
-			at = (size_t)(nl + 1 - in);
+			if (c == CHUNK_BAD)
+				goto bad_chunk;
+			if (c == 0)
+				goto more;
 			break;
 		}
 		case S_CHUNK_DATA:

@@ -17,26 +17,25 @@ static int contenders(struct lock *lk, const char *name, struct etcd_range *all,
 		      char **pfx_out, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
-	size_t plen = strlen(lk->p->prefix), nlen = strlen(name), end_len;
-	char *pfx = malloc(plen + nlen + 2), *end;
+	size_t pfx_len, end_len;
+	char *pfx = etcd_contenders_of(lk->p->prefix, name, &pfx_len), *end;
 	int r;
 
 	if (!pfx) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	sprintf(pfx, "%s%s/", lk->p->prefix, name);
-	if (!(end = etcd_range_end(pfx, plen + nlen + 1, &end_len))) {
+	if (!(end = etcd_range_end(pfx, pfx_len, &end_len))) {
 		free(pfx);
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
-	r = etcd_range_call(e, etcd_range_req(pfx, plen + nlen + 1, end, end_len, 0,
+	r = etcd_range_call(e, etcd_range_req(pfx, pfx_len, end, end_len, 0,
 					      false, 0, false, false),
 			    etcd_deadline(lk), all, NULL, err);
 	free(end);
 	if (r == 0)
-		etcd_only_contenders(all, plen + nlen + 1);
+		etcd_only_contenders(all, pfx_len);
 	if (pfx_out && r == 0)
 		*pfx_out = pfx;
 	else
@@ -160,9 +159,9 @@ int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
 	const char *prefix = lk->p->prefix;
-	size_t plen = strlen(prefix), end_len, k = 0;
+	size_t plen = strlen(prefix), end_len, from_len, k = 0;
 	char *end = etcd_range_end(prefix, plen, &end_len);
-	char *from = malloc(plen + 1);
+	char *from = etcd_listing_from(prefix, &from_len);
 	struct etcd_range all;
 	char **out;
 	int r;
@@ -177,9 +176,7 @@ int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 	}
 	/* from PREFIX "\1": past the histories (PREFIX "\0history/"...);
 	 * with no prefix, the end "\0" is every key */
-	memcpy(from, prefix, plen);
-	from[plen] = '\1';
-	r = etcd_range_call(e, etcd_range_req(from, plen + 1, end, end_len, 0, false,
+	r = etcd_range_call(e, etcd_range_req(from, from_len, end, end_len, 0, false,
 					      0, false, true),
 			    etcd_deadline(lk), &all, NULL, err);
 	free(end);
@@ -325,7 +322,7 @@ static int find_token(struct lock *lk, const char *token, struct etcd_range *r,
 	struct etcd_value v;
 
 	*lease = etcd_lease_of(token, e->name_key);
-	if (!(*key = etcd_key_of(e, *lease))) {
+	if (!(*key = etcd_contender_key(e->pfx, *lease))) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}

@@ -3,6 +3,7 @@
  * Pure: no I/O, fuzzed (tests/fuzz/fuzz_etcd.c). */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "url.h"
 #include "urlpart.h"
@@ -77,4 +78,19 @@ int etcd_url_parse(const char *s, struct etcd_url *u, char *err, size_t errlen)
 					 u->ep[i].v6 ? "%s[%s]:%d" : "%s%s:%d",
 					 i ? "," : "", u->ep[i].host, u->ep[i].port);
 	return 0;
+}
+
+void etcd_free_urls(void *servers, size_t n)
+{
+	free(servers);
+}
+
+const char *etcd_url_text(const void *servers, size_t i)
+{
+	return ((const struct etcd_url *)servers)->text;
+}
+
+bool etcd_uses_tls(const void *servers, size_t n)
+{
+	return ((const struct etcd_url *)servers)->tls;
 }

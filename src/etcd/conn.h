@@ -1,4 +1,4 @@
-/* client.h - one connection to an etcd cluster's JSON gateway: its
+/* conn.h - one connection to an etcd cluster's JSON gateway: its
  * members tried in turn, the user authenticated, each call bounded by a
  * deadline, errors mapped to dlock's exit statuses. */
 #pragma once

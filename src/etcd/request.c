@@ -1,5 +1,5 @@
-/* common.c - the etcd engine's layout (keys, values, who holds) and the
- * requests its rounds are made of: txns, leases, the history's events. */
+/* request.c - the requests the etcd engine's rounds are made of: ranges,
+ * txns, leases, the history's events (the keys they name: names.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,160 +16,6 @@ struct etcd *etcd_of(const struct lock *lk)
 int64_t etcd_deadline(const struct lock *lk)
 {
 	return clock_now_ms() + lk->node_timeout_ms;
-}
-
-/* FNV-1a, then splitmix64's finalizer to spread it. */
-int64_t etcd_lease_of(const char *token, const char *name_key)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	int64_t id;
-
-	for (const char *s = token; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	h = (h ^ 0xff) * 0x100000001b3ULL;
-	for (const char *s = name_key; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	id = (int64_t)(h & INT64_MAX);
-	return id ? id : 1;
-}
-
-char *etcd_key_of(const struct etcd *e, int64_t lease)
-{
-	char *k;
-
-	/* %x of an int64, as concurrency.Mutex writes its lease ID */
-	if (asprintf(&k, "%s%" PRIx64, e->pfx, (uint64_t)lease) < 0)
-		return NULL;
-	return k;
-}
-
-size_t etcd_only_contenders(struct etcd_range *r, size_t pfx_len)
-{
-	size_t w = 0, n = r->n;
-
-	for (size_t i = 0; i < n; i++) {
-		struct etcd_kv *kv = &r->kvs[i];
-
-		if (kv->key_len > pfx_len &&
-		    !memchr(kv->key + pfx_len, '/', kv->key_len - pfx_len)) {
-			r->kvs[w++] = *kv;
-			continue;
-		}
-		free(kv->key);
-		free(kv->value);
-	}
-	r->n = w;
-	if (w == 0) {
-		free(r->kvs);
-		r->kvs = NULL;
-	}
-	return n - w;
-}
-
-bool etcd_value_parse(const char *v, size_t len, struct etcd_value *out)
-{
-	const char *sp, *nl;
-
-	*out = (struct etcd_value){ 0 };
-	if (len < sizeof VALUE_TAG - 1 || memcmp(v, VALUE_TAG, sizeof VALUE_TAG - 1) != 0)
-		return false;
-	v += sizeof VALUE_TAG - 1;
-	len -= sizeof VALUE_TAG - 1;
-	if (!(sp = memchr(v, ' ', len)) || sp == v)
-		return false;
-	if (!(nl = memchr(sp, '\n', len - (size_t)(sp - v))) || nl == sp + 1)
-		return false;
-	out->token = v;
-	out->token_len = (size_t)(sp - v);
-	out->mode = sp + 1;
-	out->mode_len = (size_t)(nl - sp - 1);
-	out->info = nl + 1;
-	out->info_len = len - (size_t)(nl + 1 - v);
-	if (out->token_len > LOCK_TOKEN_MAX || out->mode_len > 20 ||
-	    memchr(out->token, '\n', out->token_len))
-		return false;
-	if (!(out->mode_len == 1 && (out->mode[0] == 'x' || out->mode[0] == 's')) &&
-	    strspn(out->mode, "0123456789") < out->mode_len)
-		return false;
-	out->ours = true;
-	return true;
-}
-
-/* 'x', 's', or 'l' with *limit */
-static char mode_of(const struct etcd_kv *kv, long *limit, const char **m,
-		    size_t *mlen)
-{
-	struct etcd_value v;
-
-	*limit = 1;
-	*m = "";
-	*mlen = 0;
-	if (!etcd_value_parse(kv->value, kv->value_len, &v) || v.mode[0] == 'x')
-		return 'x';
-	*m = v.mode;
-	*mlen = v.mode_len;
-	if (v.mode[0] == 's')
-		return 's';
-	*limit = 0;
-	for (size_t i = 0; i < v.mode_len && *limit < 1000000000L; i++)
-		*limit = *limit * 10 + (v.mode[i] - '0');
-	return *limit > 0 ? 'l' : 'x';
-}
-
-const char *etcd_held_as(const struct etcd_kv *kv, char *buf, size_t len)
-{
-	long limit;
-	const char *m;
-	size_t mlen;
-
-	switch (mode_of(kv, &limit, &m, &mlen)) {
-	case 's':
-		snprintf(buf, len, "shared");
-		return buf;
-	case 'l':
-		snprintf(buf, len, "with --limit %.*s", (int)mlen, m);
-		return buf;
-	}
-	return NULL;
-}
-
-bool etcd_mode_clash(const struct etcd_kv *kv, const char *mode, char *held,
-		     size_t len)
-{
-	long limit;
-	const char *m;
-	size_t mlen;
-	char kind = mode_of(kv, &limit, &m, &mlen);
-
-	if (kind == 'x' || (strlen(mode) == mlen && memcmp(mode, m, mlen) == 0))
-		return false;
-	etcd_held_as(kv, held, len);
-	return true;
-}
-
-bool etcd_holds(const struct etcd_kv *kvs, size_t n, size_t i, long *blocker)
-{
-	long limit, l2;
-	const char *m, *m2;
-	size_t mlen, mlen2;
-	char me = mode_of(&kvs[i], &limit, &m, &mlen);
-
-	*blocker = -1;
-	for (size_t j = 0; j < i && j < n; j++) {
-		char other = mode_of(&kvs[j], &l2, &m2, &mlen2);
-
-		if (me == 'x' || other != me ||
-		    (me == 'l' && (mlen != mlen2 || memcmp(m, m2, mlen) != 0)))
-			*blocker = (long)j;
-	}
-	if (*blocker >= 0)
-		return false;
-	return me == 's' || (long)i < limit;
 }
 
 /* ---- JSON requests ---------------------------------------------------- */
@@ -478,14 +324,6 @@ int etcd_timetolive(struct etcd *e, int64_t id, int64_t deadline_ms,
 
 /* ---- history ------------------------------------------------------------ */
 
-static int64_t history_lease(const struct etcd *e, int64_t day)
-{
-	char salt[48];
-
-	snprintf(salt, sizeof salt, "history %" PRId64, day);
-	return etcd_lease_of(salt, e->name_key);
-}
-
 json_object *etcd_history_put(struct lock *lk, const char *kind,
 			      const char *token, const char *holder,
 			      int64_t fence, int exit_status, int64_t held_ms,
@@ -496,12 +334,11 @@ json_object *etcd_history_put(struct lock *lk, const char *kind,
 	int64_t now_ms = clock_wall_ms();
 	char *key;
 	const char *text;
-	size_t klen = e->hist_len + strlen(token) + 1 + strlen(kind);
+	size_t klen;
 
-	if (lk->p->history <= 0 || !(key = malloc(klen + 1)))
+	if (lk->p->history <= 0 ||
+	    !(key = etcd_event_key(e->hist, e->hist_len, token, kind, &klen)))
 		return NULL;
-	memcpy(key, e->hist, e->hist_len);
-	sprintf(key + e->hist_len, "%s/%s", token, kind);
 	v = json_object_new_object();
 	json_object_object_add(v, "event", json_object_new_string(kind));
 	json_object_object_add(v, "time_ms", json_object_new_int64(now_ms));
@@ -518,7 +355,7 @@ json_object *etcd_history_put(struct lock *lk, const char *kind,
 		json_object_object_add(v, "by", json_object_new_string(by));
 	text = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
 	op = etcd_op_put(key, klen, text, strlen(text),
-			 history_lease(e, now_ms / 86400000));
+			 etcd_history_lease_of(e->name_key, now_ms / 86400000));
 	json_object_put(v);
 	free(key);
 	return op;
@@ -528,7 +365,7 @@ int etcd_history_lease(struct etcd *e, int64_t deadline_ms, struct error *err)
 {
 	int64_t granted;
 
-	return etcd_grant(e, history_lease(e, clock_wall_ms() / 86400000),
+	return etcd_grant(e, etcd_history_lease_of(e->name_key, clock_wall_ms() / 86400000),
 			  HISTORY_TTL_S, deadline_ms, &granted, err) < 0 ? -1 : 0;
 }
 

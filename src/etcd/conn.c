@@ -1,4 +1,4 @@
-/* client.c - calls to an etcd cluster's JSON gateway (/v3/...): a member
+/* conn.c - calls to an etcd cluster's JSON gateway (/v3/...): a member
  * that does not answer is left for the next, a kept-alive connection the
  * server closed is opened again, an expired auth token is renewed, and
  * what etcd says goes up as dlock's exit statuses. */
@@ -10,7 +10,7 @@
 #include <strings.h>
 #include <sysexits.h>
 #include "clock.h"
-#include "client.h"
+#include "conn.h"
 #include "reply.h"
 
 void etcd_cluster_init(struct etcd_cluster *cl, const struct etcd_url *url,
