@@ -689,7 +689,7 @@ assert ev[0]["fence"] == ev[1]["fence"] > ev[2]["fence"], ev
 	run -0 dlock -S "$U" --history 0 H true
 	[[ $(my "SELECT COUNT(*) FROM dlock_history WHERE name = 'dlock:H'") == 3 ]] ||
 		fail "--history 0 wrote events"
-	# --history 16: trimmed at every second release (even fences), so
+	# --history 16: trimmed at every second release (past 18 events), so
 	# 16 or 18 events once full
 	local n r
 	for r in 1 2 3 4 5 6 7 8 9 10 11; do

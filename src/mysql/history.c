@@ -12,10 +12,11 @@
 #include "clock.h"
 #include "mysql.h"
 
-/* Every how many releases (by the fence) the history is trimmed back to
- * --history n: each run that trims pays for a count and a delete, which
- * cost the server about as much as the two events; between trims a lock
- * keeps up to a quarter more (as on etcd; Redis trims with MAXLEN ~). */
+/* How many runs' events (two each) the history may grow past --history n
+ * before a release trims it back to n: a delete per run would cost the
+ * server about as much as the two events; between trims a lock keeps up
+ * to a quarter more (as on etcd; Redis trims with MAXLEN ~). Counted,
+ * not drawn from the fence, which follows the server's clock. */
 static long trim_every(long history)
 {
 	long every = history / 8;
@@ -28,13 +29,14 @@ int my_acquired_sql(FILE *f, struct lock *lk, const char *tok,
 {
 	const struct my_names *names = &M(lk)->names;
 
-	/* the lock's events, when this release trims them (the fence is a
-	 * multiple of trim_every()): an index range read forwards (finding
-	 * the --history'th newest by a read backwards, "ORDER BY id DESC
-	 * LIMIT 1 OFFSET n", costs MyISAM and Aria ten times as much) */
-	fprintf(f, "SELECT IF(IS_USED_LOCK(%s) = CONNECTION_ID() AND LAST_INSERT_ID() %% %ld = 0, "
+	/* the lock's events, for the release to know whether to trim: an
+	 * index range read forwards of at most a quarter more than
+	 * --history (finding the --history'th newest by a read backwards,
+	 * "ORDER BY id DESC LIMIT 1 OFFSET n", costs MyISAM and Aria ten
+	 * times as much); the job does not wait for it */
+	fprintf(f, "SELECT IF(IS_USED_LOCK(%s) = CONNECTION_ID(), "
 		"(SELECT COUNT(*) FROM dlock_history WHERE name = %s), NULL);",
-		names->lit, trim_every(lk->p->history), names->rowkey);
+		names->lit, names->rowkey);
 	b->count = n++;
 	fprintf(f, "INSERT INTO dlock_history (name, at_ms, event, token, holder, fence) "
 		"SELECT %s, " MY_NOW_MS ", 'acquired', %s, %s, LAST_INSERT_ID() "
@@ -162,7 +164,8 @@ int my_released_sql(FILE *f, struct lock *lk, const struct release_how *how)
 	/* a release that trims: the oldest beyond --history, by the count
 	 * taken with our event (another's since, such as a 'lost' from the
 	 * holder before us, goes at the next trim) */
-	if (m->history_rows >= 0 && m->history_rows + 1 > p->history) {
+	if (m->history_rows >= 0 &&
+	    m->history_rows + 1 > p->history + 2 * (trim_every(p->history) - 1)) {
 		fprintf(f, "DELETE FROM dlock_history WHERE name = %s ORDER BY id LIMIT %lld;",
 			m->names.rowkey, m->history_rows + 1 - p->history);
 		n++;
