@@ -1001,3 +1001,13 @@ assert ev[0]["fence"] == ev[1]["fence"] == int(sys.argv[2]), ev
 	wait_until 10 test -e "$T/ran" || fail "the waiter never got the lock"
 	grep -q 'dlock was killed' "$T/err"
 }
+
+@test "a fence past 2^63 - 1 (a row edited by hand): 70, one line, nothing run, the lock given back" {
+	run -0 dlock -S "$U" -n K true	# the row exists
+	my "UPDATE dlock_locks SET fence = 9223372036854775807 WHERE name = 'dlock:K'"
+	run -70 --separate-stderr dlock -S "$U" -n K sh -c 'echo "fence=[$DLOCK_FENCE]"'
+	assert_output ''	# not started
+	[[ ${#stderr_lines[@]} == 1 && $stderr == *"past 2^63-1"* ]] || fail "stderr: $stderr"
+	nothing_left
+	my "DELETE FROM dlock_locks WHERE name = 'dlock:K'"
+}

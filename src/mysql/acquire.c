@@ -264,6 +264,14 @@ static int take_fence(struct lock *lk, const struct my_batch *b,
 			  m->u->text);
 		return -1;
 	}
+	/* BIGINT UNSIGNED counts past what DLOCK_FENCE's int64 holds (a
+	 * row edited by hand): no job without its fence */
+	if (c->results[at->fence].insert_id > INT64_MAX) {
+		error_set(err, EX_SOFTWARE, "%s: the fencing counter in %s.dlock_locks is past 2^63-1 (%llu): reset the row's fence by hand",
+			  m->u->text, m->u->database,
+			  (unsigned long long)c->results[at->fence].insert_id);
+		return -1;
+	}
 	m->fence = (long long)c->results[at->fence].insert_id;
 	m->tail_ours = m->tail_pending;
 	return 0;
