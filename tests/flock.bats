@@ -286,6 +286,32 @@ caller_killed() {
 	run -0 dlock -w 2 "$F" true
 }
 
+# Without kcmp(2) (a container's seccomp profile refuses it) the keeper
+# cannot tell the caller's descriptor from the same file opened anew:
+# what in the caller's group has the file is stopped before the release.
+@test "descriptor form without kcmp: what still has the file is stopped, then the lock released" {
+	holder_work
+	"$BATS_TEST_DIRNAME/nokcmp.py" setsid bash -c '( "$DLOCK" -n 9 || exit 1; "$T/work" "$T/log" A 30; true ) 9>"$F"' 3>&- 2>"$T/err" &
+	local sh=$! sub work
+	track "$sh"
+	GROUP=$sh
+	wait_until 5 test -s "$T/log" || fail "no lock: $(cat "$T/err")"
+	sub=$(pgrep -P "$sh" -x bash) || sub=$sh
+	work=$(pgrep -P "$sub" -f "$T/work")
+	track "$work"
+	kill -KILL "$sub"
+	run -0 dlock -w 10 "$F" "$T/work" "$T/log" B 1
+	assert_alone
+	grep -q "A TERM" "$T/log" || fail "the work was not stopped: $(cat "$T/err")"
+	grep -q "kcmp(2) is refused" "$T/err" || fail "stderr: $(cat "$T/err")"
+	# a normal end: nothing to stop, released at once, nothing said
+	: >"$T/err"
+	run -0 "$BATS_TEST_DIRNAME/nokcmp.py" bash -c '( "$DLOCK" -n 9 || exit 1; true ) 9>"$F"
+		"$DLOCK" -w 2 "$F" true && echo ok' 2>"$T/err"
+	assert_output ok
+	[[ ! -s $T/err ]] || fail "stderr: $(cat "$T/err")"
+}
+
 @test "the descriptor form refuses what it cannot keep safe (64)" {
 	local why
 	for why in '--on-lost ignore' -o -F '--unavailable run'; do
