@@ -406,8 +406,10 @@ static void __attribute__((noreturn)) keeper(struct keeper *k, int ready)
 	}
 	(void)!write(ready, &status, 1);
 	close(ready);
-	if (status == 0)
+	if (status == 0) {
+		fdhold_note_above(&k->orph.hold);	/* dlock is gone: off its path */
 		keep(k);
+	}
 	watchdog_end(&k->wd);
 	lease_free(&k->lease);	/* joins the thread: lk is ours again */
 	r = lock_release_job(k->lk, status ? EX_OSERR : k->lost ? EX_TEMPFAIL :
@@ -454,11 +456,9 @@ static int pin_caller(struct keeper *k)
 			close(k->pidfd);
 		return EX_USAGE;
 	}
-	/* for the holders after it (fdhold.c): one look at /proc now, the
-	 * rest only if it dies holding the lock */
-	k->orph.hold.above = caller_parent_of(k->caller);
-	k->orph.hold.session = getsid(k->caller);
-	k->orph.hold.pgid = k->pgid;
+	/* for the holders after it (fdhold.c): two reads of /proc now, the
+	 * rest once it exits */
+	fdhold_pin(&k->orph.hold, k->caller, k->pgid);
 	return 0;
 }
 
