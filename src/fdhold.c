@@ -9,14 +9,17 @@
  * same open file description as the keeper's own copy; /proc/PID/fd lists
  * a process's descriptors. Looked at: where the caller's orphans went,
  * the children of init and of the caller's ancestors (one may be a
- * subreaper) that started after the caller, and what descends from them;
- * the ancestors are noted by the keeper while the caller works, off
- * dlock's path. Only where that could not be done (the caller's parent
- * gone already), every process of our user and of the caller's session
- * (kcmp refuses another user's unless we are root). So the look after a
- * normal end, nothing left, costs a few dozen reads of /proc (init's
- * children), not one scan per process. A
- * descriptor passed on a unix socket to an older process is not seen.
+ * subreaper) that started after the caller, and what descends from them.
+ * Of init's children only those that came after the last ones it had
+ * when the lock was taken (the children file lists them in the order
+ * they came), and the ancestors are noted by the keeper while the caller
+ * works: the look after a normal end, nothing left, costs a few reads of
+ * /proc, not one per process. Where the caller's parent was gone before
+ * the keeper noted them (its orphans went who knows where), every
+ * process of our user and of the caller's session (kcmp refuses another
+ * user's unless we are root). Not seen: a daemon that had left the caller
+ * for init before the lock was taken, a descriptor passed on a unix
+ * socket to an older process.
  * Left out: keepers and watchdogs (ours, and another lock's kept
  * for the same caller: they would wait for each other); the caller's
  * ancestors, and the other descendants of an ancestor that has the
