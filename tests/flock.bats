@@ -200,16 +200,19 @@ assert_alone() {
 	((n == 0)) || fail "the orphaned work ran beside the next holder: $n heartbeats in its $(((b1 - b0) / 1000)) ms"
 }
 
-# caller_killed SIGNAL: the subshell killed by SIGNAL while its work runs
-# in the foreground (found by review: the keeper let go at once)
+# caller_killed SIGNAL [WRAPPER...]: the subshell killed by SIGNAL while
+# its work runs in the foreground (found by review: the keeper let go at
+# once)
 caller_killed() {
+	local sig=$1
+	shift
 	holder_work
-	bash -c '( "$DLOCK" -n 9 || exit 1; "$T/work" "$T/log" A 3; true ) 9>"$F"' 3>&- &
+	"$@" bash -c 'echo $$ >"$T/outer"; ( "$DLOCK" -n 9 || exit 1; "$T/work" "$T/log" A 3; true ) 9>"$F"' 3>&- &
 	local sh=$! sub
 	track "$sh"
 	wait_until 5 test -s "$T/log" || fail "the first holder's work did not start"
-	sub=$(pgrep -P "$sh" -x bash) || sub=$sh
-	kill -"$1" "$sub"
+	sub=$(pgrep -P "$(<"$T/outer")" -x bash) || fail "no subshell"
+	kill -"$sig" "$sub"
 	wait_until 5 dead "$sub"
 	run -0 dlock -w 10 "$F" "$T/work" "$T/log" B 1
 	assert_alone
@@ -227,6 +230,12 @@ caller_killed() {
 # bash dies, its foreground child does not.
 @test "descriptor form: the caller SIGTERMed, its foreground work still holds the lock" {
 	caller_killed TERM
+}
+
+# Inside a job of another lock's: the orphaned work goes to that dlock,
+# the job's subreaper, not to init.
+@test "descriptor form: the caller killed inside another lock's job, the work still holds the lock" {
+	caller_killed KILL dlock other-key
 }
 
 # The lease lost after the caller died: what holds the lock then is told,
