@@ -29,8 +29,10 @@
  *
  * Without kcmp (a seccomp filter that refuses it, a kernel without
  * CONFIG_KCMP), a process of the caller's process group that has the same
- * file open stands for one that has the descriptor: the keeper cannot
- * tell them apart, and stops them (keeper.c). */
+ * file open and went to init stands for one that has the descriptor: the
+ * keeper cannot tell them apart, and stops them (keeper.c); the
+ * ancestors' children are left alone then (a sibling subshell that waits
+ * for the lock by the same file). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -401,7 +403,10 @@ static int push_roots(const struct fdhold *h, struct above *a, struct pids *t)
 	from = since_pin(h, &kids);
 	for (size_t i = from; i < kids.n; i++)
 		push_young(h, a, kids.v[i], t);
-	for (size_t i = 0; i < a->n; i++) {
+	/* Without kcmp, the children of a script above are its own as much
+	 * as the caller's: a sibling subshell waiting for the lock by the
+	 * same file is not to be stopped. Only what went to init is. */
+	for (size_t i = 0; i < a->n && !h->by_file; i++) {
 		size_t before = t->n;
 
 		kids.n = 0;

@@ -139,14 +139,19 @@ struct keeper {
 	struct orphans orph;
 };
 
+/* Those that hold the lock after the caller, wherever they are. */
+static void signal_orphans(const struct keeper *k, int sig)
+{
+	for (size_t i = 0; i < k->orph.n_watched; i++)
+		syscall(SYS_pidfd_send_signal, k->orph.pidfd[i], sig, NULL, 0);
+}
+
 static void signal_caller(const struct keeper *k, int sig)
 {
 	kill(-k->pgid, sig);
 	/* and the caller itself, should it have left its group */
 	syscall(SYS_pidfd_send_signal, k->pidfd, sig, NULL, 0);
-	/* and those that hold the lock after it, wherever they are */
-	for (size_t i = 0; i < k->orph.n_watched; i++)
-		syscall(SYS_pidfd_send_signal, k->orph.pidfd[i], sig, NULL, 0);
+	signal_orphans(k, sig);
 }
 
 static int64_t lease_last_ms(const struct lease *ls)
@@ -238,7 +243,10 @@ static void on_deadlines(struct keeper *k)
 	}
 	if (k->kill_at_ms >= 0 && now_ms >= k->kill_at_ms) {
 		k->kill_at_ms = -1;
-		signal_caller(k, SIGKILL);
+		if (k->lost)
+			signal_caller(k, SIGKILL);
+		else	/* stop_orphans(): theirs alone */
+			signal_orphans(k, SIGKILL);
 	}
 }
 
@@ -260,18 +268,18 @@ static void watch_orphans(struct orphans *o, const pid_t *pids, size_t n)
 }
 
 /* Without kcmp the keeper cannot tell the caller's descriptor from the
- * same file opened anew: what it found in the caller's group is stopped
- * as a job whose lease is lost, and the lock kept until it is gone. */
-static void stop_orphans(struct keeper *k, pid_t first)
+ * same file opened anew: what it found is stopped as a job whose lease
+ * is lost (not the rest of the group: the script above goes on), and the
+ * lock kept until it is gone. */
+static void stop_orphans(struct keeper *k, pid_t first, bool say)
 {
-	log_line(k->opts->key, "dlock %d: its caller (process %d) is gone and kcmp(2) is refused; process %d%s of its group has the file open: stopped (SIG%s) before the lock is released",
-		 k->opts->fd, (int)k->caller, (int)first,
-		 k->orph.n > 1 ? " and others" : "",
-		 sigabbrev_np(k->opts->on_lost_signal));
-	if (!watchdog_claim(&k->wd))
-		return;
-	signal_caller(k, k->opts->on_lost_signal);
-	signal_caller(k, SIGCONT);
+	if (say)
+		log_line(k->opts->key, "dlock %d: its caller (process %d) is gone and kcmp(2) is refused; process %d%s of its group has the file open: stopped (SIG%s) before the lock is released",
+			 k->opts->fd, (int)k->caller, (int)first,
+			 k->orph.n > 1 ? " and others" : "",
+			 sigabbrev_np(k->opts->on_lost_signal));
+	signal_orphans(k, k->opts->on_lost_signal);
+	signal_orphans(k, SIGCONT);
 	if (k->kill_at_ms < 0)
 		k->kill_at_ms = clock_now_ms() + k->opts->kill_after_ms;
 }
@@ -300,8 +308,8 @@ static bool orphans_hold(struct keeper *k)
 	if (o->n == 0)
 		return false;
 	o->rescan_at_ms = clock_now_ms() + RESCAN_MS;
-	if (first && o->hold.by_file)
-		stop_orphans(k, pids[0]);
+	if (o->hold.by_file)	/* again at each look: more than watched */
+		stop_orphans(k, pids[0], first);
 	else if (first && k->opts->verbose)
 		log_line(k->opts->key, "dlock %d: its caller (process %d) is gone; process %d%s still has the descriptor: the lock is kept until it closes it",
 			 k->opts->fd, (int)k->caller, (int)pids[0],

@@ -319,6 +319,14 @@ caller_killed() {
 		"$DLOCK" -w 2 "$F" true && echo ok' 2>"$T/err"
 	assert_output ok
 	[[ ! -s $T/err ]] || fail "stderr: $(cat "$T/err")"
+	# a sibling subshell that waits with the same file is not stopped
+	run -0 "$BATS_TEST_DIRNAME/nokcmp.py" bash -c '
+		( "$DLOCK" -n 9 || exit 1; sleep 0.5 ) 9>"$F" &
+		sleep 0.2
+		( "$DLOCK" -w 5 9 || exit 1; echo second ) 9>"$F" &
+		wait' 2>"$T/err"
+	assert_output second
+	[[ ! -s $T/err ]] || fail "stderr: $(cat "$T/err")"
 }
 
 @test "the descriptor form refuses what it cannot keep safe (64)" {
