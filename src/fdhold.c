@@ -81,9 +81,9 @@ int fdhold_init(struct fdhold *h, int fd)
 static bool read_stat(pid_t pid, struct proc_stat *ps)
 {
 	char path[64], buf[512], *p, *name;
-	unsigned long long start;
+	unsigned long long v[19];
 	ssize_t n;
-	int fd, ppid, pgrp, session;
+	int fd;
 
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -95,12 +95,23 @@ static bool read_stat(pid_t pid, struct proc_stat *ps)
 	buf[n] = '\0';
 	p = strrchr(buf, ')');	/* the command's name may hold anything */
 	name = strchr(buf, '(');
-	if (!p || !name || sscanf(p + 1, " %*c %d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-				  &ppid, &pgrp, &session, &start) != 4)
+	if (!p || !name || p[1] != ' ' || !p[2])
 		return false;
 	*p = '\0';
 	name++;
-	*ps = (struct proc_stat){ ppid, pgrp, session, start,
+	p += 3;
+	/* ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+	 * utime stime cutime cstime priority nice threads itrealvalue start
+	 * (tpgid may be -1: strtoull takes the sign) */
+	for (int i = 0; i < 19; i++) {
+		char *end;
+
+		v[i] = strtoull(p, &end, 10);
+		if (end == p)
+			return false;
+		p = end;
+	}
+	*ps = (struct proc_stat){ (pid_t)v[0], (pid_t)v[1], (pid_t)v[2], v[18],
 				  strcmp(name, KEEPER_COMM) == 0 ||
 				  strcmp(name, WATCHDOG_COMM) == 0 };
 	return true;
