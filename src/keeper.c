@@ -35,6 +35,7 @@
 #include "caller.h"
 #include "clock.h"
 #include "commands.h"
+#include "fdhold.h"
 #include "keeper.h"
 #include "keepsock.h"
 #include "lease.h"
@@ -109,6 +110,21 @@ static char mode_of(const struct options *opts)
 	return opts->limit == 0 ? 'x' : opts->limit == LIMIT_SHARED ? 's' : 'l';
 }
 
+#define RESCAN_MS 500	/* holders after the caller: looked for again at
+			 * least this often, and whenever one of them exits */
+
+/* After the caller died: the processes that still have its descriptor
+ * (fdhold.c), for which the keeper keeps the lock, as flock's lasts. */
+struct orphans {
+	struct fdhold hold;
+	bool looking;		/* the caller is gone: hold.fd is set */
+	bool rescan;		/* now: one of them exited */
+	int64_t rescan_at_ms;	/* -1: not looking */
+	size_t n;		/* found at the last look (more than watched) */
+	size_t n_watched;
+	int pidfd[FDHOLD_MAX];	/* the first of them, pinned */
+};
+
 struct keeper {
 	const struct options *opts;
 	struct lock *lk;
@@ -120,13 +136,22 @@ struct keeper {
 	bool lost, caller_gone;
 	int64_t kill_at_ms, max_hold_at_ms;
 	int64_t start_us;	/* when dlock FD began: --verbose's "took" */
+	struct orphans orph;
 };
+
+/* Those that hold the lock after the caller, wherever they are. */
+static void signal_orphans(const struct keeper *k, int sig)
+{
+	for (size_t i = 0; i < k->orph.n_watched; i++)
+		syscall(SYS_pidfd_send_signal, k->orph.pidfd[i], sig, NULL, 0);
+}
 
 static void signal_caller(const struct keeper *k, int sig)
 {
 	kill(-k->pgid, sig);
 	/* and the caller itself, should it have left its group */
 	syscall(SYS_pidfd_send_signal, k->pidfd, sig, NULL, 0);
+	signal_orphans(k, sig);
 }
 
 static int64_t lease_last_ms(const struct lease *ls)
@@ -218,14 +243,85 @@ static void on_deadlines(struct keeper *k)
 	}
 	if (k->kill_at_ms >= 0 && now_ms >= k->kill_at_ms) {
 		k->kill_at_ms = -1;
-		signal_caller(k, SIGKILL);
+		if (k->lost)
+			signal_caller(k, SIGKILL);
+		else	/* stop_orphans(): theirs alone */
+			signal_orphans(k, SIGKILL);
 	}
+}
+
+/* Pins the holders found (pids[0..n-1]) by pidfds, in place of the last
+ * ones: their exits are what the keeper waits for. */
+static void watch_orphans(struct orphans *o, const pid_t *pids, size_t n)
+{
+	for (size_t i = 0; i < o->n_watched; i++)
+		close(o->pidfd[i]);
+	o->n_watched = 0;
+	for (size_t i = 0; i < n; i++) {
+		int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
+
+		if (fd >= 0)
+			o->pidfd[o->n_watched++] = fd;
+		else if (errno == ESRCH)
+			o->rescan = true;	/* gone already: look again */
+	}
+}
+
+/* Without kcmp the keeper cannot tell the caller's descriptor from the
+ * same file opened anew: what it found is stopped as a job whose lease
+ * is lost (not the rest of the group: the script above goes on), and the
+ * lock kept until it is gone. */
+static void stop_orphans(struct keeper *k, pid_t first, bool say)
+{
+	if (say)
+		log_line(k->opts->key, "dlock %d: its caller (process %d) is gone and kcmp(2) is refused; process %d%s of its group has the file open: stopped (SIG%s) before the lock is released",
+			 k->opts->fd, (int)k->caller, (int)first,
+			 k->orph.n > 1 ? " and others" : "",
+			 sigabbrev_np(k->opts->on_lost_signal));
+	signal_orphans(k, k->opts->on_lost_signal);
+	signal_orphans(k, SIGCONT);
+	if (k->kill_at_ms < 0)
+		k->kill_at_ms = clock_now_ms() + k->opts->kill_after_ms;
+}
+
+/* The caller is gone: whether a process still has its descriptor, and
+ * the lock is kept for it (as flock's is, by the open file). Looked for
+ * when the caller exits, then again when one found exits, or at least
+ * every RESCAN_MS. */
+static bool orphans_hold(struct keeper *k)
+{
+	struct orphans *o = &k->orph;
+	bool first = !o->looking;
+	pid_t pids[FDHOLD_MAX];
+
+	if (first) {
+		if (fdhold_init(&o->hold, k->opts->fd) < 0)
+			return false;
+		o->looking = true;
+	} else if (!o->rescan && clock_now_ms() < o->rescan_at_ms) {
+		return true;
+	}
+	o->rescan = false;
+	o->hold.watchdog = k->wd.pid;
+	o->n = fdhold_scan(&o->hold, pids, FDHOLD_MAX);
+	watch_orphans(o, pids, o->n < FDHOLD_MAX ? o->n : FDHOLD_MAX);
+	if (o->n == 0)
+		return false;
+	o->rescan_at_ms = clock_now_ms() + RESCAN_MS;
+	if (o->hold.by_file)	/* again at each look: more than watched */
+		stop_orphans(k, pids[0], first);
+	else if (first && k->opts->verbose)
+		log_line(k->opts->key, "dlock %d: its caller (process %d) is gone; process %d%s still has the descriptor: the lock is kept until it closes it",
+			 k->opts->fd, (int)k->caller, (int)pids[0],
+			 o->n > 1 ? " and others" : "");
+	return true;
 }
 
 static int poll_timeout(const struct keeper *k)
 {
 	const int64_t at[] = {
 		lease_next_ms(&k->lease), k->max_hold_at_ms, k->kill_at_ms,
+		k->orph.looking ? k->orph.rescan_at_ms : -1,
 	};
 	int64_t first = -1;
 
@@ -235,24 +331,30 @@ static int poll_timeout(const struct keeper *k)
 	return first < 0 ? -1 : clock_poll_ms(first - clock_now_ms());
 }
 
-/* Until the caller exits or -u asks. */
+/* Until the caller exits and no process has its descriptor any more, or
+ * -u asks. */
 static void keep(struct keeper *k)
 {
 	for (;;) {
-		struct pollfd pfd[4 + MAX_LEASE_FDS];
-		size_t n_watch;
+		struct pollfd pfd[4 + FDHOLD_MAX + MAX_LEASE_FDS];
+		size_t n_orph, n_watch;
 
 		on_signals(k);
 		on_deadlines(k);
-		if (k->caller_gone || k->answer_fd >= 0)
+		if (k->answer_fd >= 0 || (k->caller_gone && !orphans_hold(k)))
 			return;
+		n_orph = k->orph.n_watched;
+		if (k->orph.rescan)
+			continue;
 		pfd[0] = (struct pollfd){ k->sig->fd, POLLIN, 0 };
 		pfd[1] = (struct pollfd){ k->lease.busy ? k->lease.notify_fd : -1,
 					  POLLIN, 0 };
-		pfd[2] = (struct pollfd){ k->pidfd, POLLIN, 0 };
+		pfd[2] = (struct pollfd){ k->caller_gone ? -1 : k->pidfd, POLLIN, 0 };
 		pfd[3] = (struct pollfd){ k->listen_fd, POLLIN, 0 };
-		n_watch = lease_watch_fds(&k->lease, pfd + 4);
-		if (poll(pfd, 4 + n_watch, poll_timeout(k)) < 0) {
+		for (size_t i = 0; i < n_orph; i++)
+			pfd[4 + i] = (struct pollfd){ k->orph.pidfd[i], POLLIN, 0 };
+		n_watch = lease_watch_fds(&k->lease, pfd + 4 + n_orph);
+		if (poll(pfd, 4 + n_orph + n_watch, poll_timeout(k)) < 0) {
 			struct timespec pause = { 0, 10 * 1000000 };
 
 			nanosleep(&pause, NULL);	/* EINTR: again */
@@ -271,8 +373,11 @@ static void keep(struct keeper *k)
 			k->caller_gone = true;
 		if (pfd[3].revents & POLLIN)
 			on_ask(k);
+		for (size_t i = 0; i < n_orph; i++)
+			if (pfd[4 + i].revents & POLLIN)
+				k->orph.rescan = true;
 		if (n_watch)
-			lease_watch_events(&k->lease, pfd + 4, n_watch);
+			lease_watch_events(&k->lease, pfd + 4 + n_orph, n_watch);
 	}
 }
 
@@ -282,13 +387,14 @@ static void __attribute__((noreturn)) keeper(struct keeper *k, int ready)
 {
 	struct error err = { 0 };
 	const struct options *opts = k->opts;
-	int keep_fds[] = { k->pidfd, k->sig->fd, k->listen_fd, ready };
+	/* opts->fd: the caller's descriptor, ours to compare (fdhold.c) */
+	int keep_fds[] = { k->pidfd, k->sig->fd, k->listen_fd, ready, k->opts->fd };
 	unsigned char status = 0;
 	int r, hold[WATCHDOG_MAX_HOLD];
 	size_t n_hold;
 
 	setsid();	/* the caller's signals are its own */
-	prctl(PR_SET_NAME, "dlock-keeper");
+	prctl(PR_SET_NAME, KEEPER_COMM);
 	(void)!chdir("/");	/* hold no mount busy */
 	keeper_keep_only(k->lk, 1, keep_fds, sizeof keep_fds / sizeof keep_fds[0]);
 	lease_init(&k->lease, k->lk);
@@ -308,8 +414,10 @@ static void __attribute__((noreturn)) keeper(struct keeper *k, int ready)
 	}
 	(void)!write(ready, &status, 1);
 	close(ready);
-	if (status == 0)
+	if (status == 0) {
+		fdhold_note_above(&k->orph.hold);	/* dlock is gone: off its path */
 		keep(k);
+	}
 	watchdog_end(&k->wd);
 	lease_free(&k->lease);	/* joins the thread: lk is ours again */
 	r = lock_release_job(k->lk, status ? EX_OSERR : k->lost ? EX_TEMPFAIL :
@@ -356,6 +464,9 @@ static int pin_caller(struct keeper *k)
 			close(k->pidfd);
 		return EX_USAGE;
 	}
+	/* for the holders after it (fdhold.c): two reads of /proc now, the
+	 * rest once it exits */
+	fdhold_pin(&k->orph.hold, k->caller, k->pgid);
 	return 0;
 }
 

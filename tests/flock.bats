@@ -176,6 +176,159 @@ teardown() {
 	wait_until 8 dead "$sh" || fail "the caller runs on with nobody renewing the lease"
 }
 
+# ---- the descriptor form: its caller gone, the descriptor still open ----
+
+# holder_work: $T/work LOG ID SECONDS, a heartbeat in LOG every 10 ms for
+# SECONDS; TERM is written in LOG before it exits
+holder_work() {
+	cat >"$T/work" <<'EOS'
+#!/bin/bash
+trap 'echo "$2 TERM" >>"$1"; exit 143' TERM
+end=$((${EPOCHREALTIME/./} + ${3}000000))
+while ((${EPOCHREALTIME/./} < end)); do echo "$2 ${EPOCHREALTIME/./}" >>"$1"; sleep 0.01; done
+EOS
+	chmod +x "$T/work"
+}
+
+# A's heartbeats in $T/log between B's first and last: none
+assert_alone() {
+	local b0 b1 n
+	b0=$(awk '$1 == "B" { print $2; exit }' "$T/log")
+	b1=$(awk '$1 == "B" { t = $2 } END { print t }' "$T/log")
+	[[ -n $b0 ]] || fail "B never ran"
+	n=$(awk -v b0="$b0" -v b1="$b1" '$1 == "A" && $2 >= b0 && $2 <= b1' "$T/log" | wc -l)
+	((n == 0)) || fail "the orphaned work ran beside the next holder: $n heartbeats in its $(((b1 - b0) / 1000)) ms"
+}
+
+# caller_killed SIGNAL [WRAPPER...]: the subshell killed by SIGNAL while
+# its work runs in the foreground (found by review: the keeper let go at
+# once)
+caller_killed() {
+	local sig=$1
+	shift
+	holder_work
+	"$@" bash -c 'echo $$ >"$T/outer"; ( "$DLOCK" -n 9 || exit 1; "$T/work" "$T/log" A 3; true ) 9>"$F"' 3>&- &
+	local sh=$! sub
+	track "$sh"
+	wait_until 5 test -s "$T/log" || fail "the first holder's work did not start"
+	sub=$(pgrep -P "$(<"$T/outer")" -x bash) || fail "no subshell"
+	kill -"$sig" "$sub"
+	wait_until 5 dead "$sub"
+	run -0 dlock -w 10 "$F" "$T/work" "$T/log" B 1
+	assert_alone
+	! grep -q "A TERM" "$T/log" || fail "the work was stopped, not waited for"
+}
+
+# A SIGKILL to the subshell (timeout -s KILL on the script, an operator,
+# the OOM killer): its foreground child runs on with descriptor 9, as
+# flock's lock would stay for it.
+@test "descriptor form: the caller SIGKILLed, its foreground work still holds the lock" {
+	caller_killed KILL
+}
+
+# A SIGTERM to the script alone (kill PID, systemd's KillMode=mixed):
+# bash dies, its foreground child does not.
+@test "descriptor form: the caller SIGTERMed, its foreground work still holds the lock" {
+	caller_killed TERM
+}
+
+# Inside a job of another lock's: the orphaned work goes to that dlock,
+# the job's subreaper, not to init.
+@test "descriptor form: the caller killed inside another lock's job, the work still holds the lock" {
+	caller_killed KILL dlock other-key
+}
+
+# The lease lost after the caller died: what holds the lock then is told,
+# as the caller's group would be.
+@test "descriptor form: the caller gone, a lost lease still stops what holds the lock" {
+	holder_work
+	setsid bash -c '( "$DLOCK" -t 1 -n 9 || exit 1; "$T/work" "$T/log" A 30; true ) 9>"$F"' 3>&- 2>"$T/err" &
+	local sh=$! sub work
+	track "$sh"
+	GROUP=$sh
+	wait_until 5 test -s "$T/log" || fail "no lock: $(cat "$T/err")"
+	sub=$(pgrep -P "$sh" -x bash) || sub=$sh
+	work=$(pgrep -P "$sub" -f "$T/work")
+	track "$work"
+	kill -KILL "$sub"
+	wait_until 5 dead "$sub"
+	sleep 1.2	# past a renewal: the keeper still renews for the work
+	key_exists r "$KEY" || fail "released while the work runs"
+	rcli r del "$KEY" >/dev/null	# behind the holder's back
+	wait_until 5 dead "$work" || fail "the work runs on without the lock"
+	grep -q "A TERM" "$T/log" || fail "no SIGTERM to the work: $(cat "$T/err")"
+	grep -q "dlock: $F: lease lost: " "$T/err" || fail "stderr: $(cat "$T/err")"
+}
+
+# The caller's normal end: nothing else has the descriptor, the lock goes
+# at once; also where the script above opened it (exec 9>f) and runs the
+# next ( dlock 9 ) at once: the script and what it runs next do not hold
+# the first subshell's lock.
+@test "descriptor form: the caller's normal end still releases at once" {
+	local t0 t1
+	t0=$(now_ms)
+	run -0 bash -c '( "$DLOCK" -n 9 || exit 1; true ) 9>"$F"
+		"$DLOCK" -w 2 "$F" true || exit 2
+		exec 9>"$F"
+		for i in 1 2 3; do ( "$DLOCK" -w 2 9 || exit 3; true ) || exit 3; done
+		( "$DLOCK" -n 9 || exit 1; sleep 0.1 ) & wait
+		"$DLOCK" -w 2 "$F" true || exit 4
+		echo ok'
+	t1=$(now_ms)
+	assert_output ok
+	((t1 - t0 < 2000)) || fail "took $((t1 - t0)) ms"
+	wait_until 2 key_gone r "$KEY"
+}
+
+# flock's lock lasts while a process has the descriptor: a background
+# child that kept it holds the lock after the caller ends; one started
+# with 9>&- does not.
+@test "descriptor form: a background child with the descriptor holds the lock; one that closed it does not" {
+	bash -c '( "$DLOCK" -n 9 || exit 1; sleep 30 9>&- & echo $! >"$T/closed.pid" ) 9>"$F"' 3>&-
+	track "$(<"$T/closed.pid")"
+	run -0 dlock -w 2 "$F" true
+	alive "$(<"$T/closed.pid")" || fail "the sleep ended: no test"
+	bash -c '( "$DLOCK" -n 9 || exit 1; sleep 30 & echo $! >"$T/kept.pid" ) 9>"$F"' 3>&-
+	track "$(<"$T/kept.pid")"
+	run -1 dlock -w 1 "$F" true
+	kill "$(<"$T/kept.pid")"
+	run -0 dlock -w 2 "$F" true
+}
+
+# Without kcmp(2) (a container's seccomp profile refuses it) the keeper
+# cannot tell the caller's descriptor from the same file opened anew:
+# what in the caller's group has the file is stopped before the release.
+@test "descriptor form without kcmp: what still has the file is stopped, then the lock released" {
+	holder_work
+	"$BATS_TEST_DIRNAME/nokcmp.py" setsid bash -c '( "$DLOCK" -n 9 || exit 1; "$T/work" "$T/log" A 30; true ) 9>"$F"' 3>&- 2>"$T/err" &
+	local sh=$! sub work
+	track "$sh"
+	GROUP=$sh
+	wait_until 5 test -s "$T/log" || fail "no lock: $(cat "$T/err")"
+	sub=$(pgrep -P "$sh" -x bash) || sub=$sh
+	work=$(pgrep -P "$sub" -f "$T/work")
+	track "$work"
+	kill -KILL "$sub"
+	run -0 dlock -w 10 "$F" "$T/work" "$T/log" B 1
+	assert_alone
+	grep -q "A TERM" "$T/log" || fail "the work was not stopped: $(cat "$T/err")"
+	grep -q "kcmp(2) is refused" "$T/err" || fail "stderr: $(cat "$T/err")"
+	# a normal end: nothing to stop, released at once, nothing said
+	: >"$T/err"
+	run -0 "$BATS_TEST_DIRNAME/nokcmp.py" bash -c '( "$DLOCK" -n 9 || exit 1; true ) 9>"$F"
+		"$DLOCK" -w 2 "$F" true && echo ok' 2>"$T/err"
+	assert_output ok
+	[[ ! -s $T/err ]] || fail "stderr: $(cat "$T/err")"
+	# a sibling subshell that waits with the same file is not stopped
+	run -0 "$BATS_TEST_DIRNAME/nokcmp.py" bash -c '
+		( "$DLOCK" -n 9 || exit 1; sleep 0.5 ) 9>"$F" &
+		sleep 0.2
+		( "$DLOCK" -w 5 9 || exit 1; echo second ) 9>"$F" &
+		wait' 2>"$T/err"
+	assert_output second
+	[[ ! -s $T/err ]] || fail "stderr: $(cat "$T/err")"
+}
+
 @test "the descriptor form refuses what it cannot keep safe (64)" {
 	local why
 	for why in '--on-lost ignore' -o -F '--unavailable run'; do
