@@ -540,7 +540,7 @@ two_names() {
 	track $!
 	wait_until 5 grep -q '^ready ' "$T/fake" || fail "fake_redis: $(cat "$T/fake.err")"
 	fake=127.0.0.1:$(sed -n 's/^ready //p' "$T/fake")
-	run -69 --separate-stderr dlock -n -S "redis+cluster://$fake,127.0.0.1:$o" c-drop touch "$T/ran"
+	run -69 --separate-stderr dlock -n --connect-budget 0 -S "redis+cluster://$fake,127.0.0.1:$o" c-drop touch "$T/ran"
 	[[ $stderr == *"(seed $fake): "* ]] || fail "stderr: $stderr"
 	[[ ! -e $T/ran ]] || fail "the command ran"
 	run exists_on "$o" dlock:c-drop
