@@ -701,6 +701,47 @@ readme_zk() {
 	run -77 dlock -S "$Z" -n K45 true
 }
 
+# A multi's answer brings each created node's path back in a buffer the
+# caller sizes: a cut path would make our node another client's
+@test "a 600-byte name: taken at once (-n, -w, no -w), excludes kazoo, status and history read it" {
+	local long; long=L$(printf 'n%.0s' {1..600})
+	run -0 --separate-stderr dlock -S "$Z" -n "$long" echo ran
+	assert_output ran
+	assert_equal "$stderr" ''
+	no_contender "$long"
+	run -0 timeout 10 "$DLOCK" -S "$Z" "$long" true
+	hold h -S "$Z" -w 5 "$long"
+	wait_ready h
+	n_contenders "$long" 1 || fail "contenders: $(children "$long")"
+	run -0 kz_try "$H" lock "/dlock:$long" 0
+	assert_output timeout
+	run -0 dlock status -S "$Z" --json "$long"
+	assert_equal "$(jq -r '.locks[0].holders | length' <<<"$output")" 1
+	# a waiter behind it: queued once, in when the holder leaves
+	start_bg w -S "$Z" "$long" true
+	wait_until 10 n_contenders "$long" 2
+	finish h
+	assert_equal "$bg_status" 0
+	reap w
+	assert_equal "$bg_status" 0
+	no_contender "$long"
+	run -0 dlock history --json -S "$Z" "$long"
+	assert_equal "$(jq -r '[.events[] | select(.event == "released")] | length' <<<"$output")" 4
+}
+
+@test "a 3000-byte DLOCK_PREFIX and a 3000-byte name: taken, nothing left" {
+	local pre long
+	pre=P$(printf 'p%.0s' {1..3000}):
+	long=L$(printf 'n%.0s' {1..3000})
+	DLOCK_PREFIX=$pre run -0 --separate-stderr dlock -S "$Z" -n "$long" echo ran
+	assert_output ran
+	assert_equal "$stderr" ''
+	run -0 kz "$H" children "/$pre$long"
+	assert_output ''
+	DLOCK_PREFIX=$pre run -0 dlock history -S "$Z" "$long"
+	assert_output --partial released
+}
+
 @test "digest auth from the URL: the right password works, a wrong one is refused (77)" {
 	# a lock node an administrator made for alice alone
 	kz "$H" setacl /auth/dlock:K20 alice:secret
