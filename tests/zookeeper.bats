@@ -742,6 +742,28 @@ readme_zk() {
 	assert_output --partial released
 }
 
+@test "a release the lock node's ACL refuses (world:rc): one line, the job's status, the lock free at once" {
+	kz "$H" setacls /dlock:K46 world:rc
+	run -3 --separate-stderr dlock -S "$Z" -n K46 sh -c 'echo ran; exit 3'
+	assert_output ran
+	((${#stderr_lines[@]} == 1)) || fail "stderr: $stderr"
+	[[ $stderr == "dlock: K46: release refused: $Z: deleting /dlock:K46/-"*"__lock__"*": not allowed"*"; ended the session instead, which deleted our node" ]] ||
+		fail "stderr: $stderr"
+	run -0 kz "$H" children /dlock:K46
+	assert_output ''
+	# the next holder: at once, not after the session's timeout
+	local t0; t0=$(now_ms)
+	run -0 dlock -S "$Z" -w 30 K46 true
+	(($(now_ms) - t0 < 5000)) || fail "the next holder waited $(($(now_ms) - t0)) ms"
+	# release --token: the same
+	local token; token=$(dlock acquire -S "$Z" K46)
+	n_contenders K46 1
+	run -0 --separate-stderr dlock release -S "$Z" K46 --token "$token"
+	[[ $stderr == "dlock: K46: release refused: $Z: deleting /dlock:K46/-"*"; ended the session instead, which deleted our node" ]] ||
+		fail "stderr: $stderr"
+	no_contender K46
+}
+
 @test "digest auth from the URL: the right password works, a wrong one is refused (77)" {
 	# a lock node an administrator made for alice alone
 	kz "$H" setacl /auth/dlock:K20 alice:secret

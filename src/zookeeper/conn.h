@@ -48,8 +48,10 @@ int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
  * serving): a server that is there and busy, not one that is down. */
 bool zs_turned_away(const struct zk_sess *s);
 /* Ends the session (its ephemeral nodes go) and frees it, once every
- * request sent has its answer or deadline_ms has passed. */
-void zs_free(struct zk_sess *s, int64_t deadline_ms);
+ * request sent has its answer or deadline_ms has passed. Returns ZOK
+ * when the session's close was sent to the server, else the library's
+ * code (the session then ends with its timeout). */
+int zs_free(struct zk_sess *s, int64_t deadline_ms);
 /* Frees nothing and ends nothing: the session outlives this process until
  * its timeout (dlock acquire), or belongs to a process we were forked
  * from, whose threads did not come along (-F). */
