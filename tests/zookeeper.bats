@@ -660,6 +660,12 @@ readme_zk() {
 	run -0 dlock -S "$Z" -n a true
 }
 
+@test "a name with control bytes: 64, one line, the bytes escaped as C writes them" {
+	run -64 --separate-stderr dlock -S "$Z" -n $'a\nb\x01c\xc2\x85' touch "$T/ran"
+	assert_equal "$stderr" "dlock: a\\nb\\x01c\\xc2\\x85: bad lock name for ZooKeeper ('/dlock:a\\nb\\x01c\\xc2\\x85'): a control character"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+}
+
 @test "an unreachable ensemble: 69, naming the cause" {
 	local port; port=$(free_port)
 	run -69 --separate-stderr dlock -S "zk://127.0.0.1:$port" -w 1 K true

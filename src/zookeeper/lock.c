@@ -51,14 +51,14 @@ int zk_open(struct lock *lk, struct error *err)
 	/* status without KEY opens on "": the chroot itself */
 	if (!p->name[0] && !p->prefix[0])
 		return 0;
-	if ((bad = zk_path_invalid(z->path))) {
+	if (!(bad = zk_path_invalid(z->path)))
+		bad = zk_name_invalid(p->name);
+	if (bad) {
+		char shown[400];
+
+		log_escape(z->path, shown, sizeof shown);
 		error_set(err, EX_USAGE, "bad lock name for ZooKeeper ('%s'): %s",
-			  z->path, bad);
-		return -1;
-	}
-	if ((bad = zk_name_invalid(p->name))) {
-		error_set(err, EX_USAGE, "bad lock name for ZooKeeper ('%s'): %s",
-			  z->path, bad);
+			  shown, bad);
 		return -1;
 	}
 	return 0;
