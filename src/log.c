@@ -217,6 +217,32 @@ static void json_line(enum log_level level, const char *key, const char *event,
 	free(l.buf);
 }
 
+void log_escape(const char *s, char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	if (outlen == 0)
+		return;
+	for (const unsigned char *u = (const unsigned char *)s; *u; u++) {
+		char esc[5] = { (char)*u, 0 };
+
+		/* C1 controls (U+0080-U+009F: 0xc2 0x80-0x9f) too: a
+		 * terminal acts on them */
+		bool c1 = *u == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f;
+
+		if (*u == '\n' || *u == '\t' || *u == '\r')
+			snprintf(esc, sizeof esc, "\\%c", *u == '\n' ? 'n' : *u == '\t' ? 't' : 'r');
+		else if (*u < 0x20 || *u == 0x7f || c1 || (u > (const unsigned char *)s &&
+			 u[-1] == 0xc2 && *u >= 0x80 && *u <= 0x9f))
+			snprintf(esc, sizeof esc, "\\x%02x", *u);
+		if (n + strlen(esc) >= outlen)
+			break;
+		memcpy(out + n, esc, strlen(esc));
+		n += strlen(esc);
+	}
+	out[n] = '\0';
+}
+
 static void __attribute__((format(printf, 6, 0)))
 vlog(enum log_level level, const char *key, const char *event,
      const struct log_field *fields, size_t n_fields, const char *fmt,
@@ -229,10 +255,14 @@ vlog(enum log_level level, const char *key, const char *event,
 		json_line(level, key, event, fields, n_fields, line);
 		return;
 	}
-	/* One write, so lines from several dlocks on one terminal don't mix. */
-	if (key)
-		fprintf(stderr, "dlock: %s: %s\n", key, line);
-	else
+	/* One write, so lines from several dlocks on one terminal don't mix;
+	 * a name's newline would make the line two. */
+	if (key) {
+		char shown[1024];
+
+		log_escape(key, shown, sizeof shown);
+		fprintf(stderr, "dlock: %s: %s\n", shown, line);
+	} else
 		fprintf(stderr, "dlock: %s\n", line);
 }
 

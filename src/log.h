@@ -48,7 +48,13 @@ void log_event(enum log_level level, const char *key, const char *event,
 	       const struct log_field *fields, size_t n_fields,
 	       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-/* Prints "dlock: KEY: msg" (or "dlock: msg" without a key) on stderr. */
+/* s for a one-line message: each control byte escaped as C writes it
+ * (\n, \t, \r, else \xHH), the rest as it is; at most outlen - 1
+ * bytes, no escape cut. */
+void log_escape(const char *s, char *out, size_t outlen);
+
+/* Prints "dlock: KEY: msg" (or "dlock: msg" without a key) on stderr,
+ * KEY's control bytes escaped (log_escape()). */
 void log_error(const char *key, const struct error *err);
 /* The same from a format: an error, but for a line that starts with
  * "warning: " (level warning) or "lease lost: " (event "lost"). */

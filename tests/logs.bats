@@ -41,6 +41,13 @@ PY
 	assert_equal "$stderr" "dlock: K: unix:$T/nothing: no such file or directory"
 }
 
+@test "a name's control bytes: escaped in text (one line), as they are in JSON's lock" {
+	run -69 --separate-stderr dlock -S "unix:$T/nothing" $'a\nb\x01' true
+	assert_equal "$stderr" "dlock: a\\nb\\x01: unix:$T/nothing: no such file or directory"
+	run -69 --separate-stderr dlock -S "unix:$T/nothing" --log-format json $'a\nb' true
+	[[ $(jq -r .lock <<<"$stderr") == $'a\nb' ]] || fail "stderr: $stderr"
+}
+
 @test "usage errors: JSON when the command line or DLOCK_LOG_FORMAT says so" {
 	run -64 --separate-stderr dlock --log-format json -w soon K true
 	echo "$stderr" >"$T/err"

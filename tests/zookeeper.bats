@@ -660,6 +660,12 @@ readme_zk() {
 	run -0 dlock -S "$Z" -n a true
 }
 
+@test "a name with control bytes: 64, one line, the bytes escaped as C writes them" {
+	run -64 --separate-stderr dlock -S "$Z" -n $'a\nb\x01c\xc2\x85' touch "$T/ran"
+	assert_equal "$stderr" "dlock: a\\nb\\x01c\\xc2\\x85: bad lock name for ZooKeeper ('/dlock:a\\nb\\x01c\\xc2\\x85'): a control character"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+}
+
 @test "an unreachable ensemble: 69, naming the cause" {
 	local port; port=$(free_port)
 	run -69 --separate-stderr dlock -S "zk://127.0.0.1:$port" -w 1 K true
@@ -699,6 +705,69 @@ readme_zk() {
 	[[ $stderr == *'a lock name inside another lock'"'"'s contender'* ]] || fail "stderr: $stderr"
 	kz "$H" setacls /dlock:K45 world:r
 	run -77 dlock -S "$Z" -n K45 true
+}
+
+# A multi's answer brings each created node's path back in a buffer the
+# caller sizes: a cut path would make our node another client's
+@test "a 600-byte name: taken at once (-n, -w, no -w), excludes kazoo, status and history read it" {
+	local long; long=L$(printf 'n%.0s' {1..600})
+	run -0 --separate-stderr dlock -S "$Z" -n "$long" echo ran
+	assert_output ran
+	assert_equal "$stderr" ''
+	no_contender "$long"
+	run -0 timeout 10 "$DLOCK" -S "$Z" "$long" true
+	hold h -S "$Z" -w 5 "$long"
+	wait_ready h
+	n_contenders "$long" 1 || fail "contenders: $(children "$long")"
+	run -0 kz_try "$H" lock "/dlock:$long" 0
+	assert_output timeout
+	run -0 dlock status -S "$Z" --json "$long"
+	assert_equal "$(jq -r '.locks[0].holders | length' <<<"$output")" 1
+	# a waiter behind it: queued once, in when the holder leaves
+	start_bg w -S "$Z" "$long" true
+	wait_until 10 n_contenders "$long" 2
+	finish h
+	assert_equal "$bg_status" 0
+	reap w
+	assert_equal "$bg_status" 0
+	no_contender "$long"
+	run -0 dlock history --json -S "$Z" "$long"
+	assert_equal "$(jq -r '[.events[] | select(.event == "released")] | length' <<<"$output")" 4
+}
+
+@test "a 3000-byte DLOCK_PREFIX and a 3000-byte name: taken, nothing left" {
+	local pre long
+	pre=P$(printf 'p%.0s' {1..3000}):
+	long=L$(printf 'n%.0s' {1..3000})
+	DLOCK_PREFIX=$pre run -0 --separate-stderr dlock -S "$Z" -n "$long" echo ran
+	assert_output ran
+	assert_equal "$stderr" ''
+	run -0 kz "$H" children "/$pre$long"
+	assert_output ''
+	DLOCK_PREFIX=$pre run -0 dlock history -S "$Z" "$long"
+	assert_output --partial released
+}
+
+@test "a release the lock node's ACL refuses (world:rc): one line, the job's status, the lock free at once" {
+	kz "$H" setacls /dlock:K46 world:rc
+	run -3 --separate-stderr dlock -S "$Z" -n K46 sh -c 'echo ran; exit 3'
+	assert_output ran
+	((${#stderr_lines[@]} == 1)) || fail "stderr: $stderr"
+	[[ $stderr == "dlock: K46: release refused: $Z: deleting /dlock:K46/-"*"__lock__"*": not allowed"*"; ended the session instead, which deleted our node" ]] ||
+		fail "stderr: $stderr"
+	run -0 kz "$H" children /dlock:K46
+	assert_output ''
+	# the next holder: at once, not after the session's timeout
+	local t0; t0=$(now_ms)
+	run -0 dlock -S "$Z" -w 30 K46 true
+	(($(now_ms) - t0 < 5000)) || fail "the next holder waited $(($(now_ms) - t0)) ms"
+	# release --token: the same
+	local token; token=$(dlock acquire -S "$Z" K46)
+	n_contenders K46 1
+	run -0 --separate-stderr dlock release -S "$Z" K46 --token "$token"
+	[[ $stderr == "dlock: K46: release refused: $Z: deleting /dlock:K46/-"*"; ended the session instead, which deleted our node" ]] ||
+		fail "stderr: $stderr"
+	no_contender K46
 }
 
 @test "digest auth from the URL: the right password works, a wrong one is refused (77)" {

@@ -339,12 +339,13 @@ bool zs_turned_away(const struct zk_sess *s)
 	return s && s->turned_away;
 }
 
-void zs_free(struct zk_sess *s, int64_t deadline_ms)
+int zs_free(struct zk_sess *s, int64_t deadline_ms)
 {
 	struct timespec ts = zs_abs_time(deadline_ms);
+	int rc = ZINVALIDSTATE;
 
 	if (!s)
-		return;
+		return rc;
 	/* zookeeper_close() stops the completion thread, and the library
 	 * then drops what it had not answered (its entries and ours): let
 	 * the answers come first (requests not waited for, history trims) */
@@ -354,7 +355,7 @@ void zs_free(struct zk_sess *s, int64_t deadline_ms)
 		;
 	pthread_mutex_unlock(&s->mu);
 	if (s->zh && s->pid == getpid())
-		zookeeper_close(s->zh);
+		rc = zookeeper_close(s->zh);
 	if (s->efd >= 0)
 		close(s->efd);
 	pthread_cond_destroy(&s->cv);
@@ -364,6 +365,7 @@ void zs_free(struct zk_sess *s, int64_t deadline_ms)
 	free(s->digest);
 	free(s->own);
 	free(s);
+	return rc;
 }
 
 /* What zs_keep() keeps: reachable, for the leak checkers, until exit. */
@@ -558,6 +560,24 @@ void zk_forget_own(struct zk *z)
 	z->own = NULL;
 	z->create_tried = false;
 	z->eval_ms = -1;
+}
+
+int zk_end_session(struct zk *z, int rc, struct error *err)
+{
+	char what[2048];	/* a message: a long name cut */
+
+	snprintf(what, sizeof what, "%s: deleting %s", z->u->text, z->own);
+	zs_error(err, rc, what);
+	zk_drop_requests(z);
+	rc = zs_free(z->s, clock_now_ms() + z->lk->node_timeout_ms);
+	z->s = NULL;
+	zk_forget_own(z);
+	if (rc != ZOK)
+		return -1;
+	log_line(z->lk->p->name, "release refused: %s; ended the session instead, which deleted our node",
+		 err->msg);
+	err->msg[0] = '\0';
+	return 0;
 }
 
 int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,

@@ -48,8 +48,10 @@ int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
  * serving): a server that is there and busy, not one that is down. */
 bool zs_turned_away(const struct zk_sess *s);
 /* Ends the session (its ephemeral nodes go) and frees it, once every
- * request sent has its answer or deadline_ms has passed. */
-void zs_free(struct zk_sess *s, int64_t deadline_ms);
+ * request sent has its answer or deadline_ms has passed. Returns ZOK
+ * when the session's close was sent to the server, else the library's
+ * code (the session then ends with its timeout). */
+int zs_free(struct zk_sess *s, int64_t deadline_ms);
 /* Frees nothing and ends nothing: the session outlives this process until
  * its timeout (dlock acquire), or belongs to a process we were forked
  * from, whose threads did not come along (-F). */
@@ -97,7 +99,9 @@ struct zc {
 	/* multi: the ops and their results stay here until the reply */
 	zoo_op_t ops[ZC_MAX_OPS];
 	zoo_op_result_t res[ZC_MAX_OPS];
-	char path_buf[ZC_MAX_OPS][512];	/* multi: each create's node */
+	char *made[ZC_MAX_OPS];	/* multi: each create's node, as the reply
+				 * writes it (zc_made() reads it) */
+	int made_len[ZC_MAX_OPS];
 	char *strs[ZC_MAX_OPS * 2];
 	int n_ops;
 	/* private */
@@ -129,6 +133,11 @@ void zc_multi_delete(struct zc *c, const char *path);
 void zc_multi_create(struct zc *c, const char *path, const char *data, int len,
 		     int flags);
 struct zc *zc_multi_send(struct zc *c);
+/* The node op i of an answered multi made: NULL when it made none, or
+ * when the path the reply wrote is not the one asked for with a sequence
+ * number after it (cut short, or garbled): never take that for a node of
+ * ours, nor for another client's. */
+const char *zc_made(const struct zc *c, int i);
 
 /* Waits until every one of c[0..n-1] (NULLs skipped) is answered, or
  * deadline_ms; those unanswered get rc ZK_TIMEDOUT. Returns how many were

@@ -681,6 +681,8 @@ int zk_release_token(struct lock *lk, const char *token, struct error *err)
 		zk_write_event(z, "released", token, -1, -1, deadline_ms);
 	if (rc == ZNONODE)
 		return 1;
+	if (rc != ZOK && !zs_transient(rc))
+		return zk_end_session(z, rc, err) < 0 ? err->exit : 0;
 	if (rc != ZOK) {
 		zs_error(err, rc, z->u->text);
 		z->held = true;	/* leave the session be */

@@ -51,14 +51,14 @@ int zk_open(struct lock *lk, struct error *err)
 	/* status without KEY opens on "": the chroot itself */
 	if (!p->name[0] && !p->prefix[0])
 		return 0;
-	if ((bad = zk_path_invalid(z->path))) {
+	if (!(bad = zk_path_invalid(z->path)))
+		bad = zk_name_invalid(p->name);
+	if (bad) {
+		char shown[400];
+
+		log_escape(z->path, shown, sizeof shown);
 		error_set(err, EX_USAGE, "bad lock name for ZooKeeper ('%s'): %s",
-			  z->path, bad);
-		return -1;
-	}
-	if ((bad = zk_name_invalid(p->name))) {
-		error_set(err, EX_USAGE, "bad lock name for ZooKeeper ('%s'): %s",
-			  z->path, bad);
+			  shown, bad);
 		return -1;
 	}
 	return 0;
@@ -511,6 +511,22 @@ static int release_again(struct release *rl, int rc, struct error *err)
 	return rc;
 }
 
+/* The server refused to delete our node (an ACL on the lock's znode that
+ * lets anyone create but not delete, say): ending the session deletes it
+ * all the same, at once, where keeping the session would keep the lock
+ * from everyone until its timeout. Said in one line, as a release that
+ * failed would be; the exit status stays the job's. 0 done, -1 the close
+ * did not reach the server either: the lock lapses with the session. */
+static int release_by_close(struct zk *z, int rc, struct error *err)
+{
+	if (zk_end_session(z, rc, err) < 0)
+		return -1;
+	free(z->acq_path);
+	z->acq_path = NULL;
+	z->held = false;
+	return 0;
+}
+
 /* What the release's last code rc says: lost (the session over, or our
  * node gone), failed, or done; kids: the history's children, to trim. */
 static int release_done(struct release *rl, int rc, struct zc *kids,
@@ -532,6 +548,8 @@ static int release_done(struct release *rl, int rc, struct zc *kids,
 			zc_free(zk_send_event(z, "lost", rl->exit, rl->held_ms));
 	} else if (rc != ZOK) {
 		zc_free(kids);
+		if (!zs_transient(rc))
+			return release_by_close(z, rc, err);
 		zs_error(err, rc, z->u->text);
 		return -1;	/* it lapses with the session */
 	}

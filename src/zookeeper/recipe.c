@@ -122,7 +122,11 @@ static int created(struct zk *z, const struct zc *c, char **event,
 		*missing = c->res[0].err == ZNONODE ? z->path : z->hist;
 	if (c->rc != ZOK)
 		return c->n_ops == 2 ? c->rc : ZSYSTEMERROR;
-	if (!(z->own = strdup(c->path_buf[0])) || !(*event = strdup(c->path_buf[1]))) {
+	/* a path not as asked is not one to take for ours, nor for
+	 * another's: an unexpected answer (our node goes with the session) */
+	if (!zc_made(c, 0) || !zc_made(c, 1))
+		return ZMARSHALLINGERROR;
+	if (!(z->own = strdup(zc_made(c, 0))) || !(*event = strdup(zc_made(c, 1)))) {
 		zk_forget_own(z);
 		return ZSYSTEMERROR;
 	}

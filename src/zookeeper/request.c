@@ -2,6 +2,7 @@
  * without blocking, its completion recorded on the library's thread,
  * waited for until a deadline. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,18 +265,25 @@ struct zc *zc_multi_new(struct zk_sess *s)
 	return new_zc(s, ZC_MULTI);
 }
 
-/* A copy kept until the reply; NULL when out of memory (the op is then
+/* What a created node's path may have after the one asked for: the
+ * sequence number the server appends (10 digits, 11 with the '-' of a
+ * parent's counter past 2^31), and more, so that a path cut to fit shows
+ * as one (zc_made()). */
+#define ZC_SEQ_ROOM 16
+
+/* A copy of s (len bytes; -1: a string) kept until the reply, with room
+ * bytes after its NUL (zeroed); NULL when out of memory (the op is then
  * left out, and the multi fails). */
-static char *keep(struct zc *c, const char *s, int len)
+static char *keep(struct zc *c, const char *s, int len, size_t room)
 {
+	size_t n = len < 0 ? strlen(s) : (size_t)len;
+
 	for (size_t i = 0; i < sizeof c->strs / sizeof c->strs[0]; i++) {
 		if (c->strs[i])
 			continue;
-		if (len < 0)
-			c->strs[i] = strdup(s);
-		else if ((c->strs[i] = malloc((size_t)len + 1))) {
-			memcpy(c->strs[i], s, (size_t)len);
-			c->strs[i][len] = '\0';
+		if ((c->strs[i] = malloc(n + 1 + room))) {
+			memcpy(c->strs[i], s, n);
+			memset(c->strs[i] + n, 0, 1 + room);
 		}
 		return c->strs[i];
 	}
@@ -286,21 +294,58 @@ void zc_multi_delete(struct zc *c, const char *path)
 {
 	const char *p;
 
-	if (c && c->n_ops < ZC_MAX_OPS && (p = keep(c, path, -1)))
+	if (c && c->n_ops < ZC_MAX_OPS && (p = keep(c, path, -1, 0)))
 		zoo_delete_op_init(&c->ops[c->n_ops++], p, -1);
 }
 
+/* The node's path comes back in a buffer of ours, the library cuts what
+ * does not fit in it, and a path has no limit short of the server's
+ * jute.maxbuffer: its buffer is the path's copy's tail, sized for it (no
+ * allocation of its own). */
 void zc_multi_create(struct zc *c, const char *path, const char *data, int len,
 		     int flags)
 {
-	const char *p, *d;
+	size_t n = strlen(path);
+	char *p;
+	const char *d;
 
-	if (c && c->n_ops < ZC_MAX_OPS && (p = keep(c, path, -1)) &&
-	    (d = keep(c, data, len))) {
-		zoo_create_op_init(&c->ops[c->n_ops], p, d, len, zs_acl(c->s, flags), flags,
-				   c->path_buf[c->n_ops], sizeof c->path_buf[0]);
-		c->n_ops++;
-	}
+	if (!c || c->n_ops >= ZC_MAX_OPS || n > INT_MAX / 2 ||
+	    !(p = keep(c, path, -1, n + ZC_SEQ_ROOM)) || !(d = keep(c, data, len, 0)))
+		return;
+	c->made[c->n_ops] = p + n + 1;
+	c->made_len[c->n_ops] = (int)(n + ZC_SEQ_ROOM);
+	zoo_create_op_init(&c->ops[c->n_ops], p, d, len, zs_acl(c->s, flags), flags,
+			   c->made[c->n_ops], c->made_len[c->n_ops]);
+	c->n_ops++;
+}
+
+/* A sequence number as the server appends it: 10 digits, or '-' and 10
+ * once the parent's counter went past 2^31 - 1. */
+static bool is_seq(const char *s)
+{
+	s += *s == '-';
+	return strlen(s) == 10 && strspn(s, "0123456789") == 10;
+}
+
+const char *zc_made(const struct zc *c, int i)
+{
+	const char *asked, *made;
+	size_t n;
+	int flags;
+
+	if (!c || c->kind != ZC_MULTI || c->rc != ZOK || i < 0 || i >= c->n_ops ||
+	    c->ops[i].type != ZOO_CREATE_OP || !(made = c->made[i]))
+		return NULL;
+	asked = c->ops[i].create_op.path;
+	flags = c->ops[i].create_op.flags;
+	n = strlen(asked);
+	/* a path cut to fit fills its buffer */
+	if (strnlen(made, (size_t)c->made_len[i]) >= (size_t)c->made_len[i] - 1 ||
+	    strncmp(made, asked, n) != 0)
+		return NULL;
+	if (flags == ZOO_PERSISTENT_SEQUENTIAL || flags == ZOO_EPHEMERAL_SEQUENTIAL)
+		return is_seq(made + n) ? made : NULL;
+	return made[n] ? NULL : made;
 }
 
 struct zc *zc_multi_send(struct zc *c)

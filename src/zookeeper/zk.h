@@ -118,6 +118,13 @@ int zk_resume(struct zk *z, const char *token, int64_t deadline_ms,
  * none (a -k token, or none of ours). */
 int zk_token_session(const char *token, clientid_t *id);
 
+/* The server refused to delete our node own (code rc: an ACL that lets
+ * anyone create but not delete): the session ended instead, which
+ * deletes it at once, and said in one line (0); -1 with err when the
+ * close did not reach the server either (it lapses with the session).
+ * The session and own are gone either way. */
+int zk_end_session(struct zk *z, int rc, struct error *err);
+
 /* Requests whose answers we no longer read: their completions free them. */
 void zk_drop_requests(struct zk *z);
 /* Ours no more: the session is over, so is anything it held. */
