@@ -508,6 +508,15 @@ static int move_lease(struct lock *lk, const struct etcd_kv *kv, int64_t ttl_s,
 	return 0;
 }
 
+/* Whether kv, dlock's, says its command finished (--min-hold keeps it). */
+static bool finished(const struct etcd_kv *kv)
+{
+	struct etcd_value v;
+
+	return etcd_value_parse(kv->value, kv->value_len, &v) &&
+	       engine_info_finished(v.info, v.info_len);
+}
+
 /* extend --token: the lease ends --ttl from now at the earliest. A
  * lease's TTL cannot change: a keepalive renews it to the TTL it was
  * granted; a longer --ttl moves the key to a lease of its own. */
@@ -523,7 +532,8 @@ enum extend_result etcd_extend_token(struct lock *lk, struct error *err)
 		int found = find_token(lk, lk->token, &r, &key, &lease, err);
 
 		free(key);
-		if (found != 0 || !r.kvs[0].lease) {
+		/* a lock --min-hold keeps after its job is never lengthened */
+		if (found != 0 || !r.kvs[0].lease || finished(&r.kvs[0])) {
 			etcd_range_free(&r);
 			return found < 0 ? EXTEND_FAILED : EXTEND_LOST;
 		}

@@ -590,6 +590,15 @@ stolen:
 	return EXTEND_LOST;
 }
 
+/* --min-hold kept by dlock after the job: the comment says the command
+ * finished (lk->info), from this heartbeat on. */
+int pg_finished(struct lock *lk, struct error *err)
+{
+	if (make_comment(lk, err) < 0)
+		return -1;
+	return pg_extend(lk, lk->node_timeout_ms, err) == EXTEND_OK ? 0 : -1;
+}
+
 /* The idle lock connection: readable when the server says something
  * unasked (it ended the session: pg_terminate_backend, a shutdown) or
  * the reply to the comment arrives. */

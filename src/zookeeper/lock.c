@@ -563,6 +563,27 @@ static int release_done(struct release *rl, int rc, struct zc *kids,
 	return 0;
 }
 
+/* --min-hold kept by dlock after the job: our node's data says the
+ * command finished (lk->info). */
+int zk_finished(struct lock *lk, struct error *err)
+{
+	struct zk *z = ZK(lk);
+	struct zc *c;
+	int rc;
+
+	if (!z->own) {
+		error_set(err, EX_TEMPFAIL, "%s: our node is gone", z->u->text);
+		return -1;
+	}
+	c = zc_set(z->s, z->own, lk->info, (int)strlen(lk->info), -1);
+	zc_wait(&c, 1, clock_now_ms() + lk->node_timeout_ms);
+	rc = zc_rc(c);
+	zc_free(c);
+	if (rc != ZOK)
+		zs_error(err, rc, z->u->text);
+	return rc == ZOK ? 0 : -1;
+}
+
 int zk_release(struct lock *lk, const struct release_how *how,
 	       struct error *err)
 {

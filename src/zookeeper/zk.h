@@ -196,6 +196,7 @@ bool zk_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 		     char *note, size_t notelen);
 void zk_note_killed(struct lock *lk, int64_t held_ms);
 size_t zk_fds(const struct lock *lk, int *out, size_t max);
+int zk_finished(struct lock *lk, struct error *err);
 int zk_release(struct lock *lk, const struct release_how *how,
 	       struct error *err);
 /* The session alive at the ensemble's leader, and our node own there
