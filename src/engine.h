@@ -300,6 +300,8 @@ struct broken_holder {
 	int64_t left_ms;	/* lease left; -1: no expiry; -2: unknown (a
 				 * foreign holder's, a session's) */
 	size_t n_servers;
+	long long fence;	/* its fence, where the store keeps it apart
+				 * from info (info's own comes first); 0: none */
 };
 
 /* ---- the engine ---------------------------------------------------------

@@ -136,10 +136,6 @@ told() {
 	# nothing to break now
 	run -1 --separate-stderr dlock release -S "$U" --force "$K"
 	assert_equal "$stderr" "dlock: $K: not held"
-	local e
-	for e in postgres zookeeper etcd; do
-		known_bug "$e" "release --force does not say the broken holder's fence ('broken: ... acquired 0.6s ago, token ...'), where Redis and MySQL do"
-	done
 	[[ $broke == *", fence $(job_var h DLOCK_FENCE), token "* ]] || fail "no fence: $broke"
 }
 

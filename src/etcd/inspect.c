@@ -413,6 +413,8 @@ int etcd_force(struct lock *lk, struct broken_holder **out, size_t *n,
 			continue;
 		who(kv, &b->token, &b->token_len, &b->info, &b->info_len);
 		b->n_servers = 1;
+		if (b->info)
+			b->fence = kv->create_rev;	/* DLOCK_FENCE */
 		b->left_ms = -2;
 		if (kv->lease && etcd_timetolive(e, kv->lease, etcd_deadline(lk), &ttl_s,
 						 &(struct error){ 0 }) == 0)

@@ -513,6 +513,8 @@ static int take_break(struct force *f, size_t i, struct broken_holder *b,
 	/* another client's: its session's timeout is not ours to know */
 	b->left_ms = timeout_ms > 0 ? timeout_ms : c->ours ? c->timeout_ms : -2;
 	b->n_servers = 1;
+	if (b->info)
+		b->fence = (long long)f->gets[i]->stat.czxid;	/* DLOCK_FENCE */
 	if (z->lk->p->history > 0)
 		f->evs[i] = send_broken(f, c, f->gets[i], b->info);
 	return 0;
