@@ -361,8 +361,9 @@ int etcd_release_token(struct lock *lk, const char *token, struct error *err)
 	json_object_array_add(cmp, etcd_cmp_create(key, strlen(key), NULL, 0, "EQUAL",
 						   r.kvs[0].create_rev));
 	json_object_array_add(ok, etcd_op_delete(key, strlen(key)));
+	/* by: who released it (this dlock release --token), as Redis's */
 	if ((hist = etcd_history_put(lk, "released", token, info, r.kvs[0].create_rev,
-				     -1, -1, NULL)))
+				     -1, -1, lk->info)))
 		json_object_array_add(ok, hist);
 	etcd_range_free(&r);
 	free(info);
