@@ -150,7 +150,6 @@ status_json() { run -"$1" --separate-stderr dlock status --json "${@:2}"; }
 	status_json 0 -S "$U" "$K"
 	assert_equal "$(js '[w["position"] for w in d["locks"][0]["fair_queue"]]')" '[1, 2, 3]'
 	assert_equal "$(js 'd["locks"][0]["waiting"]')" 3
-	known_bug postgres "status names no waiter: '(no holder info)', no host, pid, user or command"
 	assert_equal "$(js '[w["pid"] for w in d["locks"][0]["fair_queue"]]')" \
 		"[$(<"$T/w1.dlock"), $(<"$T/w2.dlock"), $(<"$T/w3.dlock")]"
 	run -0 dlock status -S "$U" "$K"
