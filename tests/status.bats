@@ -445,7 +445,6 @@ has_blocks() { (($(blocks) >= $1)); }
 	on_redis || { N=$(unreachable_url) err="dlock: $K: ${N%%://*}://"; }
 	start_bg w status --watch -S "$N" "$K"
 	wait_until 10 grep -qF "$err" "$T/w.out" || fail "no error line: $(cat "$T/w.out" "$T/w.err")"
-	known_bug zookeeper "status --watch on a server that does not answer ignores SIGINT (still running a minute later)"
 	kill -INT "$(<"$T/w.dlock")"
 	reap w
 	assert_equal "$bg_status" 0
