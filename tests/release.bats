@@ -73,7 +73,6 @@ told() {
 	store_nothing_left
 	# the history names the holder, and who released it
 	refused history "$K3" && return 0
-	known_bug zookeeper "acquire then release --token of a new name leaves no event (the history's znode is made only at a job's release)"
 	run -0 dlock history -S "$U" -n 1 --json "$K3"
 	[[ $output == *'"event":"released"'*'"by":{"host":"'"$(hostname)"'"'* ]] ||
 		fail "history: $output"

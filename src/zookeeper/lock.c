@@ -359,7 +359,8 @@ void zk_note_killed(struct lock *lk, int64_t held_ms)
 	if (lk->p->history <= 0 ||
 	    zk_session(z, deadline_ms, false, &expired, &err) < 0)
 		return;
-	zk_write_event(z, "killed", lk->token, fence, held_ms, deadline_ms);
+	zk_write_event(z, "killed", lk->token, fence, held_ms, NULL, NULL,
+		       deadline_ms);
 }
 
 size_t zk_fds(const struct lock *lk, int *out, size_t max)
