@@ -300,6 +300,8 @@ struct broken_holder {
 	int64_t left_ms;	/* lease left; -1: no expiry; -2: unknown (a
 				 * foreign holder's, a session's) */
 	size_t n_servers;
+	long long fence;	/* its fence, where the store keeps it apart
+				 * from info (info's own comes first); 0: none */
 };
 
 /* ---- the engine ---------------------------------------------------------
@@ -405,6 +407,14 @@ struct engine_lock_ops {
 	/* [opt] --verbose after a failure: one line for each server that
 	 * failed. NULL: one server, the error says it all. */
 	void (*log_servers)(const struct lock *lk);
+	/* [opt] --min-hold where dlock keeps the lock itself (no
+	 * CAP_MIN_HOLD_KEPT): the job ended, and lk->info now ends in
+	 * "\tfence\tfinished_ms" (show.h). Writes it where the store keeps
+	 * the holder info, for status to say "command finished" and for
+	 * re-entry with the job's token to be refused (the token is the
+	 * running job's only, as on Redis). 0, or -1 with err: the
+	 * renewals say what became of the lock. */
+	int (*finished)(struct lock *lk, struct error *err);
 };
 
 /* Part 3: inspection and repair. lk is opened on the first name (or ""),
@@ -449,7 +459,7 @@ struct engine {
  * a module left from an older build would be called through a struct of
  * another layout. The number has a section of its own, which a test
  * patches in a copy of a module (tests/modules.bats). */
-#define ENGINE_ABI 1
+#define ENGINE_ABI 2
 #define ENGINE_ABI_SYMBOL "dlock_engine_abi"
 extern const unsigned dlock_engine_abi;
 #define ENGINE_MODULE_ABI \
@@ -495,6 +505,10 @@ void engine_bad_url(const char *url, const char *why, char *err, size_t errlen);
 /* s[0..len-1] and a NUL, for the status, history and force structs
  * (a token or value from the store may hold any byte); NULL: no memory. */
 char *engine_dup(const char *s, size_t len);
+/* Whether a holder info (show.h) says its command finished: --min-hold
+ * keeps the lock after its job, and re-entry with its token, which was
+ * the job's, is refused. */
+bool engine_info_finished(const char *info, size_t len);
 void status_lock_free(struct status_lock *s);
 void history_report_free(struct history_report *h);
 void broken_free(struct broken_holder *b, size_t n);

@@ -194,6 +194,22 @@ static void hold_until(struct lock *lk, int64_t until_ms)
 	}
 }
 
+/* The job ended, and dlock keeps the lock for the rest of --min-hold:
+ * the holder info says when (show.h's finished field), in the store. */
+static void mark_finished(struct lock *lk)
+{
+	size_t len = strlen(lk->info);
+	struct error ignored;
+
+	if (!lk->eng->lock.finished)
+		return;
+	snprintf(lk->info + len, sizeof lk->info - len, "\t%s\t%" PRId64,
+		 lk->fence, clock_wall_ms());
+	if (lk->eng->lock.finished(lk, &ignored) < 0)
+		log_line(lk->p->name, "warning: the holder info could not say that the command finished: %s",
+			 ignored.msg);
+}
+
 int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 		     struct error *err)
 {
@@ -203,8 +219,15 @@ int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 
 	int r;
 
-	if (min_hold && !caps_has(lk->eng, CAP_MIN_HOLD_KEPT) && lk->p->min_hold_ms > 0)
+	if (min_hold && !caps_has(lk->eng, CAP_MIN_HOLD_KEPT) &&
+	    clock_now_ms() < lk->acquired_ms + lk->p->min_hold_ms) {
+		size_t info_len = strlen(lk->info);
+
+		mark_finished(lk);
 		hold_until(lk, lk->acquired_ms + lk->p->min_hold_ms);
+		/* the history's event names the holder as it always does */
+		lk->info[info_len] = '\0';
+	}
 	err->msg[0] = '\0';
 	r = lk->eng->lock.release(lk, &how, err);
 	if (!lk->lost_at_release)

@@ -45,6 +45,8 @@ static void print_broken(const struct lock *lk, const struct broken_holder *b)
 		       cmd, since);
 		if (hi.fence >= 0)
 			printf(", fence %lld", hi.fence);
+		else if (b->fence > 0)
+			printf(", fence %lld", b->fence);
 		show_text(b->token, b->token_len, value, sizeof value);
 		printf(", token %s%s\n", value, servers);
 		show_info_free(&hi);

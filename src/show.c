@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
+#include "engine.h"
 #include "show.h"
 #include "urlpart.h"
 
@@ -74,6 +75,18 @@ void show_info_free(struct show_info *hi)
 {
 	free(hi->buf);
 	hi->buf = NULL;
+}
+
+bool engine_info_finished(const char *s, size_t len)
+{
+	struct show_info hi;
+	bool finished;
+
+	if (show_info_parse(s, len, &hi) < 0)
+		return false;
+	finished = hi.finished_ms >= 0;
+	show_info_free(&hi);
+	return finished;
 }
 
 void show_duration(int64_t ms, char *out, size_t len)

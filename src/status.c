@@ -645,8 +645,10 @@ static int watch(struct status *s, struct lock *lk)
 			status = EX_IOERR;
 			break;
 		}
+		/* a look that took a second or more (a server that does not
+		 * answer) still lets a signal end the watch */
 		left_ms = start_ms + 1000 - clock_now_ms();
-		if (left_ms > 0 && poll(&pfd, 1, (int)left_ms) > 0 &&
+		if (poll(&pfd, 1, left_ms > 0 ? (int)left_ms : 0) > 0 &&
 		    signals_next(a->sig) > 0)
 			break;
 	}

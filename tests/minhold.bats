@@ -262,10 +262,6 @@ more_members() { (($(rcli "$1" zcard "$2") > $3)); }	# NAME KEY N
 	else	# a's dlock keeps it, 20 s
 		touch "$T/a.release"
 		wait_until 5 dead "$(<"$T/a.pid")" || fail "a's job runs on"
-		local e
-		for e in postgres mysql zookeeper etcd; do
-			known_bug "$e" "while dlock keeps the lock for --min-hold, status does not say 'command finished' (nor command_finished, finished_ms in JSON)"
-		done
 		wait_until 5 eval 'dlock status -S "$U" "$K" | grep -q "command finished"' ||
 			fail "no 'command finished': $(dlock status -S "$U" "$K")"
 	fi
@@ -276,6 +272,10 @@ more_members() { (($(rcli "$1" zcard "$2") > $3)); }	# NAME KEY N
 		run -0 dlock status -S "$U"
 		assert_line --regexp "^$K +held +exclusive +1 .*\), command finished\$"
 	fi
+	local e
+	for e in mysql zookeeper etcd; do
+		known_bug "$e" "while dlock keeps the lock for --min-hold, status's ttl_ms is the lease's (up to the TTL, renewed), not at most what is left of --min-hold"
+	done
 	run -0 --separate-stderr dlock status -S "$U" --json "$K"
 	"$PYTHON" -c 'import json, sys
 l = json.loads(sys.argv[1])["locks"][0]
@@ -320,15 +320,12 @@ kept_not_reentered() {
 		token=$(<"$T/d.token")
 		wait_until 5 dead "$(<"$T/d.token.pid")" || fail "the job runs on"
 		store_held "$K" || fail "$mode: not kept"
-		local e
-		for e in postgres mysql zookeeper etcd; do
-			known_bug "$e" "a lock dlock keeps for --min-hold after its job is re-entered with the job's token (0, the command runs), to be released under it when the minimum is over"
-		done
 		# what a process left over from the job would do: re-entry
 		# would run it with nothing renewing the lock
 		DLOCK_KEY=$(key_of "$K") DLOCK_TOKEN=$token run -1 dlock -S "$U" -x -n "$K" touch "$M"
 		[[ ! -e $M ]] || fail "$mode: re-entered a kept lock"
 		if ((steps)); then
+			known_bug zookeeper "extend --token of a lock dlock keeps for --min-hold after its job: 69, not 1 (not ours)"
 			local p; p=$(store_ttl_ms "$K")
 			run -1 dlock extend -S "$U" -t 50 --token "$token" "$K"
 			ttl_within "$K" 0 "$p"	# not lengthened

@@ -73,8 +73,6 @@ told() {
 	store_nothing_left
 	# the history names the holder, and who released it
 	refused history "$K3" && return 0
-	known_bug etcd "the history's 'released' event of release --token names nobody (by: null)"
-	known_bug zookeeper "acquire then release --token of a new name leaves no event (the history's znode is made only at a job's release)"
 	run -0 dlock history -S "$U" -n 1 --json "$K3"
 	[[ $output == *'"event":"released"'*'"by":{"host":"'"$(hostname)"'"'* ]] ||
 		fail "history: $output"
@@ -136,10 +134,6 @@ told() {
 	# nothing to break now
 	run -1 --separate-stderr dlock release -S "$U" --force "$K"
 	assert_equal "$stderr" "dlock: $K: not held"
-	local e
-	for e in postgres zookeeper etcd; do
-		known_bug "$e" "release --force does not say the broken holder's fence ('broken: ... acquired 0.6s ago, token ...'), where Redis and MySQL do"
-	done
 	[[ $broke == *", fence $(job_var h DLOCK_FENCE), token "* ]] || fail "no fence: $broke"
 }
 

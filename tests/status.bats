@@ -150,7 +150,6 @@ status_json() { run -"$1" --separate-stderr dlock status --json "${@:2}"; }
 	status_json 0 -S "$U" "$K"
 	assert_equal "$(js '[w["position"] for w in d["locks"][0]["fair_queue"]]')" '[1, 2, 3]'
 	assert_equal "$(js 'd["locks"][0]["waiting"]')" 3
-	known_bug postgres "status names no waiter: '(no holder info)', no host, pid, user or command"
 	assert_equal "$(js '[w["pid"] for w in d["locks"][0]["fair_queue"]]')" \
 		"[$(<"$T/w1.dlock"), $(<"$T/w2.dlock"), $(<"$T/w3.dlock")]"
 	run -0 dlock status -S "$U" "$K"
@@ -446,7 +445,6 @@ has_blocks() { (($(blocks) >= $1)); }
 	on_redis || { N=$(unreachable_url) err="dlock: $K: ${N%%://*}://"; }
 	start_bg w status --watch -S "$N" "$K"
 	wait_until 10 grep -qF "$err" "$T/w.out" || fail "no error line: $(cat "$T/w.out" "$T/w.err")"
-	known_bug zookeeper "status --watch on a server that does not answer ignores SIGINT (still running a minute later)"
 	kill -INT "$(<"$T/w.dlock")"
 	reap w
 	assert_equal "$bg_status" 0

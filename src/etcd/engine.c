@@ -74,6 +74,7 @@ const struct engine etcd_engine = {
 		.note_killed = etcd_note_killed,
 		.fds = etcd_fds,
 		.release = etcd_release,
+		.finished = etcd_finished,
 	},
 	.inspect = {
 		.status = etcd_status,

@@ -172,6 +172,7 @@ bool etcd_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 		       char *note, size_t notelen);
 void etcd_note_killed(struct lock *lk, int64_t held_ms);
 size_t etcd_fds(const struct lock *lk, int *out, size_t max);
+int etcd_finished(struct lock *lk, struct error *err);
 int etcd_release(struct lock *lk, const struct release_how *how,
 		 struct error *err);
 

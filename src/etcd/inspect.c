@@ -361,8 +361,9 @@ int etcd_release_token(struct lock *lk, const char *token, struct error *err)
 	json_object_array_add(cmp, etcd_cmp_create(key, strlen(key), NULL, 0, "EQUAL",
 						   r.kvs[0].create_rev));
 	json_object_array_add(ok, etcd_op_delete(key, strlen(key)));
+	/* by: who released it (this dlock release --token), as Redis's */
 	if ((hist = etcd_history_put(lk, "released", token, info, r.kvs[0].create_rev,
-				     -1, -1, NULL)))
+				     -1, -1, lk->info)))
 		json_object_array_add(ok, hist);
 	etcd_range_free(&r);
 	free(info);
@@ -413,6 +414,8 @@ int etcd_force(struct lock *lk, struct broken_holder **out, size_t *n,
 			continue;
 		who(kv, &b->token, &b->token_len, &b->info, &b->info_len);
 		b->n_servers = 1;
+		if (b->info)
+			b->fence = kv->create_rev;	/* DLOCK_FENCE */
 		b->left_ms = -2;
 		if (kv->lease && etcd_timetolive(e, kv->lease, etcd_deadline(lk), &ttl_s,
 						 &(struct error){ 0 }) == 0)
@@ -508,6 +511,15 @@ static int move_lease(struct lock *lk, const struct etcd_kv *kv, int64_t ttl_s,
 	return 0;
 }
 
+/* Whether kv, dlock's, says its command finished (--min-hold keeps it). */
+static bool finished(const struct etcd_kv *kv)
+{
+	struct etcd_value v;
+
+	return etcd_value_parse(kv->value, kv->value_len, &v) &&
+	       engine_info_finished(v.info, v.info_len);
+}
+
 /* extend --token: the lease ends --ttl from now at the earliest. A
  * lease's TTL cannot change: a keepalive renews it to the TTL it was
  * granted; a longer --ttl moves the key to a lease of its own. */
@@ -523,7 +535,8 @@ enum extend_result etcd_extend_token(struct lock *lk, struct error *err)
 		int found = find_token(lk, lk->token, &r, &key, &lease, err);
 
 		free(key);
-		if (found != 0 || !r.kvs[0].lease) {
+		/* a lock --min-hold keeps after its job is never lengthened */
+		if (found != 0 || !r.kvs[0].lease || finished(&r.kvs[0])) {
 			etcd_range_free(&r);
 			return found < 0 ? EXTEND_FAILED : EXTEND_LOST;
 		}

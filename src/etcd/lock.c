@@ -299,6 +299,9 @@ static enum lock_result reenter(struct lock *lk, struct error *err)
 		if (etcd_value_parse(all.kvs[i].value, all.kvs[i].value_len, &v) &&
 		    v.token_len == strlen(lk->reentry_token) &&
 		    memcmp(v.token, lk->reentry_token, v.token_len) == 0 &&
+		    /* its job over, --min-hold keeps it: the token's
+		     * re-entry was the job's */
+		    !engine_info_finished(v.info, v.info_len) &&
 		    etcd_holds(all.kvs, all.n, i, &blocker)) {
 			char held[40];
 
@@ -570,6 +573,35 @@ size_t etcd_fds(const struct lock *lk, int *out, size_t max)
 	if (n < max && e->trigger_fd >= 0)
 		out[n++] = e->trigger_fd;
 	return n;
+}
+
+/* --min-hold kept by dlock after the job: our key's value says the
+ * command finished (lk->info), while the key is still ours. */
+int etcd_finished(struct lock *lk, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	json_object *cmp = json_object_new_array(), *ok = json_object_new_array();
+	json_object *reply = NULL;
+	size_t vlen = 0, klen = strlen(e->my_key);
+	char *value = etcd_value_of(e->token, e->mode, lk->info, &vlen);
+	bool succeeded = false;
+	int rc;
+
+	if (!value) {
+		json_object_put(cmp);
+		json_object_put(ok);
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	json_object_array_add(cmp, etcd_cmp_create(e->my_key, klen, NULL, 0, "EQUAL",
+						   e->my_rev));
+	json_object_array_add(ok, etcd_op_put(e->my_key, klen, value, vlen, e->lease));
+	rc = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &succeeded, err);
+	free(value);
+	json_object_put(reply);
+	if (rc == 0 && !succeeded)
+		error_set(err, EX_TEMPFAIL, "%s: our key is gone", e->cl.url->text);
+	return rc == 0 && succeeded ? 0 : -1;
 }
 
 int etcd_release(struct lock *lk, const struct release_how *how,

@@ -87,6 +87,7 @@ const struct engine mysql_engine = {
 		.fds = my_lock_fds,
 		.release = my_release,
 		.raise_fence = my_raise_fence,
+		.finished = my_finished,
 	},
 	.inspect = {
 		.status = my_status,

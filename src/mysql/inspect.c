@@ -107,6 +107,10 @@ static char *info_of(const struct found *f)
 
 	if (!f->row || f->conn != f->id)
 		return NULL;
+	/* --min-hold kept by dlock after the job: the holder wrote its
+	 * info whole, fence and finished (engine.c's finished()) */
+	if (my_info_whole(f->holder, f->holder_len))
+		return engine_dup(f->holder, f->holder_len);
 	if (asprintf(&info, "%.*s\t%lld", (int)f->holder_len, f->holder, f->fence) < 0)
 		return NULL;
 	return info;

@@ -286,11 +286,15 @@ static int reentered(struct lock *lk, int64_t deadline_ms, struct error *err)
 		if (*t < 0x21 || *t > 0x7e)
 			return 0;
 	my_token_sql(lk->reentry_token, tok);
-	snprintf(sql, sizeof sql, "SELECT IS_USED_LOCK(%s) = conn AND token = %s, fence FROM dlock_locks WHERE name = %s",
+	snprintf(sql, sizeof sql, "SELECT IS_USED_LOCK(%s) = conn AND token = %s, fence, holder FROM dlock_locks WHERE name = %s",
 		 m->names.lit, tok, m->names.rowkey);
 	if (my_query(&m->c, sql, deadline_ms, err) < 0)
 		return -1;
 	if (m->c.err_no || !my_int(&m->c, 0, 0, &yes) || yes != 1)
+		return 0;
+	/* its job over, --min-hold keeps it: the token's re-entry was the
+	 * job's */
+	if ((f = my_field(&m->c, 0, 2, &len)) && engine_info_finished(f, len))
 		return 0;
 	snprintf(lk->token, sizeof lk->token, "%s", lk->reentry_token);
 	f = my_field(&m->c, 0, 1, &len);
@@ -322,8 +326,11 @@ static void held_by(struct lock *lk, int64_t deadline_ms)
 		return;
 	if ((v = my_field(&m->c, 0, 0, &len)) && len > 0) {
 		f = my_field(&m->c, 0, 1, &len);
-		snprintf(lk->held_by, sizeof lk->held_by, "%.*s\t%s",
-			 (int)strnlen(v, sizeof lk->held_by - 24), v, f ? f : "");
+		if (my_info_whole(v, strlen(v)))
+			f = NULL;
+		snprintf(lk->held_by, sizeof lk->held_by, "%.*s%s%s",
+			 (int)strnlen(v, sizeof lk->held_by - 24), v, f ? "\t" : "",
+			 f ? f : "");
 	}
 	my_done(&m->c);
 }
@@ -538,6 +545,48 @@ int my_raise_fence(struct lock *lk, const char *fence, struct error *err)
 	}
 	snprintf(lk->fence, sizeof lk->fence, "%s", fence);
 	return 0;
+}
+
+/* --min-hold kept by dlock after the job: the row's holder says the
+ * command finished: lk->info's fence and finished time after it (the
+ * row's since, the server's clock, stays). */
+int my_finished(struct lock *lk, struct error *err)
+{
+	struct mylock *m = M(lk);
+	char tok[MY_TOKEN_LIT], *info, *sql = NULL;
+	const char *tail = lk->info;
+	int64_t deadline_ms = clock_now_ms() + lk->node_timeout_ms;
+	int rc = -1;
+
+	for (int tabs = 0; tabs < 5 && tail; tabs++)
+		if ((tail = strchr(tail + (tabs > 0), '\t')) == NULL)
+			return 0;	/* no such tail: nothing to say */
+	if (lk->p->no_fence)
+		return 0;	/* no row: no re-entry either */
+	if (my_finish_tail(lk, deadline_ms) == 1) {
+		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
+		return -1;
+	}
+	my_token_sql(lk->token, tok);
+	if ((info = malloc(2 * strlen(tail) + 4)))
+		my_hex_literal(tail, strlen(tail), info);
+	if (!info ||
+	    asprintf(&sql, "UPDATE dlock_locks SET holder = CONCAT(holder, %s) WHERE name = %s AND conn = CONNECTION_ID() AND token = %s",
+		     info, m->names.rowkey, tok) < 0) {
+		free(info);
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	free(info);
+	if (my_query(&m->c, sql, deadline_ms, err) == 0) {
+		if (m->c.err_no)
+			error_set(err, EX_UNAVAILABLE, "%s: %s", m->u->text, m->c.err_msg);
+		else
+			rc = 0;
+	}
+	my_done(&m->c);
+	free(sql);
+	return rc;
 }
 
 enum extend_result my_extend(struct lock *lk, int64_t timeout_ms,

@@ -177,6 +177,7 @@ size_t my_lock_fds(const struct lock *lk, int *out, size_t max);
 int my_release(struct lock *lk, const struct release_how *how,
 	       struct error *err);
 int my_raise_fence(struct lock *lk, const char *fence, struct error *err);
+int my_finished(struct lock *lk, struct error *err);
 
 /* inspect.c: status, list, history, force (engine.h) */
 int my_status(struct lock *lk, struct status_lock *locks, size_t n,

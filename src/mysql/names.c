@@ -130,6 +130,15 @@ void my_token_sql(const char *token, char *out)
 	my_hex_literal(token, len, out);
 }
 
+bool my_info_whole(const char *holder, size_t len)
+{
+	size_t tabs = 0;
+
+	for (size_t i = 0; i < len; i++)
+		tabs += holder[i] == '\t';
+	return tabs >= 5;	/* host pid user since command fence[ finished] */
+}
+
 char *my_info_sql(const char *info)
 {
 	const char *since = info, *after;

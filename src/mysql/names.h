@@ -81,3 +81,7 @@ void my_token_sql(const char *token, char *out);
  * by the server's clock, or its hex literal when it has no since. NULL:
  * out of memory; else the caller frees it. */
 char *my_info_sql(const char *info);
+/* Whether a holder column holds the info whole, its fence and finished
+ * time after it (show.h): written once the job ended, while dlock keeps
+ * the lock for --min-hold. Else the fence column is to be added. */
+bool my_info_whole(const char *holder, size_t len);

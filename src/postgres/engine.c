@@ -65,6 +65,7 @@ const struct engine postgres_engine = {
 		.fds = pg_fds,
 		.release = pg_release,
 		.raise_fence = pg_raise_fence,
+		.finished = pg_finished,
 	},
 	.inspect = {
 		.status = pg_status,

@@ -32,6 +32,15 @@ static bool mode_reenters(struct lock *lk, const char *query, struct error *err)
 	return false;
 }
 
+/* Whether the holder's comment says its command finished. */
+static bool finished(const char *query)
+{
+	char info[LOCK_INFO_MAX];
+
+	pg_comment_field(pg_comment_in(query), "holder", info, sizeof info);
+	return engine_info_finished(info, strlen(info));
+}
+
 /* A nested dlock: the lock is held by a session whose statements carry
  * DLOCK_TOKEN. Its fence is the one it announced (right after its grant:
  * asked again for a moment if not yet there). A holder of another role
@@ -83,6 +92,12 @@ int pg_reentered(struct lock *lk, struct error *err)
 			return 0;
 		}
 		pg_comment_field(pg_comment_in(PQgetvalue(r, 0, 0)), "fence", fence, sizeof fence);
+		/* its job over, --min-hold keeps it: the token's re-entry
+		 * was the job's */
+		if (finished(PQgetvalue(r, 0, 0))) {
+			PQclear(r);
+			return 0;
+		}
 		if (!mode_reenters(lk, PQgetvalue(r, 0, 0), err)) {
 			PQclear(r);
 			return -1;

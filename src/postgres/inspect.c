@@ -200,6 +200,7 @@ int pg_force(struct lock *lk, struct broken_holder **out, size_t *n_out,
 			.token = h->token, .token_len = h->token_len,
 			.info = h->info, .info_len = h->info_len,
 			.left_ms = -2, .n_servers = 1,
+			.fence = h->fence > 0 ? h->fence : 0,
 		};
 		h->token = h->info = NULL;
 	}

@@ -152,20 +152,30 @@ static int send_wait(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
 	const char *params[] = { pg->key, pg->pid, pg->mark };
-	char *sql, mode[24], call[64];
+	char *sql = NULL, *who, mode[24], call[64];
 	int r, n;
 
 	pg_mode_word(lk->p->limit, mode, sizeof mode);
 	pg_call(call, sizeof call, "pg_advisory_lock", shared(lk), 0);
-	if (asprintf(&sql, PG_TRY_COMMENT " WITH c AS MATERIALIZED (SELECT %s AS ok), "
+	/* the holder's comment (no fence yet), first: status names the
+	 * waiter from it, as it names a holder */
+	who = pg_comment(&(struct pg_comment_fields){
+		.mode = mode, .token = lk->token, .fence = "", .key = pg->key,
+		.info = lk->info,
+	});
+	if (!who ||
+	    asprintf(&sql, PG_TRY_COMMENT " %s WITH c AS MATERIALIZED (SELECT %s AS ok), "
 		     "l AS MATERIALIZED (SELECT CASE WHEN c.ok THEN "
 		     "(SELECT 1 FROM (SELECT %s) x) ELSE 0 END AS slot "
-		     "FROM c)%s SELECT c.ok, %s FROM c, l", mode, pg_guard_sql(GUARD_OURS, &n),
+		     "FROM c)%s SELECT c.ok, %s FROM c, l", mode, who,
+		     pg_guard_sql(GUARD_OURS, &n),
 		     call, lk->p->no_fence ? "" : ", " PG_FENCE_CTE,
 		     lk->p->no_fence ? "''" : "(SELECT fence FROM f)::text") < 0) {
+		free(who);
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
+	free(who);
 	r = pg_send(pg->c, pg->url, sql, params, n, err);
 	free(sql);
 	if (r == 0)
@@ -588,6 +598,15 @@ stolen:
 	error_set(err, EX_TEMPFAIL, "%s: the session holding the lock is no longer ours alone (its backend or dlock's mark on it changed: a pooler in transaction mode?)",
 		  pg->url->text);
 	return EXTEND_LOST;
+}
+
+/* --min-hold kept by dlock after the job: the comment says the command
+ * finished (lk->info), from this heartbeat on. */
+int pg_finished(struct lock *lk, struct error *err)
+{
+	if (make_comment(lk, err) < 0)
+		return -1;
+	return pg_extend(lk, lk->node_timeout_ms, err) == EXTEND_OK ? 0 : -1;
 }
 
 /* The idle lock connection: readable when the server says something

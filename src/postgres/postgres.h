@@ -199,6 +199,7 @@ size_t pg_fds(const struct lock *lk, int *out, size_t max);
 int pg_release(struct lock *lk, const struct release_how *how,
 	       struct error *err);
 int pg_raise_fence(struct lock *lk, const char *fence, struct error *err);
+int pg_finished(struct lock *lk, struct error *err);
 /* A lock's name the server can hash (names.h): 0, or -1 with err (64). */
 int pg_check_name(const char *key, struct error *err);
 

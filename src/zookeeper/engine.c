@@ -75,6 +75,7 @@ const struct engine zookeeper_engine = {
 		.note_killed = zk_note_killed,
 		.fds = zk_fds,
 		.release = zk_release,
+		.finished = zk_finished,
 	},
 	.inspect = {
 		.status = zk_status,

@@ -99,7 +99,8 @@ char *zk_find_event(struct zk *z, int64_t deadline_ms)
 }
 
 void zk_write_event(struct zk *z, const char *kind, const char *token,
-		    long long fence, long long held_ms, int64_t deadline_ms)
+		    long long fence, long long held_ms, const char *holder,
+		    const char *by, int64_t deadline_ms)
 {
 	char data[2 * LOCK_INFO_MAX + 256], guid[ZK_GUID_LEN + 1];
 	char *path = zk_join(z->hist, ZK_EVENT_PREFIX);
@@ -112,7 +113,7 @@ void zk_write_event(struct zk *z, const char *kind, const char *token,
 		return;
 	snprintf(guid, sizeof guid, "%.*s", ZK_GUID_LEN, token);
 	len = zk_event_data(data, sizeof data, kind, guid, fence, -1, held_ms,
-			    z->lk->info, NULL);
+			    holder ? holder : z->lk->info, by);
 	ev = zc_create(z->s, path, data, len, ZOO_PERSISTENT_SEQUENTIAL);
 	zc_wait(&ev, 1, deadline_ms);
 	if (ev && ev->rc == ZNONODE &&

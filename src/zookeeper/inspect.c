@@ -513,6 +513,8 @@ static int take_break(struct force *f, size_t i, struct broken_holder *b,
 	/* another client's: its session's timeout is not ours to know */
 	b->left_ms = timeout_ms > 0 ? timeout_ms : c->ours ? c->timeout_ms : -2;
 	b->n_servers = 1;
+	if (b->info)
+		b->fence = (long long)f->gets[i]->stat.czxid;	/* DLOCK_FENCE */
 	if (z->lk->p->history > 0)
 		f->evs[i] = send_broken(f, c, f->gets[i], b->info);
 	return 0;
@@ -671,14 +673,22 @@ int zk_release_token(struct lock *lk, const char *token, struct error *err)
 	}
 	z->own = own;
 	{
-		struct zc *del = zc_delete(z->s, own);
+		/* who held it (its data, its fence), for the history's
+		 * event, read right before the delete */
+		struct zc *reqs[2] = { zc_get(z->s, own, false), zc_delete(z->s, own) };
+		const struct zc *get = reqs[0];
+		bool read = zc_wait(reqs, 2, deadline_ms) == 2 && zc_rc(get) == ZOK &&
+			    get->data_len > 0;
 
-		zc_wait(&del, 1, deadline_ms);
-		rc = zc_rc(del);
-		zc_free(del);
+		rc = zc_rc(reqs[1]);
+		/* by: who released it (this dlock release --token) */
+		if (rc == ZOK && lk->p->history > 0)
+			zk_write_event(z, "released", token,
+				       read ? (long long)get->stat.czxid : -1, -1,
+				       read ? get->data : NULL, lk->info, deadline_ms);
+		zc_free(reqs[0]);
+		zc_free(reqs[1]);
 	}
-	if (rc == ZOK && lk->p->history > 0)
-		zk_write_event(z, "released", token, -1, -1, deadline_ms);
 	if (rc == ZNONODE)
 		return 1;
 	if (rc != ZOK && !zs_transient(rc))

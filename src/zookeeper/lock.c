@@ -359,7 +359,8 @@ void zk_note_killed(struct lock *lk, int64_t held_ms)
 	if (lk->p->history <= 0 ||
 	    zk_session(z, deadline_ms, false, &expired, &err) < 0)
 		return;
-	zk_write_event(z, "killed", lk->token, fence, held_ms, deadline_ms);
+	zk_write_event(z, "killed", lk->token, fence, held_ms, NULL, NULL,
+		       deadline_ms);
 }
 
 size_t zk_fds(const struct lock *lk, int *out, size_t max)
@@ -561,6 +562,27 @@ static int release_done(struct release *rl, int rc, struct zc *kids,
 	z->acq_path = NULL;
 	z->held = false;
 	return 0;
+}
+
+/* --min-hold kept by dlock after the job: our node's data says the
+ * command finished (lk->info). */
+int zk_finished(struct lock *lk, struct error *err)
+{
+	struct zk *z = ZK(lk);
+	struct zc *c;
+	int rc;
+
+	if (!z->own) {
+		error_set(err, EX_TEMPFAIL, "%s: our node is gone", z->u->text);
+		return -1;
+	}
+	c = zc_set(z->s, z->own, lk->info, (int)strlen(lk->info), -1);
+	zc_wait(&c, 1, clock_now_ms() + lk->node_timeout_ms);
+	rc = zc_rc(c);
+	zc_free(c);
+	if (rc != ZOK)
+		zs_error(err, rc, z->u->text);
+	return rc == ZOK ? 0 : -1;
 }
 
 int zk_release(struct lock *lk, const struct release_how *how,

@@ -229,14 +229,32 @@ static enum lock_result reentry(struct zk *z, const struct zk_contenders *cs,
 		return LOCK_HELD;
 	snprintf(guid, sizeof guid, "%.*s", ZK_GUID_LEN, t);
 	for (size_t i = 0; i < cs->n; i++) {
-		struct Stat st;
+		struct zc *get;
 		char *path;
+		long long timeout_ms, czxid = 0;
 		long held;
+		bool finished;
 		int rc;
 
 		if (!zk_name_has_guid(cs->c[i].name, guid) ||
 		    !zk_holds(cs->c, cs->n, i))
 			continue;
+		if (!(path = zk_join(z->path, cs->c[i].name)))
+			continue;
+		get = zc_get(z->s, path, false);
+		free(path);
+		zc_wait(&get, 1, deadline_ms);
+		rc = zc_rc(get);
+		if (rc == ZOK)
+			czxid = get->stat.czxid;
+		/* its job over, --min-hold keeps it: the token's re-entry
+		 * was the job's */
+		finished = rc == ZOK && get->data_len > 0 &&
+			   engine_info_finished(get->data,
+						zk_node_info(get->data, get->data_len, &timeout_ms));
+		zc_free(get);
+		if (finished)
+			return LOCK_HELD;
 		held = zk_contender_mode(&cs->c[i]);
 		if (held != 0 && want == 0) {
 			char words[40];
@@ -247,14 +265,10 @@ static enum lock_result reentry(struct zk *z, const struct zk_contenders *cs,
 		}
 		if (held != 0 && want != held)
 			return mode_refused(z, held, err);
-		if (!(path = zk_join(z->path, cs->c[i].name)))
-			continue;
-		rc = zc_stat(z->s, path, deadline_ms, &st);
-		free(path);
 		if (rc == ZOK) {
 			snprintf(z->lk->token, sizeof z->lk->token, "%s", t);
 			snprintf(z->lk->fence, sizeof z->lk->fence, "%lld",
-				 (long long)st.czxid);
+				 czxid);
 			return LOCK_REENTERED;
 		}
 		if (rc != ZNONODE) {

@@ -161,9 +161,11 @@ struct zc *zk_send_event(struct zk *z, const char *kind, long long exit,
 /* An event of the holder of token (its GUID) that no one is left to
  * read the answer of: made and waited for, the history's znode made
  * again first when it went (the watchdog's "killed", release --token's
- * "released"); the holder info lk->info. */
+ * "released"); the holder info holder (NULL: lk->info), and by, who
+ * released it (NULL: none). */
 void zk_write_event(struct zk *z, const char *kind, const char *token,
-		    long long fence, long long held_ms, int64_t deadline_ms);
+		    long long fence, long long held_ms, const char *holder,
+		    const char *by, int64_t deadline_ms);
 /* The "acquired" event our node's multi made when its answer was lost:
  * its path, or NULL. */
 char *zk_find_event(struct zk *z, int64_t deadline_ms);
@@ -196,6 +198,7 @@ bool zk_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 		     char *note, size_t notelen);
 void zk_note_killed(struct lock *lk, int64_t held_ms);
 size_t zk_fds(const struct lock *lk, int *out, size_t max);
+int zk_finished(struct lock *lk, struct error *err);
 int zk_release(struct lock *lk, const struct release_how *how,
 	       struct error *err);
 /* The session alive at the ensemble's leader, and our node own there
