@@ -79,7 +79,9 @@
 # need network namespaces (left out without them, as client is).
 #
 # Environment: DLOCK (./build/dlock), WORKERS (4), SECTIONS (25), TTL (3 s),
-# FAULTS (the engine's list), GAP (2 s), DOWN_MAX (2 TTL), WAIT (dlock's
+# FAULTS (the engine's list), GAP (2 s), DOWN_MAX (2 TTL), STOP_MAX (a stop
+# fault's longest pause: DOWN_MAX; on an etcd that revokes on waking, 0.7
+# TTL: tests/nemesis/etcd.bash), WAIT (dlock's
 # -w; by default 1 to 2 TTL, at random), MIN_FAULTS (0; N: the workers go
 # on past SECTIONS until N faults are done, and the counter must be what
 # they counted), DURATION_MAX (600 s: the run is cut there, and fails), NET
@@ -284,7 +286,7 @@ fault_leader() {
 }
 fault_stop() {
 	local m down
-	m=$(random_member) down=$(rand_s 0.2 "$DOWN_MAX")
+	m=$(random_member) down=$(rand_s 0.2 "${STOP_MAX:-$DOWN_MAX}")
 	member_signal "$m" STOP
 	sleep "$down"
 	member_signal "$m" CONT
