@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include "clock.h"
+#include "net.h"
 #include "zk.h"
 
 /* ---- the library's log ------------------------------------------------ */
@@ -262,7 +263,10 @@ static int start(struct zk_sess *s, struct error *err)
 			error_set(err, EX_UNAVAILABLE, "%s: %s", s->url_text, why);
 			return -1;
 		}
-		error_set(err, EX_UNAVAILABLE, "%s: cannot start a session: %s",
+		/* its pipe and threads: out of descriptors or memory is
+		 * this host's failure, not an unreachable server */
+		error_set(err, net_local_failure(e) ? EX_OSERR : EX_UNAVAILABLE,
+			  "%s: cannot start a session: %s",
 			  s->url_text, e ? strerror(e) : "the client library failed");
 		log_lower_first(err->msg + strlen(s->url_text) + 2);
 		return -1;
@@ -328,7 +332,9 @@ int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 
 		snprintf(why, sizeof why, "%s", e ? strerror(e) : "");
 		log_lower_first(why);
-		error_set(err, EX_UNAVAILABLE, "%s: cannot connect%s%s", s->url_text,
+		/* the library's socket() failed so: ours, not the server's */
+		error_set(err, net_local_failure(e) ? EX_OSERR : EX_UNAVAILABLE,
+			  "%s: cannot connect%s%s", s->url_text,
 			  e ? ": " : " (no answer in time)", why);
 	}
 	return -1;
