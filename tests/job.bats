@@ -363,7 +363,6 @@ os.execv(sys.argv[1], sys.argv[1:])' "$DLOCK" -S "$U" "$K" sh -c 'exit 3'
 	# PostgreSQL's session timeouts are ms in an int: -t up to 24.8 days
 	# (and room for a renewal round); --max-hold, --kill-after still 30
 	! refused -t "$t" "$K" true || t=2147483 nt=1000000
-	known_bug zookeeper "--node-timeout above the session timeout the server granted (60 s here, of -t 90 days): 69, 'acquiring took so long that 59393 ms of the lease were left (--ttl too short?)'"
 	run -0 dlock -S "$U" -t "$t" --node-timeout "$nt" --max-hold 2592000 \
 		--kill-after 2592000 "$K" sh -c 'echo $DLOCK_FENCE'
 	store_nothing_left

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include "clock.h"
+#include "lock.h"
 #include "net.h"
 #include "zk.h"
 
@@ -626,6 +627,9 @@ int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
 	z->timeout_ms = st.timeout_ms > 0 ? st.timeout_ms : z->lk->p->ttl_ms;
 	/* the lease follows the session's timeout, whatever --ttl asked */
 	z->lk->ttl_ms = z->timeout_ms;
+	/* and --node-timeout, where the server granted less than --ttl */
+	if (z->lk->node_timeout_ms > lock_node_timeout_ms(z->lk))
+		z->lk->node_timeout_ms = lock_node_timeout_ms(z->lk);
 	/* The server expires a session it has not heard from for the
 	 * timeout, at its next tick (sessions expire in buckets a tick
 	 * wide), and the library pings it until the end: gone within the
@@ -634,11 +638,16 @@ int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
 	 * 1% + 2 ms for the rates of the clocks. */
 	z->lk->lapse_ms = z->timeout_ms + z->timeout_ms / 2 + z->timeout_ms / 100 + 2;
 	if (!z->told && z->lk->p->verbose) {
-		log_line(z->lk->p->name, "%s: session 0x%" PRIx64 ", timeout %.3g s%s",
+		char lowered[64] = "";
+
+		if (z->lk->node_timeout_ms < z->lk->p->node_timeout_ms)
+			snprintf(lowered, sizeof lowered, ", --node-timeout %.3g s",
+				 (double)z->lk->node_timeout_ms / 1000);
+		log_line(z->lk->p->name, "%s: session 0x%" PRIx64 ", timeout %.3g s%s%s",
 			 z->u->text, (uint64_t)st.id.client_id,
 			 (double)z->timeout_ms / 1000,
 			 z->timeout_ms != z->lk->p->ttl_ms ?
-			 " (the server's bounds differ from --ttl)" : "");
+			 " (the server's bounds differ from --ttl)" : "", lowered);
 	}
 	z->told = true;
 	return 0;
