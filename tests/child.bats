@@ -164,7 +164,6 @@ PY
 }
 
 @test "arguments too long for the command's execve(): 126 before anything is taken" {
-	known_bug zookeeper "with a 512 KiB stack limit and arguments near execve's limit, dlock hangs (no exit after minutes; child@zookeeper ran into meson's 600 s timeout)"
 	local k N; N=${K%K} k=${K%K}$(printf 'k%.0s' {1..1000})
 	run -126 --separate-stderr e2big 16
 	assert_equal "$stderr" "dlock: $k: /bin/true: argument list too long"
@@ -181,7 +180,6 @@ PY
 }
 
 @test "arguments near execve()'s limit with the engine's own variables: 126 untouched, or run" {
-	known_bug zookeeper "a 1000-byte name: the multi's created path is cut at 512 bytes, dlock takes its own node for another's and waits behind it (the zk-fix branch)"
 	# DLOCK_KEY and DLOCK_KEYS as the engine makes them (a ZooKeeper
 	# znode path), its token (64 characters on ZooKeeper), etcd's
 	# ETCD_LOCK_KEY and ETCD_LOCK_REV: about 2 KiB more than the key
