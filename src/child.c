@@ -144,13 +144,16 @@ static bool is_dlock_var(const char *entry)
  * against a quarter of the stack limit, at most 6 MiB (3/4 of _STK_LIM),
  * at least 32 pages. A script run through #! or /bin/sh counts a little
  * more: its interpreter's name. */
-int child_check_size(const struct job *job, size_t keys_len, struct error *err)
+int child_check_size(const struct job *job, size_t key_len, size_t keys_len,
+		     size_t extra, size_t n_extra, struct error *err)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t limit = 6 << 20, used = strlen(job->path) + 1, n = 0, longest = 0;
-	/* DLOCK_KEY=, DLOCK_KEYS=, and the other three at their longest:
-	 * a token's 32 characters, a fence's 20 digits, a pid's 10. */
-	size_t ours[] = { 10 + keys_len, 11 + keys_len, 12 + 32, 12 + 20, 10 + 10 };
+	size_t limit = 6 << 20, used = strlen(job->path) + 1 + extra;
+	size_t n = n_extra, longest = extra;
+	/* DLOCK_KEY=, DLOCK_KEYS=, and the other three at their longest: a
+	 * token's 64 characters (ZooKeeper's), a fence's 20 digits, a pid's
+	 * 10. */
+	size_t ours[] = { 10 + key_len, 11 + keys_len, 12 + 64, 12 + 20, 10 + 10 };
 	struct rlimit stack;
 
 	if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY &&

@@ -45,10 +45,12 @@ int child_prepare(struct job *job, char *const *argv, const char *shell_cmd,
 /* Whether the command's arguments and environment will fit the kernel's
  * limit for execve() (ARG_MAX: a quarter of the stack limit, at most
  * 6 MiB; MAX_ARG_STRLEN for one string) once dlock adds its DLOCK_*
- * variables, keys_len being the length of DLOCK_KEYS' value. Checked
- * before any lock is taken: -1 with err (126, "argument list too long")
- * when not. */
-int child_check_size(const struct job *job, size_t keys_len, struct error *err);
+ * variables, key_len and keys_len being the lengths of DLOCK_KEY's and
+ * DLOCK_KEYS' values, and the engine's, n_extra strings of extra bytes
+ * at most (lock.env_max). Checked before any lock is taken: -1 with err
+ * (126, "argument list too long") when not. */
+int child_check_size(const struct job *job, size_t key_len, size_t keys_len,
+		     size_t extra, size_t n_extra, struct error *err);
 /* The command's environment: ours plus DLOCK_KEY, DLOCK_TOKEN, DLOCK_FENCE,
  * DLOCK_KEYS (keys: every Redis key, space-separated; NULL: key) and
  * DLOCK_JOB, the job's process group (the command's pid, known once it

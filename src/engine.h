@@ -204,6 +204,9 @@ struct lock {
 	 * and ETCD_LOCK_REV, as `etcdctl lock` does); NULL-terminated, set
 	 * when try() acquires or re-enters, the engine's memory. */
 	const char *env[LOCK_ENV_MAX + 1];
+	size_t env_max;		/* the most env's strings will take, NULs
+				 * counted: set by open(), for the check
+				 * that the command's execve() fits */
 };
 
 /* A release: how, and what the history records. */

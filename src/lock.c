@@ -270,6 +270,15 @@ int64_t lock_lapse_ms(const struct lock *lk)
 	return lk->lapse_ms > 0 ? lk->lapse_ms : lk->ttl_ms;
 }
 
+int64_t lock_node_timeout_ms(const struct lock *lk)
+{
+	/* a third: the default's share of the TTL, which leaves a lease to
+	 * run the command under after an answer waited for that long */
+	if (lk->ttl_ms < lk->p->ttl_ms && lk->p->node_timeout_ms > lk->ttl_ms / 3)
+		return lk->ttl_ms / 3 > 0 ? lk->ttl_ms / 3 : 1;
+	return lk->p->node_timeout_ms;
+}
+
 int lock_check_left(const struct lock *lk, struct error *err)
 {
 	int64_t left_ms = lk->valid_until_ms - clock_now_ms();

@@ -51,6 +51,10 @@ bool lock_busy(const struct lock *lk);
  * would get before the lease ends, and a renewal round. -1 with err (69)
  * when not: the caller gives the lock back. */
 int lock_check_left(const struct lock *lk, struct error *err);
+/* --node-timeout for lk's tries: as given, but where the store granted a
+ * shorter lease than --ttl asked (ZooKeeper's maxSessionTimeout) at most
+ * a third of it, since it must be shorter than the TTL (config.c). */
+int64_t lock_node_timeout_ms(const struct lock *lk);
 /* The descriptors the locks lk[0..n-1] hold their lock by, where the
  * store frees a lock the moment its connection closes
  * (CAP_HELD_BY_CONNECTION), at most max: for the watchdog to hold. */

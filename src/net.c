@@ -245,6 +245,30 @@ int net_wait(int fd, short events, int64_t deadline_ms)
 	}
 }
 
+bool net_local_failure(int e)
+{
+	return e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS;
+}
+
+bool net_local_failure_said(const char *msg)
+{
+	static const int errs[] = { EMFILE, ENFILE, ENOMEM, ENOBUFS };
+
+	for (size_t i = 0; msg && i < sizeof errs / sizeof errs[0]; i++)
+		if (strstr(msg, strerror(errs[i])))
+			return true;
+	return false;
+}
+
+/* The local failure one of d's addresses met, else 0. */
+static int local_failure(const struct net_dial *d)
+{
+	for (size_t i = 0; i < d->addrs->n; i++)
+		if (net_local_failure(d->errs[i]))
+			return d->errs[i];
+	return 0;
+}
+
 int net_dial(const struct net_addrs *a, int64_t deadline_ms, int *fd, char *why,
 	     size_t whylen)
 {
@@ -257,10 +281,15 @@ int net_dial(const struct net_addrs *a, int64_t deadline_ms, int *fd, char *why,
 
 		if (poll(&p, 1, clock_poll_ms(net_dial_wake_ms(&d) - clock_now_ms())) < 0 &&
 		    errno != EINTR) {
-			lowered(errno, why, whylen);
+			int e = errno;
+
+			lowered(e, why, whylen);
 			net_dial_end(&d);
+			errno = net_local_failure(e) ? e : 0;
 			return -1;
 		}
 	}
+	if (r < 0)
+		errno = local_failure(&d);
 	return r > 0 ? 0 : -1;
 }

@@ -75,6 +75,16 @@ void net_dial_end(struct net_dial *d);
  * passed first (fd is not polled then), -1 when poll() failed (errno). */
 int net_wait(int fd, short events, int64_t deadline_ms);
 
-/* The same, blocking until connected or deadline_ms. */
+/* The same, blocking until connected or deadline_ms. On -1, errno is
+ * the local failure (net_local_failure()) an address met, else 0. */
 int net_dial(const struct net_addrs *a, int64_t deadline_ms, int *fd, char *why,
 	     size_t whylen);
+
+/* e is this host out of a resource (descriptors, memory, socket
+ * buffers), not a server or network that failed: 71 (EX_OSERR), never
+ * 69, so never retried as an unreachable server nor a reason for
+ * --unavailable run to run the command without the lock. */
+bool net_local_failure(int e);
+/* The same, of a library that says errno only in strerror()'s words
+ * (in our locale): whether msg has them. */
+bool net_local_failure_said(const char *msg);

@@ -329,7 +329,7 @@ static int prepare_job(struct run *r)
 	for (; opts->keys[n]; n++)	/* DLOCK_KEYS: the keys and a blank each */
 		keys_len += (n ? 1 : 0) + strlen(r->st->prefix) + strlen(opts->keys[n]);
 	if (child_prepare(&r->job, opts->argv, opts->shell_cmd, r->sig, &err) == 0 &&
-	    child_check_size(&r->job, keys_len, &err) == 0)
+	    child_check_size(&r->job, keys_len, keys_len, 0, 0, &err) == 0)
 		return 0;
 	/* dlock -k A -k B C cmd: C was meant as a KEY */
 	if (opts->multi && err.exit == 127 && opts->argv && !cli_is_option(opts->argv[0]))
@@ -361,6 +361,15 @@ static int take_locks(struct run *r)
 	}
 	/* After the locks' set-up: a server named twice is one line (64). */
 	config_report(&opts->cfg, r->st);	/* --verbose: the servers' source */
+	/* Again with the engine's own keys (a ZooKeeper znode path) and
+	 * variables (etcd's ETCD_LOCK_*), still before any server is asked:
+	 * a command that cannot start never takes the lock. */
+	if (child_check_size(&r->job, strlen(r->m.first_key), strlen(r->m.keys),
+			     n == 1 ? r->m.locks[0].env_max : 0,
+			     n == 1 && r->m.locks[0].env_max ? LOCK_ENV_MAX : 0, &err) < 0) {
+		log_error(opts->key, &err);
+		return err.exit;
+	}
 	r->start_us = log_now_us();
 	r->got = multi_acquire(&r->m, opts->nonblock ? 0 : opts->wait_ms, r->sig,
 			       &signo, &err);

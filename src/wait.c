@@ -182,7 +182,7 @@ static int64_t next_failed_ms(struct waiter *w, int64_t now_ms, int64_t give_up_
 static void slower_tries(struct waiter *w, int64_t now_ms)
 {
 	struct lock *lk = w->lk;
-	int64_t base_ms = lk->p->node_timeout_ms, ms = lk->node_timeout_ms * 2;
+	int64_t base_ms = lock_node_timeout_ms(lk), ms = lk->node_timeout_ms * 2;
 	int64_t left_ms = give_up_at(w) - now_ms;
 
 	if (ms > lk->ttl_ms / 3)
@@ -219,7 +219,7 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 		enum lock_result r = lock_try(lk, &retry_ms, err);
 
 		if (r != LOCK_FAILED)
-			lk->node_timeout_ms = p->node_timeout_ms;
+			lk->node_timeout_ms = lock_node_timeout_ms(lk);
 		if (r == LOCK_ACQUIRED) {
 			lock_end_wait(lk, r);
 			if (enough_left(lk, err))
@@ -310,7 +310,7 @@ enum lock_result wait_acquire_hooked(struct lock *lk, int64_t wait_ms,
 		return LOCK_FAILED;
 	waitline_init(&w.wl, p->name, p->verbose);
 	r = wait_loop(&w, sig, signo, err);
-	lk->node_timeout_ms = p->node_timeout_ms;	/* slower_tries() */
+	lk->node_timeout_ms = lock_node_timeout_ms(lk);	/* slower_tries() */
 	waitline_clear(&w.wl);
 	/* acquired, it left the waiters already (wait_loop) */
 	if (r != LOCK_ACQUIRED)

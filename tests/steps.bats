@@ -232,8 +232,6 @@ pttl() { rcli r pttl "$1"; }
 @test "extend without a token, or with a malformed one, exits 64" {
 	run -64 dlock extend -S "$U" "$K"
 	run -64 dlock extend -S "$U" "$K" --token ''
-	known_bug zookeeper "a malformed token (40 digits) is 'not held with that token' (1), not a usage error (64) as on Redis"
-	known_bug etcd "a malformed token (40 digits) is 'not held with that token' (1), not a usage error (64) as on Redis"
 	run -64 dlock extend -S "$U" "$K" --token "$(printf '%040d' 0)"
 }
 

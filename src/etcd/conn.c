@@ -3,6 +3,7 @@
  * server closed is opened again, an expired auth token is renewed, and
  * what etcd says goes up as dlock's exit statuses. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,11 @@ static int connect_any(struct etcd_client *c, int64_t deadline_ms,
 			c->fresh = true;
 			cl->cur = i;
 			return 0;
+		}
+		if (net_local_failure(errno)) {
+			/* ours, not the member's: the next would fail alike */
+			fail(c, i, err, EX_OSERR, why);
+			return -1;
 		}
 		cl->tls_refused |= refused;
 		fail(c, i, err, EX_UNAVAILABLE, why);

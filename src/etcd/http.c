@@ -158,11 +158,15 @@ int http_connect(struct http_conn *c, const struct etcd_endpoint *ep,
 		 const struct tls_options *o, int64_t deadline_ms,
 		 char *err, size_t errlen, bool *tls_refused)
 {
+	int r;
+
 	*tls_refused = false;
 	http_close(c);
-	if (tls)
-		return connect_tls(c, ep, o, deadline_ms, err, errlen, tls_refused);
-	return net_dial(a, deadline_ms, &c->fd, err, errlen);
+	if (!tls)
+		return net_dial(a, deadline_ms, &c->fd, err, errlen);
+	r = connect_tls(c, ep, o, deadline_ms, err, errlen, tls_refused);
+	errno = 0;	/* libcurl says its failures in words */
+	return r;
 }
 
 void http_close(struct http_conn *c)

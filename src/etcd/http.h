@@ -42,7 +42,8 @@ int http_resolve(const struct etcd_endpoint *ep, struct net_addrs *a,
 		 char *err, size_t errlen);
 
 /* Connects by the deadline (absolute, clock.h), to each of a's addresses
- * in turn (plain TCP; libcurl walks them for TLS). tls: o's files. */
+ * in turn (plain TCP; libcurl walks them for TLS). tls: o's files. On
+ * -1, errno is a local failure (net_local_failure()) or 0. */
 int http_connect(struct http_conn *c, const struct etcd_endpoint *ep,
 		 const struct net_addrs *a, bool tls,
 		 const struct tls_options *o, int64_t deadline_ms,

@@ -528,6 +528,13 @@ enum extend_result etcd_extend_token(struct lock *lk, struct error *err)
 	struct etcd *e = etcd_of(lk);
 	int64_t want_s = (lk->ttl_ms + 999) / 1000;
 
+	/* dlock's tokens are 32 hex digits: no lock is held with another,
+	 * a setting to fix, told before asking */
+	if (strlen(lk->token) != 32 || strspn(lk->token, "0123456789abcdef") != 32) {
+		error_set(err, EX_USAGE, "bad --token '%s': an etcd token is 32 hex digits",
+			  lk->token);
+		return EXTEND_FAILED;
+	}
 	for (int round = 0; round < 3; round++) {
 		struct etcd_range r = { 0 };
 		char *key = NULL;

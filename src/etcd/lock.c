@@ -67,6 +67,10 @@ int etcd_open_lock(struct lock *lk, struct error *err)
 		strcpy(e->mode, "x");
 	e->lease_ttl_s = (lk->ttl_ms + 999) / 1000;
 	lk->key = e->name_key;
+	/* ETCD_LOCK_KEY: the contenders' prefix and a lease ID's 16 hex
+	 * digits; ETCD_LOCK_REV: an int64 */
+	lk->env_max = sizeof "ETCD_LOCK_KEY=" + e->pfx_len + 16 +
+		      sizeof "ETCD_LOCK_REV=" + 20;
 	return 0;
 }
 

@@ -585,6 +585,11 @@ int my_exit_of(unsigned err_no)
 	case ER_NO_DB_ERROR:			/* 1046 */
 	case ER_WRONG_DB_NAME:			/* 1102 */
 		return EX_USAGE;
+	/* this host out of descriptors or memory, not the server: 71 */
+	case CR_SOCKET_CREATE_ERROR:		/* 2001: socket(), unix */
+	case CR_IPSOCK_ERROR:			/* 2004: socket(), TCP/IP */
+	case CR_OUT_OF_MEMORY:			/* 2008 */
+		return EX_OSERR;
 	/* the lock cannot be taken now; the next try may: 69 */
 	case ER_LOCK_DEADLOCK:			/* 1213 */
 	case ER_LOCK_WAIT_TIMEOUT:		/* 1205 */

@@ -43,6 +43,18 @@ static bool has(const char *s, const char *part)
 	return s && strstr(s, part) != NULL;
 }
 
+/* libpq's own words for this host out of a resource (net.h's
+ * net_local_failure()): its "out of memory", or a call that failed so
+ * ("could not create socket: Too many open files"), which libpq says
+ * through strerror() in our locale. Not a server's words (FATAL: out
+ * of memory is the server's, 69). */
+static bool local_failure(const char *msg)
+{
+	if (!msg || has(msg, "FATAL:") || has(msg, "ERROR:") || has(msg, "PANIC:"))
+		return false;
+	return has(msg, "out of memory") || net_local_failure_said(msg);
+}
+
 void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
 	      struct error *err)
 {
@@ -62,6 +74,8 @@ void pg_error(const PGconn *c, const PGresult *r, const struct pg_url *url,
 			code = EX_UNAVAILABLE;
 		else
 			code = EX_SOFTWARE;
+	} else if (local_failure(msg)) {
+		code = EX_OSERR;
 	} else if (has(msg, "invalid") && has(msg, "value")) {
 		code = EX_USAGE;	/* a setting of the URL: sslmode=bogus */
 	} else if (has(msg, "database \"") && has(msg, "does not exist")) {

@@ -452,7 +452,9 @@ static int connect_start(struct node *n)
 		return -1;
 	}
 	if (n->c->err) {
-		fail(n, EX_UNAVAILABLE, "%s", n->c->errstr);
+		/* socket() failed: hiredis says its strerror() */
+		fail(n, net_local_failure_said(n->c->errstr) ? EX_OSERR : EX_UNAVAILABLE,
+		     "%s", n->c->errstr);
 		return -1;
 	}
 	/* hiredis 0.14 opens sockets without SOCK_CLOEXEC. */

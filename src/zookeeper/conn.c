@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include "clock.h"
+#include "lock.h"
+#include "net.h"
 #include "zk.h"
 
 /* ---- the library's log ------------------------------------------------ */
@@ -262,7 +264,10 @@ static int start(struct zk_sess *s, struct error *err)
 			error_set(err, EX_UNAVAILABLE, "%s: %s", s->url_text, why);
 			return -1;
 		}
-		error_set(err, EX_UNAVAILABLE, "%s: cannot start a session: %s",
+		/* its pipe and threads: out of descriptors or memory is
+		 * this host's failure, not an unreachable server */
+		error_set(err, net_local_failure(e) ? EX_OSERR : EX_UNAVAILABLE,
+			  "%s: cannot start a session: %s",
 			  s->url_text, e ? strerror(e) : "the client library failed");
 		log_lower_first(err->msg + strlen(s->url_text) + 2);
 		return -1;
@@ -328,7 +333,9 @@ int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 
 		snprintf(why, sizeof why, "%s", e ? strerror(e) : "");
 		log_lower_first(why);
-		error_set(err, EX_UNAVAILABLE, "%s: cannot connect%s%s", s->url_text,
+		/* the library's socket() failed so: ours, not the server's */
+		error_set(err, net_local_failure(e) ? EX_OSERR : EX_UNAVAILABLE,
+			  "%s: cannot connect%s%s", s->url_text,
 			  e ? ": " : " (no answer in time)", why);
 	}
 	return -1;
@@ -620,6 +627,9 @@ int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
 	z->timeout_ms = st.timeout_ms > 0 ? st.timeout_ms : z->lk->p->ttl_ms;
 	/* the lease follows the session's timeout, whatever --ttl asked */
 	z->lk->ttl_ms = z->timeout_ms;
+	/* and --node-timeout, where the server granted less than --ttl */
+	if (z->lk->node_timeout_ms > lock_node_timeout_ms(z->lk))
+		z->lk->node_timeout_ms = lock_node_timeout_ms(z->lk);
 	/* The server expires a session it has not heard from for the
 	 * timeout, at its next tick (sessions expire in buckets a tick
 	 * wide), and the library pings it until the end: gone within the
@@ -628,11 +638,16 @@ int zk_session(struct zk *z, int64_t deadline_ms, bool renew_expired,
 	 * 1% + 2 ms for the rates of the clocks. */
 	z->lk->lapse_ms = z->timeout_ms + z->timeout_ms / 2 + z->timeout_ms / 100 + 2;
 	if (!z->told && z->lk->p->verbose) {
-		log_line(z->lk->p->name, "%s: session 0x%" PRIx64 ", timeout %.3g s%s",
+		char lowered[64] = "";
+
+		if (z->lk->node_timeout_ms < z->lk->p->node_timeout_ms)
+			snprintf(lowered, sizeof lowered, ", --node-timeout %.3g s",
+				 (double)z->lk->node_timeout_ms / 1000);
+		log_line(z->lk->p->name, "%s: session 0x%" PRIx64 ", timeout %.3g s%s%s",
 			 z->u->text, (uint64_t)st.id.client_id,
 			 (double)z->timeout_ms / 1000,
 			 z->timeout_ms != z->lk->p->ttl_ms ?
-			 " (the server's bounds differ from --ttl)" : "");
+			 " (the server's bounds differ from --ttl)" : "", lowered);
 	}
 	z->told = true;
 	return 0;

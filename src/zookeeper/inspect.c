@@ -736,6 +736,15 @@ static void note_timeout(struct zk *z, const char *own, const struct zc *get,
 	free(data);
 }
 
+/* A token dlock gives: the GUID and the session's password (64 hex
+ * digits), or several keys' shared one (32). */
+static bool token_form(const char *t)
+{
+	size_t n = strlen(t);
+
+	return (n == 64 || n == 32) && strspn(t, "0123456789abcdef") == n;
+}
+
 enum extend_result zk_extend_token(struct lock *lk, struct error *err)
 {
 	struct zk *z = ZK(lk);
@@ -743,6 +752,12 @@ enum extend_result zk_extend_token(struct lock *lk, struct error *err)
 	char *own;
 	int r, rc;
 
+	/* no lock is held with it: a setting to fix, told before asking */
+	if (!token_form(lk->token)) {
+		error_set(err, EX_USAGE, "bad --token '%s': a ZooKeeper token is 64 hex digits (32 for several keys')",
+			  lk->token);
+		return EXTEND_FAILED;
+	}
 	if ((r = zk_resume(z, lk->token, deadline_ms, err)) == 1)
 		return EXTEND_LOST;
 	if (r != 0)
