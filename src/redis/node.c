@@ -53,8 +53,6 @@ void node_close(struct node *n)
 	n->ready = false;
 }
 
-static void tls_step(struct node *n);
-
 /* redis+cluster://: a seed node failed this round (unreachable, or in a
  * passing state). Any node of the cluster names the owner of the lock's
  * slot (MOVED), so the rounds that follow go to the next seed; this one
@@ -474,35 +472,6 @@ static void queue_round(struct node *n)
 	}
 }
 
-/* TLS: writes what hiredis queued, once the handshake is done (until
- * then node_step() drives the connection, and writes after it). */
-static void tls_flush(struct node *n)
-{
-	char why[384];
-
-	if (n->handshaking)
-		return;
-	while (sdslen(n->c->obuf) > 0) {
-		/* a write to retry passes the same bytes again (OpenSSL) */
-		size_t len = n->tls_wlen ? n->tls_wlen : sdslen(n->c->obuf);
-		ssize_t w = tls_write(n->tls, n->c->obuf, len, &n->tls_write_wait,
-				      why, sizeof why);
-
-		if (w == TLS_WANT) {
-			n->tls_wlen = len;
-			return;
-		}
-		if (w < 0) {
-			node_fail(n, EX_UNAVAILABLE, "%s", why);
-			return;
-		}
-		sdsrange(n->c->obuf, (int)w, -1);
-		n->sent |= n->ready && w > 0;
-		n->tls_wlen = 0;
-		n->tls_write_wait = 0;
-	}
-}
-
 void node_flush(struct node *n)
 {
 	size_t before;
@@ -512,7 +481,7 @@ void node_flush(struct node *n)
 		return;
 	before = n->tls ? 0 : sdslen(n->c->obuf);
 	if (n->tls) {
-		tls_flush(n);
+		node_tls_flush(n);
 		return;
 	}
 	if (sdslen(n->c->obuf) == 0)
@@ -583,7 +552,7 @@ void node_start_round(struct node *n)
 		return;
 	queue_round(n);
 	if (n->handshaking)	/* TLS: the handshake first, now */
-		tls_step(n);
+		node_tls_step(n);
 	else
 		node_flush(n);
 }
@@ -602,62 +571,6 @@ short node_events(const struct node *n)
 	return (short)(POLLIN | (sdslen(n->c->obuf) > 0 ? POLLOUT : 0));
 }
 
-/* TLS: feeds the reply reader all that can be read now. Bytes OpenSSL
- * has decrypted and holds do not make the socket readable: left there,
- * they would wait for a poll() that never wakes. Returns 0, or -1 with
- * why when the connection is over (what was read before still counts). */
-static int tls_receive(struct node *n, char *why, size_t whylen)
-{
-	char buf[16 * 1024];
-
-	for (;;) {
-		ssize_t r = tls_read(n->tls, buf, sizeof buf, &n->tls_read_wait,
-				     why, whylen);
-
-		if (r == TLS_WANT)
-			return 0;
-		if (r <= 0)
-			return -1;
-		if (redisReaderFeed(n->c->reader, buf, (size_t)r) != REDIS_OK) {
-			snprintf(why, whylen, "%s", "out of memory");
-			return -1;
-		}
-	}
-}
-
-/* TLS: the connect, then the handshake, then the round's writes and
- * reads. Any readiness may be what OpenSSL waited for (a read may need a
- * write, and the other way round): both are tried. */
-static void tls_step(struct node *n)
-{
-	char why[384];
-	int r;
-
-	if (n->handshaking) {
-		r = tls_handshake(n->tls, &n->tls_read_wait, why, sizeof why);
-		if (r == TLS_WANT)
-			return;
-		if (r < 0) {
-			n->tls_refused = true;
-			node_fail(n, EX_UNAVAILABLE, "%s", why);
-			return;
-		}
-		n->handshaking = false;
-		n->tls_read_wait = POLLIN;
-	}
-	tls_flush(n);
-	if (n->state != NODE_BUSY)
-		return;
-	r = tls_receive(n, why, sizeof why);
-	node_take_replies(n);
-	/* Gone after the round's last reply: the next round connects anew
-	 * rather than fail on it. */
-	if (r < 0 && n->state == NODE_BUSY)
-		node_fail(n, EX_UNAVAILABLE, "%s", why);
-	else if (r < 0 && n->state == NODE_DONE)
-		node_close(n);
-}
-
 void node_step(struct node *n, short revents)
 {
 	if (n->state != NODE_BUSY)
@@ -668,7 +581,7 @@ void node_step(struct node *n, short revents)
 		return;
 	}
 	if (n->tls) {
-		tls_step(n);
+		node_tls_step(n);
 		return;
 	}
 	if (revents & POLLOUT) {
@@ -726,7 +639,7 @@ int node_read_pushes(struct node *n)
 	char why[384];
 	void *r;
 
-	if (!n->c || (n->tls ? tls_receive(n, why, sizeof why) < 0 :
+	if (!n->c || (n->tls ? node_tls_receive(n, why, sizeof why) < 0 :
 		      redisBufferRead(n->c) != REDIS_OK)) {
 		node_close(n);
 		return -1;

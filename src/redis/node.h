@@ -206,7 +206,8 @@ void node_script_error(const char *s, const struct script *script, char *out,
 		       size_t len);
 int node_fd(const struct node *n);
 
-/* Between node.c and reply.c, not for the lock layer: a round's steps. */
+/* Between node.c, reply.c and tls.c, not for the lock layer: a round's
+ * steps. */
 /* Fails the round with exit and why (the node's URL, cluster node or seed
  * put first); the connection is closed. A redis+cluster:// seed that is
  * unreachable passes the round on to the next seed instead. */
@@ -229,3 +230,11 @@ void node_flush(struct node *n);
  * then the round's commands' (a NOSCRIPT resent as EVAL, a MOVED or ASK
  * followed), each error sorted into an exit code. */
 void node_take_replies(struct node *n);
+/* tls.c: rediss://, the connection's TLS stream. Writes what hiredis
+ * queued, once the handshake is done. */
+void node_tls_flush(struct node *n);
+/* Feeds the reply reader all that can be read now. Returns 0, or -1 with
+ * why when the connection is over. */
+int node_tls_receive(struct node *n, char *why, size_t whylen);
+/* The handshake, then the round's writes and reads. */
+void node_tls_step(struct node *n);
