@@ -89,7 +89,7 @@ int rlock_raise_fence(struct rlock *lk, const char *fence, struct error *err);
  * be reached. */
 bool rlock_busy(const struct rlock *lk);
 
-/* Between rlock.c and unlock.c only. */
+/* Between lock.c and unlock.c only. */
 /* The release script on every server (not skip), where the lock is:
  * how is "job" (exit_status known, or LOCK_EXIT_UNKNOWN) or "undo" (see
  * script_release); min_hold keeps the lock for what is left of
