@@ -1,4 +1,4 @@
-/* reply.c - a round's replies on one Redis server (node.c's connection):
+/* reply.c - a round's replies on one Redis server (conn.c's connection):
  * the handshake's (AUTH, SELECT, CLUSTER MYID), whose errors stop the round
  * before its commands go out; then the commands' own, in the order they
  * were sent: an EVALSHA's NOSCRIPT resent once as EVAL, a MOVED or ASK
@@ -13,7 +13,7 @@
 #include <sysexits.h>
 #include <hiredis/hiredis.h>
 #include "cluster.h"
-#include "node.h"
+#include "conn.h"
 
 /* node_fail() with words that keep their capital ("Redis ..."). */
 static void fail_as_said(struct node *n, int exit, const char *words)

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include "engine.h"
 #include "log.h"
-#include "node.h"
+#include "conn.h"
 
 /* Redis's part of a lock (struct lock's e): its keys, its servers and
  * what the last round said. The engine adapter (engine.c) copies what the

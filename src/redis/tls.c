@@ -2,7 +2,7 @@
  * asks for it.
  *
  * Debian 12's hiredis 0.14 has no TLS, and dlock drives its sockets itself
- * anyway (node.c): this wraps one connected socket in an SSL object whose
+ * anyway (conn.c): this wraps one connected socket in an SSL object whose
  * handshake, reads and writes never block, each returning what poll()
  * should wait for. hiredis still formats the commands and parses the
  * replies. At the end of this file, a node's stream over such a session:
@@ -34,7 +34,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <hiredis/sds.h>
-#include "node.h"
+#include "conn.h"
 #include "tls.h"
 
 #if OPENSSL_VERSION_MAJOR < 3
@@ -199,7 +199,7 @@ static int setup(const struct tls_options *o, struct error *err)
 		return -1;
 	}
 	/* TLS 1.2 at least, as Redis offers by default. Partial writes and a
-	 * write buffer that may move: node.c writes hiredis' output buffer,
+	 * write buffer that may move: conn.c writes hiredis' output buffer,
 	 * which grows (and moves) between tries. */
 	ssl.SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
 	ssl.SSL_CTX_ctrl(ctx, SSL_CTRL_MODE, SSL_MODE_ENABLE_PARTIAL_WRITE |
@@ -400,7 +400,7 @@ void tls_free(struct tls *t)
 	free(t);
 }
 
-/* A node's stream (node.c): the session above over its socket. */
+/* A node's stream (conn.c): the session above over its socket. */
 
 /* TLS: writes what hiredis queued, once the handshake is done (until
  * then node_step() drives the connection, and writes after it). */

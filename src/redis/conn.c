@@ -1,4 +1,4 @@
-/* node.c - one Redis server, driven by fanout.c's poll loop: a non-blocking
+/* conn.c - one Redis server, driven by fanout.c's poll loop: a non-blocking
  * connect to the addresses of a name looked up once (each address in turn,
  * for a bounded time: net.c), the AUTH/SELECT handshake (its
  * replies awaited before the round's commands go out), the round's
@@ -20,7 +20,7 @@
 #include <hiredis/sds.h>
 #include "clock.h"
 #include "cluster.h"
-#include "node.h"
+#include "conn.h"
 #include "sentinel.h"
 #include "tls.h"
 

@@ -1,4 +1,4 @@
-/* node.h - one Redis server: a non-blocking connection, the AUTH/SELECT
+/* conn.h - one Redis server: a non-blocking connection, the AUTH/SELECT
  * handshake, and the commands of the current round with their replies. */
 #pragma once
 #include <stdbool.h>
@@ -61,7 +61,7 @@ struct node {
 	int64_t connect_ms;	/* the most a connect may take where the round
 				 * has no deadline (BLPOP, BRPOP): --node-timeout;
 				 * 0: the round's deadline */
-	/* TLS (rediss://): the session over c's socket, which node.c reads
+	/* TLS (rediss://): the session over c's socket, which conn.c reads
 	 * and writes itself; c keeps the output buffer and the reply reader. */
 	struct tls *tls;
 	bool handshaking;	/* TLS: the handshake is not done yet */
@@ -206,7 +206,7 @@ void node_script_error(const char *s, const struct script *script, char *out,
 		       size_t len);
 int node_fd(const struct node *n);
 
-/* Between node.c, reply.c and tls.c, not for the lock layer: a round's
+/* Between conn.c, reply.c and tls.c, not for the lock layer: a round's
  * steps. */
 /* Fails the round with exit and why (the node's URL, cluster node or seed
  * put first); the connection is closed. A redis+cluster:// seed that is
