@@ -291,7 +291,7 @@ apt_packages() {
 
 # Issue 29, 2: the man page lists, in one place next to the Redis text,
 # which Redis answers give which exit status; every credential error and
-# passing state that src/redis/node.c sorts is named there.
+# passing state that src/redis/reply.c sorts is named there.
 @test "the man page's Redis section maps Redis's answers to 64, 69, 70 and 77" {
 	local section word bad=()
 	section=$(awk '/^## Redis$/ { on = 1; next } on && /^#/ { exit } on' "$TOP/man/dlock.1.scd")
@@ -303,6 +303,6 @@ apt_packages() {
 	while read -r word; do
 		[[ $section == *"$word"* ]] || bad+=("$word")
 	done < <(sed -n '/^static bool is_auth_error/,/^}/p; /^static bool is_transient/,/^}/p' \
-		"$TOP/src/redis/node.c" | grep -o '"[A-Z][^"]*"' | tr -d '"' | grep -v '^ERR Error')
+		"$TOP/src/redis/reply.c" | grep -o '"[A-Z][^"]*"' | tr -d '"' | grep -v '^ERR Error')
 	((${#bad[@]} == 0)) || fail "the Redis section lacks: ${bad[*]}"
 }

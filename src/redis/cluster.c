@@ -7,7 +7,7 @@
  *                                 there, this round only
  *
  * TRYAGAIN (a multi-key command during a migration) is a passing state,
- * waited out like LOADING by node.c. The cache is shared by the main
+ * waited out like LOADING by conn.c. The cache is shared by the main
  * thread and the renewal thread, hence the mutex. A redirection that
  * names a host name is looked up then (all its addresses, net.c), on the
  * main thread only: the renewal thread never blocks in getaddrinfo(). */

@@ -20,7 +20,7 @@ enum cluster_reply {
 	CLUSTER_ERROR,		/* err says why (70 unparsable, 69 too many) */
 };
 
-/* What one connection (node.c) knows of the cluster in its round: the
+/* What one connection (conn.c) knows of the cluster in its round: the
  * ASK target, for this round only, and the redirections followed. */
 struct cluster_round {
 	struct net_addrs ask;

@@ -2,7 +2,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include "node.h"
+#include "conn.h"
 
 /* Sends cmds to every node in parallel and collects the replies, each node
  * with its own deadline (now + timeout_ms): a hung server costs one

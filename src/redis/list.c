@@ -7,7 +7,7 @@
 #include <sysexits.h>
 #include "cluster.h"
 #include "fanout.h"
-#include "keys.h"
+#include "names.h"
 #include "quorum.h"
 #include "rcommands.h"
 

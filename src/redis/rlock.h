@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include "engine.h"
 #include "log.h"
-#include "node.h"
+#include "conn.h"
 
 /* Redis's part of a lock (struct lock's e): its keys, its servers and
  * what the last round said. The engine adapter (engine.c) copies what the
@@ -89,7 +89,7 @@ int rlock_raise_fence(struct rlock *lk, const char *fence, struct error *err);
  * be reached. */
 bool rlock_busy(const struct rlock *lk);
 
-/* Between rlock.c and unlock.c only. */
+/* Between lock.c and unlock.c only. */
 /* The release script on every server (not skip), where the lock is:
  * how is "job" (exit_status known, or LOCK_EXIT_UNKNOWN) or "undo" (see
  * script_release); min_hold keeps the lock for what is left of

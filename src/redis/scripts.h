@@ -2,7 +2,7 @@
  * src/redis/lua/NAME.lua, headed by its KEYS and ARGV; the build writes the
  * definitions (src/redis/lua/embed.py), each with its body's SHA-1. */
 #pragma once
-#include "node.h"	/* struct script */
+#include "conn.h"	/* struct script */
 
 extern const struct script script_acquire;
 extern const struct script script_extend;

@@ -333,7 +333,7 @@ static int sentinel_view(struct node *n, int i, int64_t until_ms, bool with_age,
  * Sentinel fails a master over only with the votes of a majority of the
  * sentinels it knows, so one of those who answered took part in every
  * failover, and names the new master once the hello messages reached it
- * (every 2 s; SENTINEL_SETTLE_MS in rlock.c). A sentinel on the minority
+ * (every 2 s; SENTINEL_SETTLE_MS in lock.c). A sentinel on the minority
  * side of a partition, alone, still names the old master for as long as
  * the partition lasts. Half of them, rounded up: 1 of 1 or 2, 2 of 3 or
  * 4, 3 of 5. */

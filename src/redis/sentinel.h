@@ -1,11 +1,11 @@
 /* sentinel.h - redis-sentinel://: asking the sentinels where the master
  * is, and since when, as many of them as must answer for their word to
- * count. node.c asks before a round (its connection goes there). */
+ * count. conn.c asks before a round (its connection goes there). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 #include "net.h"
-#include "node.h"
+#include "conn.h"
 
 /* What a sentinel says of the master. */
 struct master_view {

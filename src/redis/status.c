@@ -9,7 +9,7 @@
 #include "cluster.h"
 #include "config.h"
 #include "fanout.h"
-#include "keys.h"
+#include "names.h"
 #include "quorum.h"
 #include "rcommands.h"
 #include "rlock.h"

@@ -2,10 +2,11 @@
  * asks for it.
  *
  * Debian 12's hiredis 0.14 has no TLS, and dlock drives its sockets itself
- * anyway (node.c): this wraps one connected socket in an SSL object whose
+ * anyway (conn.c): this wraps one connected socket in an SSL object whose
  * handshake, reads and writes never block, each returning what poll()
  * should wait for. hiredis still formats the commands and parses the
- * replies.
+ * replies. At the end of this file, a node's stream over such a session:
+ * the handshake, hiredis' output buffer written, the reply reader fed.
  *
  * libssl is not linked: mapping it and libcrypto and running their
  * constructors would cost every plain run a good part of its start-up.
@@ -32,6 +33,8 @@
 #include <openssl/pemerr.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <hiredis/sds.h>
+#include "conn.h"
 #include "tls.h"
 
 #if OPENSSL_VERSION_MAJOR < 3
@@ -196,7 +199,7 @@ static int setup(const struct tls_options *o, struct error *err)
 		return -1;
 	}
 	/* TLS 1.2 at least, as Redis offers by default. Partial writes and a
-	 * write buffer that may move: node.c writes hiredis' output buffer,
+	 * write buffer that may move: conn.c writes hiredis' output buffer,
 	 * which grows (and moves) between tries. */
 	ssl.SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
 	ssl.SSL_CTX_ctrl(ctx, SSL_CTRL_MODE, SSL_MODE_ENABLE_PARTIAL_WRITE |
@@ -395,4 +398,91 @@ void tls_free(struct tls *t)
 	ssl.SSL_free(t->ssl);
 	ssl.ERR_clear_error();
 	free(t);
+}
+
+/* A node's stream (conn.c): the session above over its socket. */
+
+/* TLS: writes what hiredis queued, once the handshake is done (until
+ * then node_step() drives the connection, and writes after it). */
+void node_tls_flush(struct node *n)
+{
+	char why[384];
+
+	if (n->handshaking)
+		return;
+	while (sdslen(n->c->obuf) > 0) {
+		/* a write to retry passes the same bytes again (OpenSSL) */
+		size_t len = n->tls_wlen ? n->tls_wlen : sdslen(n->c->obuf);
+		ssize_t w = tls_write(n->tls, n->c->obuf, len, &n->tls_write_wait,
+				      why, sizeof why);
+
+		if (w == TLS_WANT) {
+			n->tls_wlen = len;
+			return;
+		}
+		if (w < 0) {
+			node_fail(n, EX_UNAVAILABLE, "%s", why);
+			return;
+		}
+		sdsrange(n->c->obuf, (int)w, -1);
+		n->sent |= n->ready && w > 0;
+		n->tls_wlen = 0;
+		n->tls_write_wait = 0;
+	}
+}
+
+/* TLS: feeds the reply reader all that can be read now. Bytes OpenSSL
+ * has decrypted and holds do not make the socket readable: left there,
+ * they would wait for a poll() that never wakes. Returns 0, or -1 with
+ * why when the connection is over (what was read before still counts). */
+int node_tls_receive(struct node *n, char *why, size_t whylen)
+{
+	char buf[16 * 1024];
+
+	for (;;) {
+		ssize_t r = tls_read(n->tls, buf, sizeof buf, &n->tls_read_wait,
+				     why, whylen);
+
+		if (r == TLS_WANT)
+			return 0;
+		if (r <= 0)
+			return -1;
+		if (redisReaderFeed(n->c->reader, buf, (size_t)r) != REDIS_OK) {
+			snprintf(why, whylen, "%s", "out of memory");
+			return -1;
+		}
+	}
+}
+
+/* TLS: the connect, then the handshake, then the round's writes and
+ * reads. Any readiness may be what OpenSSL waited for (a read may need a
+ * write, and the other way round): both are tried. */
+void node_tls_step(struct node *n)
+{
+	char why[384];
+	int r;
+
+	if (n->handshaking) {
+		r = tls_handshake(n->tls, &n->tls_read_wait, why, sizeof why);
+		if (r == TLS_WANT)
+			return;
+		if (r < 0) {
+			n->tls_refused = true;
+			node_fail(n, EX_UNAVAILABLE, "%s", why);
+			return;
+		}
+		n->handshaking = false;
+		n->tls_read_wait = POLLIN;
+	}
+	node_tls_flush(n);
+	if (n->state != NODE_BUSY)
+		return;
+	r = node_tls_receive(n, why, sizeof why);
+	node_take_replies(n);
+	/* Gone after the round's last reply: the next round connects anew
+	 * rather than fail on it. */
+	if (r < 0 && n->state == NODE_BUSY)
+		node_fail(n, EX_UNAVAILABLE, "%s", why);
+	else if (r < 0 && n->state == NODE_DONE)
+		node_close(n);
 }

@@ -11,7 +11,7 @@ enum url_kind { URL_TCP, URL_UNIX, URL_SENTINEL };
 
 /* Where a TCP host is reached (struct net_addrs, src/net.h): a numeric
  * host's one address is filled in by url_parse(); a name's addresses, all
- * of them, by node_resolve() (node.h), once, on the main thread, so that
+ * of them, by node_resolve() (conn.h), once, on the main thread, so that
  * no later connection waits on a name lookup. n 0: not known yet. */
 struct url {
 	enum url_kind kind;

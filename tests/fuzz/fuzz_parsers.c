@@ -12,7 +12,7 @@
 #include "cli.h"
 #include "config.h"
 #include "configfile.h"
-#include "node.h"
+#include "conn.h"
 #include "scripts.h"
 #include "show.h"
 #include "url.h"

@@ -3,7 +3,7 @@
  * The servers are the input: each connection dlock opens gets the next
  * part of it (parts separated by SEP) as everything that server will ever
  * say, on a socketpair, and then EOF. So the replies go through hiredis'
- * reader and dlock's own code as they would from a socket: node.c (the
+ * reader and dlock's own code as they would from a socket: conn.c (the
  * handshake, NOSCRIPT, error classes, script errors), fanout.c, and the
  * code that interprets each reply: the acquire script's (lock.c, with
  * --fair's ticket, --limit's slots, --wait-replicas' WAIT, the fence
@@ -120,7 +120,7 @@ redisContext *__wrap_redisConnectUnixNonBlock(const char *path)
 	c = redisConnectFd(sv[0]);
 	if (!c)
 		return NULL;
-	c->flags &= ~REDIS_BLOCK;	/* as node.c does for TCP */
+	c->flags &= ~REDIS_BLOCK;	/* as conn.c does for TCP */
 	if (!capped_fn.createArray) {
 		hiredis_fn = *c->reader->fn;
 		capped_fn = hiredis_fn;

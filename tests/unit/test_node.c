@@ -1,4 +1,4 @@
-/* test_node.c - node.c looks a server's name up once, before the first
+/* test_node.c - conn.c looks a server's name up once, before the first
  * round, and never where no_resolve is set (the renewal thread); a name's
  * addresses are tried in turn, past one that refuses or drops SYNs, for
  * the lock's own connections, a sentinel's and a MOVED's target. This
@@ -21,7 +21,7 @@
 
 #include "clock.h"
 #include "fanout.h"
-#include "node.h"
+#include "conn.h"
 #include "tap.h"
 
 static int n_lookups;

@@ -177,7 +177,7 @@ int main(void)
 	tcp_ok("redis://us%65r:p%40ss%3Aw%25@h", "h", 6379, 0, "user", "p@ss:w%", 1);
 	tcp_ok("redis://%61:%2F%3f@h", "h", 6379, 0, "a", "/?", 1);
 
-	/* an address is known at once; a name is looked up later (node.c) */
+	/* an address is known at once; a name is looked up later (conn.c) */
 	ok(parse("redis://127.0.0.1:6380") == 0 && u.addr.n == 1 &&
 	   u.addr.addr[0].len == sizeof(struct sockaddr_in) &&
 	   u.addr.addr[0].sa.ss_family == AF_INET &&

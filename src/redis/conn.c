@@ -1,12 +1,11 @@
-/* node.c - one Redis server, driven by fanout.c's poll loop: a non-blocking
+/* conn.c - one Redis server, driven by fanout.c's poll loop: a non-blocking
  * connect to the addresses of a name looked up once (each address in turn,
  * for a bounded time: net.c), the AUTH/SELECT handshake (its
- * replies awaited before the round's commands go out), EVALSHA with an EVAL
- * resend on NOSCRIPT, and per-node errors sorted into exit codes (69
- * unreachable or in a passing state, 77 credentials, 64 a database the
- * server lacks, 70 anything else). Any failure closes the connection: the
- * next round starts on a fresh one, never on a stream with replies still
- * in flight. */
+ * replies awaited before the round's commands go out), the round's
+ * commands written (EVALSHA); reply.c reads the replies (an EVAL resent on
+ * NOSCRIPT) and sorts errors into exit codes. Any failure closes the
+ * connection: the next round starts on a fresh one, never on a stream with
+ * replies still in flight. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -21,7 +20,7 @@
 #include <hiredis/sds.h>
 #include "clock.h"
 #include "cluster.h"
-#include "node.h"
+#include "conn.h"
 #include "sentinel.h"
 #include "tls.h"
 
@@ -54,13 +53,6 @@ void node_close(struct node *n)
 	n->ready = false;
 }
 
-static void fail(struct node *n, int exit, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int connect_start(struct node *n);
-static void start_round(struct node *n);
-static void tls_step(struct node *n);
-
 /* redis+cluster://: a seed node failed this round (unreachable, or in a
  * passing state). Any node of the cluster names the owner of the lock's
  * slot (MOVED), so the rounds that follow go to the next seed; this one
@@ -86,7 +78,7 @@ static bool next_seed(struct node *n)
 	return true;
 }
 
-static void fail(struct node *n, int exit, const char *fmt, ...)
+void node_fail(struct node *n, int exit, const char *fmt, ...)
 {
 	char why[384], seed[300] = "";
 	va_list ap;
@@ -107,72 +99,12 @@ static void fail(struct node *n, int exit, const char *fmt, ...)
 	if (exit == EX_UNAVAILABLE && next_seed(n)) {
 		node_close(n);
 		n->err = (struct error){ 0 };
-		if (connect_start(n) == 0)
-			start_round(n);
+		if (node_connect_start(n) == 0)
+			node_start_round(n);
 		return;
 	}
 	n->state = NODE_FAILED;
 	node_close(n);
-}
-
-/* fail() with words that keep their capital ("Redis ..."). */
-static void fail_as_said(struct node *n, int exit, const char *words)
-{
-	error_set(&n->err, exit, "%s: %s", n->url->text, words);
-	n->state = NODE_FAILED;
-	node_close(n);
-}
-
-static bool is_auth_error(const char *s)
-{
-	static const char *const prefixes[] = {
-		"NOAUTH", "WRONGPASS", "NOPERM", "ERR invalid password",
-		"ERR AUTH", "ERR Client sent AUTH", "ERR invalid username",
-		/* Redis 7 to a client that sends a long command before AUTH */
-		"ERR Protocol error: unauthenticated", NULL
-	};
-
-	for (const char *const *p = prefixes; *p; p++)
-		if (strncmp(s, *p, strlen(*p)) == 0)
-			return true;
-	return false;
-}
-
-/* A server that will answer otherwise soon, so a wait and not a failure:
- * loading its data set, busy in a long script, moving a cluster slot, a
- * replica cut off from its master, or a replica, which a failover may be
- * about to promote. Redis 7 passes an error met inside a script on with
- * its own code first ("READONLY You can't write ... script: SHA, on
- * @user_script:1."); Redis 6 wraps it ("ERR Error running script (call to
- * f_SHA): @user_script:1: @user_script: 1: -READONLY You can't ..."). */
-static bool is_transient(const char *s)
-{
-	static const char *const codes[] = {
-		"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY",
-		"CLUSTERDOWN", NULL
-	};
-	bool wrapped = strncmp(s, "ERR Error running script", 24) == 0;
-
-	for (const char *const *c = codes; *c; c++) {
-		size_t len = strlen(*c);
-		const char *p = s;
-
-		if (strncmp(s, *c, len) == 0 && (s[len] == ' ' || s[len] == '\0'))
-			return true;
-		while (wrapped && (p = strstr(p + 1, *c)))
-			if ((p[-1] == '-' || p[-1] == ' ') &&
-			    (p[len] == ' ' || p[len] == '\0'))
-				return true;
-	}
-	return false;
-}
-
-/* A server at its maxclients answers a new connection's first command
- * with this, then closes it: it is there, and full (a fleet's minute),
- * which is a passing state like the ones above, named as such. */
-static bool is_full(const char *s)
-{
-	return strncmp(s, "ERR max number of clients reached", 33) == 0;
 }
 
 /* When a connect must be done by: the round's deadline, or where the round
@@ -243,7 +175,7 @@ static int sentinel_resolve(struct node *n, struct net_addrs *master)
 	int exit;
 
 	if (n->next_asked && !n->next_addr.n) {	/* asked, no answer */
-		fail(n, n->next_exit ? n->next_exit : EX_UNAVAILABLE, "%s", n->next_why);
+		node_fail(n, n->next_exit ? n->next_exit : EX_UNAVAILABLE, "%s", n->next_why);
 		return -1;
 	}
 	if (n->next_asked) {
@@ -253,7 +185,7 @@ static int sentinel_resolve(struct node *n, struct net_addrs *master)
 	exit = sentinel_query(n, connect_deadline(n), false, &v, master, why,
 			      sizeof why);
 	if (exit || !master->n) {
-		fail(n, exit ? exit : EX_UNAVAILABLE, "%s", why);
+		node_fail(n, exit ? exit : EX_UNAVAILABLE, "%s", why);
 		return -1;
 	}
 	snprintf(n->master_host, sizeof n->master_host, "%s", v.host);
@@ -328,7 +260,7 @@ int64_t node_master_age_ms(const struct node *n)
 /* The connection is up on fd (non-blocking, close-on-exec): hiredis'
  * context over it, for its output buffer and reply reader, and for
  * rediss:// a TLS session checked against n->tls_host, whose handshake
- * start_round() begins. Returns 0, or -1 failed. */
+ * node_start_round() begins. Returns 0, or -1 failed. */
 static int connected(struct node *n, int fd)
 {
 	char why[384];
@@ -336,7 +268,7 @@ static int connected(struct node *n, int fd)
 	n->c = redisConnectFd(fd);
 	if (!n->c) {
 		close(fd);
-		fail(n, EX_OSERR, "out of memory");
+		node_fail(n, EX_OSERR, "out of memory");
 		return -1;
 	}
 	/* redisConnectFd() takes the socket for a blocking one: EAGAIN would
@@ -346,7 +278,7 @@ static int connected(struct node *n, int fd)
 		return 0;
 	n->tls = tls_new(fd, n->tls_host, why, sizeof why);
 	if (!n->tls) {
-		fail(n, EX_OSERR, "%s", why);
+		node_fail(n, EX_OSERR, "%s", why);
 		return -1;
 	}
 	n->handshaking = true;
@@ -365,11 +297,11 @@ static void dial_failed(struct node *n, const char *why)
 		if (d->errs[i])
 			e = d->errs[i];
 	if (e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS)
-		fail(n, EX_OSERR, "%s", why);
+		node_fail(n, EX_OSERR, "%s", why);
 	else if (d->addrs->n == 1 && e == ETIMEDOUT)
-		fail(n, EX_UNAVAILABLE, "no answer in time (--node-timeout)");
+		node_fail(n, EX_UNAVAILABLE, "no answer in time (--node-timeout)");
 	else
-		fail(n, EX_UNAVAILABLE, "%s", why);
+		node_fail(n, EX_UNAVAILABLE, "%s", why);
 }
 
 /* Moves the connect on (net.c). Returns 0 (still connecting, or connected:
@@ -403,7 +335,7 @@ static int tcp_start(struct node *n, const struct net_addrs *a, const char *host
 	return dial_step(n);
 }
 
-static int connect_start(struct node *n)
+int node_connect_start(struct node *n)
 {
 	struct url *u = n->url;
 	struct net_addrs master;
@@ -426,7 +358,7 @@ static int connect_start(struct node *n)
 		if (n->seed > 0) {	/* redis+cluster://: a seed after the first */
 			if (node_address(n, u->seeds[n->seed].host, u->seeds[n->seed].port,
 				    &u->seeds[n->seed].addr, why, sizeof why) < 0) {
-				fail(n, EX_UNAVAILABLE, "%s", why);
+				node_fail(n, EX_UNAVAILABLE, "%s", why);
 				return -1;
 			}
 			return tcp_start(n, &u->seeds[n->seed].addr,
@@ -434,12 +366,12 @@ static int connect_start(struct node *n)
 		}
 		if (n->resolve_err[0]) {
 			/* node_resolve() just tried: report, look again next time */
-			fail(n, EX_UNAVAILABLE, "%s", n->resolve_err);
+			node_fail(n, EX_UNAVAILABLE, "%s", n->resolve_err);
 			n->resolve_err[0] = '\0';
 			return -1;
 		}
 		if (node_address(n, u->host, u->port, &u->addr, why, sizeof why) < 0) {
-			fail(n, EX_UNAVAILABLE, "%s", why);
+			node_fail(n, EX_UNAVAILABLE, "%s", why);
 			return -1;
 		}
 		return tcp_start(n, &u->addr, u->host);
@@ -448,24 +380,24 @@ static int connect_start(struct node *n)
 	}
 	n->c = redisConnectUnixNonBlock(u->path);
 	if (!n->c) {
-		fail(n, EX_OSERR, "out of memory");
+		node_fail(n, EX_OSERR, "out of memory");
 		return -1;
 	}
 	if (n->c->err) {
 		/* socket() failed: hiredis says its strerror() */
-		fail(n, net_local_failure_said(n->c->errstr) ? EX_OSERR : EX_UNAVAILABLE,
-		     "%s", n->c->errstr);
+		node_fail(n, net_local_failure_said(n->c->errstr) ? EX_OSERR : EX_UNAVAILABLE,
+			  "%s", n->c->errstr);
 		return -1;
 	}
 	/* hiredis 0.14 opens sockets without SOCK_CLOEXEC. */
 	if (fcntl(n->c->fd, F_SETFD, FD_CLOEXEC) < 0) {
-		fail(n, EX_OSERR, "fcntl: %s", strerror(errno));
+		node_fail(n, EX_OSERR, "fcntl: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
-static void append_cmd(struct node *n, int i, bool by_sha)
+void node_append_cmd(struct node *n, int i, bool by_sha)
 {
 	const struct cmd *cmd = &n->cmds[i];
 	const char *argv[MAX_ARGS];
@@ -496,10 +428,10 @@ static void append_cmd(struct node *n, int i, bool by_sha)
 	n->order[n->n_order++] = by_sha ? i : i + NODE_MAX_CMDS;
 }
 
-static void queue_cmds(struct node *n)
+void node_queue_cmds(struct node *n)
 {
 	for (int i = 0; i < n->n_cmds; i++)
-		append_cmd(n, i, true);
+		node_append_cmd(n, i, true);
 }
 
 static void queue_round(struct node *n)
@@ -536,40 +468,11 @@ static void queue_round(struct node *n)
 	 * that needs a handshake, once. */
 	if (n->n_handshake == 0) {
 		n->ready = true;
-		queue_cmds(n);
+		node_queue_cmds(n);
 	}
 }
 
-/* TLS: writes what hiredis queued, once the handshake is done (until
- * then node_step() drives the connection, and writes after it). */
-static void tls_flush(struct node *n)
-{
-	char why[384];
-
-	if (n->handshaking)
-		return;
-	while (sdslen(n->c->obuf) > 0) {
-		/* a write to retry passes the same bytes again (OpenSSL) */
-		size_t len = n->tls_wlen ? n->tls_wlen : sdslen(n->c->obuf);
-		ssize_t w = tls_write(n->tls, n->c->obuf, len, &n->tls_write_wait,
-				      why, sizeof why);
-
-		if (w == TLS_WANT) {
-			n->tls_wlen = len;
-			return;
-		}
-		if (w < 0) {
-			fail(n, EX_UNAVAILABLE, "%s", why);
-			return;
-		}
-		sdsrange(n->c->obuf, (int)w, -1);
-		n->sent |= n->ready && w > 0;
-		n->tls_wlen = 0;
-		n->tls_write_wait = 0;
-	}
-}
-
-static void flush(struct node *n)
+void node_flush(struct node *n)
 {
 	size_t before;
 	int done = 0;
@@ -578,13 +481,13 @@ static void flush(struct node *n)
 		return;
 	before = n->tls ? 0 : sdslen(n->c->obuf);
 	if (n->tls) {
-		tls_flush(n);
+		node_tls_flush(n);
 		return;
 	}
 	if (sdslen(n->c->obuf) == 0)
 		return;
 	if (redisBufferWrite(n->c, &done) != REDIS_OK) {
-		fail(n, EX_UNAVAILABLE, "%s", n->c->errstr);
+		node_fail(n, EX_UNAVAILABLE, "%s", n->c->errstr);
 		return;
 	}
 	/* once written, the round's commands may run (see next_seed) */
@@ -631,27 +534,27 @@ void node_begin(struct node *n, const struct cmd *cmds, int n_cmds,
 	if (!n->c) {
 		n->via[0] = '\0';
 		/* failed, or (redis+cluster://) passed on to the next seed */
-		if (connect_start(n) < 0) {
+		if (node_connect_start(n) < 0) {
 			n->next_asked = false;
 			return;
 		}
 	}
 	n->next_asked = false;
-	start_round(n);
+	node_start_round(n);
 }
 
 /* The round's commands, behind the handshake a new connection needs,
  * written at once: an idle socket is writable. Saves a poll() per round.
  * Not while connecting: the connect does this once done. */
-static void start_round(struct node *n)
+void node_start_round(struct node *n)
 {
 	if (!n->c)
 		return;
 	queue_round(n);
 	if (n->handshaking)	/* TLS: the handshake first, now */
-		tls_step(n);
+		node_tls_step(n);
 	else
-		flush(n);
+		node_flush(n);
 }
 
 short node_events(const struct node *n)
@@ -668,302 +571,32 @@ short node_events(const struct node *n)
 	return (short)(POLLIN | (sdslen(n->c->obuf) > 0 ? POLLOUT : 0));
 }
 
-/* A handshake reply that is an error: the round stops before its
- * commands were sent. */
-static void handshake_failed(struct node *n, bool auth, const char *s)
-{
-	if (is_full(s))
-		fail(n, EX_UNAVAILABLE, "%s (the server is full: maxclients)", s);
-	else if (is_transient(s))
-		fail(n, EX_UNAVAILABLE, "%s", s);
-	else if (auth || is_auth_error(s))
-		fail(n, EX_NOPERM, "%s", s);
-	else if (n->url->n_seeds)	/* CLUSTER MYID refused */
-		fail(n, EX_USAGE, "not a Redis Cluster node (redis+cluster:// lists "
-		     "nodes of one cluster; redis:// names a single server): %s", s);
-	else	/* a database past the server's "databases", or a cluster */
-		fail(n, EX_USAGE, "database %d: %s", n->url->db, s);
-}
-
-/* Line n of the body -> "line M" of the script's own file, or
- * "lib/FILE.lua line M". */
-static void where(const struct script *script, const char *digits,
-		  size_t n_digits, char *out, size_t len)
-{
-	const struct script_line *seg = NULL;
-	long n = strtol(digits, NULL, 10);
-	char own[64];
-
-	for (const struct script_line *l = script->lines; l && l->body; l++)
-		if (l->body <= n)
-			seg = l;
-	if (!seg || n_digits > 9) {
-		snprintf(out, len, "line %.*s", (int)n_digits, digits);
-		return;
-	}
-	snprintf(own, sizeof own, "%s.lua", script->name);
-	snprintf(out, len, "%s%sline %ld", strcmp(seg->file, own) ? seg->file : "",
-		 strcmp(seg->file, own) ? " " : "", seg->line + (n - seg->body));
-}
-
-void node_script_error(const char *s, const struct script *script, char *out,
-		       size_t len)
-{
-	const char *name = script->name;
-	char at_line[96];
-	static const char wrapped[] = "ERR Error running script (call to f_";
-	const char *p = strstr(s, " script: "), *at, *line;
-	size_t n_digits;
-
-	if (strncmp(s, wrapped, sizeof wrapped - 1) == 0 &&
-	    strspn(s + sizeof wrapped - 1, "0123456789abcdef") == 40 &&
-	    strncmp(s + sizeof wrapped - 1 + 40, "): @user_script:", 16) == 0) {
-		line = s + sizeof wrapped - 1 + 40 + 16;
-		n_digits = strspn(line, "0123456789");
-		p = line + n_digits + (line[n_digits] == ':');
-		p += strspn(p, " ");
-		/* a redis.call() error: "@user_script: 1: -READONLY ..." */
-		if (strncmp(p, "@user_script: ", 14) == 0) {
-			p += 14 + strspn(p + 14, "0123456789");
-			p += (*p == ':');
-			p += strspn(p, " ");
-		}
-		p += (*p == '-');
-		where(script, line, n_digits, at_line, sizeof at_line);
-		snprintf(out, len, "%s (%s script, %s)", p, name, at_line);
-	} else if (p && strspn(p + 9, "0123456789abcdef") == 40) {
-		at = strstr(p + 49, "@user_script:");
-		line = at ? at + 13 : "";
-		n_digits = strspn(line, "0123456789");
-		if (n_digits)
-			where(script, line, n_digits, at_line, sizeof at_line);
-		snprintf(out, len, "%.*s (%s script%s%s)", (int)(p - s), s, name,
-			 n_digits ? ", " : "", n_digits ? at_line : "");
-	} else {
-		snprintf(out, len, "%s", s);
-	}
-}
-
-/* s as the server said it, for its class; shown as the user reads it. */
-static void reply_failed(struct node *n, const char *s, const char *shown)
-{
-	if (strncmp(s, "DLOCKMODE ", 10) == 0)
-		fail(n, EX_USAGE, "%s", s + 10);	/* -s vs --limit N */
-	else if (strncmp(s, "DLOCKVERSION ", 13) == 0)
-		fail_as_said(n, EX_SOFTWARE, s + 13);	/* "Redis 6.0 ..." */
-	else if (is_full(s))
-		fail(n, EX_UNAVAILABLE, "%s (the server is full: maxclients)", s);
-	else if (is_transient(s))
-		fail(n, EX_UNAVAILABLE, "%s", shown);
-	else if (is_auth_error(s))
-		fail(n, EX_NOPERM, "%s", strstr(s, "unauthenticated") ?
-		     "authentication required (no password given)" : shown);
-	else
-		fail(n, EX_SOFTWARE, "%s", shown);
-}
-
-/* A MOVED or ASK reply: the round starts again, whole, on the node that
- * cluster.c names, on a connection of its own. The slot is the same for
- * every command of a round (one hash tag), so a redirection comes for the
- * first of them; one after a command ran here means the slot moved in
- * between: a passing state, the round is tried again later. */
-static enum cluster_reply redirected(struct node *n, const char *s)
-{
-	struct error err;
-	const struct cluster_conn conn = {
-		n->url, node_fd(n), n->no_resolve, n->tls_host,
-	};
-	enum cluster_reply how = cluster_redirect(&n->round, &conn, s, &err);
-
-	if (how == CLUSTER_NONE)
-		return how;
-	if (how == CLUSTER_ERROR) {
-		fail(n, err.exit, "%s", err.msg);
-		return how;
-	}
-	for (int i = 0; i < NODE_MAX_CMDS; i++)
-		if (n->replies[i]) {
-			fail(n, EX_UNAVAILABLE, "the cluster moved the lock's slot "
-			     "during a round: %s", s);
-			return CLUSTER_ERROR;
-		}
-	node_close(n);
-	if (connect_start(n) < 0)
-		return CLUSTER_ERROR;
-	start_round(n);
-	return how;
-}
-
-/* Returns false when the node stopped being busy (done or failed). */
-static bool take_reply(struct node *n, redisReply *r)
-{
-	bool by_eval;
-	int i;
-
-	n->answered = true;
-	if (n->n_handshake > 0) {
-		bool auth = n->auth_queued;
-
-		n->n_handshake--;
-		n->auth_queued = false;
-		if (r->type == REDIS_REPLY_ERROR) {
-			handshake_failed(n, auth, r->str);
-			freeReplyObject(r);
-			return false;
-		}
-		freeReplyObject(r);
-		if (n->n_handshake > 0)
-			return true;
-		n->ready = true;
-		queue_cmds(n);
-		flush(n);
-		return n->state == NODE_BUSY;
-	}
-	i = n->order[n->next_order++];
-	if (i < 0) {	/* ASKING's: the command's own reply tells */
-		freeReplyObject(r);
-		return true;
-	}
-	by_eval = i >= NODE_MAX_CMDS;
-	i %= NODE_MAX_CMDS;
-	if (r->type == REDIS_REPLY_ERROR) {
-		switch (redirected(n, r->str)) {
-		case CLUSTER_NONE:
-			break;
-		case CLUSTER_FOLLOW:
-		case CLUSTER_ERROR:
-			freeReplyObject(r);
-			return n->state == NODE_BUSY;
-		}
-		/* Once per command: a NOSCRIPT to the EVAL that carried the
-		 * script is an error like any other, not a cue to send it
-		 * again (nor room in order[] for another). */
-		if (strncmp(r->str, "NOSCRIPT", 8) == 0 && n->cmds[i].script &&
-		    !by_eval) {
-			freeReplyObject(r);
-			append_cmd(n, i, false);
-			flush(n);
-			return n->state == NODE_BUSY;
-		}
-		if (n->cmds[i].script) {
-			char why[384];
-
-			node_script_error(r->str, n->cmds[i].script, why,
-					  sizeof why);
-			reply_failed(n, r->str, why);
-		} else {
-			reply_failed(n, r->str, r->str);
-		}
-		freeReplyObject(r);
-		return false;
-	}
-	n->replies[i] = r;
-	if (n->next_order == n->n_order) {
-		n->state = NODE_DONE;
-		return false;
-	}
-	return true;
-}
-
-/* The replies the reader has whole, in order. */
-static void take_replies(struct node *n)
-{
-	void *r;
-
-	for (;;) {
-		if (!n->c)	/* redirected: the new connection is not up yet */
-			return;
-		if (redisGetReplyFromReader(n->c, &r) != REDIS_OK) {
-			fail(n, EX_SOFTWARE, "bad reply: %s", n->c->errstr);
-			return;
-		}
-		if (!r || !take_reply(n, r))
-			return;
-	}
-}
-
-/* TLS: feeds the reply reader all that can be read now. Bytes OpenSSL
- * has decrypted and holds do not make the socket readable: left there,
- * they would wait for a poll() that never wakes. Returns 0, or -1 with
- * why when the connection is over (what was read before still counts). */
-static int tls_receive(struct node *n, char *why, size_t whylen)
-{
-	char buf[16 * 1024];
-
-	for (;;) {
-		ssize_t r = tls_read(n->tls, buf, sizeof buf, &n->tls_read_wait,
-				     why, whylen);
-
-		if (r == TLS_WANT)
-			return 0;
-		if (r <= 0)
-			return -1;
-		if (redisReaderFeed(n->c->reader, buf, (size_t)r) != REDIS_OK) {
-			snprintf(why, whylen, "%s", "out of memory");
-			return -1;
-		}
-	}
-}
-
-/* TLS: the connect, then the handshake, then the round's writes and
- * reads. Any readiness may be what OpenSSL waited for (a read may need a
- * write, and the other way round): both are tried. */
-static void tls_step(struct node *n)
-{
-	char why[384];
-	int r;
-
-	if (n->handshaking) {
-		r = tls_handshake(n->tls, &n->tls_read_wait, why, sizeof why);
-		if (r == TLS_WANT)
-			return;
-		if (r < 0) {
-			n->tls_refused = true;
-			fail(n, EX_UNAVAILABLE, "%s", why);
-			return;
-		}
-		n->handshaking = false;
-		n->tls_read_wait = POLLIN;
-	}
-	tls_flush(n);
-	if (n->state != NODE_BUSY)
-		return;
-	r = tls_receive(n, why, sizeof why);
-	take_replies(n);
-	/* Gone after the round's last reply: the next round connects anew
-	 * rather than fail on it. */
-	if (r < 0 && n->state == NODE_BUSY)
-		fail(n, EX_UNAVAILABLE, "%s", why);
-	else if (r < 0 && n->state == NODE_DONE)
-		node_close(n);
-}
-
 void node_step(struct node *n, short revents)
 {
 	if (n->state != NODE_BUSY)
 		return;
 	if (n->dialing) {
 		if (dial_step(n) == 0)
-			start_round(n);
+			node_start_round(n);
 		return;
 	}
 	if (n->tls) {
-		tls_step(n);
+		node_tls_step(n);
 		return;
 	}
 	if (revents & POLLOUT) {
-		flush(n);
+		node_flush(n);
 		if (n->state != NODE_BUSY)
 			return;
 	}
 	if (!(revents & (POLLIN | POLLERR | POLLHUP)))
 		return;
 	if (redisBufferRead(n->c) != REDIS_OK) {
-		fail(n, EX_UNAVAILABLE, "%s",
+		node_fail(n, EX_UNAVAILABLE, "%s",
 		     n->c->errstr[0] ? n->c->errstr : "connection lost");
 		return;
 	}
-	take_replies(n);
+	node_take_replies(n);
 }
 
 int64_t node_wake_ms(const struct node *n)
@@ -980,12 +613,12 @@ void node_check_deadline(struct node *n, int64_t now_ms)
 	/* an address that did not answer in its time: the next one */
 	if (n->state == NODE_BUSY && n->dialing &&
 	    now_ms >= net_dial_wake_ms(&n->dial) && dial_step(n) == 0)
-		start_round(n);
+		node_start_round(n);
 	if (n->state == NODE_BUSY && now_ms >= n->deadline_ms && n->tls &&
 	    n->handshaking)
 		n->tls_refused = true;
 	if (n->state == NODE_BUSY && now_ms >= n->deadline_ms)
-		fail(n, EX_UNAVAILABLE, "%s", n->tls && n->handshaking ?
+		node_fail(n, EX_UNAVAILABLE, "%s", n->tls && n->handshaking ?
 		     "TLS handshake: no answer in time (--node-timeout; does the server speak TLS on that port?)" :
 		     "no answer in time (--node-timeout)");
 }
@@ -1006,7 +639,7 @@ int node_read_pushes(struct node *n)
 	char why[384];
 	void *r;
 
-	if (!n->c || (n->tls ? tls_receive(n, why, sizeof why) < 0 :
+	if (!n->c || (n->tls ? node_tls_receive(n, why, sizeof why) < 0 :
 		      redisBufferRead(n->c) != REDIS_OK)) {
 		node_close(n);
 		return -1;

@@ -1,4 +1,4 @@
-/* node.h - one Redis server: a non-blocking connection, the AUTH/SELECT
+/* conn.h - one Redis server: a non-blocking connection, the AUTH/SELECT
  * handshake, and the commands of the current round with their replies. */
 #pragma once
 #include <stdbool.h>
@@ -61,7 +61,7 @@ struct node {
 	int64_t connect_ms;	/* the most a connect may take where the round
 				 * has no deadline (BLPOP, BRPOP): --node-timeout;
 				 * 0: the round's deadline */
-	/* TLS (rediss://): the session over c's socket, which node.c reads
+	/* TLS (rediss://): the session over c's socket, which conn.c reads
 	 * and writes itself; c keeps the output buffer and the reply reader. */
 	struct tls *tls;
 	bool handshaking;	/* TLS: the handshake is not done yet */
@@ -205,3 +205,36 @@ int node_read_pushes(struct node *n);
 void node_script_error(const char *s, const struct script *script, char *out,
 		       size_t len);
 int node_fd(const struct node *n);
+
+/* Between conn.c, reply.c and tls.c, not for the lock layer: a round's
+ * steps. */
+/* Fails the round with exit and why (the node's URL, cluster node or seed
+ * put first); the connection is closed. A redis+cluster:// seed that is
+ * unreachable passes the round on to the next seed instead. */
+void node_fail(struct node *n, int exit, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A connection to where the URL (or this round's MOVED or ASK) says, its
+ * connect started. Returns 0, or -1 failed. */
+int node_connect_start(struct node *n);
+/* Queues the handshake the connection needs and the round's commands and
+ * writes them (not while connecting). */
+void node_start_round(struct node *n);
+/* Queues the round's command i: by SHA-1 (EVALSHA), or its script's body
+ * (EVAL); behind an ASKING where the round follows an ASK. */
+void node_append_cmd(struct node *n, int i, bool by_sha);
+/* Queues every command of the round, by SHA-1. */
+void node_queue_cmds(struct node *n);
+/* Writes what is queued, as much as the socket takes. */
+void node_flush(struct node *n);
+/* reply.c: the replies the reader has whole, in order: the handshake's,
+ * then the round's commands' (a NOSCRIPT resent as EVAL, a MOVED or ASK
+ * followed), each error sorted into an exit code. */
+void node_take_replies(struct node *n);
+/* tls.c: rediss://, the connection's TLS stream. Writes what hiredis
+ * queued, once the handshake is done. */
+void node_tls_flush(struct node *n);
+/* Feeds the reply reader all that can be read now. Returns 0, or -1 with
+ * why when the connection is over. */
+int node_tls_receive(struct node *n, char *why, size_t whylen);
+/* The handshake, then the round's writes and reads. */
+void node_tls_step(struct node *n);

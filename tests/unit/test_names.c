@@ -1,11 +1,11 @@
-/* test_keys.c - a lock's Redis keys (src/redis/keys.h): on every key of a
+/* test_names.c - a lock's Redis keys (src/redis/names.h): on every key of a
  * small alphabet, no accepted lock key is another lock's side key, no two
  * accepted locks share a side key, and a lock's side keys hash to its
  * Redis Cluster slot; and the names of issue 26 are refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "keys.h"
+#include "names.h"
 #include "tap.h"
 
 /* Pieces the keys are made of: braces, separators and tails. */

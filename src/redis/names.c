@@ -1,4 +1,4 @@
-/* keys.c - a lock's Redis keys, and the lock keys that are refused.
+/* names.c - a lock's Redis keys, and the lock keys that are refused.
  *
  * The lock key is PREFIX NAME, as other clients name theirs (interop);
  * the side keys are "{KEY}:tail", or "KEY:tail" when KEY has a hash tag of
@@ -18,12 +18,12 @@
  * tagged and ends in a tail, one of an untagged KEY (no '}') is
  * "{KEY}:tail", tagged too. And no two accepted locks share a side key:
  * "{KEY}" is refused, and a tagged lock key that extends another by a
- * tail is refused. tests/unit/test_keys.c checks this on every key of a
+ * tail is refused. tests/unit/test_names.c checks this on every key of a
  * small alphabet. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "keys.h"
+#include "names.h"
 
 /* Every tail rlock_init() gives a side key; the open ones go on with a
  * token or a slot number. */

@@ -1,4 +1,4 @@
-/* keys.h - the Redis keys of a lock: the lock key (PREFIX NAME, as
+/* names.h - the Redis keys of a lock: the lock key (PREFIX NAME, as
  * redis-py, redsync and node-redlock name theirs) and the side keys dlock
  * keeps beside it, all in one Redis Cluster hash slot; and which lock keys
  * are refused because they would be, or share, another lock's side keys

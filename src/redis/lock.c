@@ -15,7 +15,7 @@
 #include "clock.h"
 #include "config.h"
 #include "fanout.h"
-#include "keys.h"
+#include "names.h"
 #include "rlock.h"
 #include "quorum.h"
 #include "scripts.h"
@@ -67,7 +67,7 @@ int rlock_init(struct rlock *lk, struct lock *core, struct error *err)
 	lk->granted = calloc(lk->n_nodes, sizeof *lk->granted);
 	if (!lk->nodes || !lk->why || !lk->granted ||
 	    asprintf(&lk->key, "%s%s", p->prefix, p->name) < 0 ||
-	    /* each tail is one of keys.c's: no lock key can be these */
+	    /* each tail is one of names.c's: no lock key can be these */
 	    !(lk->fence_key = keys_derived(lk->key, ":fence")) ||
 	    !(lk->owner_key = keys_derived(lk->key, ":owner")) ||
 	    !(lk->mode_key = keys_derived(lk->key, ":mode")) ||
