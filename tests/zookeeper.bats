@@ -614,10 +614,12 @@ readme_zk() {
 	bash -c "${code[0]}" 3>&- &
 	track $!
 	wait_until 10 test -e nightly.sh.ran || fail "the job did not start"
-	# zkCli.sh, a JVM, may lose its connection on a loaded host: tried 3 times
-	for i in 1 2 3; do
+	# zkCli.sh, a JVM, may lose its connection on a loaded host
+	# (ConnectionLoss): tried 5 times, a second apart
+	for i in 1 2 3 4 5; do
 		run bash -c "${code[1]}"
 		((status == 0)) && break
+		sleep 1
 	done
 	assert_success
 	assert_output --regexp '\[-[0-9a-f]{32}-x-[0-9]+__lock__0000000000\]'
