@@ -65,7 +65,7 @@ nemesis() {
 	command -v redis-server >/dev/null || skip_unless_strict "no redis-server"
 	# The host's sentinel, started again, often learns of the failover in
 	# its first second, and has the new master "since it started": main
-	# took that for an old master (node.c: age + 1 s >= uptime), and a
+	# took that for an old master (src/redis/sentinel.c: age + 1 s >= uptime), and a
 	# new holder locked there up to 0.13 s before the old one was told,
 	# about one such fault in seven. Its age counts from its start now.
 	nemesis redis leader,leader,leader
