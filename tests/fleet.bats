@@ -347,13 +347,21 @@ full_then_free() {
 		psql -h "$PGD" -p "$PGP" -U postgres -Atq -X -c "SELECT pg_terminate_backend(pid)
 			FROM pg_stat_activity WHERE usename = 'fleet'" postgres >/dev/null
 		wait_until 10 no_sessions_of fleet || fail "the role's sessions did not end"
-		for ((k = 0; k < 7; k++)); do
-			psql -h 127.0.0.1 -p "$PGP" -U fleet -Atq -X -c "SELECT pg_sleep($1)" \
-				postgres >/dev/null 2>&1 </dev/null 3>&- &
-			track $!
-			holder+="$! "
+		# a slot of a backend just ended (the last dlock's, a terminated
+		# one) may not be free yet: a psql turned away is started again
+		local round n
+		for ((round = 0; round < 10; round++)); do
+			n=$(count_sessions_of fleet)
+			((n >= 7)) && break
+			for ((k = n; k < 7; k++)); do
+				psql -h 127.0.0.1 -p "$PGP" -U fleet -Atq -X -c "SELECT pg_sleep($1)" \
+					postgres >/dev/null 2>&1 </dev/null 3>&- &
+				track $!
+				holder+="$! "
+			done
+			wait_until 2 sessions_of fleet 7 && break
 		done
-		wait_until 10 sessions_of fleet 7 || fail "the role's sessions did not start"
+		sessions_of fleet 7 || fail "the role's sessions did not start: $(count_sessions_of fleet) of 7"
 	}
 	fill=fill
 	# main: 69 at once, in the server's words alone
@@ -361,6 +369,10 @@ full_then_free() {
 		"dlock: K: postgres://fleet@127.0.0.1:$PGP/postgres: remaining connection slots are reserved for non-replication superuser connections (the server is full: max_connections, less the reserved slots)"
 }
 no_sessions_of() { ! sessions_of "$1" 1; }
+count_sessions_of() {
+	psql -h "$PGD" -p "$PGP" -U postgres -Atq -X \
+		-c "SELECT count(*) FROM pg_stat_activity WHERE usename = '$1'" postgres
+}
 sessions_of() {
 	(($(psql -h "$PGD" -p "$PGP" -U postgres -Atq -X \
 		-c "SELECT count(*) FROM pg_stat_activity WHERE usename = '$1'" postgres) >= $2))
