@@ -594,8 +594,12 @@ readme_zk() {
 	local code=() i e1 all
 	mapfile -t code < <(readme_zk)  # (not "lines": run sets it)
 	((${#code[@]} == 5)) || fail "README's ZooKeeper code lines: ${code[*]}"
-	e1=127.0.0.1:$(zk_port e1)
-	all=$e1,127.0.0.1:$(zk_port e2),127.0.0.1:$(zk_port e3)
+	# zk1 is a member that serves: an earlier test kills one for good
+	for i in e1 e2 e3; do
+		zk_serving "$(zk_port $i)" && { e1=127.0.0.1:$(zk_port $i); break; }
+	done
+	[[ -n $e1 ]] || fail "no member of the ensemble serves"
+	all=127.0.0.1:$(zk_port e1),127.0.0.1:$(zk_port e2),127.0.0.1:$(zk_port e3)
 	mkdir -p "$T/bin"
 	ln -s "$DLOCK" "$T/bin/dlock"
 	# (Debian's is not on PATH, and finds its zkEnv.sh beside itself)
