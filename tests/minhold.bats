@@ -339,6 +339,7 @@ kept_not_reentered() {
 @test "dlock release --token ends a kept lock at once" {
 	if ! on_redis; then
 		needs steps
+		known_bug zookeeper "release --token of a lock a running dlock keeps fails now and then (69): the two pull the session to and fro, as in release.bats (--force works)"
 		start_bg d -S "$U" --min-hold 20 "$K" sh -c 'echo $$ >"$0.pid"; echo "$DLOCK_TOKEN" >"$0"' "$T/d.token"
 		wait_until 5 test -s "$T/d.token" || fail "no job: $(cat "$T/d.err")"
 		wait_until 5 dead "$(<"$T/d.token.pid")" || fail "the job runs on"
