@@ -279,7 +279,7 @@ killed_event() { dlock history -S "$U" "$K" | grep -q '^[^ ]* *ago *killed '; }
 	start_bg h -S "$U" --kill-after 1 "$K" -c 'trap "" TERM; sleep 30; :'
 	local sh sleep
 	wait_until 5 has_command "$(<"$T/h.dlock")" || fail "no command"
-	sh=$(ps -o pid=,comm= --ppid "$(<"$T/h.dlock")" | awk '$2 == "sh" { print $1 }')	# the command (on MySQL dlock may have one more child)
+	sh=$(command_of "$(<"$T/h.dlock")")
 	wait_until 5 pgrep -P "$sh" -x sleep >/dev/null || fail "no sleep 30"
 	sleep=$(pgrep -P "$sh" -x sleep)
 	track "$sleep" "$sh"
