@@ -563,9 +563,14 @@ print(cur.fetchone()[0])"
 	"$PYTHON" "$BATS_TEST_DIRNAME/fake_postgres.py" 13.11 "$T/old.log" >"$T/old.out" 2>"$T/old.err" </dev/null 3>&- &
 	track $!
 	wait_until 5 grep -q '^ready ' "$T/old.out" || fail "fake_postgres did not start: $(cat "$T/old.err")"
-	local port
+	local port t0
 	port=$(sed -n 's/^ready //p' "$T/old.out")
+	# a server to fix is no busy one: -n says so at once, not after
+	# --connect-budget (dlock's own 10 s here)
+	no_suite_budget
+	t0=$(now_ms)
 	run -69 --separate-stderr dlock -S "postgres://u@127.0.0.1:$port/db" -n old touch "$T/ran"
+	(($(now_ms) - t0 < 3000)) || fail "-n took $(($(now_ms) - t0)) ms: tried again"
 	assert_equal "$stderr" "dlock: old: postgres://u@127.0.0.1:$port/db: PostgreSQL 13.11 is older than 14, the oldest dlock takes"
 	[[ ! -e $T/ran ]] || fail "the command ran"
 	[[ ! -s $T/old.log ]] || fail "statements sent: $(cat "$T/old.log")"
@@ -702,15 +707,23 @@ pooled_backends_clean() {
 @test "postgres: a pooler the URL does not declare is refused (69), one line saying what to write, nothing taken or set" {
 	# PgBouncer refuses the settings dlock starts its session with
 	# (unsupported startup parameter: options)
+	# a pooler to fix is no busy server: -n says so at once, not after
+	# --connect-budget (dlock's own 10 s here)
+	local t0
+	no_suite_budget
 	start_pgbouncer session
+	t0=$(now_ms)
 	run -69 --separate-stderr dlock -S "$BOUNCER_URL" -n undeclared touch "$T/ran"
+	(($(now_ms) - t0 < 3000)) || fail "-n took $(($(now_ms) - t0)) ms: tried again"
 	assert_equal "${#stderr_lines[@]}" 1
 	[[ $stderr == *'pooler'*'dlock_pooling=session'* ]] || fail "stderr: $stderr"
 	stop_pgbouncer
 	# one that drops them (ignore_startup_parameters): the backend the
 	# statement ran on is not the connection's
 	start_pgbouncer session "ignore_startup_parameters = options" "default_pool_size = 2"
+	t0=$(now_ms)
 	run -69 --separate-stderr dlock -S "$BOUNCER_URL" -n undeclared touch "$T/ran"
+	(($(now_ms) - t0 < 3000)) || fail "-n took $(($(now_ms) - t0)) ms: tried again"
 	assert_equal "${#stderr_lines[@]}" 1
 	[[ $stderr == *'a pooler or proxy is in the path'*'dlock_pooling=session'* ]] || fail "stderr: $stderr"
 	[[ ! -e $T/ran ]] || fail "the command ran"

@@ -144,35 +144,38 @@ static const char *full_because(const char *msg)
 }
 
 /* err for a connection the server or a pooler refused: the words of
- * some say what to do. *full: the server is there, with no connection
- * to give (a fleet's minute): tried again within --connect-budget. */
+ * some say what to do. *why: PG_FULL, the server is there with no
+ * connection to give (a fleet's minute): tried again within
+ * --connect-budget; PG_TO_FIX, a pooler that refuses dlock's settings. */
 static void connect_failed(PGconn *c, const struct pg_url *url, bool sent_options,
-			   bool *full, struct error *err)
+			   enum pg_refusal *why, struct error *err)
 {
 	const char *msg = PQerrorMessage(c), *limit = full_because(msg);
-	char said[sizeof err->msg], why[400];
+	char said[sizeof err->msg], words[400];
 
 	pg_error(c, NULL, url, err);
 	snprintf(said, sizeof said, "%s", err->msg);
-	cause(msg, why, sizeof why);
-	*full = limit != NULL;
-	if (limit)
+	cause(msg, words, sizeof words);
+	if (limit) {
+		*why = PG_FULL;
 		error_set(err, EX_UNAVAILABLE, "%s (the server is full: %s)", said, limit);
-	else if (sent_options && has(msg, "unsupported startup parameter"))
+	} else if (sent_options && has(msg, "unsupported startup parameter")) {
 		/* PgBouncer: an option it does not pass on */
+		*why = PG_TO_FIX;
 		error_set(err, EX_UNAVAILABLE, "%s: a pooler is in the path (it refuses the settings dlock starts its session with: %s): %s",
-			  url->text, why, PG_POOLER_ADVICE);
-	else if (has(msg, "configuration parameter") || has(msg, "must be called before any query") ||
-		 has(msg, "cannot be changed"))
+			  url->text, words, PG_POOLER_ADVICE);
+	} else if (has(msg, "configuration parameter") || has(msg, "must be called before any query") ||
+		   has(msg, "cannot be changed")) {
 		/* a -c of PGOPTIONS or of the URI's options= that no session
 		 * can start with (transaction_isolation: psql fails alike) */
 		error_set(err, EX_USAGE, "%s (a setting the session starts with: PGOPTIONS or the URL's options=)",
 			  said);
+	}
 }
 
 PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
-		   const struct pg_session *s, int64_t deadline_ms, bool *full,
-		   struct error *err)
+		   const struct pg_session *s, int64_t deadline_ms,
+		   enum pg_refusal *why, struct error *err)
 {
 	char idle[24], interval[24], *options = NULL;
 	const char *keys[16], *values[16];
@@ -181,7 +184,7 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 	int n = 0;
 	PGconn *c;
 
-	*full = false;
+	*why = PG_DOWN;
 	/* The client's keepalives find a dead server within about the TTL. */
 	snprintf(idle, sizeof idle, "%lld", (long long)(s->ttl_ms / 3000 > 0 ? s->ttl_ms / 3000 : 1));
 	snprintf(interval, sizeof interval, "%lld",
@@ -224,7 +227,7 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 		int ready;
 
 		if (PQstatus(c) == CONNECTION_BAD || st == PGRES_POLLING_FAILED) {
-			connect_failed(c, url, sent_options, full, err);
+			connect_failed(c, url, sent_options, why, err);
 			PQfinish(c);
 			return NULL;
 		}
@@ -249,6 +252,7 @@ PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
 	if (PQserverVersion(c) > 0 && PQserverVersion(c) < PG_MIN_VERSION) {
 		const char *v = PQparameterStatus(c, "server_version");
 
+		*why = PG_TO_FIX;
 		error_set(err, EX_UNAVAILABLE, "%s: PostgreSQL %s is older than 14, the oldest dlock takes",
 			  url->text, v ? v : "?");
 		PQfinish(c);
@@ -402,13 +406,17 @@ int pg_connect_once(struct lock *lk, bool for_lock, struct error *err)
 {
 	struct pg *pg = P(lk);
 	struct pg_session s = { lk->ttl_ms, PG_APPLICATION_NAME, for_lock };
+	enum pg_refusal why;
 
 	if (pg->c)
 		return 0;
 	pg->c = pg_connect(pg->url, lk->p, &s, clock_now_ms() + lk->node_timeout_ms,
-			   &lk->busy, err);
-	if (!pg->c)
+			   &why, err);
+	if (!pg->c) {
+		lk->busy = why == PG_FULL;
+		lk->misconfigured |= why == PG_TO_FIX;
 		return -1;
+	}
 	pg->checked = false;
 	snprintf(pg->pid, sizeof pg->pid, "%d", PQbackendPID(pg->c));
 	pg_random_hex(pg->mark, 8);
@@ -483,8 +491,11 @@ enum pg_guard pg_guard_of(const struct pg *pg)
 	return pg->checked ? GUARD_OURS : pg->vxid[0] ? GUARD_POOLED : GUARD_DIRECT;
 }
 
-void pg_pooler_error(const struct pg *pg, struct error *err)
+void pg_pooler_error(struct lock *lk, struct error *err)
 {
+	const struct pg *pg = P(lk);
+
+	lk->misconfigured = true;	/* -n: no busy server to try again */
 	error_set(err, EX_UNAVAILABLE,
 		  "%s: a pooler that shares backends between clients (PgBouncer in transaction or statement mode) is in the path: a session-level advisory lock would land on another client's session; connect to PostgreSQL directly, or through session pooling",
 		  pg->url->text);
@@ -496,8 +507,11 @@ void pg_pooler_error(const struct pg *pg, struct error *err)
  * no traffic, a transaction pooler hands a client its own backend every
  * time; two PgBouncers on one port pass any two-client check now and
  * then), so it is refused unless declared. */
-void pg_undeclared_pooler(const struct pg *pg, const char *backend, struct error *err)
+void pg_undeclared_pooler(struct lock *lk, const char *backend, struct error *err)
 {
+	const struct pg *pg = P(lk);
+
+	lk->misconfigured = true;
 	error_set(err, EX_UNAVAILABLE,
 		  "%s: a pooler or proxy is in the path (the statement ran on backend %s, not on the connection's %d): %s",
 		  pg->url->text, backend, PQbackendPID(pg->c), PG_POOLER_ADVICE);
@@ -567,7 +581,8 @@ int pg_pooler_check(struct lock *lk, const char *first_pid, struct error *err)
 	struct pg_session s = { lk->ttl_ms, PG_APPLICATION_NAME, true };
 	PGconn *other = NULL;
 	PGresult *r;
-	bool dead, shared, left, full;
+	bool dead, shared, left;
+	enum pg_refusal why;
 	int ours;
 
 	snprintf(pg->pid, sizeof pg->pid, "%s", first_pid);
@@ -579,13 +594,14 @@ int pg_pooler_check(struct lock *lk, const char *first_pid, struct error *err)
 		 * next client gets what the last one left (dlock's release
 		 * leaves its mark on purpose, so that this shows on the next
 		 * dlock's first session there) */
+		lk->misconfigured = true;
 		error_set(err, EX_UNAVAILABLE,
 			  "%s: the pooled session holds an advisory lock or dlock's mark, left by an earlier client: the pooler does not reset sessions after a client (PgBouncer: server_reset_query = DISCARD ALL, the default), so a killed holder's lock would stay on its backend; or it shares them (transaction pooling)",
 			  pg->url->text);
 		return -1;
 	}
 	if (ours && !(other = pg_connect(pg->url, lk->p, &s,
-					 clock_now_ms() + lk->node_timeout_ms, &full, err)))
+					 clock_now_ms() + lk->node_timeout_ms, &why, err)))
 		return -1;
 	for (int i = 0; ours == 1 && i < POOLER_ROUNDS; i++) {
 		r = pg_query(other, pg->url, "SELECT pg_backend_pid() FROM pg_sleep(0.002)", NULL, 0,
@@ -605,7 +621,7 @@ int pg_pooler_check(struct lock *lk, const char *first_pid, struct error *err)
 	if (ours < 0)
 		return -1;
 	if (ours == 0) {
-		pg_pooler_error(pg, err);
+		pg_pooler_error(lk, err);
 		return -1;
 	}
 	return 0;

@@ -30,15 +30,20 @@ struct pg_session {
 	"(PgBouncer's pool_mode = session with server_reset_query = DISCARD ALL), " \
 	"add dlock_pooling=session to the URL"
 
+/* Why a 69 came: a server down or slow (tried again within
+ * --connect-budget), one with no connection to give (too many clients: a
+ * passing state, named), or one to fix (older than PG_MIN_VERSION, a
+ * pooler dlock cannot use: -n says so at once, as for a certificate). */
+enum pg_refusal { PG_DOWN, PG_FULL, PG_TO_FIX };
+
 /* Connects within deadline_ms (monotonic), client_encoding UTF8 (the
  * server hashes the name's text as the database holds it). NULL with
  * err: 69 unreachable, older than PG_MIN_VERSION or an undeclared pooler
- * that refuses startup options, 77 credentials, 64 a setting libpq or
- * the server's startup refuses; *full: 69 from a server with no
- * connection to give (too many clients), a passing state. */
+ * that refuses startup options (*why says which), 77 credentials, 64 a
+ * setting libpq or the server's startup refuses. */
 PGconn *pg_connect(const struct pg_url *url, const struct lock_params *p,
-		   const struct pg_session *s, int64_t deadline_ms, bool *full,
-		   struct error *err);
+		   const struct pg_session *s, int64_t deadline_ms,
+		   enum pg_refusal *why, struct error *err);
 /* What a failed statement's SQLSTATE was ("" when none came: the
  * connection broke, a deadline passed). */
 struct pg_failure {

@@ -201,7 +201,7 @@ static enum lock_result wait_over(struct lock *lk, struct error *err)
 		error_set(err, EX_SOFTWARE, "%s: unexpected reply to pg_advisory_lock",
 			  pg->url->text);
 	else if (strcmp(PQgetvalue(r, 0, 0), "t") != 0)
-		pg_pooler_error(pg, err);	/* nothing was taken */
+		pg_pooler_error(lk, err);	/* nothing was taken */
 	else if (pg_look_at_holders(lk, err) == 0)
 		res = granted(lk, PQgetvalue(r, 0, 1), now_ms, err);
 	PQclear(r);
@@ -230,7 +230,7 @@ static bool still_ours(struct lock *lk, struct error *err)
 	pg->stolen = true;
 	pg_release(lk, &how, &ignored);
 	if (ours == 0)
-		pg_pooler_error(pg, err);
+		pg_pooler_error(lk, err);
 	return false;
 }
 
@@ -296,11 +296,11 @@ static int check_failed(struct lock *lk, struct attempt *a, struct error *err)
 	PQclear(a->r);
 	a->r = NULL;
 	if (a->g == GUARD_DIRECT && !pg->url->session_pooling)
-		pg_undeclared_pooler(pg, first_pid, err);
+		pg_undeclared_pooler(lk, first_pid, err);
 	else if (a->g == GUARD_DIRECT && pg_pooler_check(lk, first_pid, err) == 0)
 		return 0;
 	else if (a->g != GUARD_DIRECT)
-		pg_pooler_error(pg, err);
+		pg_pooler_error(lk, err);
 	pg_disconnect(pg);
 	return -1;
 }

@@ -147,8 +147,8 @@ int pg_next_is_ours(struct lock *lk, bool *left, struct error *err);
 /* "B/L" -> "B/(L+1)"; -1 when vxid is not one. */
 int pg_vxid_next(const char *vxid, char *out, size_t len);
 /* err (69): a pooler shares the session; one the URL does not declare. */
-void pg_pooler_error(const struct pg *pg, struct error *err);
-void pg_undeclared_pooler(const struct pg *pg, const char *backend,
+void pg_pooler_error(struct lock *lk, struct error *err);
+void pg_undeclared_pooler(struct lock *lk, const char *backend,
 			  struct error *err);
 
 /* fence.c: the fencing counter.
