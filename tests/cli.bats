@@ -236,6 +236,7 @@ usage_error() {
 	assert_equal "$stderr" "dlock: /dev/null: a device, not a config file"
 	# at the XDG path too: found, but no file to read
 	mkdir -p "$XDG_CONFIG_HOME/dlock"
+	rm -f "$XDG_CONFIG_HOME/dlock/config"
 	mkfifo "$XDG_CONFIG_HOME/dlock/config"
 	run -64 --separate-stderr timeout 10 "$DLOCK" -S "$U" K touch "$M"
 	assert_equal "$stderr" "dlock: $XDG_CONFIG_HOME/dlock/config: a FIFO, not a config file"

@@ -18,6 +18,7 @@ load helpers
 
 setup() {
 	common_setup
+	no_suite_budget	# the clusters' faults as users meet them
 	[[ $(id -u) == 0 ]] ||
 		skip_unless_strict "the clusters need root (network namespaces; PostgreSQL as its user)"
 }
