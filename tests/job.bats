@@ -21,7 +21,9 @@ pgid_of() { ps -o pgid= -p "$1" | tr -d ' '; }
 # watchdog, is named "dlk-watchdog")
 # (the exec'd watchdog is "exe" by comm until it renames itself: by args
 # it is "dlock watchdog" from the start)
-command_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 !~ /^(dlock|dlk-watchdog)/ && $3 != "dlock" { print $1 }'; }
+# (and it leads its own process group: dlock, a subreaper, also adopts the
+# job's orphans, which are not the command)
+command_of() { ps -o pid=,pgid=,comm=,args= --ppid "$1" | awk '$1 == $2 && $3 !~ /^(dlock|dlk-watchdog)/ && $4 != "dlock" { print $1 }'; }
 has_command() { [[ -n $(command_of "$1") ]]; }
 lost_line() {
 	grep -q "^dlock: $K: .*lease lost" "$T/$1.err" ||
@@ -276,15 +278,16 @@ killed_event() { dlock history -S "$U" "$K" | grep -q '^[^ ]* *ago *killed '; }
 }
 
 @test "dlock killed: sh -c 'sleep 30; :' leaves no sleep 30 after --kill-after" {
-	start_bg h -S "$U" --kill-after 1 "$K" -c 'trap "" TERM; sleep 30; :'
+	start_bg h -S "$U" --kill-after 3 "$K" -c 'trap "" TERM; sleep 30; :'
 	local sh sleep
 	wait_until 5 has_command "$(<"$T/h.dlock")" || fail "no command"
 	sh=$(command_of "$(<"$T/h.dlock")")
-	wait_until 5 pgrep -P "$sh" -x sleep >/dev/null || fail "no sleep 30"
+	wait_until 5 pgrep -P "$sh" -x sleep >/dev/null || fail "no sleep 30 (command: '$sh'; dlock's children: $(ps -o pid=,pgid=,comm=,args= --ppid "$(<"$T/h.dlock")" | tr '\n' ';'))"
 	sleep=$(pgrep -P "$sh" -x sleep)
 	track "$sleep" "$sh"
 	kill -KILL "$(<"$T/h.dlock")"
-	sleep 0.5	# within --kill-after: SIGTERM is ignored, nothing ends yet
+	sleep 0.5	# within --kill-after (3 s: slack for a loaded machine's
+			# 0.5): SIGTERM is ignored, nothing ends yet
 	alive "$sleep" || fail "killed before --kill-after"
 	wait_until 5 dead "$sleep" || fail "sleep 30 runs on past --kill-after"
 	dead "$sh" || fail "sh runs on"
