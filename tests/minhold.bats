@@ -476,7 +476,7 @@ unavailable_line() {
 	[[ ! -e $M ]] || fail "the command ran"
 	needs unavailable
 	# the command line wins over the config file
-	printf 'servers = %s\nunavailable = run\n' "$N" >"$T/conf"
+	printf 'servers = %s\nunavailable = run\nconnect-budget = 1\n' "$N" >"$T/conf"
 	run -69 --separate-stderr dlock --config "$T/conf" -n --unavailable fail "$K" touch "$M"
 	[[ ! -e $M ]] || fail "the command ran"
 	run -0 --separate-stderr dlock --config "$T/conf" -n "$K" touch "$M"
@@ -546,7 +546,7 @@ unavailable_line() {
 	assert_equal "$stderr" "dlock: --unavailable run does not apply to -k: keys after an unreachable one are never asked whether they are held; give --unavailable fail"
 	# from the config file too, said so
 	mkdir -p "$XDG_CONFIG_HOME/dlock"
-	echo 'unavailable = run' >"$XDG_CONFIG_HOME/dlock/config"
+	echo 'unavailable = run' >>"$XDG_CONFIG_HOME/dlock/config"
 	run -64 --separate-stderr dlock -S "$N" --fair K touch "$M"
 	assert_regex "$stderr" '^dlock: --unavailable run \(config file\) does not apply to --fair'
 	run -69 dlock -S "$N" --unavailable fail --fair K touch "$M"
