@@ -9,6 +9,18 @@
 #include <sys/stat.h>
 #include "caller.h"
 
+bool caller_proc_is_ours(void)
+{
+	char buf[32];
+	ssize_t n = readlink("/proc/self", buf, sizeof buf - 1);
+	int pid;
+
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return sscanf(buf, "%d", &pid) == 1 && pid == (int)getpid();
+}
+
 /* The parent of pid, from /proc; 0 when it cannot be told. */
 pid_t caller_parent_of(pid_t pid)
 {

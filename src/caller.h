@@ -4,6 +4,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Whether /proc is our PID namespace's: its PIDs are the ones getpid()
+ * and kill() use (unshare -p without --mount-proc shows another's). */
+bool caller_proc_is_ours(void);
 /* The parent of pid; 0 when it cannot be told. */
 pid_t caller_parent_of(pid_t pid);
 /* Whether pid is our parent or one of its ancestors. */

@@ -444,6 +444,14 @@ static int pin_caller(struct keeper *k)
 {
 	const struct options *opts = k->opts;
 
+	/* The holders are found in /proc (fdhold.c): one of another PID
+	 * namespace names other processes, and the lock would go while
+	 * the caller's orphans still have the file. */
+	if (!caller_proc_is_ours()) {
+		log_line(opts->key, "dlock %d: /proc is not this PID namespace's (unshare -p without --mount-proc?): who has the file cannot be told",
+			 opts->fd);
+		return EX_USAGE;
+	}
 	k->caller = caller_find(opts->export_vars);
 	if (k->caller == 0) {
 		log_line(opts->key, "dlock --export %d: no process above dlock reads its output: eval \"$(dlock --export %d)\" in the shell that does the work",

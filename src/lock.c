@@ -195,19 +195,23 @@ static void hold_until(struct lock *lk, int64_t until_ms)
 }
 
 /* The job ended, and dlock keeps the lock for the rest of --min-hold:
- * the holder info says when (show.h's finished field), in the store. */
-static void mark_finished(struct lock *lk)
+ * the holder info says when (show.h's finished field), in the store.
+ * Whether the store took it: then the lock was still ours after the job
+ * (the write is made on our key, node, session or connection). */
+static bool mark_finished(struct lock *lk)
 {
 	size_t len = strlen(lk->info);
 	struct error ignored;
 
 	if (!lk->eng->lock.finished)
-		return;
+		return false;
 	snprintf(lk->info + len, sizeof lk->info - len, "\t%s\t%" PRId64,
 		 lk->fence, clock_wall_ms());
-	if (lk->eng->lock.finished(lk, &ignored) < 0)
-		log_line(lk->p->name, "warning: the holder info could not say that the command finished: %s",
-			 ignored.msg);
+	if (lk->eng->lock.finished(lk, &ignored) == 0)
+		return true;
+	log_line(lk->p->name, "warning: the holder info could not say that the command finished: %s",
+		 ignored.msg);
+	return false;
 }
 
 int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
@@ -217,13 +221,14 @@ int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 		.job = true, .exit_status = exit_status, .min_hold = min_hold,
 	};
 
+	bool ours_after_job = false;
 	int r;
 
 	if (min_hold && !caps_has(lk->eng, CAP_MIN_HOLD_KEPT) &&
 	    clock_now_ms() < lk->acquired_ms + lk->p->min_hold_ms) {
 		size_t info_len = strlen(lk->info);
 
-		mark_finished(lk);
+		ours_after_job = mark_finished(lk);
 		hold_until(lk, lk->acquired_ms + lk->p->min_hold_ms);
 		/* the history's event names the holder as it always does */
 		lk->info[info_len] = '\0';
@@ -232,6 +237,13 @@ int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 	r = lk->eng->lock.release(lk, &how, err);
 	if (!lk->lost_at_release)
 		return r;
+	/* Ended while kept, after the job (release --token, --force, a
+	 * lapse): the job ran under the lock to its end, as on Redis, whose
+	 * dlock has exited by then; its status stands, not 75. */
+	if (ours_after_job) {
+		error_set(err, EX_TEMPFAIL, "the lock kept for --min-hold was ended before the minimum was over (released, broken or lapsed), after the command finished");
+		return 1;
+	}
 	if (err->exit != EX_TEMPFAIL || !err->msg[0])
 		error_set(err, EX_TEMPFAIL, "the lock was no longer ours at the release (deleted, lapsed or taken over)");
 	return LOCK_RELEASE_LOST;

@@ -38,7 +38,9 @@ int lock_release(struct lock *lk, struct error *err);
  * held, or the lease lost when the lock was no longer ours: then it
  * returns LOCK_RELEASE_LOST with err (75). With min_hold (the command ran, and its lease
  * was not lost) and --min-hold not over yet, the engine keeps the lock
- * for what is left of it, where it can (CAP_MIN_HOLD_KEPT). */
+ * for what is left of it, where it can (CAP_MIN_HOLD_KEPT); elsewhere
+ * dlock keeps it, and a lock ended meanwhile (release --token, --force)
+ * is 1 with err, not LOCK_RELEASE_LOST: the job ran under it to its end. */
 int lock_release_job(struct lock *lk, int exit_status, bool min_hold,
 		     struct error *err);
 /* -k: the lock's fence raised to fence (a larger one, another key's), in

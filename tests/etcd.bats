@@ -490,6 +490,20 @@ grpc_msgs() { curl -s "http://$EP/metrics" | awk '/^grpc_server_msg_received_tot
 	no_lease_left
 }
 
+# The lost lease's line names the key, in which the lock's name is: its
+# control bytes escaped, one line (found by review: a newline in the name
+# split it, an escape sequence reached the terminal raw).
+@test "the holder's key deleted, a name with a newline and an escape: the lost lease is one line" {
+	local name=$K$'-a\nb\e[31m'
+	start_bg h -S "$S" -t 60 "$name" sh -c ': >"$0"; sleep 30' "$T/h.ready"
+	wait_until 5 test -e "$T/h.ready" || fail "not held: $(cat "$T/h.err")"
+	ectl del --prefix "dlock:$name/" >/dev/null
+	reap h 5
+	((bg_status == 75))
+	assert_equal "$(wc -l <"$T/h.err")" 1
+	grep -qF "our key dlock:$K-a\nb\x1b[31m/" "$T/h.err" || fail "stderr: $(cat "$T/h.err")"
+}
+
 @test "the server stopped while holding: no keepalive in time is a lost lease (75)" {
 	local pid
 	start_etcd "$T" s1

@@ -345,6 +345,25 @@ caller_killed() {
 	assert_equal "$(all_keys r)" ''
 }
 
+# In a PID namespace without its own /proc (unshare -p without
+# --mount-proc) the keeper read other processes than the caller's: the
+# lock went with the caller while its orphan still had the file (found
+# by review). Refused instead, as nothing there can be told.
+@test "the descriptor form refuses a /proc of another PID namespace (64), nothing held" {
+	unshare -fp true 2>/dev/null ||
+		skip_unless_strict "no PID namespace here (unshare -p needs root)"
+	# the caller is not the namespace's init, nor in its group (setsid)
+	run -0 --separate-stderr unshare -fp bash -c 'setsid -w bash -c '\''
+		( "$DLOCK" -n 9; echo "rc=$?" ) 9>"$F"'\''; wait'
+	assert_output rc=64
+	assert_regex "$stderr" "^dlock: $F: dlock 9: /proc is not this PID namespace's"
+	assert_equal "$(all_keys r)" ''
+	# with its own /proc, the namespace is as any other place
+	run -0 --separate-stderr unshare -fp --mount-proc bash -c 'setsid -w bash -c '\''
+		( "$DLOCK" -n 9; echo "rc=$?" ) 9>"$F"'\''; wait'
+	assert_output rc=0
+}
+
 @test "a descriptor that is not open: flock's line and status (65)" {
 	run -65 --separate-stderr dlock 9 9<&-
 	assert_equal "$stderr" 'dlock: 9: Bad file descriptor'

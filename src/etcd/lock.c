@@ -31,6 +31,7 @@
 #include <bsd/stdlib.h>
 #include "clock.h"
 #include "etcd.h"
+#include "log.h"
 
 int etcd_open_lock(struct lock *lk, struct error *err)
 {
@@ -475,9 +476,12 @@ enum extend_result etcd_extend(struct lock *lk, int64_t timeout_ms,
 		return EXTEND_LOST;
 	}
 	if (mine.n != 1 || mine.kvs[0].create_rev != e->my_rev) {
+		char key[512];
+
 		etcd_range_free(&mine);
+		log_escape(e->my_key, key, sizeof key);	/* the name's newlines */
 		error_set(err, EX_TEMPFAIL, "%s: our key %s was deleted (the lock broken, or its lease revoked)",
-			  e->cl.url->text, e->my_key);
+			  e->cl.url->text, key);
 		return EXTEND_LOST;
 	}
 	etcd_range_free(&mine);
@@ -522,6 +526,7 @@ bool etcd_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 		       char *note, size_t notelen)
 {
 	struct etcd *e = etcd_of(lk);
+	char key[512];
 	uint64_t v;
 
 	if (n == 0 || !pfd[0].revents)
@@ -533,8 +538,9 @@ bool etcd_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 	}
 	if (watch_news(e) == 0)
 		return false;
+	log_escape(e->my_key, key, sizeof key);	/* the name's newlines */
 	snprintf(note, notelen, "%s: our key %s was deleted, or its watch ended",
-		 e->cl.url->text, e->my_key);
+		 e->cl.url->text, key);
 	return true;
 }
 
