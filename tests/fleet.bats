@@ -257,6 +257,18 @@ accepts() { wc -l <"$T/accepts"; }
 	[[ ! -e $T/ran ]] || fail "the command ran"
 }
 
+@test "-w bounds the tries against a silent server too: the undo of an unanswered try ends with the wait" {
+	start_listener silent
+	local t0=$(now_ms) took
+	# the try waits --node-timeout (1 s) for its answer; the undo of what
+	# it may have set gets no more than what is left of -w (before: a
+	# second --node-timeout, 2 s in all)
+	run -69 dlock -S "redis://127.0.0.1:$LPORT" -w 1 K touch "$T/ran"
+	took=$(($(now_ms) - t0))
+	((took >= 1000 && took < 1700)) || fail "-w 1 gave up after $took ms"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+}
+
 @test "a server that drops every connection at once is not hammered: a few connections a second" {
 	start_listener close
 	run -69 dlock -S "redis://127.0.0.1:$LPORT" --connect-budget 2 K touch "$T/ran"

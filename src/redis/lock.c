@@ -31,6 +31,8 @@
  * next renewal round to learn of the failover (the sentinels switch
  * within about a second of each other, and tell one another within 2). */
 #define SENTINEL_SETTLE_MS 2000
+/* the least an undo after a failed try is given, past -w's end */
+#define UNDO_MIN_MS 100
 
 /* RedLock counts servers: one named twice would count twice, and its
  * failure would cost two votes. A usage error, before anything is sent. */
@@ -544,6 +546,23 @@ static enum lock_result granted(struct rlock *lk, struct tally *t,
 	return LOCK_FAILED;
 }
 
+/* The undo after a failed try: --node-timeout, but no further than what
+ * is left of -w, and at least UNDO_MIN_MS. A server that did not answer
+ * the try will seldom answer its undo, and -w bounds the whole wait (the
+ * undo is care, not safety: a SET that landed all the same is ours, with
+ * the token the whole wait keeps, and lapses with its TTL). */
+static int64_t undo_timeout_ms(const struct rlock *lk)
+{
+	int64_t deadline_ms = lk->core->wait_deadline_ms, left_ms;
+
+	if (deadline_ms < 0)
+		return lk->node_timeout_ms;
+	left_ms = deadline_ms - clock_now_ms();
+	if (left_ms < UNDO_MIN_MS)
+		left_ms = UNDO_MIN_MS;
+	return left_ms < lk->node_timeout_ms ? left_ms : lk->node_timeout_ms;
+}
+
 static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
 				    int64_t *retry_ms, struct error *err)
 {
@@ -588,7 +607,7 @@ static enum lock_result try_servers(struct rlock *lk, size_t n_fresh,
 	}
 	/* What did not answer may have taken the SET all the same. */
 	if (t.n_granted > 0 || t.n_answered < lk->n_nodes)
-		rlock_release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, lk->node_timeout_ms);
+		rlock_release_round(lk, "undo", LOCK_EXIT_UNKNOWN, false, undo_timeout_ms(lk));
 	return r;
 }
 
