@@ -150,11 +150,6 @@ int etcd_status(struct lock *lk, struct status_lock *locks, size_t n,
 	return 0;
 }
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
@@ -204,15 +199,7 @@ int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 		k++;
 	}
 	etcd_range_free(&all);
-	qsort(out, k, sizeof *out, by_name);
-	for (size_t i = 0, w = 0; i < k; i++) {
-		if (w > 0 && strcmp(out[w - 1], out[i]) == 0) {
-			free(out[i]);
-			continue;
-		}
-		out[w++] = out[i];
-		*n = w;
-	}
+	*n = engine_sort_names(out, k);
 	*names = out;
 	return 0;
 }

@@ -32,17 +32,14 @@
 #include "clock.h"
 #include "etcd.h"
 
-int etcd_open_lock(struct lock *lk, struct error *err)
+int etcd_open(struct lock *lk, struct error *err)
 {
 	const struct lock_params *p = lk->p;
 	const struct etcd_url *u = p->servers;
-	struct etcd *e = calloc(1, sizeof *e);
+	struct etcd *e = engine_open_state(lk, sizeof *e, err);
 
-	if (!e) {
-		error_set(err, EX_OSERR, "out of memory");
+	if (!e)
 		return -1;
-	}
-	lk->e = e;
 	e->trigger_fd = -1;
 	if (p->password && !u->user[0] && !u->has_password) {
 		error_set(err, EX_USAGE, "%s: etcd's users have names: give one in the URL (etcd://USER@host:port) for the password",
@@ -82,7 +79,7 @@ static void stop_watch(struct etcd *e)
 	e->watch_key = e->watch_end = NULL;
 }
 
-void etcd_close_lock(struct lock *lk)
+void etcd_close(struct lock *lk)
 {
 	struct etcd *e = etcd_of(lk);
 
@@ -95,9 +92,7 @@ void etcd_close_lock(struct lock *lk)
 	free(e->name_key);
 	free(e->pfx);
 	free(e->hist);
-	free(e);
-	lk->e = NULL;
-	lk->key = NULL;
+	engine_close_state(lk);
 }
 
 static void copy_out(struct lock *lk)

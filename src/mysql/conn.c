@@ -413,14 +413,14 @@ int my_connect(struct my_conn *c, int64_t deadline_ms, struct error *err)
 	if (my_connect_start(c, err) < 0)
 		return -1;
 	if (my_run(c, deadline_ms) == 1) {
-		my_close(c);
+		my_conn_close(c);
 		error_set(err, EX_UNAVAILABLE, "%s: no answer in time (connecting)",
 			  c->u->text);
 		return -1;
 	}
 	if (c->err_no || !c->thread_id) {
 		my_error(c, NULL, err);
-		my_close(c);
+		my_conn_close(c);
 		return -1;
 	}
 	return 0;
@@ -432,13 +432,13 @@ int my_query(struct my_conn *c, const char *sql, int64_t deadline_ms,
 	if (my_send(c, sql, err) < 0)
 		return -1;
 	if (my_run(c, deadline_ms) == 1) {
-		my_close(c);
+		my_conn_close(c);
 		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", c->u->text);
 		return -1;
 	}
 	if (c->broken) {
 		my_error(c, NULL, err);
-		my_close(c);
+		my_conn_close(c);
 		return -1;
 	}
 	return 0;
@@ -459,7 +459,7 @@ void my_abandon(struct my_conn *c)
 	c->broken = true;
 }
 
-void my_close(struct my_conn *c)
+void my_conn_close(struct my_conn *c)
 {
 	if (!c->m)
 		return;

@@ -220,10 +220,10 @@ int my_status(struct lock *lk, struct status_lock *locks, size_t n,
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		if (status_one(lk, &c, &locks[i], err) < 0) {
-			my_close(&c);
+			my_conn_close(&c);
 			return -1;
 		}
-	my_close(&c);
+	my_conn_close(&c);
 	return 0;
 }
 
@@ -297,7 +297,7 @@ out:
 		*n = 0;
 	}
 	free(sql);
-	my_close(&c);
+	my_conn_close(&c);
 	return r;
 }
 
@@ -389,7 +389,7 @@ int my_history(struct lock *lk, long count, struct history_report *out,
 	r = 0;
 out:
 	free(sql);
-	my_close(&c);
+	my_conn_close(&c);
 	return r;
 }
 
@@ -503,6 +503,6 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	status = EX_OK;
 out:
 	broken_free(b, b ? 1 : 0);
-	my_close(&c);
+	my_conn_close(&c);
 	return status;
 }
