@@ -127,6 +127,12 @@ json_object *etcd_history_put(struct lock *lk, const char *kind,
 			      int64_t fence, int exit_status, int64_t held_ms,
 			      const char *by);
 int etcd_history_lease(struct etcd *e, int64_t deadline_ms, struct error *err);
+/* etcd_txn() of a txn that may write a history event (hist): where etcd
+ * says a lease is missing, the day's lease of the history granted and the
+ * txn sent once more. The arrays are taken (put), NULL for none. */
+int etcd_txn_history(struct lock *lk, json_object *cmp, json_object *ok,
+		     json_object *fail, bool hist, json_object **reply,
+		     bool *succeeded, struct error *err);
 /* Trims the history to n events when it holds more than n and a quarter. */
 void etcd_history_trim(struct lock *lk, int64_t count, int64_t deadline_ms);
 

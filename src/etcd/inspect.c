@@ -354,17 +354,7 @@ int etcd_release_token(struct lock *lk, const char *token, struct error *err)
 		json_object_array_add(ok, hist);
 	etcd_range_free(&r);
 	free(info);
-	json_object_get(cmp);
-	json_object_get(ok);
-	found = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &succeeded, err);
-	if (found == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
-		json_object_get(cmp);
-		json_object_get(ok);
-		found = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &succeeded,
-				 err);
-	}
-	json_object_put(cmp);
-	json_object_put(ok);
+	found = etcd_txn_history(lk, cmp, ok, NULL, true, &reply, &succeeded, err);
 	json_object_put(reply);
 	free(key);
 	if (found < 0)
@@ -415,17 +405,7 @@ int etcd_force(struct lock *lk, struct broken_holder **out, size_t *n,
 		if ((hist = etcd_history_put(lk, "broken", b->token, b->info,
 					     kv->create_rev, -1, -1, lk->info)))
 			json_object_array_add(ok, hist);
-		json_object_get(cmp);
-		json_object_get(ok);
-		r = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &succeeded, err);
-		if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
-			json_object_get(cmp);
-			json_object_get(ok);
-			r = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply,
-				     &succeeded, err);
-		}
-		json_object_put(cmp);
-		json_object_put(ok);
+		r = etcd_txn_history(lk, cmp, ok, NULL, true, &reply, &succeeded, err);
 		json_object_put(reply);
 		if (r < 0) {
 			free(b->token);

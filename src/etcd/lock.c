@@ -646,19 +646,7 @@ int etcd_release(struct lock *lk, const struct release_how *how,
 			free(k);
 		}
 	}
-	json_object_get(cmp);
-	json_object_get(ok);
-	json_object_get(fail);
-	r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err);
-	if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
-		json_object_get(cmp);
-		json_object_get(ok);
-		json_object_get(fail);
-		r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err);
-	}
-	json_object_put(cmp);
-	json_object_put(ok);
-	json_object_put(fail);
+	r = etcd_txn_history(lk, cmp, ok, fail, true, &reply, &succeeded, err);
 	if (r == 0) {
 		struct etcd_range c;
 		int64_t moved_to = succeeded ? etcd_txn_deleted_lease(reply, 0) : 0;
