@@ -135,6 +135,40 @@ enum lock_result redis_try(struct lock *lk, int64_t *retry_ms,
 	return r;
 }
 
+/* One connection per server of rl for a command that blocks (BLPOP,
+ * BRPOP), and *idx, room to say which one each pollfd given out is; NULL
+ * when out of memory. A blocking command waits for ever; its connect does
+ * not: the node timeout. no_resolve: no name lookups (the supervisor's
+ * connections: nothing that blocks). */
+static struct node *blocking_nodes(const struct rlock *rl, size_t **idx,
+				   bool no_resolve)
+{
+	struct node *nodes = calloc(rl->n_nodes, sizeof *nodes);
+
+	free(*idx);
+	*idx = calloc(rl->n_nodes, sizeof **idx);
+	if (!nodes || !*idx) {
+		free(nodes);
+		return NULL;
+	}
+	for (size_t i = 0; i < rl->n_nodes; i++) {
+		node_init(&nodes[i], rl->nodes[i].url, rl->nodes[i].password);
+		nodes[i].no_resolve = no_resolve;
+		nodes[i].connect_ms = rl->node_timeout_ms;
+	}
+	return nodes;
+}
+
+/* c: VERB list 0, which blocks until list has an element. */
+static void blocking_cmd(struct cmd *c, const char **argv, const char *verb,
+			 const char *list)
+{
+	argv[0] = verb;
+	argv[1] = list;
+	argv[2] = "0";
+	*c = (struct cmd){ NULL, 3, argv, NULL };
+}
+
 /* Wake-ups: a release pushes on the lock's wake list, and Redis hands the
  * element to the one client that has waited longest in BLPOP there (or
  * keeps it, 2 s, for the next). So a release wakes one waiter, not all:
@@ -154,24 +188,10 @@ size_t redis_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	int64_t now_ms = clock_now_ms();
 	size_t n = 0;
 
-	if (!r->wakers) {
-		r->wakers = calloc(rl->n_nodes, sizeof *r->wakers);
-		r->waker_idx = calloc(rl->n_nodes, sizeof *r->waker_idx);
-		if (!r->wakers || !r->waker_idx) {
-			free(r->wakers);
-			r->wakers = NULL;
-			return 0;	/* then the timed retries alone */
-		}
-		for (size_t i = 0; i < rl->n_nodes; i++) {
-			node_init(&r->wakers[i], rl->nodes[i].url, rl->nodes[i].password);
-			/* a BLPOP waits for ever; its connect does not */
-			r->wakers[i].connect_ms = rl->node_timeout_ms;
-		}
-	}
-	r->blpop_argv[0] = "BLPOP";
-	r->blpop_argv[1] = rl->wake_list;
-	r->blpop_argv[2] = "0";
-	r->blpop = (struct cmd){ NULL, 3, r->blpop_argv, NULL };
+	if (!r->wakers &&
+	    !(r->wakers = blocking_nodes(rl, &r->waker_idx, false)))
+		return 0;	/* then the timed retries alone */
+	blocking_cmd(&r->blpop, r->blpop_argv, "BLPOP", rl->wake_list);
 	for (size_t i = 0; i < rl->n_nodes && n < max; i++) {
 		short events;
 
@@ -253,24 +273,15 @@ size_t redis_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	size_t n = 0;
 
 	if (!r->watch) {
-		r->watch = calloc(rl->n_nodes, sizeof *r->watch);
-		r->watch_idx = calloc(rl->n_nodes, sizeof *r->watch_idx);
-		if (!r->watch || !r->watch_idx ||
-		    asprintf(&r->notice_list, "%s:%s", rl->notice_key, rl->token) < 0) {
+		free(r->notice_list);
+		if (asprintf(&r->notice_list, "%s:%s", rl->notice_key, rl->token) < 0) {
 			r->notice_list = NULL;
-			free(r->watch);
-			r->watch = NULL;
 			return 0;	/* the renewals find out, later */
 		}
-		for (size_t i = 0; i < rl->n_nodes; i++) {
-			node_init(&r->watch[i], rl->nodes[i].url, rl->nodes[i].password);
-			r->watch[i].no_resolve = true;	/* nothing that blocks */
-			r->watch[i].connect_ms = rl->node_timeout_ms;
-		}
-		r->watch_argv[0] = "BRPOP";
-		r->watch_argv[1] = r->notice_list;
-		r->watch_argv[2] = "0";
-		r->watch_cmd = (struct cmd){ NULL, 3, r->watch_argv, NULL };
+		/* nothing that blocks: no name lookups */
+		if (!(r->watch = blocking_nodes(rl, &r->watch_idx, true)))
+			return 0;
+		blocking_cmd(&r->watch_cmd, r->watch_argv, "BRPOP", r->notice_list);
 	}
 	for (size_t i = 0; i < rl->n_nodes && n < max; i++) {
 		struct node *w = &r->watch[i];
