@@ -155,10 +155,12 @@ static void fail(struct my_conn *c, unsigned err_no, const char *msg)
 		c->full = true;
 }
 
+/* The call under way failed with the library's error: it is over. */
 static void fail_mysql(struct my_conn *c)
 {
 	fail(c, mysql_errno(c->m) ? mysql_errno(c->m) : CR_UNKNOWN_ERROR,
 	     mysql_error(c->m)[0] ? mysql_error(c->m) : "unknown error");
+	c->op = OP_NONE;
 }
 
 /* Every socket dlock opens is close-on-exec (-o, and the job must not
@@ -239,7 +241,6 @@ static void step(struct my_conn *c, int ready)
 				break;
 			if (ierr) {
 				fail_mysql(c);
-				c->op = OP_NONE;
 				return;
 			}
 			c->op = OP_STORE;
@@ -252,7 +253,6 @@ static void step(struct my_conn *c, int ready)
 				break;
 			if (!res && mysql_field_count(c->m) > 0) {
 				fail_mysql(c);
-				c->op = OP_NONE;
 				return;
 			}
 			if (c->n_results < MY_MAX_STMTS)
@@ -279,7 +279,6 @@ static void step(struct my_conn *c, int ready)
 				break;
 			if (ierr > 0) {
 				fail_mysql(c);
-				c->op = OP_NONE;
 				return;
 			}
 			c->op = ierr == 0 ? OP_STORE : OP_NONE;
