@@ -73,8 +73,8 @@ static const char *missing(const struct engine *e)
 {
 	const struct { bool there; const char *name; } required[] = {
 #define REQ(part, fn) { e->part.fn != NULL, #part "." #fn }
-		REQ(settings, parse), REQ(settings, free_servers),
-		REQ(settings, server_text),
+		{ e->settings.url_size > 0, "settings.url_size" },
+		REQ(settings, parse_url), REQ(settings, url_text),
 		REQ(lock, open), REQ(lock, close), REQ(lock, begin),
 		REQ(lock, try), REQ(lock, wait_fds), REQ(lock, wait_events),
 		REQ(lock, end_wait), REQ(lock, extend), REQ(lock, fds),

@@ -117,7 +117,8 @@ int config_parse_servers(char *const *urls, size_t n,
 		return -1;
 	}
 	/* the engine's reason names the URL where that is safe */
-	if (e->settings.parse((const char *const *)urls, n, servers, err, errlen) < 0)
+	if (engine_parse_servers(e, (const char *const *)urls, n, servers, err,
+				 errlen) < 0)
 		return -1;
 	*engine = e;
 	return 0;
@@ -267,8 +268,7 @@ static int resolve_tls(const struct config_flags *fl, const struct config_file *
 	const char *key = fl->tls_key ? fl->tls_key : cf->tls_key;
 	const char *insecure = cf->tls_insecure;
 
-	st->tls = st->engine->settings.uses_tls &&
-		  st->engine->settings.uses_tls(st->servers, st->n_servers);
+	st->tls = engine_uses_tls(st->engine, st->servers, st->n_servers);
 	if (flag && !st->tls) {
 		char tls_urls[256];
 
@@ -413,7 +413,7 @@ void config_report(const struct config_flags *fl, const struct settings *st)
 		for (size_t i = 0; i < st->n_servers && len < sizeof list; i++)
 			len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
 						i ? ", " : "",
-						st->engine->settings.server_text(st->servers, i));
+						engine_server_text(st->engine, st->servers, i));
 		log_event(LOG_INFO, fl->key, "servers", NULL, 0, "servers from %s: %s",
 			  st->servers_from, list);
 	}
@@ -428,7 +428,7 @@ void config_report(const struct config_flags *fl, const struct settings *st)
 void config_free(struct settings *st)
 {
 	if (st->engine && st->servers)
-		st->engine->settings.free_servers(st->servers, st->n_servers);
+		engine_free_servers(st->engine, st->servers, st->n_servers);
 	for (size_t i = 0; st->server_texts && i < st->n_servers; i++)
 		free(st->server_texts[i]);
 	free(st->server_texts);

@@ -89,7 +89,7 @@ static int check_servers(const char *list, char *err, size_t errlen)
 
 		r = config_parse_servers(urls, n, &engine, &servers, err, errlen);
 		if (r == 0)
-			engine->settings.free_servers(servers, n);
+			engine_free_servers(engine, servers, n);
 	}
 	while (n > 0)
 		free(urls[--n]);

@@ -367,6 +367,89 @@ void engine_bad_url(const char *url, const char *why, char *err, size_t errlen)
 		snprintf(err, errlen, "bad server URL '%s': %s", url, why);
 }
 
+/* Server i of the array, url_size bytes each. */
+static void *server_at(const struct engine *e, const void *servers, size_t i)
+{
+	return (char *)servers + i * e->settings.url_size;
+}
+
+int engine_parse_servers(const struct engine *e, const char *const *urls,
+			 size_t n, void **servers, char *err, size_t errlen)
+{
+	void *all = calloc(n, e->settings.url_size);
+	char why[300];
+
+	if (!all) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (e->settings.parse_url(urls[i], server_at(e, all, i), why,
+					  sizeof why) < 0) {
+			engine_bad_url(urls[i], why, err, errlen);
+			engine_free_servers(e, all, n);
+			return -1;
+		}
+	*servers = all;
+	return 0;
+}
+
+/* All n of them, zeroed ones too: a failed parse frees what it got. */
+void engine_free_servers(const struct engine *e, void *servers, size_t n)
+{
+	for (size_t i = 0; servers && e->settings.free_url && i < n; i++)
+		e->settings.free_url(server_at(e, servers, i));
+	free(servers);
+}
+
+const char *engine_server_text(const struct engine *e, const void *servers,
+			       size_t i)
+{
+	return e->settings.url_text(server_at(e, servers, i));
+}
+
+bool engine_uses_tls(const struct engine *e, const void *servers, size_t n)
+{
+	for (size_t i = 0; e->settings.url_tls && i < n; i++)
+		if (e->settings.url_tls(server_at(e, servers, i)))
+			return true;
+	return false;
+}
+
+void *engine_open_state(struct lock *lk, size_t size, struct error *err)
+{
+	if (!(lk->e = calloc(1, size)))
+		error_set(err, EX_OSERR, "out of memory");
+	return lk->e;
+}
+
+void engine_close_state(struct lock *lk)
+{
+	free(lk->e);
+	lk->e = NULL;
+	lk->key = NULL;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+size_t engine_sort_names(char **names, size_t n)
+{
+	size_t kept = 0;
+
+	if (n > 1)
+		qsort(names, n, sizeof *names, by_name);
+	for (size_t i = 0; i < n; i++) {
+		if (kept > 0 && strcmp(names[kept - 1], names[i]) == 0)
+			free(names[i]);
+		else
+			names[kept++] = names[i];
+	}
+	return kept;
+}
+
 char *engine_dup(const char *s, size_t len)
 {
 	char *d = malloc(len + 1);

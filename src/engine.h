@@ -12,12 +12,16 @@
  * its own (Redis's cluster, sentinel, TLS and Lua; etcd's HTTP and JSON),
  * never fewer. Adding an engine means filling these:
  *   NAME.h       its own state (the lock's struct) and what its files
- *                share; included by no other folder
+ *                share, ENGINE_DECLARE(P) (the standard names, below);
+ *                included by no other folder
  *   engine.c     the struct engine: its settings, lock and inspect parts
- *                wired to the functions below, its reasons for what it
- *                cannot do (caps.h), ENGINE_MODULE_ABI; nothing else
- *   url.c/.h     its URLs: strict, pure, fuzzed; the text messages show
- *                (url_mask()); whether they ask for TLS; no I/O
+ *                wired to the functions below (ENGINE_OPS()...), its
+ *                reasons for what it cannot do (caps.h),
+ *                ENGINE_MODULE_ABI; nothing else
+ *   url.c/.h     its URLs, one at a time (P_url_parse, P_url_text; the
+ *                core keeps the list): strict, pure, fuzzed; the text
+ *                messages show (url_mask()); whether one asks for TLS; no
+ *                I/O
  *   conn.c/.h    a connection to the store, every wait bounded by a
  *                deadline; the store's answers sorted into exit codes
  *                (64 a setting to fix, 69 unreachable or busy, 70 an
@@ -328,16 +332,19 @@ struct engine_settings {
 	/* Why it lacks each capability it lacks; { 0, NULL } ends it. */
 	const struct engine_cannot *cannot;
 	int64_t min_ttl_ms;	/* the shortest --ttl it can keep */
-	/* parse: the list into what lock_params.servers points to; pure, a
-	 * bad URL is -1 with the reason (64), never echoing a password. */
-	int (*parse)(const char *const *urls, size_t n, void **servers,
-		     char *err, size_t errlen);
-	/* Frees them (MySQL wipes the passwords in them first). */
-	void (*free_servers)(void *servers, size_t n);
-	/* Server i as messages name it, its password masked. */
-	const char *(*server_text)(const void *servers, size_t i);
-	/* [opt] Whether these servers ask for TLS (--tls-* need one). */
-	bool (*uses_tls)(const void *servers, size_t n);
+	/* Its server URLs, which the core keeps in one array of url_size
+	 * bytes each, what lock_params.servers points to (engine_parse_servers()
+	 * and the others below). parse_url: one URL into url, zeroed before;
+	 * pure, a bad one is -1 with the reason in why (64), never echoing a
+	 * password. */
+	size_t url_size;
+	int (*parse_url)(const char *s, void *url, char *why, size_t whylen);
+	/* [opt] Frees what a parsed URL holds (MySQL wipes its password). */
+	void (*free_url)(void *url);
+	/* The URL as messages name it, its password masked. */
+	const char *(*url_text)(const void *url);
+	/* [opt] Whether it asks for TLS (--tls-* need one). */
+	bool (*url_tls)(const void *url);
 	/* [opt] Once, on the main thread, before any other thread and lock:
 	 * load what the engine needs (OpenSSL for rediss://), given the
 	 * settings (config.h); end undoes it at exit. */
@@ -454,6 +461,75 @@ struct engine {
 	struct engine_inspect_ops inspect;
 };
 
+/* The standard names. An engine whose functions carry the prefix P (zk,
+ * pg, my, etcd, redis) names each after the member it fills: P_open ...
+ * P_finished for the lock part, P_status ... P_force for the inspect part.
+ * Macros, so that the five engines do not each repeat the interface:
+ * ENGINE_DECLARE(P), in NAME.h, declares them all with the types above,
+ * once, and -Wmissing-prototypes catches a definition whose name is not
+ * one of them; a member the engine leaves NULL stays declared and never
+ * defined (C allows that: nothing refers to it).
+ *
+ * In its struct engine: ENGINE_URL_OPS(P, T), in the settings part, its
+ * URLs as url.c parses (P_url_parse) and names (P_url_text) them, each a
+ * T; and, by the members' full names (.lock.open...), ENGINE_OPS(P) the
+ * members that must be there, each group of [opt] ones the members that
+ * go together, both or neither: the watch, history (with the "killed"
+ * event written to it), the steps. The [opt] ones on their own are
+ * written out. */
+#define ENGINE_DECLARE(P) \
+	int P##_open(struct lock *lk, struct error *err); \
+	void P##_close(struct lock *lk); \
+	int P##_begin(struct lock *lk, struct error *err); \
+	enum lock_result P##_try(struct lock *lk, int64_t *retry_ms, \
+				 struct error *err); \
+	size_t P##_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max); \
+	bool P##_wait_events(struct lock *lk, const struct pollfd *pfd, \
+			     size_t n); \
+	void P##_end_wait(struct lock *lk, enum lock_result r); \
+	enum extend_result P##_extend(struct lock *lk, int64_t timeout_ms, \
+				      struct error *err); \
+	size_t P##_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max); \
+	bool P##_watch_events(struct lock *lk, const struct pollfd *pfd, \
+			      size_t n, char *note, size_t notelen); \
+	void P##_note_killed(struct lock *lk, int64_t held_ms); \
+	size_t P##_fds(const struct lock *lk, int *out, size_t max); \
+	int P##_release(struct lock *lk, const struct release_how *how, \
+			struct error *err); \
+	int P##_raise_fence(struct lock *lk, const char *fence, \
+			    struct error *err); \
+	void P##_log_servers(const struct lock *lk); \
+	int P##_finished(struct lock *lk, struct error *err); \
+	int P##_status(struct lock *lk, struct status_lock *locks, size_t n, \
+		       struct error *err); \
+	int P##_list(struct lock *lk, char ***names, size_t *n, \
+		     struct error *err); \
+	int P##_history(struct lock *lk, long count, \
+			struct history_report *out, struct error *err); \
+	int P##_release_token(struct lock *lk, const char *token, \
+			      struct error *err); \
+	enum extend_result P##_extend_token(struct lock *lk, \
+					    struct error *err); \
+	int P##_force(struct lock *lk, struct broken_holder **out, size_t *n, \
+		      struct error *err)
+#define ENGINE_URL_OPS(P, T) \
+	.url_size = sizeof(T), .parse_url = P##_url_parse, \
+	.url_text = P##_url_text
+#define ENGINE_OPS(P) \
+	.lock.open = P##_open, .lock.close = P##_close, \
+	.lock.begin = P##_begin, .lock.try = P##_try, \
+	.lock.wait_fds = P##_wait_fds, .lock.wait_events = P##_wait_events, \
+	.lock.end_wait = P##_end_wait, .lock.extend = P##_extend, \
+	.lock.fds = P##_fds, .lock.release = P##_release, \
+	.inspect.status = P##_status
+#define ENGINE_WATCH_OPS(P) \
+	.lock.watch_fds = P##_watch_fds, .lock.watch_events = P##_watch_events
+#define ENGINE_HISTORY_OPS(P) \
+	.inspect.history = P##_history, .lock.note_killed = P##_note_killed
+#define ENGINE_STEPS_OPS(P) \
+	.inspect.release_token = P##_release_token, \
+	.inspect.extend_token = P##_extend_token
+
 /* The engine ABI: the layout of everything in this header and config.h,
  * and the core functions that modules call back (error_set, log_line,
  * show_*, clock_*...). Raise it with any change to them. Each module
@@ -462,7 +538,7 @@ struct engine {
  * a module left from an older build would be called through a struct of
  * another layout. The number has a section of its own, which a test
  * patches in a copy of a module (tests/modules.bats). */
-#define ENGINE_ABI 2
+#define ENGINE_ABI 3
 #define ENGINE_ABI_SYMBOL "dlock_engine_abi"
 extern const unsigned dlock_engine_abi;
 #define ENGINE_MODULE_ABI \
@@ -502,9 +578,27 @@ void engine_usage(FILE *out, int indent, int title_width);
  * module installed is refused (64 another build's, 70 faulty). */
 int engine_list(FILE *out);
 /* "bad server URL 'URL': why", the URL left out where it may hold a
- * password: for engines' parse(). */
+ * password. */
 void engine_bad_url(const char *url, const char *why, char *err, size_t errlen);
+/* The servers' URLs through e's settings part: urls[0..n-1] parsed into
+ * one array (*servers; 0, or -1 with engine_bad_url()'s line in err);
+ * freed; server i's text; whether any of them asks for TLS. */
+int engine_parse_servers(const struct engine *e, const char *const *urls,
+			 size_t n, void **servers, char *err, size_t errlen);
+void engine_free_servers(const struct engine *e, void *servers, size_t n);
+const char *engine_server_text(const struct engine *e, const void *servers,
+			       size_t i);
+bool engine_uses_tls(const struct engine *e, const void *servers, size_t n);
 
+/* For an engine's open(): its state, size bytes zeroed, hung on lk->e;
+ * NULL with err (71) when out of memory. */
+void *engine_open_state(struct lock *lk, size_t size, struct error *err);
+/* For its close(), last: the state freed, lk->e and lk->key (which points
+ * into it) cleared. */
+void engine_close_state(struct lock *lk);
+/* For list(): names[0..n-1] sorted, each once (a second one freed);
+ * returns how many are left. */
+size_t engine_sort_names(char **names, size_t n);
 /* s[0..len-1] and a NUL, for the status, history and force structs
  * (a token or value from the store may hold any byte); NULL: no memory. */
 char *engine_dup(const char *s, size_t len);

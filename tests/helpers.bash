@@ -307,3 +307,58 @@ finish() {	# finish ID [SECONDS]: let the job end, reap its dlock
 	touch "$T/$1.release"
 	reap "$@"
 }
+
+# $T/tjob P [CMD...]: stamps P.start (µs), runs CMD, then waits for
+# P.release; SIGTERM stamps P.told and ends it (11).
+write_tjob() {
+	cat >"$T/tjob" <<'EOS'
+#!/bin/sh
+p=$1; shift
+stamp() { date +%s%6N >"$p.$1"; }
+trap 'stamp told; exit 11' TERM
+stamp start
+[ $# -eq 0 ] || "$@" >/dev/null
+: >"$p.ready"
+i=0
+while [ ! -e "$p.release" ]; do
+	i=$((i + 1)); [ $i -le 3000 ] || exit 99
+	sleep 0.01
+done
+EOS
+	chmod +x "$T/tjob"
+}
+
+# break_window SERVER KEY [OPTION...]: a lock broken right after its
+# grant, WINDOW_RUNS times (3; more to measure). The caller's window_hold
+# starts b, a holder of KEY that lets go at $T/b.release; h waits for KEY
+# with a job that breaks the lock (release --force) as it starts, w waits
+# behind h (OPTIONs for both: --fair); window_waiting N says that N wait.
+# Once b lets go, h must be told (75) within 100 ms of w's job start.
+break_window() {
+	local server=$1 key=$2 run worst=-999999 ms
+	shift 2
+	write_tjob
+	for run in $(seq "${WINDOW_RUNS:-3}"); do
+		rm -f "$T"/[bhw].*
+		window_hold
+		start_bg h -S "$server" "$@" -t 30 "$key" "$T/tjob" "$T/h" \
+			"$DLOCK" -S "$server" release --force "$key"
+		wait_until 5 window_waiting 1 || fail "h does not wait: $(cat "$T/h.err")"
+		start_bg w -S "$server" "$@" -t 30 -w 30 "$key" "$T/tjob" "$T/w"
+		wait_until 5 window_waiting 2 || fail "w does not wait: $(cat "$T/w.err")"
+		touch "$T/b.release"
+		wait_until 10 eval 'test -e "$T/h.told" && test -e "$T/w.start"' ||
+			fail "run $run: $(cat "$T/h.err" "$T/w.err")"
+		reap h
+		assert_equal "$bg_status" 75
+		touch "$T/w.release"
+		reap w
+		assert_equal "$bg_status" 0
+		reap b
+		# > 0: the next job started that long before the holder was told
+		ms=$((($(<"$T/h.told") - $(<"$T/w.start")) / 1000))
+		echo "# run $run: the next job started $ms ms before the holder was told" >&3
+		((ms > worst)) && worst=$ms
+	done
+	((worst < 100)) || fail "the next job started up to $worst ms before the holder was told"
+}

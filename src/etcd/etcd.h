@@ -127,6 +127,12 @@ json_object *etcd_history_put(struct lock *lk, const char *kind,
 			      int64_t fence, int exit_status, int64_t held_ms,
 			      const char *by);
 int etcd_history_lease(struct etcd *e, int64_t deadline_ms, struct error *err);
+/* etcd_txn() of a txn that may write a history event (hist): where etcd
+ * says a lease is missing, the day's lease of the history granted and the
+ * txn sent once more. The arrays are taken (put), NULL for none. */
+int etcd_txn_history(struct lock *lk, json_object *cmp, json_object *ok,
+		     json_object *fail, bool hist, json_object **reply,
+		     bool *succeeded, struct error *err);
 /* Trims the history to n events when it holds more than n and a quarter. */
 void etcd_history_trim(struct lock *lk, int64_t count, int64_t deadline_ms);
 
@@ -156,33 +162,6 @@ int etcd_start_watch(struct lock *lk, const char *key, size_t len,
 		     const char *end, size_t end_len, int64_t rev,
 		     int64_t deadline_ms, struct error *err);
 
-/* lock.c: the lock part of struct engine (src/engine.h). */
-int etcd_open_lock(struct lock *lk, struct error *err);
-void etcd_close_lock(struct lock *lk);
-int etcd_begin(struct lock *lk, struct error *err);
-enum lock_result etcd_try(struct lock *lk, int64_t *retry_ms,
-			  struct error *err);
-size_t etcd_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max);
-bool etcd_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n);
-void etcd_end_wait(struct lock *lk, enum lock_result r);
-enum extend_result etcd_extend(struct lock *lk, int64_t timeout_ms,
-			       struct error *err);
-size_t etcd_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max);
-bool etcd_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
-		       char *note, size_t notelen);
-void etcd_note_killed(struct lock *lk, int64_t held_ms);
-size_t etcd_fds(const struct lock *lk, int *out, size_t max);
-int etcd_finished(struct lock *lk, struct error *err);
-int etcd_release(struct lock *lk, const struct release_how *how,
-		 struct error *err);
-
-/* Inspection (inspect.c). */
-int etcd_status(struct lock *lk, struct status_lock *locks, size_t n,
-		struct error *err);
-int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err);
-int etcd_history(struct lock *lk, long count, struct history_report *out,
-		 struct error *err);
-int etcd_release_token(struct lock *lk, const char *token, struct error *err);
-int etcd_force(struct lock *lk, struct broken_holder **out, size_t *n,
-	       struct error *err);
-enum extend_result etcd_extend_token(struct lock *lk, struct error *err);
+/* lock.c and recipe.c: the lock part of struct engine (src/engine.h);
+ * inspect.c: its inspection part. */
+ENGINE_DECLARE(etcd);

@@ -150,11 +150,6 @@ int etcd_status(struct lock *lk, struct status_lock *locks, size_t n,
 	return 0;
 }
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
@@ -204,15 +199,7 @@ int etcd_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 		k++;
 	}
 	etcd_range_free(&all);
-	qsort(out, k, sizeof *out, by_name);
-	for (size_t i = 0, w = 0; i < k; i++) {
-		if (w > 0 && strcmp(out[w - 1], out[i]) == 0) {
-			free(out[i]);
-			continue;
-		}
-		out[w++] = out[i];
-		*n = w;
-	}
+	*n = engine_sort_names(out, k);
 	*names = out;
 	return 0;
 }
@@ -367,17 +354,7 @@ int etcd_release_token(struct lock *lk, const char *token, struct error *err)
 		json_object_array_add(ok, hist);
 	etcd_range_free(&r);
 	free(info);
-	json_object_get(cmp);
-	json_object_get(ok);
-	found = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &succeeded, err);
-	if (found == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
-		json_object_get(cmp);
-		json_object_get(ok);
-		found = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &succeeded,
-				 err);
-	}
-	json_object_put(cmp);
-	json_object_put(ok);
+	found = etcd_txn_history(lk, cmp, ok, NULL, true, &reply, &succeeded, err);
 	json_object_put(reply);
 	free(key);
 	if (found < 0)
@@ -428,17 +405,7 @@ int etcd_force(struct lock *lk, struct broken_holder **out, size_t *n,
 		if ((hist = etcd_history_put(lk, "broken", b->token, b->info,
 					     kv->create_rev, -1, -1, lk->info)))
 			json_object_array_add(ok, hist);
-		json_object_get(cmp);
-		json_object_get(ok);
-		r = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &succeeded, err);
-		if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
-			json_object_get(cmp);
-			json_object_get(ok);
-			r = etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply,
-				     &succeeded, err);
-		}
-		json_object_put(cmp);
-		json_object_put(ok);
+		r = etcd_txn_history(lk, cmp, ok, NULL, true, &reply, &succeeded, err);
 		json_object_put(reply);
 		if (r < 0) {
 			free(b->token);

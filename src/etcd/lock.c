@@ -33,17 +33,14 @@
 #include "etcd.h"
 #include "log.h"
 
-int etcd_open_lock(struct lock *lk, struct error *err)
+int etcd_open(struct lock *lk, struct error *err)
 {
 	const struct lock_params *p = lk->p;
 	const struct etcd_url *u = p->servers;
-	struct etcd *e = calloc(1, sizeof *e);
+	struct etcd *e = engine_open_state(lk, sizeof *e, err);
 
-	if (!e) {
-		error_set(err, EX_OSERR, "out of memory");
+	if (!e)
 		return -1;
-	}
-	lk->e = e;
 	e->trigger_fd = -1;
 	if (p->password && !u->user[0] && !u->has_password) {
 		error_set(err, EX_USAGE, "%s: etcd's users have names: give one in the URL (etcd://USER@host:port) for the password",
@@ -83,7 +80,7 @@ static void stop_watch(struct etcd *e)
 	e->watch_key = e->watch_end = NULL;
 }
 
-void etcd_close_lock(struct lock *lk)
+void etcd_close(struct lock *lk)
 {
 	struct etcd *e = etcd_of(lk);
 
@@ -96,9 +93,7 @@ void etcd_close_lock(struct lock *lk)
 	free(e->name_key);
 	free(e->pfx);
 	free(e->hist);
-	free(e);
-	lk->e = NULL;
-	lk->key = NULL;
+	engine_close_state(lk);
 }
 
 static void copy_out(struct lock *lk)
@@ -657,19 +652,7 @@ int etcd_release(struct lock *lk, const struct release_how *how,
 			free(k);
 		}
 	}
-	json_object_get(cmp);
-	json_object_get(ok);
-	json_object_get(fail);
-	r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err);
-	if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
-		json_object_get(cmp);
-		json_object_get(ok);
-		json_object_get(fail);
-		r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err);
-	}
-	json_object_put(cmp);
-	json_object_put(ok);
-	json_object_put(fail);
+	r = etcd_txn_history(lk, cmp, ok, fail, true, &reply, &succeeded, err);
 	if (r == 0) {
 		struct etcd_range c;
 		int64_t moved_to = succeeded ? etcd_txn_deleted_lease(reply, 0) : 0;

@@ -152,19 +152,8 @@ int etcd_first_exclusive(struct lock *lk, int64_t start_ms,
 						  false, 0, false, false));
 	free(value);
 	free(end);
-	json_object_get(cmp);
-	json_object_get(ok);
-	json_object_get(fail);
-	r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err);
-	if (r == -2 && hist && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
-		json_object_get(cmp);
-		json_object_get(ok);
-		json_object_get(fail);
-		r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), &reply, &succeeded, err);
-	}
-	json_object_put(cmp);
-	json_object_put(ok);
-	json_object_put(fail);
+	r = etcd_txn_history(lk, cmp, ok, fail, hist != NULL, &reply, &succeeded,
+			     err);
 	if (r == -2)
 		lease_vanished(lk, err);
 	if (r < 0) {

@@ -98,15 +98,23 @@ int etcd_parse_i64(const char *s, size_t len, int64_t *out)
 	return 0;
 }
 
+/* o's member key (*v): 1; 0 absent (proto3 JSON leaves out a default
+ * value); -1 o is no object. */
+static int member(json_object *o, const char *key, json_object **v)
+{
+	if (!o || !json_object_is_type(o, json_type_object))
+		return -1;
+	return json_object_object_get_ex(o, key, v) ? 1 : 0;
+}
+
 int etcd_i64(json_object *o, const char *key, int64_t *out)
 {
 	json_object *v;
+	int r;
 
 	*out = 0;
-	if (!o || !json_object_is_type(o, json_type_object))
-		return -1;
-	if (!json_object_object_get_ex(o, key, &v))
-		return 0;
+	if ((r = member(o, key, &v)) <= 0)
+		return r;
 	switch (json_object_get_type(v)) {
 	case json_type_string:
 		return etcd_parse_i64(json_object_get_string(v),
@@ -125,12 +133,11 @@ int etcd_i64(json_object *o, const char *key, int64_t *out)
 int etcd_bool(json_object *o, const char *key, bool *out)
 {
 	json_object *v;
+	int r;
 
 	*out = false;
-	if (!o || !json_object_is_type(o, json_type_object))
-		return -1;
-	if (!json_object_object_get_ex(o, key, &v))
-		return 0;
+	if ((r = member(o, key, &v)) <= 0)
+		return r;
 	if (!json_object_is_type(v, json_type_boolean))
 		return -1;
 	*out = json_object_get_boolean(v);

@@ -369,6 +369,31 @@ int etcd_history_lease(struct etcd *e, int64_t deadline_ms, struct error *err)
 			  HISTORY_TTL_S, deadline_ms, &granted, err) < 0 ? -1 : 0;
 }
 
+int etcd_txn_history(struct lock *lk, json_object *cmp, json_object *ok,
+		     json_object *fail, bool hist, json_object **reply,
+		     bool *succeeded, struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	int r;
+
+	/* kept for a second send: etcd_txn() puts them */
+	json_object_get(cmp);
+	json_object_get(ok);
+	json_object_get(fail);
+	r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), reply, succeeded, err);
+	if (r == -2 && hist && etcd_history_lease(e, etcd_deadline(lk), err) == 0) {
+		json_object_get(cmp);
+		json_object_get(ok);
+		json_object_get(fail);
+		r = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), reply, succeeded,
+			     err);
+	}
+	json_object_put(cmp);
+	json_object_put(ok);
+	json_object_put(fail);
+	return r;
+}
+
 void etcd_history_trim(struct lock *lk, int64_t count, int64_t deadline_ms)
 {
 	struct etcd *e = etcd_of(lk);

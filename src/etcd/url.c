@@ -10,8 +10,9 @@
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
-int etcd_url_parse(const char *s, struct etcd_url *u, char *err, size_t errlen)
+int etcd_url_parse(const char *s, void *url, char *err, size_t errlen)
 {
+	struct etcd_url *u = url;
 	const char *rest, *at, *hosts, *end;
 	size_t used;
 
@@ -80,17 +81,12 @@ int etcd_url_parse(const char *s, struct etcd_url *u, char *err, size_t errlen)
 	return 0;
 }
 
-void etcd_free_urls(void *servers, size_t n)
+const char *etcd_url_text(const void *url)
 {
-	free(servers);
+	return ((const struct etcd_url *)url)->text;
 }
 
-const char *etcd_url_text(const void *servers, size_t i)
+bool etcd_url_tls(const void *url)
 {
-	return ((const struct etcd_url *)servers)->text;
-}
-
-bool etcd_uses_tls(const void *servers, size_t n)
-{
-	return ((const struct etcd_url *)servers)->tls;
+	return ((const struct etcd_url *)url)->tls;
 }

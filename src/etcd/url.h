@@ -25,11 +25,9 @@ struct etcd_url {
 
 /* etcd[s]://[user[:password]@]host[:port][,host[:port]...][/]
  * Returns 0, or -1 with the reason (never the password) in err. */
-int etcd_url_parse(const char *s, struct etcd_url *u, char *err, size_t errlen);
+int etcd_url_parse(const char *s, void *url, char *err, size_t errlen);
 
-/* The engine's settings over the one URL parsed (struct engine's
- * free_servers, server_text, uses_tls): frees it; its text; whether it
- * asks for TLS (etcds://). */
-void etcd_free_urls(void *servers, size_t n);
-const char *etcd_url_text(const void *servers, size_t i);
-bool etcd_uses_tls(const void *servers, size_t n);
+/* The engine's settings over a URL parsed (url_text, url_tls): its text;
+ * whether it asks for TLS (etcds://). */
+const char *etcd_url_text(const void *url);
+bool etcd_url_tls(const void *url);

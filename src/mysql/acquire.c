@@ -104,13 +104,13 @@ int my_query_head(struct mylock *m, const char *sql,
 	if (my_send_part(&m->c, sql, stop_at, err) < 0)
 		return -1;
 	if (my_run(&m->c, deadline_ms) == 1) {
-		my_close(&m->c);
+		my_conn_close(&m->c);
 		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", m->u->text);
 		return -1;
 	}
 	if (m->c.broken) {
 		my_error(&m->c, NULL, err);
-		my_close(&m->c);
+		my_conn_close(&m->c);
 		return -1;
 	}
 	m->tail = *b;

@@ -155,10 +155,12 @@ static void fail(struct my_conn *c, unsigned err_no, const char *msg)
 		c->full = true;
 }
 
+/* The call under way failed with the library's error: it is over. */
 static void fail_mysql(struct my_conn *c)
 {
 	fail(c, mysql_errno(c->m) ? mysql_errno(c->m) : CR_UNKNOWN_ERROR,
 	     mysql_error(c->m)[0] ? mysql_error(c->m) : "unknown error");
+	c->op = OP_NONE;
 }
 
 /* Every socket dlock opens is close-on-exec (-o, and the job must not
@@ -239,7 +241,6 @@ static void step(struct my_conn *c, int ready)
 				break;
 			if (ierr) {
 				fail_mysql(c);
-				c->op = OP_NONE;
 				return;
 			}
 			c->op = OP_STORE;
@@ -252,7 +253,6 @@ static void step(struct my_conn *c, int ready)
 				break;
 			if (!res && mysql_field_count(c->m) > 0) {
 				fail_mysql(c);
-				c->op = OP_NONE;
 				return;
 			}
 			if (c->n_results < MY_MAX_STMTS)
@@ -279,7 +279,6 @@ static void step(struct my_conn *c, int ready)
 				break;
 			if (ierr > 0) {
 				fail_mysql(c);
-				c->op = OP_NONE;
 				return;
 			}
 			c->op = ierr == 0 ? OP_STORE : OP_NONE;
@@ -413,14 +412,14 @@ int my_connect(struct my_conn *c, int64_t deadline_ms, struct error *err)
 	if (my_connect_start(c, err) < 0)
 		return -1;
 	if (my_run(c, deadline_ms) == 1) {
-		my_close(c);
+		my_conn_close(c);
 		error_set(err, EX_UNAVAILABLE, "%s: no answer in time (connecting)",
 			  c->u->text);
 		return -1;
 	}
 	if (c->err_no || !c->thread_id) {
 		my_error(c, NULL, err);
-		my_close(c);
+		my_conn_close(c);
 		return -1;
 	}
 	return 0;
@@ -432,13 +431,13 @@ int my_query(struct my_conn *c, const char *sql, int64_t deadline_ms,
 	if (my_send(c, sql, err) < 0)
 		return -1;
 	if (my_run(c, deadline_ms) == 1) {
-		my_close(c);
+		my_conn_close(c);
 		error_set(err, EX_UNAVAILABLE, "%s: no answer in time", c->u->text);
 		return -1;
 	}
 	if (c->broken) {
 		my_error(c, NULL, err);
-		my_close(c);
+		my_conn_close(c);
 		return -1;
 	}
 	return 0;
@@ -459,7 +458,7 @@ void my_abandon(struct my_conn *c)
 	c->broken = true;
 }
 
-void my_close(struct my_conn *c)
+void my_conn_close(struct my_conn *c)
 {
 	if (!c->m)
 		return;

@@ -94,8 +94,8 @@ void my_done(struct my_conn *c);
 /* Ends the connection: a call under way is cut off (the socket shut down
  * and the call run to its failure), then the handle closed (COM_QUIT,
  * unless the socket was shut: nothing waits for the server). */
-void my_close(struct my_conn *c);
-/* Cuts the call under way off, as my_close, but keeps nothing either. */
+void my_conn_close(struct my_conn *c);
+/* Cuts the call under way off, as my_conn_close, but keeps nothing either. */
 void my_abandon(struct my_conn *c);
 
 /* The first column of row r of statement i as a number; false when there

@@ -201,7 +201,7 @@ static void on_own_connection(struct lock *lk, const char *sql,
 	my_init(&c, M(lk)->u, lk->p->password, lk->p->tls);
 	if (my_connect(&c, deadline_ms, &ignored) == 0)
 		my_query(&c, sql, deadline_ms, &ignored);
-	my_close(&c);
+	my_conn_close(&c);
 }
 
 void my_record_lost(struct lock *lk, const struct release_how *how)
@@ -254,6 +254,6 @@ void my_note_killed(struct lock *lk, int64_t held_ms)
 			free(sql);
 		}
 	}
-	my_close(&c);
+	my_conn_close(&c);
 	free(info);
 }

@@ -220,11 +220,36 @@ int my_status(struct lock *lk, struct status_lock *locks, size_t n,
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		if (status_one(lk, &c, &locks[i], err) < 0) {
-			my_close(&c);
+			my_conn_close(&c);
 			return -1;
 		}
-	my_close(&c);
+	my_conn_close(&c);
 	return 0;
+}
+
+/* The answer to a read of one of dlock's tables (what: for the error) on
+ * c: its result (*res, NULL for none) and rows, and a zeroed array of size
+ * bytes a row for the caller to fill. NULL when the table is not there
+ * (*r 0: no dlock ever wrote it), or with err (*r -1). */
+static void *table_rows(struct my_conn *c, const char *what, size_t size,
+			MYSQL_RES **res, size_t *rows, int *r, struct error *err)
+{
+	void *array;
+
+	*r = -1;
+	if (c->err_no == ER_NO_SUCH_TABLE) {
+		*r = 0;
+		return NULL;
+	}
+	if (c->err_no) {
+		my_error(c, what, err);
+		return NULL;
+	}
+	*res = c->results[0].res;
+	*rows = *res ? (size_t)mysql_num_rows(*res) : 0;
+	if (!(array = calloc(*rows ? *rows : 1, size)))
+		error_set(err, EX_OSERR, "out of memory");
+	return array;
 }
 
 int my_list(struct lock *lk, char ***names, size_t *n, struct error *err)
@@ -260,21 +285,10 @@ int my_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 	if (connect_to(lk, &c, err) < 0 ||
 	    my_query(&c, sql, clock_now_ms() + lk->node_timeout_ms, err) < 0)
 		goto out;
-	if (c.err_no == ER_NO_SUCH_TABLE) {
-		r = 0;	/* no dlock ever held a lock here */
-		goto out;
-	}
-	if (c.err_no) {
-		my_error(&c, "listing dlock_locks", err);
-		goto out;
-	}
-	res = c.results[0].res;
-	rows = res ? (size_t)mysql_num_rows(res) : 0;
-	*names = calloc(rows ? rows : 1, sizeof **names);
-	if (!*names) {
-		error_set(err, EX_OSERR, "out of memory");
-		goto out;
-	}
+	*names = table_rows(&c, "listing dlock_locks", sizeof **names, &res, &rows,
+			    &r, err);
+	if (!*names)
+		goto out;	/* r 0: no dlock ever held a lock here */
 	for (size_t i = 0; i < rows; i++) {
 		MYSQL_ROW row = mysql_fetch_row(res);
 		unsigned long *len = mysql_fetch_lengths(res);
@@ -297,7 +311,7 @@ out:
 		*n = 0;
 	}
 	free(sql);
-	my_close(&c);
+	my_conn_close(&c);
 	return r;
 }
 
@@ -343,20 +357,10 @@ int my_history(struct lock *lk, long count, struct history_report *out,
 	if (my_query(&c, sql, clock_now_ms() + lk->node_timeout_ms, err) < 0)
 		goto out;
 	out->n_ok = 1;
-	if (c.err_no == ER_NO_SUCH_TABLE) {
-		r = 0;
+	out->events = table_rows(&c, "reading dlock_history", sizeof *out->events,
+				 &res, &rows, &r, err);
+	if (!out->events)
 		goto out;
-	}
-	if (c.err_no) {
-		my_error(&c, "reading dlock_history", err);
-		goto out;
-	}
-	res = c.results[0].res;
-	rows = res ? (size_t)mysql_num_rows(res) : 0;
-	if (!(out->events = calloc(rows ? rows : 1, sizeof *out->events))) {
-		error_set(err, EX_OSERR, "out of memory");
-		goto out;
-	}
 	for (size_t i = 0; i < rows; i++) {
 		MYSQL_ROW row = mysql_fetch_row(res);
 		unsigned long *len = mysql_fetch_lengths(res);
@@ -389,7 +393,7 @@ int my_history(struct lock *lk, long count, struct history_report *out,
 	r = 0;
 out:
 	free(sql);
-	my_close(&c);
+	my_conn_close(&c);
 	return r;
 }
 
@@ -503,6 +507,6 @@ int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
 	status = EX_OK;
 out:
 	broken_free(b, b ? 1 : 0);
-	my_close(&c);
+	my_conn_close(&c);
 	return status;
 }

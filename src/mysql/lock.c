@@ -75,15 +75,12 @@ int my_names(struct my_names *n, const struct my_url *u, const char *prefix,
 
 /* ---- the lock ------------------------------------------------------------ */
 
-int my_lock_open(struct lock *lk, struct error *err)
+int my_open(struct lock *lk, struct error *err)
 {
-	struct mylock *m = calloc(1, sizeof *m);
+	struct mylock *m = engine_open_state(lk, sizeof *m, err);
 
-	if (!m) {
-		error_set(err, EX_OSERR, "out of memory");
+	if (!m)
 		return -1;
-	}
-	lk->e = m;
 	m->lk = lk;
 	m->u = lk->p->servers;
 	m->fence = -1;
@@ -97,13 +94,12 @@ int my_lock_open(struct lock *lk, struct error *err)
 	return 0;
 }
 
-void my_lock_close(struct lock *lk)
+void my_close(struct lock *lk)
 {
 	struct mylock *m = M(lk);
 
-	my_close(&m->c);
-	free(m);
-	lk->key = NULL;
+	my_conn_close(&m->c);
+	engine_close_state(lk);
 }
 
 /* The lease's bound from a round that began at start_ms: the server frees
@@ -150,7 +146,7 @@ int my_begin(struct lock *lk, struct error *err)
 /* Closes the lock's connection: what it held goes with it. */
 static void drop(struct mylock *m)
 {
-	my_close(&m->c);
+	my_conn_close(&m->c);
 	m->session_set = false;
 	m->held = false;
 	m->waiting = false;
@@ -472,7 +468,7 @@ static void kill_query(struct lock *lk, int64_t deadline_ms)
 		snprintf(sql, sizeof sql, "KILL QUERY %lu", m->c.thread_id);
 		my_query(&k, sql, deadline_ms, &ignored);
 	}
-	my_close(&k);
+	my_conn_close(&k);
 }
 
 void my_end_wait(struct lock *lk, enum lock_result r)
@@ -644,7 +640,7 @@ bool my_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 	return true;
 }
 
-size_t my_lock_fds(const struct lock *lk, int *out, size_t max)
+size_t my_fds(const struct lock *lk, int *out, size_t max)
 {
 	int fd = my_fd(&M(lk)->c);
 

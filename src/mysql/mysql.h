@@ -157,36 +157,9 @@ void my_record_lost(struct lock *lk, const struct release_how *how);
 void my_event_trimmed(struct my_conn *c, const struct my_names *names,
 		      long keep, const char *insert, int64_t deadline_ms);
 
-/* lock.c: the lock part of struct engine (src/engine.h); note_killed
- * is history.c's */
-int my_lock_open(struct lock *lk, struct error *err);
-void my_lock_close(struct lock *lk);
-int my_begin(struct lock *lk, struct error *err);
-enum lock_result my_try(struct lock *lk, int64_t *retry_ms,
-			struct error *err);
-size_t my_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max);
-bool my_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n);
-void my_end_wait(struct lock *lk, enum lock_result r);
-enum extend_result my_extend(struct lock *lk, int64_t timeout_ms,
-			     struct error *err);
-size_t my_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max);
-bool my_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
-		     char *note, size_t notelen);
-void my_note_killed(struct lock *lk, int64_t held_ms);
-size_t my_lock_fds(const struct lock *lk, int *out, size_t max);
-int my_release(struct lock *lk, const struct release_how *how,
-	       struct error *err);
-int my_raise_fence(struct lock *lk, const char *fence, struct error *err);
-int my_finished(struct lock *lk, struct error *err);
-
-/* inspect.c: status, list, history, force (engine.h) */
-int my_status(struct lock *lk, struct status_lock *locks, size_t n,
-	      struct error *err);
-int my_list(struct lock *lk, char ***names, size_t *n, struct error *err);
-int my_history(struct lock *lk, long count, struct history_report *out,
-	       struct error *err);
-int my_force(struct lock *lk, struct broken_holder **out, size_t *n,
-	     struct error *err);
+/* lock.c: the lock part of struct engine (src/engine.h), note_killed
+ * history.c's; inspect.c: status, list, history, force */
+ENGINE_DECLARE(my);
 /* Fills n for prefix + key but the row key (my_names_make() with
  * libcrypto's SHA-256). Returns 0, or -1 with err (70, naming u) when the
  * SHA-256 a long name needs failed. */

@@ -46,8 +46,9 @@ static int param(const char *s, size_t len, struct my_url *u, bool *seen_tls,
 	FAIL("unknown parameter (want socket=PATH or tls=MODE)");
 }
 
-int my_url_parse(const char *s, struct my_url *u, char *err, size_t errlen)
+int my_url_parse(const char *s, void *url, char *err, size_t errlen)
 {
+	struct my_url *u = url;
 	const char *p, *end, *at, *slash, *query;
 	bool seen_tls = false;
 
@@ -133,26 +134,19 @@ int my_url_parse(const char *s, struct my_url *u, char *err, size_t errlen)
 	return 0;
 }
 
-void my_free_urls(void *servers, size_t n)
+void my_url_free(void *url)
 {
-	struct my_url *u = servers;
+	struct my_url *u = url;
 
-	for (size_t i = 0; i < n; i++)
-		explicit_bzero(u[i].password, sizeof u[i].password);
-	free(servers);
+	explicit_bzero(u->password, sizeof u->password);
 }
 
-const char *my_url_text(const void *servers, size_t i)
+const char *my_url_text(const void *url)
 {
-	return ((const struct my_url *)servers)[i].text;
+	return ((const struct my_url *)url)->text;
 }
 
-bool my_uses_tls(const void *servers, size_t n)
+bool my_url_tls(const void *url)
 {
-	const struct my_url *u = servers;
-
-	for (size_t i = 0; i < n; i++)
-		if (u[i].tls != MY_TLS_OFF)
-			return true;
-	return false;
+	return ((const struct my_url *)url)->tls != MY_TLS_OFF;
 }

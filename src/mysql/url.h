@@ -29,11 +29,10 @@ struct my_url {
 
 /* Parses s into u. Returns 0, or -1 with the reason in err (never the
  * URL itself: it may hold a password). */
-int my_url_parse(const char *s, struct my_url *u, char *err, size_t errlen);
+int my_url_parse(const char *s, void *url, char *err, size_t errlen);
 
-/* The engine's settings over an array of n of them (struct engine's
- * free_servers, server_text, uses_tls): frees it, its passwords wiped
- * first; server i's text; whether any asks for TLS. */
-void my_free_urls(void *servers, size_t n);
-const char *my_url_text(const void *servers, size_t i);
-bool my_uses_tls(const void *servers, size_t n);
+/* The engine's settings over a URL parsed (free_url, url_text, url_tls):
+ * its password wiped; its text; whether it asks for TLS. */
+void my_url_free(void *url);
+const char *my_url_text(const void *url);
+bool my_url_tls(const void *url);

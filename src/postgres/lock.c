@@ -754,13 +754,10 @@ int pg_check_name(const char *key, struct error *err)
 
 int pg_open(struct lock *lk, struct error *err)
 {
-	struct pg *pg = calloc(1, sizeof *pg);
+	struct pg *pg = engine_open_state(lk, sizeof *pg, err);
 
-	if (!pg) {
-		error_set(err, EX_OSERR, "out of memory");
+	if (!pg)
 		return -1;
-	}
-	lk->e = pg;
 	pg->url = lk->p->servers;
 	if (lk->p->limit > PG_LIMIT_MAX) {
 		error_set(err, EX_USAGE, "PostgreSQL takes --limit up to %d", PG_LIMIT_MAX);
@@ -788,6 +785,5 @@ void pg_close(struct lock *lk)
 	pg_disconnect(pg);
 	free(pg->key);
 	free(pg->comment);
-	free(pg);
-	lk->key = NULL;
+	engine_close_state(lk);
 }

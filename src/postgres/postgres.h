@@ -182,29 +182,8 @@ int pg_reentered(struct lock *lk, struct error *err);
  * (64): 0, or -1 with err (the session closed if it broke). */
 int pg_look_at_holders(struct lock *lk, struct error *err);
 
-/* lock.c: the lock operations (struct engine_lock_ops). */
-int pg_open(struct lock *lk, struct error *err);
-void pg_close(struct lock *lk);
-int pg_begin(struct lock *lk, struct error *err);
-enum lock_result pg_try(struct lock *lk, int64_t *retry_ms, struct error *err);
-size_t pg_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max);
-bool pg_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n);
-void pg_end_wait(struct lock *lk, enum lock_result r);
-enum extend_result pg_extend(struct lock *lk, int64_t timeout_ms,
-			     struct error *err);
-size_t pg_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max);
-bool pg_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
-		     char *note, size_t notelen);
-size_t pg_fds(const struct lock *lk, int *out, size_t max);
-int pg_release(struct lock *lk, const struct release_how *how,
-	       struct error *err);
-int pg_raise_fence(struct lock *lk, const char *fence, struct error *err);
-int pg_finished(struct lock *lk, struct error *err);
+/* lock.c: the lock operations (struct engine_lock_ops); inspect.c: the
+ * inspection operations (struct engine_inspect_ops). */
+ENGINE_DECLARE(pg);
 /* A lock's name the server can hash (names.h): 0, or -1 with err (64). */
 int pg_check_name(const char *key, struct error *err);
-
-/* inspect.c: the inspection operations (struct engine_inspect_ops). */
-int pg_status(struct lock *lk, struct status_lock *locks, size_t n,
-	      struct error *err);
-int pg_force(struct lock *lk, struct broken_holder **out, size_t *n_out,
-	     struct error *err);

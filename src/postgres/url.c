@@ -97,74 +97,69 @@ bad:
 	return -1;
 }
 
-int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
-		  char *err, size_t errlen)
+/* The url's own parameters taken out, then libpq's parser over the rest;
+ * what the rest is kept for (its text, its password, database, TLS and
+ * options). A failure leaves what it got for pg_url_free(). */
+int pg_url_parse(const char *s, void *url, char *why, size_t whylen)
 {
-	struct pg_url *u = calloc(n, sizeof *u);
+	struct pg_url *u = url;
+	char *libpq_why = NULL, *uri;
+	PQconninfoOption *opts;
 
-	if (!u) {
-		snprintf(err, errlen, "out of memory");
+	if (own_params(s, u, &uri, why, whylen) < 0)
+		return -1;
+	u->uri = uri;
+	opts = PQconninfoParse(uri, &libpq_why);
+	if (!opts) {
+		snprintf(why, whylen, "%s", libpq_why ? libpq_why : "out of memory");
+		why[strcspn(why, "\n")] = '\0';
+		PQfreemem(libpq_why);
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++) {
-		char *why = NULL, msg[300], *uri;
-		PQconninfoOption *opts;
-
-		if (own_params(urls[i], &u[i], &uri, msg, sizeof msg) < 0) {
-			engine_bad_url(urls[i], msg, err, errlen);
-			pg_free_urls(u, n);
-			return -1;
-		}
-		u[i].uri = uri;
-		opts = PQconninfoParse(uri, &why);
-		if (!opts) {
-			snprintf(msg, sizeof msg, "%s", why ? why : "out of memory");
-			msg[strcspn(msg, "\n")] = '\0';
-			engine_bad_url(urls[i], msg, err, errlen);
-			PQfreemem(why);
-			pg_free_urls(u, n);
-			return -1;
-		}
-		if (bad_port(opts, msg, sizeof msg)) {
-			engine_bad_url(urls[i], msg, err, errlen);
-			PQconninfoFree(opts);
-			pg_free_urls(u, n);
-			return -1;
-		}
-		u[i].text = masked(urls[i]);
-		for (PQconninfoOption *o = opts; o->keyword; o++) {
-			if (!o->val)
-				continue;
-			if (strcmp(o->keyword, "password") == 0)
-				u[i].has_password = true;
-			else if (strcmp(o->keyword, "dbname") == 0)
-				u[i].has_dbname = o->val[0] != '\0';
-			else if (strcmp(o->keyword, "sslmode") == 0)
-				u[i].tls = strcmp(o->val, "require") == 0 ||
-					   strcmp(o->val, "verify-ca") == 0 ||
-					   strcmp(o->val, "verify-full") == 0;
-			else if (strcmp(o->keyword, "options") == 0)
-				u[i].options = strdup(o->val);
-		}
+	if (bad_port(opts, why, whylen)) {
 		PQconninfoFree(opts);
-		if (!u[i].uri || !u[i].text) {
-			snprintf(err, errlen, "out of memory");
-			pg_free_urls(u, n);
-			return -1;
-		}
+		return -1;
 	}
-	*out = u;
+	u->text = masked(s);
+	for (PQconninfoOption *o = opts; o->keyword; o++) {
+		if (!o->val)
+			continue;
+		if (strcmp(o->keyword, "password") == 0)
+			u->has_password = true;
+		else if (strcmp(o->keyword, "dbname") == 0)
+			u->has_dbname = o->val[0] != '\0';
+		else if (strcmp(o->keyword, "sslmode") == 0)
+			u->tls = strcmp(o->val, "require") == 0 ||
+				 strcmp(o->val, "verify-ca") == 0 ||
+				 strcmp(o->val, "verify-full") == 0;
+		else if (strcmp(o->keyword, "options") == 0)
+			u->options = strdup(o->val);
+	}
+	PQconninfoFree(opts);
+	if (!u->uri || !u->text) {
+		snprintf(why, whylen, "out of memory");
+		return -1;
+	}
 	return 0;
 }
 
-void pg_free_urls(struct pg_url *u, size_t n)
+void pg_url_free(void *url)
 {
-	for (size_t i = 0; u && i < n; i++) {
-		free(u[i].uri);
-		free(u[i].text);
-		free(u[i].options);
-	}
-	free(u);
+	struct pg_url *u = url;
+
+	free(u->uri);
+	free(u->text);
+	free(u->options);
+}
+
+const char *pg_url_text(const void *url)
+{
+	return ((const struct pg_url *)url)->text;
+}
+
+bool pg_url_tls(const void *url)
+{
+	return ((const struct pg_url *)url)->tls;
 }
 
 bool pg_startup_options(const struct pg_url *url)

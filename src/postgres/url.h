@@ -21,10 +21,14 @@ struct pg_url {
 	bool tls;		/* sslmode=require, verify-ca or verify-full */
 };
 
-/* Checks each URI with libpq's own parser. 0, or -1 with err. */
-int pg_parse_urls(const char *const *urls, size_t n, struct pg_url **out,
-		  char *err, size_t errlen);
-void pg_free_urls(struct pg_url *u, size_t n);
+/* The engine's settings over one URL (parse_url, free_url, url_text,
+ * url_tls): s checked with libpq's own parser into url, a struct pg_url
+ * (0, or -1 with why); what it holds freed; its text; whether it asks
+ * for TLS. */
+int pg_url_parse(const char *s, void *url, char *why, size_t whylen);
+void pg_url_free(void *url);
+const char *pg_url_text(const void *url);
+bool pg_url_tls(const void *url);
 
 /* Whether a connection to url carries dlock's settings as startup
  * options: not through a declared pooler (PgBouncer refuses them, or

@@ -43,47 +43,6 @@ static struct redis *R(const struct lock *lk)
 
 /* ---- settings ----------------------------------------------------------- */
 
-static int parse(const char *const *urls, size_t n, void **servers, char *err,
-		 size_t errlen)
-{
-	/* malloc, not calloc: url_parse() fills each one it uses. */
-	struct url *u = malloc(n * sizeof *u);
-	char why[256];
-
-	if (!u) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (url_parse(urls[i], &u[i], why, sizeof why) < 0) {
-			engine_bad_url(urls[i], why, err, errlen);
-			free(u);
-			return -1;
-		}
-	*servers = u;
-	return 0;
-}
-
-static void free_servers(void *servers, size_t n)
-{
-	free(servers);
-}
-
-static const char *server_text(const void *servers, size_t i)
-{
-	return ((const struct url *)servers)[i].text;
-}
-
-static bool uses_tls(const void *servers, size_t n)
-{
-	const struct url *u = servers;
-
-	for (size_t i = 0; i < n; i++)
-		if (u[i].tls)
-			return true;
-	return false;
-}
-
 static int init(const struct settings *st, struct error *err)
 {
 	return st->tls ? tls_init(&st->tls_opts, err) : 0;
@@ -91,15 +50,12 @@ static int init(const struct settings *st, struct error *err)
 
 /* ---- the lock -------------------------------------------------------------- */
 
-static int open_lock(struct lock *lk, struct error *err)
+int redis_open(struct lock *lk, struct error *err)
 {
-	struct redis *r = calloc(1, sizeof *r);
+	struct redis *r = engine_open_state(lk, sizeof *r, err);
 
-	if (!r) {
-		error_set(err, EX_OSERR, "out of memory");
+	if (!r)
 		return -1;
-	}
-	lk->e = r;
 	if (rlock_init(&r->rl, lk, err) < 0)
 		return -1;
 	lk->key = r->rl.key;
@@ -116,7 +72,7 @@ static void close_nodes(struct node **nodes, size_t n)
 	*nodes = NULL;
 }
 
-static void close_lock(struct lock *lk)
+void redis_close(struct lock *lk)
 {
 	struct redis *r = R(lk);
 
@@ -126,8 +82,7 @@ static void close_lock(struct lock *lk)
 	free(r->watch_idx);
 	free(r->notice_list);
 	rlock_free(&r->rl);
-	free(r);
-	lk->key = NULL;
+	engine_close_state(lk);
 }
 
 /* What the core reads of the last round. */
@@ -146,7 +101,7 @@ static void copy_out(struct lock *lk)
 		lk->misconfigured |= rl->nodes[i].tls_refused;
 }
 
-static int begin(struct lock *lk, struct error *err)
+int redis_begin(struct lock *lk, struct error *err)
 {
 	int r = rlock_begin(&R(lk)->rl, err);
 
@@ -154,8 +109,8 @@ static int begin(struct lock *lk, struct error *err)
 	return r;
 }
 
-static enum lock_result try(struct lock *lk, int64_t *retry_ms,
-			    struct error *err)
+enum lock_result redis_try(struct lock *lk, int64_t *retry_ms,
+			   struct error *err)
 {
 	struct rlock *rl = &R(lk)->rl;
 	enum lock_result r;
@@ -180,6 +135,40 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
 	return r;
 }
 
+/* One connection per server of rl for a command that blocks (BLPOP,
+ * BRPOP), and *idx, room to say which one each pollfd given out is; NULL
+ * when out of memory. A blocking command waits for ever; its connect does
+ * not: the node timeout. no_resolve: no name lookups (the supervisor's
+ * connections: nothing that blocks). */
+static struct node *blocking_nodes(const struct rlock *rl, size_t **idx,
+				   bool no_resolve)
+{
+	struct node *nodes = calloc(rl->n_nodes, sizeof *nodes);
+
+	free(*idx);
+	*idx = calloc(rl->n_nodes, sizeof **idx);
+	if (!nodes || !*idx) {
+		free(nodes);
+		return NULL;
+	}
+	for (size_t i = 0; i < rl->n_nodes; i++) {
+		node_init(&nodes[i], rl->nodes[i].url, rl->nodes[i].password);
+		nodes[i].no_resolve = no_resolve;
+		nodes[i].connect_ms = rl->node_timeout_ms;
+	}
+	return nodes;
+}
+
+/* c: VERB list 0, which blocks until list has an element. */
+static void blocking_cmd(struct cmd *c, const char **argv, const char *verb,
+			 const char *list)
+{
+	argv[0] = verb;
+	argv[1] = list;
+	argv[2] = "0";
+	*c = (struct cmd){ NULL, 3, argv, NULL };
+}
+
 /* Wake-ups: a release pushes on the lock's wake list, and Redis hands the
  * element to the one client that has waited longest in BLPOP there (or
  * keeps it, 2 s, for the next). So a release wakes one waiter, not all:
@@ -192,31 +181,17 @@ static enum lock_result try(struct lock *lk, int64_t *retry_ms,
  * rounds move to the new master, where the holder releases, and the BLPOP
  * follows them there rather than wait on the old one until the next
  * timed try. */
-static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+size_t redis_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 {
 	struct redis *r = R(lk);
 	struct rlock *rl = &r->rl;
 	int64_t now_ms = clock_now_ms();
 	size_t n = 0;
 
-	if (!r->wakers) {
-		r->wakers = calloc(rl->n_nodes, sizeof *r->wakers);
-		r->waker_idx = calloc(rl->n_nodes, sizeof *r->waker_idx);
-		if (!r->wakers || !r->waker_idx) {
-			free(r->wakers);
-			r->wakers = NULL;
-			return 0;	/* then the timed retries alone */
-		}
-		for (size_t i = 0; i < rl->n_nodes; i++) {
-			node_init(&r->wakers[i], rl->nodes[i].url, rl->nodes[i].password);
-			/* a BLPOP waits for ever; its connect does not */
-			r->wakers[i].connect_ms = rl->node_timeout_ms;
-		}
-	}
-	r->blpop_argv[0] = "BLPOP";
-	r->blpop_argv[1] = rl->wake_list;
-	r->blpop_argv[2] = "0";
-	r->blpop = (struct cmd){ NULL, 3, r->blpop_argv, NULL };
+	if (!r->wakers &&
+	    !(r->wakers = blocking_nodes(rl, &r->waker_idx, false)))
+		return 0;	/* then the timed retries alone */
+	blocking_cmd(&r->blpop, r->blpop_argv, "BLPOP", rl->wake_list);
 	for (size_t i = 0; i < rl->n_nodes && n < max; i++) {
 		short events;
 
@@ -241,7 +216,7 @@ static size_t wait_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	return n;
 }
 
-static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
+bool redis_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
 {
 	struct redis *r = R(lk);
 	bool woken = false;
@@ -257,7 +232,7 @@ static bool wait_events(struct lock *lk, const struct pollfd *pfd, size_t n)
 	return woken;
 }
 
-static void end_wait(struct lock *lk, enum lock_result res)
+void redis_end_wait(struct lock *lk, enum lock_result res)
 {
 	struct redis *r = R(lk);
 
@@ -267,8 +242,8 @@ static void end_wait(struct lock *lk, enum lock_result res)
 
 /* ---- holding ----------------------------------------------------------- */
 
-static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
-				 struct error *err)
+enum extend_result redis_extend(struct lock *lk, int64_t timeout_ms,
+				struct error *err)
 {
 	struct rlock *rl = &R(lk)->rl;
 	enum extend_result r;
@@ -291,31 +266,22 @@ static enum extend_result extend(struct lock *lk, int64_t timeout_ms,
  * BLPOP: CLIENT LIST tells a holder's connection from a waiter's). A
  * sentinel URL is left out: asking the sentinels blocks, and the
  * supervisor must not. */
-static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
+size_t redis_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 {
 	struct redis *r = R(lk);
 	struct rlock *rl = &r->rl;
 	size_t n = 0;
 
 	if (!r->watch) {
-		r->watch = calloc(rl->n_nodes, sizeof *r->watch);
-		r->watch_idx = calloc(rl->n_nodes, sizeof *r->watch_idx);
-		if (!r->watch || !r->watch_idx ||
-		    asprintf(&r->notice_list, "%s:%s", rl->notice_key, rl->token) < 0) {
+		free(r->notice_list);
+		if (asprintf(&r->notice_list, "%s:%s", rl->notice_key, rl->token) < 0) {
 			r->notice_list = NULL;
-			free(r->watch);
-			r->watch = NULL;
 			return 0;	/* the renewals find out, later */
 		}
-		for (size_t i = 0; i < rl->n_nodes; i++) {
-			node_init(&r->watch[i], rl->nodes[i].url, rl->nodes[i].password);
-			r->watch[i].no_resolve = true;	/* nothing that blocks */
-			r->watch[i].connect_ms = rl->node_timeout_ms;
-		}
-		r->watch_argv[0] = "BRPOP";
-		r->watch_argv[1] = r->notice_list;
-		r->watch_argv[2] = "0";
-		r->watch_cmd = (struct cmd){ NULL, 3, r->watch_argv, NULL };
+		/* nothing that blocks: no name lookups */
+		if (!(r->watch = blocking_nodes(rl, &r->watch_idx, true)))
+			return 0;
+		blocking_cmd(&r->watch_cmd, r->watch_argv, "BRPOP", r->notice_list);
 	}
 	for (size_t i = 0; i < rl->n_nodes && n < max; i++) {
 		struct node *w = &r->watch[i];
@@ -339,8 +305,8 @@ static size_t watch_fds(struct lock *lk, struct pollfd *pfd, size_t max)
 	return n;
 }
 
-static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
-			 char *note, size_t notelen)
+bool redis_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
+			char *note, size_t notelen)
 {
 	struct redis *r = R(lk);
 	bool again = false;
@@ -369,7 +335,7 @@ static bool watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 
 /* The 'killed' event, as the release script writes its 'released'; the
  * stream kept a week, as there. */
-static void note_killed(struct lock *lk, int64_t held_ms)
+void redis_note_killed(struct lock *lk, int64_t held_ms)
 {
 	struct rlock *rl = &R(lk)->rl;
 	char maxlen[24], held[24];
@@ -390,7 +356,7 @@ static void note_killed(struct lock *lk, int64_t held_ms)
 	fanout_end(rl->nodes, rl->n_nodes);
 }
 
-static size_t fds(const struct lock *lk, int *out, size_t max)
+size_t redis_fds(const struct lock *lk, int *out, size_t max)
 {
 	const struct rlock *rl = &R(lk)->rl;
 	size_t n = 0;
@@ -401,8 +367,8 @@ static size_t fds(const struct lock *lk, int *out, size_t max)
 	return n;
 }
 
-static int release(struct lock *lk, const struct release_how *how,
-		   struct error *err)
+int redis_release(struct lock *lk, const struct release_how *how,
+		  struct error *err)
 {
 	struct rlock *rl = &R(lk)->rl;
 
@@ -416,7 +382,7 @@ static int release(struct lock *lk, const struct release_how *how,
 	return lk->lost_at_release ? 0 : r;
 }
 
-static int raise_fence(struct lock *lk, const char *fence, struct error *err)
+int redis_raise_fence(struct lock *lk, const char *fence, struct error *err)
 {
 	struct rlock *rl = &R(lk)->rl;
 	int r = rlock_raise_fence(rl, fence, err);
@@ -425,7 +391,7 @@ static int raise_fence(struct lock *lk, const char *fence, struct error *err)
 	return r;
 }
 
-static void log_servers(const struct lock *lk)
+void redis_log_servers(const struct lock *lk)
 {
 	rlock_log_servers(&R(lk)->rl);
 }
@@ -437,39 +403,20 @@ const struct engine redis_engine = {
 			 CAP_WAIT_REPLICAS | CAP_MIN_HOLD_KEPT | CAP_NO_FORK |
 			 CAP_UNAVAILABLE_RUN,
 		.min_ttl_ms = MIN_TTL_MS,
-		.parse = parse,
-		.free_servers = free_servers,
-		.server_text = server_text,
-		.uses_tls = uses_tls,
+		ENGINE_URL_OPS(redis, struct url),
+		.url_tls = redis_url_tls,
 		.init = init,
 		.end = tls_end,
 	},
-	.lock = {
-		.watch_after_ms = 20,
-		.open = open_lock,
-		.close = close_lock,
-		.begin = begin,
-		.try = try,
-		.wait_fds = wait_fds,
-		.wait_events = wait_events,
-		.end_wait = end_wait,
-		.extend = extend,
-		.watch_fds = watch_fds,
-		.watch_events = watch_events,
-		.note_killed = note_killed,
-		.fds = fds,
-		.release = release,
-		.raise_fence = raise_fence,
-		.log_servers = log_servers,
-	},
-	.inspect = {
-		.status = redis_status,
-		.list = redis_list,
-		.history = redis_history,
-		.release_token = redis_release_token,
-		.force = redis_force,
-		.extend_token = redis_extend_token,
-	},
+	ENGINE_OPS(redis),
+	ENGINE_WATCH_OPS(redis),
+	ENGINE_HISTORY_OPS(redis),
+	ENGINE_STEPS_OPS(redis),
+	.lock.watch_after_ms = 20,
+	.lock.raise_fence = redis_raise_fence,
+	.lock.log_servers = redis_log_servers,
+	.inspect.list = redis_list,
+	.inspect.force = redis_force,
 };
 
 struct rlock *redis_rlock(const struct lock *lk)

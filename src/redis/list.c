@@ -41,11 +41,6 @@ static char *pattern_of(const char *prefix)
 	return pat;
 }
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Adds a name (len bytes, no NUL among them). Returns 0, or -1. */
 static int add_name(struct listing *l, const char *name, size_t len)
 {
@@ -229,7 +224,7 @@ static int scan_one(struct listing *l, struct node *n, const char *pattern)
 static int scan_all(struct listing *l, struct rlock *rl, struct error *err)
 {
 	char *pattern = pattern_of(l->p->prefix);
-	size_t n_ok = 0, kept = 0;
+	size_t n_ok = 0;
 
 	if (!pattern) {
 		error_set(err, EX_OSERR, "out of memory");
@@ -251,15 +246,7 @@ static int scan_all(struct listing *l, struct rlock *rl, struct error *err)
 		return -1;
 	}
 	/* The same lock from several servers once. */
-	if (l->n > 1)
-		qsort(l->names, l->n, sizeof *l->names, by_name);
-	for (size_t i = 0; i < l->n; i++) {
-		if (kept > 0 && strcmp(l->names[kept - 1], l->names[i]) == 0)
-			free(l->names[i]);
-		else
-			l->names[kept++] = l->names[i];
-	}
-	l->n = kept;
+	l->n = engine_sort_names(l->names, l->n);
 	return 0;
 }
 

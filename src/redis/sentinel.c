@@ -71,6 +71,17 @@ static int wait_for(int fd, short events, int64_t deadline_ms, char *why,
 	return -1;
 }
 
+/* A sentinel's answers to n questions: 0 when all came (got), else -1
+ * and those that came freed. */
+static int all_or_none(redisReply **replies, int got, int n)
+{
+	if (got == n)
+		return 0;
+	while (got > 0)
+		freeReplyObject(replies[--got]);
+	return -1;
+}
+
 /* Questions to a sentinel over TLS (rediss-sentinel://), each step with
  * poll() and the deadline: connect, handshake, the commands (cmd, len
  * bytes, all at once), n replies. Returns 0, or -1 with why. */
@@ -137,11 +148,7 @@ out:
 	if (reader)
 		redisReaderFree(reader);
 	close(fd);
-	if (got == n)
-		return 0;
-	while (got > 0)
-		freeReplyObject(replies[--got]);
-	return -1;
+	return all_or_none(replies, got, n);
 }
 
 /* Sentinel i's replies to n commands (argv each, argc[] words), sent at
@@ -194,11 +201,7 @@ static int sentinel_ask(const struct node *n, int i, int64_t deadline_ms,
 	sdsfree(cmds);
 	if (c)
 		redisFree(c);
-	if (got == n_cmds)
-		return 0;
-	while (got > 0)
-		freeReplyObject(replies[--got]);
-	return -1;
+	return all_or_none(replies, got, n_cmds);
 }
 
 static bool is_bulk(const redisReply *r)

@@ -300,3 +300,18 @@ int url_parse(const char *s, struct url *u, char *err, size_t errlen)
 		describe(u);
 	return r;
 }
+
+int redis_url_parse(const char *s, void *url, char *why, size_t whylen)
+{
+	return url_parse(s, url, why, whylen);
+}
+
+const char *redis_url_text(const void *url)
+{
+	return ((const struct url *)url)->text;
+}
+
+bool redis_url_tls(const void *url)
+{
+	return ((const struct url *)url)->tls;
+}

@@ -47,6 +47,11 @@ struct url {
 
 /* Parses s into u. Returns 0, or -1 with a reason in err (no URL echo). */
 int url_parse(const char *s, struct url *u, char *err, size_t errlen);
+/* The engine's settings over one URL (parse_url, url_text, url_tls):
+ * url_parse() into url, a struct url; its text; whether it asks for TLS. */
+int redis_url_parse(const char *s, void *url, char *why, size_t whylen);
+const char *redis_url_text(const void *url);
+bool redis_url_tls(const void *url);
 
 /* Fills a with host:port, its one address, when host is a numeric IPv4 or
  * IPv6 address (no lookup). Returns 0, or -1 (a->n 0) when host is a name. */

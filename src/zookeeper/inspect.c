@@ -280,11 +280,6 @@ static int add_name(char ***names, size_t *n, size_t *cap, const char *name)
 	return 0;
 }
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A node is a lock when it has a contender: held, or waited for (a lock
  * nobody holds or waits for is free, whether its znode stays or not).
  * Names with '/' are nodes below others (the descriptor form's are all
@@ -378,8 +373,7 @@ int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err)
 		*n = 0;
 		return -1;
 	}
-	if (*n > 1)
-		qsort(*names, *n, sizeof **names, by_name);
+	*n = engine_sort_names(*names, *n);
 	return 0;
 }
 

@@ -26,14 +26,11 @@ int zk_open(struct lock *lk, struct error *err)
 {
 	const struct lock_params *p = lk->p;
 	const struct zk_url *u = p->servers;
-	struct zk *z = calloc(1, sizeof *z);
+	struct zk *z = engine_open_state(lk, sizeof *z, err);
 	const char *bad;
 
-	if (!z) {
-		error_set(err, EX_OSERR, "out of memory");
+	if (!z)
 		return -1;
-	}
-	lk->e = z;
 	z->lk = lk;
 	z->u = u;
 	z->eval_ms = -1;
@@ -93,9 +90,7 @@ void zk_close(struct lock *lk)
 	free(z->own);
 	free(z->path);
 	free(z->hist);
-	free(z);
-	lk->key = NULL;
-	lk->e = NULL;
+	engine_close_state(lk);
 }
 
 int zk_begin(struct lock *lk, struct error *err)

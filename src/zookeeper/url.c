@@ -104,8 +104,9 @@ const char *zk_path_invalid(const char *path)
 	return NULL;
 }
 
-int zk_url_parse(const char *s, struct zk_url *u, char *why, size_t whylen)
+int zk_url_parse(const char *s, void *url, char *why, size_t whylen)
 {
+	struct zk_url *u = url;
 	const char *p, *at, *slash, *q;
 	size_t hlen;
 
@@ -168,4 +169,9 @@ int zk_url_parse(const char *s, struct zk_url *u, char *why, size_t whylen)
 		 u->has_password ? ":" URL_MASK : "", u->user[0] ? "@" : "", (int)hlen, p,
 		 u->chroot);
 	return 0;
+}
+
+const char *zk_url_text(const void *url)
+{
+	return ((const struct zk_url *)url)->text;
 }

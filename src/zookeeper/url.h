@@ -25,8 +25,11 @@ struct zk_url {
 	char text[1024];	/* for messages: the password masked */
 };
 
-/* Returns 0, or -1 with the reason in why (never the password). */
-int zk_url_parse(const char *s, struct zk_url *u, char *why, size_t whylen);
+/* Parses s into url, a struct zk_url (engine settings' parse_url).
+ * Returns 0, or -1 with the reason in why (never the password). */
+int zk_url_parse(const char *s, void *url, char *why, size_t whylen);
+/* The URL as messages name it (engine settings' url_text). */
+const char *zk_url_text(const void *url);
 
 /* Whether path (absolute, from the root of the ensemble) is one a
  * ZooKeeper server takes: "/" then components, none empty, "." or "..",

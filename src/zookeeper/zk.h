@@ -182,38 +182,12 @@ void zk_trim_history(struct zk *z, struct zc *kids);
 int zk_event_parse(const struct zc *get, const char *name,
 		   struct history_event *ev);
 
+/* lock.c: the lock operations (struct engine_lock_ops); inspect.c: the
+ * inspection and repair operations (engine_inspect_ops) */
+ENGINE_DECLARE(zk);
 
-/* lock.c: the lock operations (struct engine_lock_ops) */
-int zk_open(struct lock *lk, struct error *err);
-void zk_close(struct lock *lk);
-int zk_begin(struct lock *lk, struct error *err);
-enum lock_result zk_try(struct lock *lk, int64_t *retry_ms, struct error *err);
-size_t zk_wait_fds(struct lock *lk, struct pollfd *pfd, size_t max);
-bool zk_wait_events(struct lock *lk, const struct pollfd *pfd, size_t n);
-void zk_end_wait(struct lock *lk, enum lock_result r);
-enum extend_result zk_extend(struct lock *lk, int64_t timeout_ms,
-			     struct error *err);
-size_t zk_watch_fds(struct lock *lk, struct pollfd *pfd, size_t max);
-bool zk_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
-		     char *note, size_t notelen);
-void zk_note_killed(struct lock *lk, int64_t held_ms);
-size_t zk_fds(const struct lock *lk, int *out, size_t max);
-int zk_finished(struct lock *lk, struct error *err);
-int zk_release(struct lock *lk, const struct release_how *how,
-	       struct error *err);
 /* The session alive at the ensemble's leader, and our node own there
  * (watch: watched): ZOK, ZNONODE, or the failure's code; sets czxid. */
 int zk_prove(struct zk *z, const char *own, bool watch, int64_t deadline_ms);
 /* Until when a session last heard of at t0 is surely alive. */
 int64_t zk_valid_from(const struct zk *z, int64_t t0);
-
-/* inspect.c: the inspection and repair operations (engine_inspect_ops) */
-int zk_status(struct lock *lk, struct status_lock *locks, size_t n,
-	      struct error *err);
-int zk_list(struct lock *lk, char ***names, size_t *n, struct error *err);
-int zk_history(struct lock *lk, long count, struct history_report *out,
-	       struct error *err);
-int zk_release_token(struct lock *lk, const char *token, struct error *err);
-int zk_force(struct lock *lk, struct broken_holder **out, size_t *n,
-	     struct error *err);
-enum extend_result zk_extend_token(struct lock *lk, struct error *err);

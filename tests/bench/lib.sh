@@ -107,3 +107,25 @@ stats() {	# stats FILE: "median p10 p90" in ms, of its numbers in µs
 		printf "%.3f %.3f %.3f\n", m / 1000, q(0.10), q(0.90)
 	}'
 }
+
+# A PostgreSQL server of PGBIN's (the caller's: the newest installed), run
+# as the postgres user. pg_start DIR PORT [SERVER-OPTION...]: a cluster in
+# DIR/data, made and started, on PORT of the loopback address and a socket
+# in DIR, its log in DIR/log; pg_stop DIR, for the cleanup: stopped, in
+# whatever state it is.
+pg_start() {
+	local dir=$1 port=$2
+	shift 2
+	chmod 755 "$dir"
+	chown postgres "$dir"
+	runuser -u postgres -- "$PGBIN/initdb" --no-sync -A trust -U postgres \
+		-D "$dir/data" >/dev/null &&
+		runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir/data" -w \
+			-o "-k $dir -p $port -c listen_addresses=127.0.0.1 $*" \
+			-l "$dir/log" start >/dev/null
+}
+
+pg_stop() {
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$1/data" -m immediate stop \
+		>/dev/null 2>&1 || true
+}

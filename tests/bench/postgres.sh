@@ -32,13 +32,11 @@ for c in psql gcc pkg-config flock; do
 done
 TRUE=$(type -P true)
 
-. "$(dirname "$0")/lib.sh"	# wait_until, free_ports, csv_*
+. "$(dirname "$0")/lib.sh"	# wait_until, free_ports, csv_*, pg_start
 
 T=$(mktemp -d /tmp/dlock-bench-pg.XXXXXX)
-chmod 755 "$T"
-chown postgres "$T"
 cleanup() {
-	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$T/data" -m immediate stop >/dev/null 2>&1 || true
+	pg_stop "$T"
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -46,9 +44,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 read -r PORT < <(free_ports 1)
-runuser -u postgres -- "$PGBIN/initdb" --no-sync -A trust -U postgres -D "$T/data" >/dev/null
-runuser -u postgres -- "$PGBIN/pg_ctl" -D "$T/data" -w -o "-k $T -p $PORT -c listen_addresses=127.0.0.1 -c fsync=off" \
-	-l "$T/log" start >/dev/null
+pg_start "$T" "$PORT" -c fsync=off
 PG_VERSION=$("$PGBIN/postgres" --version | awk '{print $3}')
 # the fencing counter's table (dlock(1)), for the floor as for dlock
 psql -h "$T" -p "$PORT" -U postgres -Atq -X -c "CREATE TABLE public.dlock_fences

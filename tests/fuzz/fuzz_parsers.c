@@ -134,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (config_split_servers(text, list, 8, &n_urls, err, sizeof err) == 0 &&
 		    config_parse_servers(list, n_urls, &engine, &servers, err,
 					 sizeof err) == 0)
-			engine->settings.free_servers(servers, n_urls);
+			engine_free_servers(engine, servers, n_urls);
 		while (n_urls > 0)
 			free(list[--n_urls]);
 		break;

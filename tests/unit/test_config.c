@@ -47,7 +47,7 @@ static int servers(const char *list, size_t max, size_t *n)
 	int r;
 
 	if (engine && urls)
-		engine->settings.free_servers(urls, 0);
+		engine_free_servers(engine, urls, 0);
 	urls = NULL;
 	*n = 0;
 	r = config_split_servers(list, texts, max, n, err, sizeof err);
