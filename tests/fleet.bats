@@ -205,7 +205,9 @@ accepts() { wc -l <"$T/accepts"; }
 	start_listener close
 	local t0=$(now_ms) once
 	run -69 dlock -S "redis://127.0.0.1:$LPORT" -n --connect-budget 0 K touch "$T/ran"
-	(($(now_ms) - t0 < 500)) || fail "one try took $(($(now_ms) - t0)) ms"
+	# (dlock's own 10 s would take 5 s at least; a loaded machine's
+	# sanitized dlock took 2.9 s for its one try)
+	(($(now_ms) - t0 < 4000)) || fail "one try took $(($(now_ms) - t0)) ms"
 	once=$(accepts)	# a try may connect twice (its script, its history)
 	mkdir -p "$T/xdg/dlock"
 	echo "connect-budget = 0.5" >"$T/xdg/dlock/config"
@@ -217,8 +219,8 @@ accepts() { wc -l <"$T/accepts"; }
 	: >"$T/accepts"
 	t0=$(now_ms)
 	run -69 dlock -S "redis://127.0.0.1:$LPORT" -n --connect-budget 0 K touch "$T/ran"
-	(($(now_ms) - t0 < 500)) || fail "--connect-budget 0 did not win over the file"
-	assert_equal "$(accepts)" "$once"
+	(($(now_ms) - t0 < 4000)) || fail "--connect-budget 0 did not win over the file"
+	assert_equal "$(accepts)" "$once"	# one try: the file's 0.5 s made 3 or more
 	[[ ! -e $T/ran ]]
 }
 
