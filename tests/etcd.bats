@@ -411,6 +411,40 @@ grpc_msgs() { curl -s "http://$EP/metrics" | awk '/^grpc_server_msg_received_tot
 	no_lock_key "$K"
 }
 
+# txns: the txns etcd has served; watchers: the watches it keeps
+txns() { curl -s "http://$EP/metrics" | awk '/^grpc_server_msg_received_total\{grpc_method="Txn"/ { n += $2 } END { printf "%d\n", n }'; }
+watchers() { curl -s "http://$EP/metrics" | awk '/^etcd_debugging_mvcc_watcher_total/ { n += $2 } END { printf "%d\n", n }'; }
+watchers_at_least() { (($(watchers) >= $1)); }
+
+@test "a hand-off is one txn after the release: the next waiter learns it holds and logs 'acquired' in one write" {
+	local w t0 t1
+	envjob
+	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	for w in $(seq 10); do
+		start_bg "w$w" -S "$S" -t 60 "$K" true
+	done
+	wait_until 10 n_keys "$K" 11 || fail "$(lock_keys "$K" | wc -l) keys: $(cat "$T"/w*.err)"
+	# each waiter watches the one ahead (the holder its own key too)
+	wait_until 10 watchers_at_least 10 || fail "$(watchers) watchers"
+	t0=$(txns)
+	touch "$T/h.release"
+	for w in $(seq 10); do reap "w$w" 20; ((bg_status == 0)) || fail "w$w: $(cat "$T/w$w.err")"; done
+	reap h
+	t1=$(txns)
+	# eleven releases and ten acquisitions of one txn each (main: a read
+	# txn, then the history's write, each behind the release's fsync)
+	((t1 - t0 <= 22)) || fail "$((t1 - t0)) txns for ten hand-offs"
+	run -0 dlock history -S "$S" -n 30 --json "$K"
+	python3 -c 'import json,sys; ev=json.loads(sys.argv[1])["events"][::-1]
+kinds = [e["event"] for e in ev]
+assert kinds == ["acquired", "released"] * 11, kinds
+fences = [e["fence"] for e in ev]
+assert all(f > 0 for f in fences) and fences[::2] == fences[1::2], fences
+assert fences[::2] == sorted(fences[::2]), fences' "$output"
+	no_lock_key "$K"
+}
+
 @test "-w gives up in time with 1 and leaves no key behind" {
 	envjob
 	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"

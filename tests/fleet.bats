@@ -289,9 +289,12 @@ accepts() { wc -l <"$T/accepts"; }
 		pids+=($!)
 	done
 	wait "${pids[@]}" || true	# each ends within its budget
-	# after the first second, no 50 ms holds a quarter of the tries:
-	# without jitter, all 20 hosts come back in the same few ms, each
-	# wave in one window
+	spread_out
+}
+# After the first second, no 50 ms holds a quarter of the tries: without
+# jitter, all 20 hosts come back in the same few ms, each wave in one
+# window.
+spread_out() {
 	sort -n "$T/accepts" | awk '
 		NR == 1 { t0 = $1 }
 		$1 - t0 >= 1000 { late++; b = int(($1 - t0) / 50); c[b]++; if (c[b] > m) m = c[b] }
@@ -300,6 +303,20 @@ accepts() { wc -l <"$T/accepts"; }
 			if (m * 4 > late) { print "a 50 ms window with " m " of the " late " connections"; exit 1 }
 		}' ||
 		fail "$(sort -n "$T/accepts" | awk 'NR == 1 { t0 = $1 } { printf "%d ", $1 - t0 }')"
+}
+
+@test "ZooKeeper: hosts turned away together come back at the core's jittered pace, not the client library's own second" {
+	start_listener close
+	local k pids=()
+	# the library, left to itself, tries again a sixtieth of the
+	# session timeout after it failed: every host at once, each second
+	for ((k = 0; k < 20; k++)); do
+		"$DLOCK" -S "zk://127.0.0.1:$LPORT" -n -t 60 --connect-budget 2 K true \
+			</dev/null >/dev/null 2>&1 3>&- &
+		pids+=($!)
+	done
+	wait "${pids[@]}" || true
+	spread_out
 }
 
 # ---- a full server, on each engine: named, and tried again ----------------
@@ -391,6 +408,20 @@ count_sessions_of() {
 sessions_of() {
 	(($(psql -h "$PGD" -p "$PGP" -U postgres -Atq -X \
 		-c "SELECT count(*) FROM pg_stat_activity WHERE usename = '$1'" postgres) >= $2))
+}
+
+@test "ZooKeeper, maxClientCnxns 6: $HOSTS hosts' dlock -n -t 60 at one instant from one address, one run, every other 1, no 69" {
+	local port
+	mkdir -p "$ZK_DIR"
+	port=$(free_port)
+	_zk_conf fleet "$port" maxClientCnxns=6
+	_zk_run fleet org.apache.zookeeper.server.ZooKeeperServerMain
+	wait_until 30 zk_serving "$port" || fail "zookeeper: $(tail -n 5 "$ZK_DIR/fleet/log")"
+	# main: the hosts turned away came back with the client library, all
+	# together once a second, a few of them a second: 69 after the budget
+	release_fleet "$HOSTS" "$T/out" -S "zk://127.0.0.1:$port" -n -t 60 --min-hold 10 \
+		--connect-budget 4 K sh -c 'echo ran >>"$1"; sleep 1' sh "$T/runs"
+	one_run "$T/out" "$T/runs" "$HOSTS"
 }
 
 @test "ZooKeeper at its maxClientCnxns: -n tried again within --connect-budget, then 69 naming it; one freed, the lock" {

@@ -226,6 +226,8 @@ struct round {
 	int64_t limit;		/* how many keys count: --limit N, 1; 0 all */
 	bool exclusive;
 	bool had_rev;		/* our key was there before the round */
+	bool logs;		/* the txn writes our 'acquired' if we hold */
+	bool logged;		/* it did */
 	int64_t rev;		/* the revision the reads are at */
 	struct etcd_range all;	/* the contenders, oldest first */
 	struct etcd_range ahead;	/* exclusive: the one just before ours */
@@ -233,12 +235,17 @@ struct round {
 
 /* The round's txn: our key created if absent, or still ours (then, for an
  * exclusive lock, the key just before it); our key and the contenders
- * read. 0 (*reply, *succeeded), or -1 with err. */
-static int round_txn(struct lock *lk, const struct round *rd,
+ * read. A waiter of an exclusive lock whose key is there asks in the same
+ * txn whether it holds now (no key in the range older than ours) and, if
+ * so, writes the history's 'acquired' there too: the hand-off after a
+ * release is one write, not a read and then a write (issue 30: each is
+ * an fsync behind the releaser's). 0 (*reply, *succeeded: the compares
+ * held), or -1 with err. */
+static int round_txn(struct lock *lk, struct round *rd,
 		     json_object **reply, bool *succeeded, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
-	json_object *cmp, *ok, *fail;
+	json_object *cmp, *ok, *fail, *hist = NULL;
 	size_t vlen = 0, klen = strlen(e->my_key);
 	char *value = e->my_rev ? NULL : our_value(lk, &vlen);
 	int rc;
@@ -252,30 +259,55 @@ static int round_txn(struct lock *lk, const struct round *rd,
 	fail = json_object_new_array();
 	json_object_array_add(cmp, etcd_cmp_create(e->my_key, klen, NULL, 0, "EQUAL",
 						   e->my_rev));
+	if (rd->exclusive && e->my_rev && !e->acquired_logged &&
+	    (hist = etcd_history_put(lk, "acquired", e->token, lk->info,
+				     e->my_rev, -1, -1, NULL))) {
+		/* every key of the range is ours or younger: keys of locks
+		 * named NAME "/"... that are older fail it, and the reads
+		 * below decide as without it */
+		json_object_array_add(cmp, etcd_cmp_create(e->pfx, e->pfx_len, rd->end,
+							   rd->end_len, "GREATER",
+							   e->my_rev - 1));
+		json_object_array_add(ok, hist);
+		rd->logs = true;
+	}
 	if (!e->my_rev)
 		json_object_array_add(ok, etcd_op_put(e->my_key, klen, value, vlen,
 						      e->lease));
 	json_object_array_add(ok, etcd_op_range(e->my_key, klen, NULL, 0, 0, false, 0,
 						false, false));
-	json_object_array_add(ok, etcd_op_range(e->pfx, e->pfx_len, rd->end,
-						rd->end_len, rd->limit, false, 0,
-						false, false));
-	if (rd->exclusive && e->my_rev)
+	/* The contenders, and the key just before ours; not when the
+	 * compares say we hold (our key is the first then): etcd 3.4 walks
+	 * every contender for a range, and reads each for one sorted or
+	 * bounded by revision (a thousand waiters, a thousand reads). */
+	if (!rd->logs)
+		json_object_array_add(ok, etcd_op_range(e->pfx, e->pfx_len, rd->end,
+							rd->end_len, rd->limit, false, 0,
+							false, false));
+	if (rd->exclusive && e->my_rev && !rd->logs)
 		json_object_array_add(ok, etcd_op_range(e->pfx, e->pfx_len, rd->end,
 							rd->end_len, 1, true,
 							e->my_rev - 1, false, false));
-	if (!e->my_rev) {
-		/* our key is there: a round whose answer was lost made it */
+	if (!e->my_rev || rd->logs) {
+		/* our key is there: a round whose answer was lost made it;
+		 * or (rd->logs) it is there but not the oldest yet */
 		json_object_array_add(fail, etcd_op_range(e->my_key, klen, NULL, 0, 0,
 							  false, 0, false, false));
 		json_object_array_add(fail, etcd_op_range(e->pfx, e->pfx_len, rd->end,
 							  rd->end_len, rd->limit, false,
 							  0, false, false));
 	}
+	if (rd->logs)
+		json_object_array_add(fail, etcd_op_range(e->pfx, e->pfx_len, rd->end,
+							  rd->end_len, 1, true,
+							  e->my_rev - 1, false, false));
 	free(value);
-	rc = etcd_txn(e, cmp, ok, fail, etcd_deadline(lk), reply, succeeded, err);
+	rc = etcd_txn_history(lk, cmp, ok, fail, hist != NULL, reply, succeeded,
+			      err);
 	if (rc == -2)
 		lease_vanished(lk, err);
+	if (rc == 0 && rd->logs && *succeeded)
+		rd->logged = true;
 	return rc < 0 ? -1 : 0;
 }
 
@@ -287,12 +319,15 @@ static int round_read(struct lock *lk, struct round *rd, json_object *reply,
 {
 	struct etcd *e = etcd_of(lk);
 	struct etcd_range mine = { 0 };
-	size_t at = succeeded && !e->my_rev ? 1 : 0;
+	/* a put first: our key's, or the history's 'acquired' */
+	size_t at = succeeded && (!e->my_rev || rd->logs) ? 1 : 0;
+	/* holding by the compares (rd->logs): our key is all that counts */
+	bool held = succeeded && rd->logs;
 
 	etcd_revision(reply, &rd->rev);
 	if (etcd_txn_range(reply, at, &mine, err) < 0 ||
-	    etcd_txn_range(reply, at + 1, &rd->all, err) < 0 ||
-	    (rd->exclusive && e->my_rev &&
+	    etcd_txn_range(reply, held ? at : at + 1, &rd->all, err) < 0 ||
+	    (rd->exclusive && e->my_rev && !held &&
 	     etcd_txn_range(reply, at + 2, &rd->ahead, err) < 0)) {
 		etcd_range_free(&mine);
 		return -1;
@@ -316,6 +351,23 @@ static int round_read(struct lock *lk, struct round *rd, json_object *reply,
 			   &rd->rev, err) < 0)
 		return -1;
 	return 0;
+}
+
+/* A txn of a waiter whose compares failed: whether only the one that asks
+ * if it holds did (our key is there, as we made it). */
+static bool still_ours(struct lock *lk, const struct round *rd,
+		       json_object *reply)
+{
+	struct etcd *e = etcd_of(lk);
+	struct etcd_range mine = { 0 };
+	struct error ignored;
+	bool there;
+
+	if (!rd->logs || etcd_txn_range(reply, 0, &mine, &ignored) < 0)
+		return false;
+	there = mine.n == 1 && mine.kvs[0].create_rev == e->my_rev;
+	etcd_range_free(&mine);
+	return there;
 }
 
 /* Waiting behind contender i: the next try when the lease is due
@@ -391,7 +443,7 @@ enum lock_result etcd_round_trip(struct lock *lk, int64_t start_ms,
 	}
 	if (round_txn(lk, &rd, &reply, &succeeded, err) < 0)
 		goto out;
-	if (e->my_rev && !succeeded) {
+	if (e->my_rev && !succeeded && !still_ours(lk, &rd, reply)) {
 		/* our key went while we waited: the lease lapsed (we were
 		 * stopped), or someone deleted it; again, at the back */
 		e->my_rev = 0;
@@ -399,6 +451,7 @@ enum lock_result etcd_round_trip(struct lock *lk, int64_t start_ms,
 		*again = true;
 		goto out;
 	}
+	e->acquired_logged |= rd.logged;
 	if (round_read(lk, &rd, reply, succeeded, err) < 0)
 		goto out;
 	/* Shared and --limit holders agree on the mode: the lowest key

@@ -30,6 +30,46 @@
 static atomic_int last_errno;
 static atomic_bool log_verbose;
 
+/* Sessions in zs_connect(), for the log to wake: once the library has
+ * tried every server and failed, it waits a sixtieth of the session
+ * timeout (a second at -t 60) before it tries again, on its own clock and
+ * in step with every host that began with it. A fleet's hosts turned away
+ * by a full server (maxClientCnxns) then all come back together, once a
+ * second, and only that many a second get in (issue 30). Its log says so
+ * ("Delaying connection after exhaustively trying all servers"): the try
+ * ends there, and the core's jittered pauses pace the next one. */
+#define CONNECTING_MAX 8
+static pthread_mutex_t connecting_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct zk_sess *connecting[CONNECTING_MAX];
+
+static void connect_failed(void)
+{
+	pthread_mutex_lock(&connecting_mu);
+	for (size_t i = 0; i < CONNECTING_MAX; i++) {
+		struct zk_sess *s = connecting[i];
+
+		if (!s)
+			continue;
+		pthread_mutex_lock(&s->mu);
+		s->connect_failures++;
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_mutex_unlock(&connecting_mu);
+}
+
+static void set_connecting(struct zk_sess *s, bool on)
+{
+	pthread_mutex_lock(&connecting_mu);
+	for (size_t i = 0; i < CONNECTING_MAX; i++) {
+		if (on ? connecting[i] == NULL : connecting[i] == s) {
+			connecting[i] = on ? s : NULL;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&connecting_mu);
+}
+
 static void log_cb(const char *msg)
 {
 	const char *e = strstr(msg, "errno=");
@@ -41,6 +81,8 @@ static void log_cb(const char *msg)
 		if (n > 0 && n < 4096)
 			atomic_store(&last_errno, (int)n);
 	}
+	if (strstr(msg, "Delaying connection after exhaustively trying all servers"))
+		connect_failed();
 	if (atomic_load(&log_verbose))
 		fprintf(stderr, "dlock: zookeeper: %s\n", from ? from : msg);
 }
@@ -239,8 +281,9 @@ static int start(struct zk_sess *s, struct error *err)
 	int e;
 
 	pthread_once(&inherited_once, record_inherited);
-	zoo_set_debug_level(atomic_load(&log_verbose) ? ZOO_LOG_LEVEL_WARN :
-			    ZOO_LOG_LEVEL_ERROR);
+	/* its warnings say when it has tried every server (log_cb());
+	 * shown with --verbose only */
+	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
 	if (s->efd < 0 &&
 	    (s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		error_set(err, EX_OSERR, "eventfd: %s", strerror(errno));
@@ -296,28 +339,61 @@ static bool closed_by_server(int e)
 	return e == EHOSTDOWN || e == ECONNRESET || e == EPIPE;
 }
 
+/* Whether the library waits before its next try, every server tried and
+ * failed (its state is 0 from the failure to the next connect): a wake-up
+ * of connect_failed() for this session, not for another one's. */
+static bool library_delaying(struct zk_sess *s)
+{
+	return s->zh && zoo_state(s->zh) == 0;
+}
+
 int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 	       struct error *err)
 {
 	struct timespec ts = zs_abs_time(deadline_ms);
+	unsigned failures;
 	int state;
 	bool gone, auth_failed;
 
 	*expired = false;
 	s->turned_away = false;
-	if (!s->zh && start(s, err) < 0)
-		return -1;
+	if (!s->zh) {
+		atomic_store(&last_errno, 0);
+		if (start(s, err) < 0)
+			return -1;
+	}
+	set_connecting(s, true);
 	pthread_mutex_lock(&s->mu);
+	failures = s->connect_failures;
 	while (s->st.state != ZOO_CONNECTED_STATE && !s->st.expired &&
-	       !s->st.auth_failed &&
-	       pthread_cond_timedwait(&s->cv, &s->mu, &ts) != ETIMEDOUT)
-		;
+	       !s->st.auth_failed) {
+		/* every server tried, for a session that never began: this
+		 * try failed (one that began waits for the library's next,
+		 * as a holder's renewal always did) */
+		if (s->connect_failures != failures) {
+			failures = s->connect_failures;
+			if (s->st.id.client_id == 0 && library_delaying(s))
+				break;
+		}
+		if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT)
+			break;
+	}
 	state = s->st.state;
 	gone = s->st.expired;
 	auth_failed = s->st.auth_failed;
 	pthread_mutex_unlock(&s->mu);
+	set_connecting(s, false);
 	if (state == ZOO_CONNECTED_STATE && !gone)
 		return 0;
+	/* A session that never began: its handle goes, and with it the
+	 * library's own tries (a second apart at -t 60, whatever the core's
+	 * pauses); the next try starts afresh. One that began keeps its
+	 * handle: the library takes it up again with its watches. */
+	if (!gone && !auth_failed && s->st.id.client_id == 0 &&
+	    s->pid == getpid()) {
+		zookeeper_close(s->zh);
+		s->zh = NULL;
+	}
 	if (gone) {
 		*expired = true;
 		error_set(err, EX_TEMPFAIL, "%s: session expired", s->url_text);

@@ -37,8 +37,11 @@ struct zk_sess_opts {
 
 /* A session, not connected yet (nothing contacted). NULL: out of memory. */
 struct zk_sess *zs_new(const struct zk_sess_opts *o);
-/* Connects (zookeeper_init() the first time; the library reconnects by
- * itself after) and waits until the session is connected or deadline_ms.
+/* Connects (zookeeper_init() the first time; the library reconnects a
+ * session that began by itself after) and waits until the session is
+ * connected or deadline_ms; for a session that never began, until every
+ * server was tried and failed too, and then its handle ends: the next
+ * call starts afresh, when the caller's pause says, not the library's.
  * Returns 0, or -1 with err: 69 unreachable, 77 refused credentials, 75
  * a session to resume that expired (*expired set). */
 int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
@@ -208,6 +211,7 @@ struct zk_sess {
 	char *own;
 	int pending;		/* requests sent, their completion not come */
 	bool turned_away;	/* the last connect: closed by the server */
+	unsigned connect_failures;	/* the library tried every server */
 };
 
 /* The library's watcher for the session and for each watch a request
