@@ -228,18 +228,38 @@ connected:
 	return 1;
 }
 
+/* Per thread: the renewal thread never has one. */
+static _Thread_local int stop_fd = -1;
+
+void net_set_stop_fd(int fd)
+{
+	stop_fd = fd;
+}
+
+int net_stop_fd(void)
+{
+	return stop_fd;
+}
+
+bool net_stopped(void)
+{
+	struct pollfd p = { stop_fd, POLLIN, 0 };
+
+	return stop_fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
 int net_wait(int fd, short events, int64_t deadline_ms)
 {
 	for (;;) {
-		struct pollfd p = { fd, events, 0 };
+		struct pollfd p[2] = { { fd, events, 0 }, { stop_fd, POLLIN, 0 } };
 		int64_t left_ms = deadline_ms - clock_now_ms();
 		int n;
 
 		if (left_ms <= 0)
 			return 0;
-		n = poll(&p, 1, clock_poll_ms(left_ms));
+		n = poll(p, stop_fd >= 0 ? 2 : 1, clock_poll_ms(left_ms));
 		if (n > 0)
-			return 1;
+			return p[0].revents ? 1 : 0;	/* else a stop signal */
 		if (n < 0 && errno != EINTR)
 			return -1;
 	}
@@ -277,15 +297,22 @@ int net_dial(const struct net_addrs *a, int64_t deadline_ms, int *fd, char *why,
 
 	net_dial_start(&d, a, deadline_ms);
 	while ((r = net_dial_step(&d, fd, why, whylen)) == 0) {
-		struct pollfd p = { d.fd, POLLOUT, 0 };
+		struct pollfd p[2] = { { d.fd, POLLOUT, 0 }, { stop_fd, POLLIN, 0 } };
+		int n = poll(p, stop_fd >= 0 ? 2 : 1,
+			     clock_poll_ms(net_dial_wake_ms(&d) - clock_now_ms()));
 
-		if (poll(&p, 1, clock_poll_ms(net_dial_wake_ms(&d) - clock_now_ms())) < 0 &&
-		    errno != EINTR) {
+		if (n < 0 && errno != EINTR) {
 			int e = errno;
 
 			lowered(e, why, whylen);
 			net_dial_end(&d);
 			errno = net_local_failure(e) ? e : 0;
+			return -1;
+		}
+		if (n > 0 && !p[0].revents) {	/* a stop signal: as at the deadline */
+			snprintf(why, whylen, "no answer in time");
+			net_dial_end(&d);
+			errno = 0;
 			return -1;
 		}
 	}

@@ -75,6 +75,16 @@ void net_dial_end(struct net_dial *d);
  * passed first (fd is not polled then), -1 when poll() failed (errno). */
 int net_wait(int fd, short events, int64_t deadline_ms);
 
+/* The calling thread's stop descriptor (-1: none): while wait_acquire()
+ * waits, a signalfd of the signals that stop dlock. net_wait() and
+ * net_dial() return as at their deadline once it is readable, so that a
+ * try against a silent server ends at a signal, not at its deadline;
+ * engines with their own poll() watch it too (net_stop_fd()). */
+void net_set_stop_fd(int fd);
+int net_stop_fd(void);
+/* Whether a stop signal is pending on the thread's stop descriptor. */
+bool net_stopped(void);
+
 /* The same, blocking until connected or deadline_ms. On -1, errno is
  * the local failure (net_local_failure()) an address met, else 0. */
 int net_dial(const struct net_addrs *a, int64_t deadline_ms, int *fd, char *why,

@@ -35,6 +35,20 @@ int signals_init(struct signals *s)
 	return 0;
 }
 
+int signals_stop_fd(const struct signals *s)
+{
+	sigset_t set;
+	bool any = false;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++)
+		if (!sigismember(&s->ignored, taken[i])) {
+			sigaddset(&set, taken[i]);
+			any = true;
+		}
+	return any ? signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC) : -1;
+}
+
 int signals_next(const struct signals *s)
 {
 	struct signalfd_siginfo si;

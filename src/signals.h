@@ -15,6 +15,10 @@ struct signals {
  * default action: a parent that ignored it would have the kernel reap the
  * command before dlock learns how it ended. Returns 0, or -1 (errno). */
 int signals_init(struct signals *s);
+/* A second signalfd, of the signals that stop dlock and were not ignored
+ * when it started (not SIGCHLD): readable while one is pending, never
+ * read (signals_next() takes it). -1 when there is none or on failure. */
+int signals_stop_fd(const struct signals *s);
 /* The next signal taken, 0 when none is pending. One that dlock's parent
  * ignored (nohup, a background job of sh) is dropped, as the parent meant. */
 int signals_next(const struct signals *s);

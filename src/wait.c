@@ -10,6 +10,7 @@
 #include <bsd/stdlib.h>
 #include "clock.h"
 #include "config.h"
+#include "net.h"
 #include "wait.h"
 #include "waitline.h"
 
@@ -235,6 +236,9 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 		if (r == LOCK_FAILED) {
 			if (err->exit != EX_UNAVAILABLE)
 				return r;	/* credentials, bad replies: no retry */
+			/* a try that a signal ended (net_wait()): the signal's */
+			if (net_stopped() && (*signo = signals_interrupt(sig)))
+				return LOCK_INTERRUPTED;
 			/* -n: a certificate to fix is no busy server */
 			if (lk->misconfigured && w->deadline_ms == w->start_ms)
 				return r;
@@ -300,6 +304,7 @@ enum lock_result wait_acquire_hooked(struct lock *lk, int64_t wait_ms,
 	const struct lock_params *p = lk->p;
 	struct waiter w = { .lk = lk, .start_ms = clock_now_ms(), .hook = hook };
 	enum lock_result r;
+	int stop_fd;
 
 	if (hook)
 		w.hook_at_ms = w.start_ms + hook->every_ms;
@@ -309,7 +314,14 @@ enum lock_result wait_acquire_hooked(struct lock *lk, int64_t wait_ms,
 	if (lock_begin(lk, err) < 0)
 		return LOCK_FAILED;
 	waitline_init(&w.wl, p->name, p->verbose);
+	/* a try waiting on a silent server ends at a signal, not at its
+	 * deadline (up to a third of the TTL once tries have grown) */
+	stop_fd = signals_stop_fd(sig);
+	net_set_stop_fd(stop_fd);
 	r = wait_loop(&w, sig, signo, err);
+	net_set_stop_fd(-1);
+	if (stop_fd >= 0)
+		close(stop_fd);
 	lk->node_timeout_ms = lock_node_timeout_ms(lk);	/* slower_tries() */
 	waitline_clear(&w.wl);
 	/* acquired, it left the waiters already (wait_loop) */

@@ -271,6 +271,27 @@ accepts() { wc -l <"$T/accepts"; }
 	[[ ! -e $T/ran ]] || fail "the command ran"
 }
 
+@test "a signal ends a try that waits on a silent server at once (PostgreSQL, MySQL, etcd), not when the try would" {
+	start_listener silent
+	local url e t0 took
+	for url in "postgres://u@127.0.0.1:$LPORT/db" "mysql://u@127.0.0.1:$LPORT/db" "etcd://127.0.0.1:$LPORT"; do
+		e=${url%%://*}
+		[[ -e $(dirname "$DLOCK")/dlock-$e.so ]] || continue
+		# the tries grow, 1, 2, then 4 s from about 3.3 s on (--node-timeout
+		# 1, --connect-budget 60): at 3.5 s one is waiting for its answer
+		start_bg s -S "$url" --connect-budget 60 K touch "$T/ran"
+		sleep 3.5
+		alive "$(<"$T/s.dlock")" || fail "$e: dlock gave up: $(cat "$T/s.err")"
+		t0=$(now_ms)
+		kill -TERM "$(<"$T/s.dlock")"
+		reap s 10
+		took=$(($(now_ms) - t0))
+		assert_equal "$bg_status" 143
+		((took < 1500)) || fail "$e: SIGTERM took $took ms to end dlock"
+		[[ ! -e $T/ran ]] || fail "$e: the command ran"
+	done
+}
+
 @test "a server that drops every connection at once is not hammered: a few connections a second" {
 	start_listener close
 	run -69 dlock -S "redis://127.0.0.1:$LPORT" --connect-budget 2 K touch "$T/ran"

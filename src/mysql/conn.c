@@ -13,6 +13,7 @@
 #include <mysqld_error.h>
 #include "clock.h"
 #include "conn.h"
+#include "net.h"
 #include <mysql/plugin_auth.h>
 
 /* The stack Connector/C runs a non-blocking call on: its default (60 KB)
@@ -370,7 +371,9 @@ int my_run(struct my_conn *c, int64_t deadline_ms)
 	if (my_pending(c) && c->op == OP_NEXT && !c->started)
 		step(c, 0);
 	while (my_pending(c) && !my_paused(c)) {
-		struct pollfd pfd = { my_fd(c), my_events(c), 0 };
+		struct pollfd p[2] = { { my_fd(c), my_events(c), 0 },
+				       { net_stop_fd(), POLLIN, 0 } };
+		struct pollfd pfd;
 		int64_t left_ms = deadline_ms - clock_now_ms();
 		int timeout = clock_poll_ms(left_ms), r, ready = 0;
 		bool lib_timeout = false;
@@ -385,17 +388,20 @@ int my_run(struct my_conn *c, int64_t deadline_ms)
 		}
 		if (left_ms <= 0 && !lib_timeout) {
 			/* at the deadline: one look, no wait */
-			if (poll(&pfd, 1, 0) <= 0)
+			if (poll(p, 1, 0) <= 0)
 				return 1;
-		} else if ((r = poll(&pfd, 1, timeout)) < 0) {
+		} else if ((r = poll(p, p[1].fd >= 0 ? 2 : 1, timeout)) < 0) {
 			if (errno == EINTR)
 				continue;
 			return 1;
+		} else if (r > 0 && !p[0].revents) {
+			return 1;	/* a stop signal: as at the deadline */
 		} else if (r == 0) {
 			if (!lib_timeout)
 				continue;	/* the loop looks at the deadline */
 			ready = MYSQL_WAIT_TIMEOUT;
 		}
+		pfd = p[0];
 		if (pfd.revents & (POLLIN | POLLERR | POLLHUP))
 			ready |= MYSQL_WAIT_READ;
 		if (pfd.revents & (POLLOUT | POLLERR | POLLHUP))
