@@ -183,6 +183,18 @@ static int send_wait(struct lock *lk, struct error *err)
 	return r;
 }
 
+/* Whether holders may be in another mode than ours beside us: -s and
+ * --limit both take the key shared, so a shared grant must look at the
+ * others (pg_look_at_holders(): 64 if they hold in another mode). An
+ * exclusive grant has the key alone: nobody to look at, and the holder
+ * it waited on (the wait line's) is gone. Not looking saves the
+ * hand-off a round trip, and a new backend the loading of pg_locks'
+ * and pg_stat_activity's catalogs. */
+static bool shared_modes(const struct lock *lk)
+{
+	return lk->p->limit != 0;
+}
+
 /* The blocking call's reply has come (or the connection broke). */
 static enum lock_result wait_over(struct lock *lk, struct error *err)
 {
@@ -202,7 +214,7 @@ static enum lock_result wait_over(struct lock *lk, struct error *err)
 			  pg->url->text);
 	else if (strcmp(PQgetvalue(r, 0, 0), "t") != 0)
 		pg_pooler_error(pg, err);	/* nothing was taken */
-	else if (pg_look_at_holders(lk, err) == 0)
+	else if (!shared_modes(lk) || pg_look_at_holders(lk, err) == 0)
 		res = granted(lk, PQgetvalue(r, 0, 1), now_ms, err);
 	PQclear(r);
 	if (res != LOCK_ACQUIRED)
@@ -355,7 +367,7 @@ static enum lock_result took(struct lock *lk, struct attempt *a, struct error *e
 	}
 	/* shared: the others may hold in another mode (then the session,
 	 * and what it took, goes) */
-	res = lk->p->limit != 0 && pg_look_at_holders(lk, err) < 0 ? LOCK_FAILED :
+	res = shared_modes(lk) && pg_look_at_holders(lk, err) < 0 ? LOCK_FAILED :
 	      granted(lk, PQgetvalue(r, 0, 2), a->start_ms, err);
 	PQclear(r);
 	if (res != LOCK_ACQUIRED)
