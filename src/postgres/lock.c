@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
 #include "clock.h"
+#include "notify.h"
 #include "postgres.h"
 
 static bool shared(const struct lock *lk)
@@ -375,6 +377,16 @@ static enum lock_result took(struct lock *lk, struct attempt *a, struct error *e
 	return res;
 }
 
+/* Whether anybody reads who holds the lock while we wait: the wait line
+ * (--verbose, or a terminal after a second: waitline.c) and --notify's
+ * STATUS. In cron and CI nobody does, and the look costs a new backend
+ * a statement (pg_lock_status(), about 1 ms of its CPU) per waiter: with
+ * many waiters on a small server, CPU the hand-offs need. */
+static bool holder_shown(const struct lock *lk)
+{
+	return lk->p->verbose || isatty(STDERR_FILENO) || notify_active();
+}
+
 /* Someone else has it: who, for the wait line and --verbose (and a mode
  * ours cannot share: 64); with -w, a wait inside the server, in its
  * queue. LOCK_HELD, or LOCK_FAILED with err. */
@@ -390,7 +402,7 @@ static enum lock_result refused(struct lock *lk, int64_t *retry_ms, struct error
 		return LOCK_FAILED;
 	}
 	lk->refused = true;
-	if (lk->p->limit != 0 || lk->p->verbose || lk->p->waits) {
+	if (lk->p->limit != 0 || lk->p->verbose || (lk->p->waits && holder_shown(lk))) {
 		struct error e = { 0 };
 
 		if (pg_look_at_holders(lk, &e) < 0 && (!pg->c || e.exit == EX_USAGE)) {
