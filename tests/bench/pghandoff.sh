@@ -5,13 +5,16 @@
 # another, every section a new process holding the lock: `dlock -S
 # postgres://... K SECTION` against `flock FILE SECTION`, where SECTION is
 # handoff.sh's bash appending "a <µs> <pid>" and "r <µs> <pid>" to a log.
-# Sections per second, the handoff (an acquire less the release before
-# it) and a mutual-exclusion check, per tool, ROUNDS rounds interleaved.
-# DLOCK2 (another build, e.g. one without the grant's pg_locks query) is
-# measured as a third tool when set.
+# The C floor (libpq: connect, pg_advisory_lock and the fence row in one
+# statement, the section, unlock) runs beside them: what any client that
+# keeps a fence pays per section. Sections per second, x flock, x floor,
+# the handoff (an acquire less the release before it) and a
+# mutual-exclusion check, per tool, ROUNDS rounds interleaved. DLOCK2
+# (another build, e.g. main's) is measured as a fourth tool when set.
 #
 # Environment: DLOCK (./build/dlock), DLOCK2, WORKERS, SECTIONS (100),
-# ROUNDS (3), TRANSPORT (unix or tcp). As root: PostgreSQL runs as the
+# ROUNDS (3), TRANSPORT (unix or tcp), PGOPTS (server options, e.g.
+# "-c fsync=off"). As root: PostgreSQL runs as the
 # postgres user, in a temp dir, with its default durability, and is
 # stopped whatever happens.
 set -euo pipefail
