@@ -1079,3 +1079,35 @@ pooled_backends_clean() {
 	[[ ! -e $T/ran ]] || fail "the command ran"
 	run -0 dlock -S "$PG_URL" -t 2147483 -n big true
 }
+
+@test "postgres: a waiter nobody watches reads no pg_locks, before or after its grant; --verbose names the holder" {
+	# the role's statements in the server's log: what a waiter sends
+	psql_ "CREATE ROLE watched LOGIN; ALTER ROLE watched SET log_statement = 'all';
+		GRANT SELECT, INSERT, UPDATE ON public.dlock_fences TO watched"
+	local url="postgres://watched@/postgres?host=$PGDIR&port=$PGPORT" from
+	from=$(wc -l <"$PGDIR/log")
+	psql_hold dlock:watched
+	"$DLOCK" -S "$url" -w 20 watched touch "$T/ran" 2>"$T/err" </dev/null &
+	local pid=$! rc=0
+	track $pid
+	wait_until 10 waiting_on dlock:watched
+	touch "$T/dlock:watched.go"
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 0
+	[[ -e $T/ran ]]
+	tail -n +"$from" "$PGDIR/log" | grep -q 'dlock try mode=x' ||
+		fail "the role's statements are not in the log"
+	run ! grep -E 'pg_locks|pg_lock_status|pg_stat_activity|pg_stat_get_activity' \
+		<(tail -n +"$from" "$PGDIR/log")
+	# --verbose shows the wait line: the holder is looked at, and named
+	wait_until 10 key_free dlock:watched
+	rm "$T/dlock:watched.go" "$T/dlock:watched.held"
+	psql_hold dlock:watched
+	"$DLOCK" -S "$url" -w 20 --verbose watched true 2>"$T/err" </dev/null &
+	pid=$!
+	track $pid
+	wait_until 10 grep -q 'held by' "$T/err"
+	touch "$T/dlock:watched.go"
+	wait "$pid"
+	grep -q 'held by another client' "$T/err"
+}

@@ -137,8 +137,8 @@ int pg_look_at_holders(struct lock *lk, struct error *err)
 	pg_mode_word(lk->p->limit, ours, sizeof ours);
 	/* This statement says our mode too: a holder in another mode that
 	 * looks at the same moment sees it (and both give back, 64) */
-	if (asprintf(&sql, PG_TRY_COMMENT " SELECT a.query, l.mode " PG_LOCKS_OF_KEY
-		     "AND l.granted AND l.pid <> pg_backend_pid()", ours) < 0) {
+	if (asprintf(&sql, PG_TRY_COMMENT " SELECT " PG_HOLDER_QUERY ", l.mode "
+		     PG_HOLDERS_OF_KEY "AND l.pid <> pg_backend_pid()", ours) < 0) {
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
 #include "clock.h"
+#include "notify.h"
 #include "postgres.h"
 
 static bool shared(const struct lock *lk)
@@ -183,6 +185,18 @@ static int send_wait(struct lock *lk, struct error *err)
 	return r;
 }
 
+/* Whether holders may be in another mode than ours beside us: -s and
+ * --limit both take the key shared, so a shared grant must look at the
+ * others (pg_look_at_holders(): 64 if they hold in another mode). An
+ * exclusive grant has the key alone: nobody to look at, and the holder
+ * it waited on (the wait line's) is gone. Not looking saves the
+ * hand-off a round trip, and a new backend the loading of pg_locks'
+ * and pg_stat_activity's catalogs. */
+static bool shared_modes(const struct lock *lk)
+{
+	return lk->p->limit != 0;
+}
+
 /* The blocking call's reply has come (or the connection broke). */
 static enum lock_result wait_over(struct lock *lk, struct error *err)
 {
@@ -202,7 +216,7 @@ static enum lock_result wait_over(struct lock *lk, struct error *err)
 			  pg->url->text);
 	else if (strcmp(PQgetvalue(r, 0, 0), "t") != 0)
 		pg_pooler_error(lk, err);	/* nothing was taken */
-	else if (pg_look_at_holders(lk, err) == 0)
+	else if (!shared_modes(lk) || pg_look_at_holders(lk, err) == 0)
 		res = granted(lk, PQgetvalue(r, 0, 1), now_ms, err);
 	PQclear(r);
 	if (res != LOCK_ACQUIRED)
@@ -355,12 +369,22 @@ static enum lock_result took(struct lock *lk, struct attempt *a, struct error *e
 	}
 	/* shared: the others may hold in another mode (then the session,
 	 * and what it took, goes) */
-	res = lk->p->limit != 0 && pg_look_at_holders(lk, err) < 0 ? LOCK_FAILED :
+	res = shared_modes(lk) && pg_look_at_holders(lk, err) < 0 ? LOCK_FAILED :
 	      granted(lk, PQgetvalue(r, 0, 2), a->start_ms, err);
 	PQclear(r);
 	if (res != LOCK_ACQUIRED)
 		pg_disconnect(pg);
 	return res;
+}
+
+/* Whether anybody reads who holds the lock while we wait: the wait line
+ * (--verbose, or a terminal after a second: waitline.c) and --notify's
+ * STATUS. In cron and CI nobody does, and the look costs a new backend
+ * a statement (pg_lock_status(), about 1 ms of its CPU) per waiter: with
+ * many waiters on a small server, CPU the hand-offs need. */
+static bool holder_shown(const struct lock *lk)
+{
+	return lk->p->verbose || isatty(STDERR_FILENO) || notify_active();
 }
 
 /* Someone else has it: who, for the wait line and --verbose (and a mode
@@ -378,7 +402,7 @@ static enum lock_result refused(struct lock *lk, int64_t *retry_ms, struct error
 		return LOCK_FAILED;
 	}
 	lk->refused = true;
-	if (lk->p->limit != 0 || lk->p->verbose || lk->p->waits) {
+	if (lk->p->limit != 0 || lk->p->verbose || (lk->p->waits && holder_shown(lk))) {
 		struct error e = { 0 };
 
 		if (pg_look_at_holders(lk, &e) < 0 && (!pg->c || e.exit == EX_USAGE)) {

@@ -41,7 +41,9 @@
 # SERVER_CPU, TTL (60), MIN_HOLD (60), JOB (5), WAIT (600; "forever": no
 # -w), STABLE (3), SETTLE (3), IDLE (25: a keepalive period of -t 60 and more), DEADLINE (300), EXTRA (more dlock
 # options for every host, e.g. "--node-timeout 10"), ZK_CONF (a zoo.cfg
-# line, e.g. "maxClientCnxns=10", for a small case of the same), CSV. As root (mariadbd
+# line, e.g. "maxClientCnxns=10", for a small case of the same),
+# PG_SETTINGS (PostgreSQL server options, e.g. "-c max_connections=300"),
+# CSV. As root (mariadbd
 # and PostgreSQL run as their own users). Everything it starts is stopped
 # by PID (process groups for the hosts), whatever happens.
 set -euo pipefail
@@ -64,6 +66,7 @@ SETTLE=${SETTLE:-3}
 IDLE=${IDLE:-25}
 DEADLINE=${DEADLINE:-300}
 EXTRA=${EXTRA:-}
+PG_SETTINGS=${PG_SETTINGS:-}	# more server options for PostgreSQL ("-c max_connections=300")
 
 die() { echo "fleet.sh: $*" >&2; exit 1; }
 note() { echo "fleet.sh: $*" >&2; }
@@ -239,7 +242,7 @@ start_postgres() {
 	runuser -u postgres -- "$PGBIN/initdb" -A trust -U postgres -D "$T/pg/data" >"$T/pg/initdb.log" 2>&1 ||
 		die "initdb failed: $(tail -n 3 "$T/pg/initdb.log")"
 	taskset -c "$SERVER_CPU" runuser -u postgres -- "$PGBIN/pg_ctl" -D "$T/pg/data" -w -t 30 \
-		-o "-k $T/pg -p $PORT -c listen_addresses=127.0.0.1" -l "$T/pg/log" start >/dev/null ||
+		-o "-k $T/pg -p $PORT -c listen_addresses=127.0.0.1 $PG_SETTINGS" -l "$T/pg/log" start >/dev/null ||
 		die "PostgreSQL did not start: $(tail -n 3 "$T/pg/log")"
 	SERVER=$(head -n 1 "$T/pg/data/postmaster.pid")
 	STOP_SERVER="runuser -u postgres -- '$PGBIN/pg_ctl' -D '$T/pg/data' -m immediate stop >/dev/null 2>&1"
