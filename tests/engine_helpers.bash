@@ -138,7 +138,7 @@ engine_setup() {
 	case $ENGINE in
 	redis) start_redis r ;;
 	mysql)	# a test may have stopped it and failed half-way
-		my_up || my_run_server || fail "mariadbd does not come back"
+		my_back || fail "mariadbd does not come back"
 		my sql "SET GLOBAL read_only = 0, sql_mode = DEFAULT, max_connections = DEFAULT"
 		;;
 	esac

@@ -46,6 +46,20 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 my_up() { mariadb -S "$MY_DIR/sock" -uroot -e 'SELECT 1' >/dev/null 2>&1; }
+# my_back: the server answers, started again only if its process is gone.
+# A SELECT 1 that failed under load must not start a second mariadbd,
+# which fails on the locked data directory and leaves pid.mine naming a
+# dead process: a later kill -STOP $(server_pids) then stops nothing.
+my_back() {
+	local pid
+	pid=$(cat "$MY_DIR/pid.mine" 2>/dev/null)
+	my_up && return 0
+	if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
+		kill -CONT "$pid" 2>/dev/null	# a test that failed while it was stopped
+		wait_until 30 my_up_or_dead && my_up && return 0
+	fi
+	my_run_server
+}
 my_up_or_dead() { my_up || ! kill -0 "$(cat "$MY_DIR/pid.mine" 2>/dev/null)" 2>/dev/null; }
 
 # Starts mariadbd on the data directory made by my_start_server (again,
@@ -137,7 +151,7 @@ my_setup() {
 	common_setup
 	U="mysql://dl:secret@127.0.0.1:$MY_PORT/dlock"
 	# The server may have been stopped by a test that failed half-way.
-	my_up || my_run_server || fail "mariadbd does not come back"
+	my_back || fail "mariadbd does not come back"
 	# what a test that failed half-way may have left
 	my sql "SET GLOBAL read_only = 0, sql_mode = DEFAULT, max_connections = DEFAULT, enforce_storage_engine = NULL"
 }
