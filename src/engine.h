@@ -23,7 +23,9 @@
  *                messages show (url_mask()); whether one asks for TLS; no
  *                I/O
  *   conn.c/.h    a connection to the store, every wait bounded by a
- *                deadline; the store's answers sorted into exit codes
+ *                deadline and, while dlock waits for the lock, ended by a
+ *                stop signal (net_wait(), or a poll() of net_stop_fd());
+ *                the store's answers sorted into exit codes
  *                (64 a setting to fix, 69 unreachable or busy, 70 an
  *                unexpected answer, 77 refused credentials)
  *   names.c/.h   the one place where a lock's NAME (its --limit slots, its
