@@ -228,38 +228,53 @@ connected:
 	return 1;
 }
 
-/* Per thread: the renewal thread never has one. */
+/* Per thread: the renewal thread never has one. Once a wait has ended at
+ * it, it is disarmed until net_take_stop(): what the try does next (an
+ * undo of what it may have set) gets its own deadlines, not a wait that
+ * ends at once. */
 static _Thread_local int stop_fd = -1;
+static _Thread_local bool stopped;
 
 void net_set_stop_fd(int fd)
 {
 	stop_fd = fd;
+	stopped = false;
 }
 
 int net_stop_fd(void)
 {
-	return stop_fd;
+	return stopped ? -1 : stop_fd;
 }
 
-bool net_stopped(void)
+void net_note_stop(void)
 {
-	struct pollfd p = { stop_fd, POLLIN, 0 };
+	stopped = true;
+}
 
-	return stop_fd >= 0 && poll(&p, 1, 0) > 0;
+bool net_take_stop(void)
+{
+	bool was = stopped;
+
+	stopped = false;
+	return was;
 }
 
 int net_wait(int fd, short events, int64_t deadline_ms)
 {
 	for (;;) {
-		struct pollfd p[2] = { { fd, events, 0 }, { stop_fd, POLLIN, 0 } };
+		struct pollfd p[2] = { { fd, events, 0 }, { net_stop_fd(), POLLIN, 0 } };
 		int64_t left_ms = deadline_ms - clock_now_ms();
 		int n;
 
 		if (left_ms <= 0)
 			return 0;
-		n = poll(p, stop_fd >= 0 ? 2 : 1, clock_poll_ms(left_ms));
+		n = poll(p, p[1].fd >= 0 ? 2 : 1, clock_poll_ms(left_ms));
+		if (n > 0 && !p[0].revents) {	/* a stop signal */
+			stopped = true;
+			return 0;
+		}
 		if (n > 0)
-			return p[0].revents ? 1 : 0;	/* else a stop signal */
+			return 1;
 		if (n < 0 && errno != EINTR)
 			return -1;
 	}
@@ -297,8 +312,8 @@ int net_dial(const struct net_addrs *a, int64_t deadline_ms, int *fd, char *why,
 
 	net_dial_start(&d, a, deadline_ms);
 	while ((r = net_dial_step(&d, fd, why, whylen)) == 0) {
-		struct pollfd p[2] = { { d.fd, POLLOUT, 0 }, { stop_fd, POLLIN, 0 } };
-		int n = poll(p, stop_fd >= 0 ? 2 : 1,
+		struct pollfd p[2] = { { d.fd, POLLOUT, 0 }, { net_stop_fd(), POLLIN, 0 } };
+		int n = poll(p, p[1].fd >= 0 ? 2 : 1,
 			     clock_poll_ms(net_dial_wake_ms(&d) - clock_now_ms()));
 
 		if (n < 0 && errno != EINTR) {
@@ -310,6 +325,7 @@ int net_dial(const struct net_addrs *a, int64_t deadline_ms, int *fd, char *why,
 			return -1;
 		}
 		if (n > 0 && !p[0].revents) {	/* a stop signal: as at the deadline */
+			stopped = true;
 			snprintf(why, whylen, "no answer in time");
 			net_dial_end(&d);
 			errno = 0;

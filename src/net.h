@@ -79,11 +79,15 @@ int net_wait(int fd, short events, int64_t deadline_ms);
  * waits, a signalfd of the signals that stop dlock. net_wait() and
  * net_dial() return as at their deadline once it is readable, so that a
  * try against a silent server ends at a signal, not at its deadline;
- * engines with their own poll() watch it too (net_stop_fd()). */
+ * engines with their own poll() watch net_stop_fd() too and call
+ * net_note_stop() when it ended a wait. The first such end disarms it
+ * (net_stop_fd() is -1) until net_take_stop(), which says whether one
+ * came: the rest of the try (giving back what it may have set) keeps
+ * its deadlines. */
 void net_set_stop_fd(int fd);
 int net_stop_fd(void);
-/* Whether a stop signal is pending on the thread's stop descriptor. */
-bool net_stopped(void);
+void net_note_stop(void);
+bool net_take_stop(void);
 
 /* The same, blocking until connected or deadline_ms. On -1, errno is
  * the local failure (net_local_failure()) an address met, else 0. */

@@ -233,12 +233,13 @@ static enum lock_result wait_loop(struct waiter *w, const struct signals *sig,
 		if (r == LOCK_REENTERED)
 			return r;
 		now_ms = clock_now_ms();
+		/* a try that a signal cut short (net_wait()): the signal's */
+		if (net_take_stop() && r == LOCK_FAILED &&
+		    (*signo = signals_interrupt(sig)))
+			return LOCK_INTERRUPTED;
 		if (r == LOCK_FAILED) {
 			if (err->exit != EX_UNAVAILABLE)
 				return r;	/* credentials, bad replies: no retry */
-			/* a try that a signal ended (net_wait()): the signal's */
-			if (net_stopped() && (*signo = signals_interrupt(sig)))
-				return LOCK_INTERRUPTED;
 			/* -n: a certificate to fix is no busy server */
 			if (lk->misconfigured && w->deadline_ms == w->start_ms)
 				return r;

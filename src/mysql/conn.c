@@ -395,6 +395,7 @@ int my_run(struct my_conn *c, int64_t deadline_ms)
 				continue;
 			return 1;
 		} else if (r > 0 && !p[0].revents) {
+			net_note_stop();
 			return 1;	/* a stop signal: as at the deadline */
 		} else if (r == 0) {
 			if (!lib_timeout)
