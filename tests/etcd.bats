@@ -384,7 +384,9 @@ EOS
 
 # grpc_msgs: the requests etcd has served (the gateway's calls, each
 # stream's messages), from its metrics
-grpc_msgs() { curl -s "http://$EP/metrics" | awk '/^grpc_server_msg_received_total/ { n += $2 } END { printf "%d\n", n }'; }
+# metric_sum REGEX: the sum of etcd's metrics whose lines match REGEX
+metric_sum() { curl -s "http://$EP/metrics" | awk -v re="$1" '$0 ~ re { n += $2 } END { printf "%d\n", n }'; }
+grpc_msgs() { metric_sum '^grpc_server_msg_received_total'; }
 
 @test "idle waiters cost etcd a keepalive each per TTL/3, not a round every few seconds; each release lets the next one in at once" {
 	local w r0 r1
@@ -412,8 +414,8 @@ grpc_msgs() { curl -s "http://$EP/metrics" | awk '/^grpc_server_msg_received_tot
 }
 
 # txns: the txns etcd has served; watchers: the watches it keeps
-txns() { curl -s "http://$EP/metrics" | awk '/^grpc_server_msg_received_total\{grpc_method="Txn"/ { n += $2 } END { printf "%d\n", n }'; }
-watchers() { curl -s "http://$EP/metrics" | awk '/^etcd_debugging_mvcc_watcher_total/ { n += $2 } END { printf "%d\n", n }'; }
+txns() { metric_sum '^grpc_server_msg_received_total[{]grpc_method="Txn"'; }
+watchers() { metric_sum '^etcd_debugging_mvcc_watcher_total'; }
 watchers_at_least() { (($(watchers) >= $1)); }
 
 @test "a hand-off is one txn after the release: the next waiter learns it holds and logs 'acquired' in one write" {

@@ -431,13 +431,20 @@ sessions_of() {
 		-c "SELECT count(*) FROM pg_stat_activity WHERE usename = '$1'" postgres) >= $2))
 }
 
+# zk_limited NAME MAX: a ZooKeeper server of its own, at most MAX
+# connections per client address (maxClientCnxns); its port in ZK_PORT
+zk_limited() {
+	mkdir -p "$ZK_DIR"
+	ZK_PORT=$(free_port)
+	_zk_conf "$1" "$ZK_PORT" "maxClientCnxns=$2"
+	_zk_run "$1" org.apache.zookeeper.server.ZooKeeperServerMain
+	wait_until 30 zk_serving "$ZK_PORT" || fail "zookeeper: $(tail -n 5 "$ZK_DIR/$1/log")"
+}
+
 @test "ZooKeeper, maxClientCnxns 6: $HOSTS hosts' dlock -n -t 60 at one instant from one address, one run, every other 1, no 69" {
 	local port
-	mkdir -p "$ZK_DIR"
-	port=$(free_port)
-	_zk_conf fleet "$port" maxClientCnxns=6
-	_zk_run fleet org.apache.zookeeper.server.ZooKeeperServerMain
-	wait_until 30 zk_serving "$port" || fail "zookeeper: $(tail -n 5 "$ZK_DIR/fleet/log")"
+	zk_limited fleet 6
+	port=$ZK_PORT
 	# main: the hosts turned away came back with the client library, all
 	# together once a second, a few of them a second: 69 after the budget
 	release_fleet "$HOSTS" "$T/out" -S "zk://127.0.0.1:$port" -n -t 60 --min-hold 10 \
@@ -447,11 +454,8 @@ sessions_of() {
 
 @test "ZooKeeper at its maxClientCnxns: -n tried again within --connect-budget, then 69 naming it; one freed, the lock" {
 	local port
-	mkdir -p "$ZK_DIR"
-	port=$(free_port)
-	_zk_conf full "$port" maxClientCnxns=2
-	_zk_run full org.apache.zookeeper.server.ZooKeeperServerMain
-	wait_until 30 zk_serving "$port" || fail "zookeeper: $(tail -n 5 "$ZK_DIR/full/log")"
+	zk_limited full 2
+	port=$ZK_PORT
 	fill() { hold_sockets 2 "$1" 127.0.0.1 "$port"; }
 	fill=fill
 	# main: "cannot connect: host is down", at once

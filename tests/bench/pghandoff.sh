@@ -39,13 +39,11 @@ PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 ((EUID == 0)) || die "run as root: PostgreSQL runs as the postgres user"
 BASH_BIN=$(type -P bash)
 
-. "$(dirname "$0")/lib.sh"	# free_ports
+. "$(dirname "$0")/lib.sh"	# free_ports, pg_start, pg_stop
 
 T=$(mktemp -d /tmp/dlock-pghandoff.XXXXXX)
-chmod 755 "$T"
-chown postgres "$T"
 cleanup() {
-	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$T/data" -m immediate stop >/dev/null 2>&1 || true
+	pg_stop "$T"
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -53,9 +51,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 read -r PORT < <(free_ports 1)
-runuser -u postgres -- "$PGBIN/initdb" -A trust -U postgres -D "$T/data" >/dev/null
-runuser -u postgres -- "$PGBIN/pg_ctl" -D "$T/data" -w -o "-k $T -p $PORT -c listen_addresses=127.0.0.1 $PGOPTS" \
-	-l "$T/log" start >/dev/null
+# shellcheck disable=SC2086	# PGOPTS: server options, one word each
+pg_start "$T" "$PORT" $PGOPTS
 if [[ $TRANSPORT == tcp ]]; then
 	URL="postgres://postgres@127.0.0.1:$PORT/postgres"
 else
