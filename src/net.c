@@ -251,6 +251,11 @@ void net_note_stop(void)
 	stopped = true;
 }
 
+bool net_stopped(void)
+{
+	return stopped;
+}
+
 bool net_take_stop(void)
 {
 	bool was = stopped;

@@ -83,11 +83,14 @@ int net_wait(int fd, short events, int64_t deadline_ms);
  * net_note_stop() when it ended a wait. The first such end disarms it
  * (net_stop_fd() is -1) until net_take_stop(), which says whether one
  * came: the rest of the try (giving back what it may have set) keeps
- * its deadlines. */
+ * its deadlines. net_stopped() says whether one came, without taking it:
+ * a call that tries one server after another (etcd's members) asks no
+ * other once a stop ended its wait on one. */
 void net_set_stop_fd(int fd);
 int net_stop_fd(void);
 void net_note_stop(void);
 bool net_take_stop(void);
+bool net_stopped(void);
 
 /* The same, blocking until connected or deadline_ms. On -1, errno is
  * the local failure (net_local_failure()) an address met, else 0. */

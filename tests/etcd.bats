@@ -557,6 +557,44 @@ assert fences[::2] == sorted(fences[::2]), fences' "$output"
 	(($(wc -l <"$T/h.err") == 1)) || fail "$(cat "$T/h.err")"
 }
 
+# unread_by_server PORT: a client connection to PORT holds bytes the
+# server has not read (stopped, it reads nothing)
+unread_by_server() {
+	ss -Htn state established "( sport = :$1 )" | awk '$1 > 0 { f = 1 } END { exit !f }'
+}
+
+@test "a signal while a waiter's keepalive waits on a stopped server: no second try of that keepalive" {
+	local EP pid port t0 took
+	start_etcd "$T" s1
+	CLUSTER=s1
+	EP=$(<"$T/s1/ep")
+	pid=$(<"$T/s1/pid")
+	port=${EP##*:}
+	envjob
+	# the holder renews every 20 s: not while the server is stopped here
+	start_bg h -S "etcd://$EP" -t 60 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready" || fail "not held: $(cat "$T/h.err")"
+	# the waiter keeps its lease alive every 4 s, each call up to 3 s
+	start_bg w -S "etcd://$EP" -t 12 --node-timeout 3 -w 60 "$K" touch "$T/ran"
+	wait_until 5 n_keys "$K" 2 || fail "the waiter does not wait: $(cat "$T/w.err")"
+	kill -STOP "$pid"
+	wait_until 8 unread_by_server "$port" || { kill -CONT "$pid"; fail "no keepalive sent"; }
+	t0=$(now_ms)
+	kill -TERM "$(<"$T/w.dlock")"
+	# the signal ends the keepalive's wait; its lease's revoke then waits
+	# its --node-timeout (the server is stopped). Before: the keepalive
+	# was sent again on a new connection, for the rest of its 3 s.
+	reap w 15
+	took=$(($(now_ms) - t0))
+	kill -CONT "$pid"
+	assert_equal "$bg_status" 143
+	((took < 4500)) || fail "SIGTERM took $took ms to end dlock"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	touch "$T/h.release"
+	reap h
+	assert_equal "$bg_status" 0
+}
+
 @test "dlock killed with -9: the lock lapses with its lease" {
 	envjob
 	start_bg h -S "$S" -t 2 "$K" "$T/envjob" "$T/h"

@@ -77,12 +77,20 @@ static void fail(struct etcd_client *c, size_t ep, struct error *err, int exit,
 		  why);
 }
 
+/* Whether a signal ended a wait of this try since net_stopped() said
+ * before (net.h): the try is over, and the next member is not asked. */
+static bool stopped_since(bool before)
+{
+	return !before && net_stopped();
+}
+
 /* Connects to the member that answered last, else the next ones in turn. */
 static int connect_any(struct etcd_client *c, int64_t deadline_ms,
 		       struct error *err)
 {
 	struct etcd_cluster *cl = c->cl;
 	size_t n = cl->url->n_ep;
+	bool stopped = net_stopped();
 
 	etcd_cluster_resolve(cl);
 	for (size_t k = 0; k < n; k++) {
@@ -90,7 +98,7 @@ static int connect_any(struct etcd_client *c, int64_t deadline_ms,
 		char why[512];
 		bool refused = false;
 
-		if (clock_now_ms() >= deadline_ms && k > 0)
+		if ((clock_now_ms() >= deadline_ms || stopped_since(stopped)) && k > 0)
 			break;
 		if (!cl->url->tls && !cl->resolved[i]) {
 			fail(c, i, err, EX_UNAVAILABLE, cl->resolve_err[i]);
@@ -548,7 +556,7 @@ static int check_members(struct etcd_client *c, int64_t deadline_ms,
 	size_t n_ep = cl->url->n_ep, ask[ETCD_MAX_ENDPOINTS], n_ask = 0;
 	int64_t end_ms;
 	int code;
-	bool retry;
+	bool retry, stopped = net_stopped();
 
 	if (call_once(c, "/v3/cluster/member/list", "{}", true, deadline_ms, &list,
 		      &code, &retry, err) < 0) {
@@ -566,7 +574,7 @@ static int check_members(struct etcd_client *c, int64_t deadline_ms,
 	for (size_t k = 0; k < n_ask; k++) {
 		int64_t left_ms = end_ms - clock_now_ms();
 
-		if (left_ms <= 0)
+		if (left_ms <= 0 || stopped_since(stopped))
 			break;
 		if (ask_member(c, ask[k], clock_now_ms() + left_ms / (int64_t)(n_ask - k),
 			       err) < 0)
@@ -583,7 +591,7 @@ int etcd_call(struct etcd_client *c, const char *path, json_object *body,
 	const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
 	struct etcd_cluster *cl = c->cl;
 	size_t n_ep = cl->url->n_ep, moved = 0;
-	bool reauthed = false, stale_retried = false;
+	bool reauthed = false, stale_retried = false, stopped = net_stopped();
 
 	*reply = NULL;
 	for (;;) {
@@ -609,7 +617,7 @@ int etcd_call(struct etcd_client *c, const char *path, json_object *body,
 		r = call_once(c, path, text, true, deadline_ms, reply, code, &retry, err);
 		if (r == 0)
 			return 0;
-		if (retry && !stale_retried) {
+		if (retry && !stale_retried && !stopped_since(stopped)) {
 			stale_retried = true;
 			continue;
 		}
@@ -628,7 +636,8 @@ next_member:
 		/* this member cannot serve (down, cut off from the majority):
 		 * the next, now while time is left, else in the next call */
 		cl->cur = (c->ep + 1) % n_ep;
-		if (++moved >= n_ep || clock_now_ms() >= deadline_ms)
+		if (++moved >= n_ep || clock_now_ms() >= deadline_ms ||
+		    stopped_since(stopped))
 			return -1;
 	}
 }
