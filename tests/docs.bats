@@ -306,3 +306,28 @@ apt_packages() {
 		"$TOP/src/redis/reply.c" | grep -o '"[A-Z][^"]*"' | tr -d '"' | grep -v '^ERR Error')
 	((${#bad[@]} == 0)) || fail "the Redis section lacks: ${bad[*]}"
 }
+
+# tests/run against a build whose meson test (a stand-in on PATH) failed
+# one point: what that point said, and the count.
+@test "tests/run: a failed point's words reach standard output once, before the count" {
+	local b=$T/build
+	mkdir -p "$T/bin" "$b/meson-logs"
+	: >"$b/build.ninja"
+	printf '#!/bin/sh\nexit 0\n' >"$T/bin/ninja"
+	cat >"$T/bin/meson" <<'EOS'
+#!/usr/bin/python3
+import json, sys
+build = sys.argv[sys.argv.index("-C") + 1]
+out = "1..3\nok 1 first\nnot ok 2 second\n# (in test file tests/x.bats, line 9)\n#   `false' failed\nok 3 third\n"
+with open(build + "/meson-logs/testlog.json", "w") as f:
+    f.write(json.dumps({"name": "x", "result": "FAIL", "stdout": out}) + "\n")
+sys.exit(1)
+EOS
+	chmod +x "$T/bin/ninja" "$T/bin/meson"
+	# CI keeps standard output: the words must be there, not on stderr
+	PATH=$T/bin:$PATH run -1 --separate-stderr "$TOP/tests/run" "$b"
+	assert_equal "$(grep -c 'not ok 2 second' <<<"$output")" 1
+	assert_equal "$(grep -c "line 9" <<<"$output")" 1
+	assert_equal "${lines[-1]}" "2 passed, 1 failed, 0 skipped"
+	[[ $stderr != *'not ok'* ]] || fail "said on stderr: $stderr"
+}
