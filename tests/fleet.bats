@@ -272,6 +272,18 @@ asked() { (($(accepts) > 0)); }
 	[[ ! -e $T/ran ]] || fail "the command ran"
 }
 
+@test "--fair -w 1 against a silent server: no ticket taken, no queue to leave after the wait" {
+	start_listener silent
+	local t0=$(now_ms) took
+	# the ticket's round waits --node-timeout (1 s) and fails: no try was
+	# sent, so no queue holds us (before: a leaving round of its own, a
+	# second --node-timeout, 2 s in all)
+	run -69 dlock -S "redis://127.0.0.1:$LPORT" --fair -w 1 K touch "$T/ran"
+	took=$(($(now_ms) - t0))
+	((took >= 1000 && took < 1700)) || fail "-w 1 gave up after $took ms"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+}
+
 @test "a signal ends a try that waits on a silent server at once (PostgreSQL, MySQL, etcd), not when the try would" {
 	start_listener silent
 	local url e t0 took

@@ -670,7 +670,9 @@ void rlock_end_wait(struct rlock *lk, enum lock_result r)
 	};
 	struct cmd cmd = { &script_leave, 5, argv, NULL };
 
-	if ((!lk->p->fair && !lk->waited) || r == LOCK_REENTERED)
+	/* in a queue where a server refused us; --fair, also where a try
+	 * (sent with a ticket, never without) may have landed unanswered */
+	if ((!(lk->p->fair && lk->ticket[0]) && !lk->waited) || r == LOCK_REENTERED)
 		return;
 	/* Acquired, we are still a waiter where a server said no. */
 	for (size_t i = 0; i < lk->n_nodes; i++)
