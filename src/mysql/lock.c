@@ -345,7 +345,7 @@ enum lock_result my_try(struct lock *lk, int64_t *retry_ms,
 	if (m->waiting)
 		return take_up_wait(lk, err);
 	if (connect_lock(lk, deadline_ms, err) < 0) {
-		lk->misconfigured = m->c.tls_failed;
+		lk->misconfigured |= m->c.tls_failed;
 		/* a fleet's minute: tried again, with the others, in a while */
 		lk->busy = m->c.full;
 		return LOCK_FAILED;
