@@ -64,13 +64,24 @@ over_budget() {
 
 # interleave NAME [--die]: the W1 rounds. WARMUP rounds (not counted),
 # then ROUNDS, each running every tool once (run I, the script's own), in
-# an order that rotates from round to round, so that drift (CPU frequency,
-# page cache, a noisy neighbour) spreads over all tools alike. Wall times
+# an order drawn anew each round, so that drift (CPU frequency, page
+# cache, a noisy neighbour) and what the tool before left behind spread
+# over all tools alike. Wall times
 # in µs go to $T/tI, one line per counted run; a failed run is counted in
 # FAILS[I] (--die: the script's die, with the tool's output); the script's
 # after_run I START, if it has one, sees each counted run. Fewer rounds
 # when MAX_SECONDS would be passed (NAME says so on stderr); elapsed= the
 # seconds taken.
+shuffle_order() {	# ORDER: 0 .. N-1 in a random order
+	local j t
+	ORDER=()
+	for ((j = 0; j < N; j++)); do ORDER+=("$j"); done
+	for ((j = N - 1; j > 0; j--)); do
+		t=$((RANDOM % (j + 1)))
+		local x=${ORDER[j]}; ORDER[j]=${ORDER[t]}; ORDER[t]=$x
+	done
+}
+
 interleave() {
 	local name=$1 die_on_failure=${2:-} i r k s e t_start=$SECONDS
 	FAILS=()
@@ -81,8 +92,13 @@ interleave() {
 			ROUNDS=$r
 			break
 		fi
+		# a new order each round: a tool that always ran after the same
+		# one measured that one's leftovers too (the same dlock binary
+		# was 0.2 ms slower in the row after flock's than in the row
+		# after its own)
+		shuffle_order
 		for ((k = 0; k < N; k++)); do
-			i=$(( ((r < 0 ? -r : r) + k) % N ))
+			i=${ORDER[k]}
 			s=$EPOCHREALTIME
 			if ! run "$i"; then
 				[[ -z $die_on_failure ]] ||
