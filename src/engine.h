@@ -205,6 +205,10 @@ struct lock {
 	bool busy;		/* the last try's failures were all passing
 				 * states a server answered with (TRYAGAIN,
 				 * LOADING...), none a server unreachable */
+	bool full_at_a_cost;	/* the last try was turned away by a full
+				 * server at the price of a process
+				 * (PostgreSQL forks a backend to say "too
+				 * many clients"): its first pauses are longer */
 	/* "NAME=value" strings the engine adds to the command's environment
 	 * besides DLOCK_*, where its own tools set some (etcd: ETCD_LOCK_KEY
 	 * and ETCD_LOCK_REV, as `etcdctl lock` does); NULL-terminated, set

@@ -423,34 +423,37 @@ full_then_free() {
 	assert_equal "$(all_keys r | grep -c '^dlock:K$')" 0
 }
 
+# fill_pg SECONDS: 7 sessions of the role fleet, each asleep SECONDS,
+# fill start_pg20's 10 connections less the 3 kept for superusers; their
+# psqls in $holder
+fill_pg() {
+	local k
+	holder=
+	# a client killed leaves its backend asleep: the last filling's go
+	psql -h "$PGD" -p "$PGP" -U postgres -Atq -X -c "SELECT pg_terminate_backend(pid)
+		FROM pg_stat_activity WHERE usename = 'fleet'" postgres >/dev/null
+	wait_until 10 no_sessions_of fleet || fail "the role's sessions did not end"
+	# a slot of a backend just ended (the last dlock's, a terminated
+	# one) may not be free yet: a psql turned away is started again
+	local round n
+	for ((round = 0; round < 10; round++)); do
+		n=$(count_sessions_of fleet)
+		((n >= 7)) && break
+		for ((k = n; k < 7; k++)); do
+			psql -h 127.0.0.1 -p "$PGP" -U fleet -Atq -X -c "SELECT pg_sleep($1)" \
+				postgres >/dev/null 2>&1 </dev/null 3>&- &
+			track $!
+			holder+="$! "
+		done
+		wait_until 2 sessions_of fleet 7 && break
+	done
+	sessions_of fleet 7 || fail "the role's sessions did not start: $(count_sessions_of fleet) of 7"
+}
+
 @test "PostgreSQL with no connection to give: -n tried again within --connect-budget, then 69 naming it; one freed, the lock" {
 	[[ -e $(dirname "$DLOCK")/dlock-postgres.so ]] || skip_unless_strict "no PostgreSQL engine built"
 	start_pg20
-	# 7 sessions of the role fill the 10 less the 3 kept for superusers
-	fill() {
-		local k
-		holder=
-		# a client killed leaves its backend asleep: the last filling's go
-		psql -h "$PGD" -p "$PGP" -U postgres -Atq -X -c "SELECT pg_terminate_backend(pid)
-			FROM pg_stat_activity WHERE usename = 'fleet'" postgres >/dev/null
-		wait_until 10 no_sessions_of fleet || fail "the role's sessions did not end"
-		# a slot of a backend just ended (the last dlock's, a terminated
-		# one) may not be free yet: a psql turned away is started again
-		local round n
-		for ((round = 0; round < 10; round++)); do
-			n=$(count_sessions_of fleet)
-			((n >= 7)) && break
-			for ((k = n; k < 7; k++)); do
-				psql -h 127.0.0.1 -p "$PGP" -U fleet -Atq -X -c "SELECT pg_sleep($1)" \
-					postgres >/dev/null 2>&1 </dev/null 3>&- &
-				track $!
-				holder+="$! "
-			done
-			wait_until 2 sessions_of fleet 7 && break
-		done
-		sessions_of fleet 7 || fail "the role's sessions did not start: $(count_sessions_of fleet) of 7"
-	}
-	fill=fill
+	fill=fill_pg
 	# main: 69 at once, in the server's words alone
 	full_then_free "postgres://fleet@127.0.0.1:$PGP/postgres" \
 		"dlock: K: postgres://fleet@127.0.0.1:$PGP/postgres: remaining connection slots are reserved for non-replication superuser connections (the server is full: max_connections, less the reserved slots)"
@@ -463,6 +466,41 @@ count_sessions_of() {
 sessions_of() {
 	(($(psql -h "$PGD" -p "$PGP" -U postgres -Atq -X \
 		-c "SELECT count(*) FROM pg_stat_activity WHERE usename = '$1'" postgres) >= $2))
+}
+
+pg_refusals() { grep -cE 'too many clients|connection slots are reserved' "$PGD/log" || true; }
+
+@test "PostgreSQL kept full: waiters turned away come back after 0.8 s, not 0.1 s as to a server down (each refusal costs it a backend), and get in once a connection frees" {
+	[[ -e $(dirname "$DLOCK")/dlock-postgres.so ]] || skip_unless_strict "no PostgreSQL engine built"
+	start_pg20
+	fill_pg 60
+	local k before refused pids=() took t0
+	before=$(pg_refusals)
+	: >"$T/runs"
+	for ((k = 0; k < 10; k++)); do
+		"$DLOCK" -S "postgres://fleet@127.0.0.1:$PGP/postgres" -w 40 K \
+			sh -c 'echo ran >>"$1"' sh "$T/runs" </dev/null >/dev/null 2>>"$T/w.err" 3>&- &
+		pids+=($!)
+		track $!
+	done
+	sleep 5
+	refused=$(($(pg_refusals) - before))
+	# the connections freed: every waiter gets in, within a pause
+	t0=$(now_ms)
+	psql -h "$PGD" -p "$PGP" -U postgres -Atq -X -c "SELECT pg_terminate_backend(pid)
+		FROM pg_stat_activity WHERE usename = 'fleet' AND query LIKE '%pg_sleep%'" postgres >/dev/null
+	for k in "${pids[@]}"; do
+		wait "$k" || fail "a waiter exited $?: $(sort "$T/w.err" | uniq -c | head -n 3)"
+	done
+	took=$(($(now_ms) - t0))
+	assert_equal "$(wc -l <"$T/runs")" 10
+	((took < 15000)) || fail "the waiters took $took ms to get in once connections were free"
+	# main: tries at 0, 0.1, 0.3, 0.7, 1.5, 3.1 s on average, 6 refusals a
+	# waiter in the first 5 s (about 60 in all); now 0, 0.8, 2.4 (5.6) s,
+	# 3 or 4 each
+	echo "# $refused refusals of 10 waiters in their first 5 s" >&3
+	((refused >= 10)) || fail "only $refused refusals: the server was not full"
+	((refused <= 48)) || fail "$refused refusals of 10 waiters in 5 s"
 }
 
 # zk_limited NAME MAX: a ZooKeeper server of its own, at most MAX

@@ -414,6 +414,7 @@ int pg_connect_once(struct lock *lk, bool for_lock, struct error *err)
 			   &why, err);
 	if (!pg->c) {
 		lk->busy = why == PG_FULL;
+		lk->full_at_a_cost = why == PG_FULL;
 		lk->misconfigured |= why == PG_TO_FIX;
 		return -1;
 	}

@@ -433,6 +433,7 @@ enum lock_result pg_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 	enum lock_result res;
 
 	lk->busy = false;	/* pg_connect_once() says whether the server is full */
+	lk->full_at_a_cost = false;
 	if (pg->waiting) {
 		if (PQconsumeInput(pg->c) && PQisBusy(pg->c)) {
 			*retry_ms = 60000;	/* the reply wakes us */
