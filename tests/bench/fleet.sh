@@ -4,7 +4,8 @@
 #
 # N processes (SIZES, default "200 1000") are released at one instant
 # against one server per engine (ENGINES: redis postgres mysql zookeeper
-# etcd), each server on its DEFAULT limits (Redis maxclients 10000 and a
+# etcd; or pgbouncer: PostgreSQL behind PgBouncer in session mode, POOL
+# server connections), each server on its DEFAULT limits (Redis maxclients 10000 and a
 # listen backlog of 511, PostgreSQL max_connections 100, MariaDB 151,
 # ZooKeeper 60 connections per address, etcd's own), started here on free
 # ports in a temp dir and pinned to CPU SERVER_CPU (1), while every client
@@ -43,6 +44,7 @@
 # options for every host, e.g. "--node-timeout 10"), ZK_CONF (a zoo.cfg
 # line, e.g. "maxClientCnxns=10", for a small case of the same),
 # PG_SETTINGS (PostgreSQL server options, e.g. "-c max_connections=300"),
+# POOL (90),
 # CSV. As root (mariadbd
 # and PostgreSQL run as their own users). Everything it starts is stopped
 # by PID (process groups for the hosts), whatever happens.
@@ -90,6 +92,7 @@ T=$(mktemp -d /tmp/dlock-fleet.XXXXXX)	# the postgres and mysql users reach it
 chmod 755 "$T"
 GROUPS_=()	# process groups: hosts, holders, samplers
 SERVER=''	# the server's PID (the postmaster for PostgreSQL)
+BOUNCER=''	# PgBouncer's, in front of it (ENGINES=pgbouncer)
 STOP_SERVER=''	# how to stop it
 cleanup() {
 	local p n
@@ -201,7 +204,7 @@ EOF
 stop_server() {
 	[[ -n $STOP_SERVER ]] || return 0
 	eval "$STOP_SERVER" || true
-	STOP_SERVER='' SERVER=''
+	STOP_SERVER='' SERVER='' BOUNCER=''
 }
 stop_pid() {	# stop_pid PID: SIGTERM, SIGKILL after 10 s
 	local n
@@ -238,6 +241,7 @@ PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 start_postgres() {
 	[[ -x $PGBIN/initdb ]] || die "no PostgreSQL server"
 	read -r PORT < <(free_ports 1)
+	PGPORT=$PORT
 	mkdir -p "$T/pg" && chown postgres "$T/pg"
 	runuser -u postgres -- "$PGBIN/initdb" -A trust -U postgres -D "$T/pg/data" >"$T/pg/initdb.log" 2>&1 ||
 		die "initdb failed: $(tail -n 3 "$T/pg/initdb.log")"
@@ -257,13 +261,61 @@ start_postgres() {
 	URL="postgres://fleet@127.0.0.1:$PORT/postgres"
 	VERSION="PostgreSQL $(pgq 'SHOW server_version'), max_connections $(pgq 'SHOW max_connections')"
 }
-pgq() { psql -h "$T/pg" -p "$PORT" -U postgres -Atq -X -c "$1" postgres; }
 stats_postgres() {
 	local x
 	x=$(pgq "SELECT sum(xact_commit + xact_rollback) + sum(coalesce(sessions, 0)) FROM pg_stat_database" || echo 0)
 	echo "${x:-0} $(grep -cE 'too many clients|connection slots are reserved' "$T/pg/log" || true)"
 }
 queued_postgres() { pgq "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"; }
+
+# PostgreSQL on its defaults behind a PgBouncer in session mode (declared
+# to dlock: ?dlock_pooling=session), the waiting room the man page's *Many
+# waiters* advises: its clients wait in the pooler, without a backend
+# each, for one of POOL (90) server connections, which it hands on as a
+# client leaves (no backend's start and end per host). max_client_conn
+# above the hosts, query_wait_timeout 0 (a waiter of -w 600 is not
+# dropped after 120 s). The server's CPU counts the pooler's.
+POOL=${POOL:-90}
+start_pgbouncer() {
+	command -v pgbouncer >/dev/null || die "pgbouncer is not installed"
+	start_postgres
+	local bport pgport=$PORT
+	read -r bport < <(free_ports 1)
+	cat >"$T/pg/pgbouncer.ini" <<-EOF
+	[databases]
+	postgres = host=$T/pg port=$pgport
+	[pgbouncer]
+	listen_addr = 127.0.0.1
+	listen_port = $bport
+	unix_socket_dir =
+	auth_type = trust
+	auth_file = $T/pg/users.txt
+	pool_mode = session
+	default_pool_size = $POOL
+	max_client_conn = 5000
+	query_wait_timeout = 0
+	listen_backlog = 4096
+	pidfile = $T/pg/pgbouncer.pid
+	logfile = $T/pg/pgbouncer.log
+	EOF
+	echo '"fleet" ""' >"$T/pg/users.txt"
+	chown postgres "$T/pg/pgbouncer.ini" "$T/pg/users.txt"
+	# runuser's PAM session sets the soft limit of open files back to 1024
+	# (accept() failed: Too many open files, at about 1,000 clients)
+	# shellcheck disable=SC2016
+	taskset -c "$SERVER_CPU" runuser -u postgres -- "$BASH_BIN" -c \
+		'ulimit -n "$1" && exec pgbouncer -d "$2"' _ "$(ulimit -n)" "$T/pg/pgbouncer.ini" ||
+		die "pgbouncer did not start: $(tail -n 3 "$T/pg/pgbouncer.log")"
+	wait_until 10 test -s "$T/pg/pgbouncer.pid" || die "pgbouncer did not start"
+	BOUNCER=$(<"$T/pg/pgbouncer.pid")
+	STOP_SERVER="kill $BOUNCER 2>/dev/null; $STOP_SERVER"
+	URL="postgres://fleet@127.0.0.1:$bport/postgres?dlock_pooling=session"
+	PORT=$bport
+	VERSION="$VERSION, behind PgBouncer $(pgbouncer --version | head -n 1 | awk '{ print $2 }') (session pooling, pool $POOL)"
+}
+pgq() { psql -h "$T/pg" -p "$PGPORT" -U postgres -Atq -X -c "$1" postgres; }
+stats_pgbouncer() { stats_postgres; }
+queued_pgbouncer() { queued_postgres; }
 
 start_mysql() {
 	read -r PORT XPORT < <(free_ports 2)
@@ -378,11 +430,12 @@ cpu_ticks() {	# the server's CPU ticks: it, its reaped children, its live childr
 	local kid
 	{
 		cat "/proc/$SERVER/stat"
+		[[ -z $BOUNCER ]] || cat "/proc/$BOUNCER/stat"
 		for kid in $(pgrep -P "$SERVER"); do cat "/proc/$kid/stat"; done
-	} 2>/dev/null | awk -v p="$SERVER" '{
+	} 2>/dev/null | awk -v p="$SERVER" -v b="$BOUNCER" '{
 		pid = $1; sub(/^[^)]*\) /, ""); split($0, f, " ")
 		n += f[12] + f[13]
-		if (pid == p) n += f[14] + f[15]
+		if (pid == p || pid == b) n += f[14] + f[15]
 	} END { print n + 0 }'
 }
 overflows() { awk '/^TcpExt:/ { if (!seen) { seen = 1; split($0, h); next } for (i = 2; i <= NF; i++) if (h[i] == "ListenOverflows") print $i }' /proc/net/netstat; }
@@ -449,10 +502,10 @@ row() { ROWS+=("$1"); echo "$1"; }
 
 scenario_n() {	# ENGINE N
 	local eng=$1 n=$2 key="fleet-n$2-$RANDOM" dir=$T/s.$1.n.$2
-	local c0 c1 o0 o1 st0 st1 peak last_loser last spread runs bad hist l0
+	local c0 c1 o0 o1 st0 st1 rej0 rej1 peak last_loser last spread runs bad hist l0
 	mkdir -p "$dir"
 	: >"$dir/runs"
-	read -r st0 _ < <(stats_"$eng")
+	read -r st0 rej0 < <(stats_"$eng")
 	c0=$(cpu_ticks) o0=$(overflows) l0=$(load)
 	start_sampler
 	release_hosts "$n" "$dir/out" "$dir/err" "$DLOCK" -S "$URL" "${EXTRA_ARGS[@]}" -n \
@@ -461,19 +514,19 @@ scenario_n() {	# ENGINE N
 		note "$eng -n $n: only $(finished "$dir/out") of $n hosts done"
 	peak=$(stop_sampler)
 	c1=$(cpu_ticks) o1=$(overflows)
-	read -r st1 _ < <(stats_"$eng")
+	read -r st1 rej1 < <(stats_"$eng")
 	read -r runs bad < <(overlaps "$dir/runs")
 	hist=$(histogram "$dir/out")
 	last_loser=$(awk '$1 != 0 && $3 > m { m = $3 } END { print m + 0 }' "$dir/out")
 	last=$(awk '$3 > m { m = $3 } END { print m + 0 }' "$dir/out")
 	spread=$(awk '$2 > m { m = $2 } END { print m + 0 }' "$dir/out")
 	((last_loser > 0)) || last_loser=$RELEASE_US
-	row "$(printf '| %s | -n | %d | %d%s | %s | %s s | %s s (%s s) | %s | %s | %.1f s | %d | %s |' \
+	row "$(printf '| %s | -n | %d | %d%s | %s | %s s | %s s (%s s) | %s | %s | %.1f s | %d (%d) | %s |' \
 		"$eng" "$n" "$runs" "$( ((bad == 0)) || echo " ($bad overlaps)")" "$hist" \
 		"$(secs "$RELEASE_US" "$spread")" "$(secs "$RELEASE_US" "$last_loser")" \
 		"$(secs "$RELEASE_US" "$last")" "$peak" "$((o1 - o0))" \
 		"$(awk -v t=$((c1 - c0)) -v hz="$HZ" 'BEGIN { print t / hz }')" "$((st1 - st0))" \
-		"$l0-$(load)")"
+		"$((rej1 - rej0))" "$l0-$(load)")"
 	errors_top "$dir/err"
 	csv_row fleet "$eng, $n hosts -n" dlock runs count 1 "$runs" "$runs" "$runs"
 	local c69
@@ -568,7 +621,7 @@ for eng in $ENGINES; do
 	echo "$VERSION on 127.0.0.1:$PORT"
 	for mode in $MODES; do
 		if [[ $mode == n ]]; then
-			echo "| engine | mode | hosts | runs | exit statuses | spread | last loser (last) | peak conns | listen overflows | server CPU | requests | load |"
+			echo "| engine | mode | hosts | runs | exit statuses | spread | last loser (last) | peak conns | listen overflows | server CPU | requests (turned away) | load |"
 			echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 		else
 			echo "| engine | mode | waiters | runs | exit statuses | settled | peak conns | listen overflows | idle server CPU | idle requests/s per waiter (turned away in all) | drain | handoff median / max | load |"
