@@ -29,7 +29,12 @@ static void describe(struct lock *lk, const struct etcd_kv *kv)
 		lk->held_by[0] = '\0';
 }
 
-/* Ours: the fence, the job's variables, the history's 'acquired'. */
+/* Ours: the fence, the job's variables. The history's 'acquired' is
+ * written where the lock was taken in the same txn (the first try of an
+ * exclusive lock nobody held); a waiter that came to hold found it in a
+ * read, and its 'acquired' goes once the command runs: at the first
+ * renewal, or in the release's txn when the command ended before that
+ * (etcd_acquired_put()), or beside 'killed' (etcd_note_killed()). */
 static enum lock_result acquired(struct lock *lk, int64_t rev, int64_t start_ms,
 				 struct error *err)
 {
@@ -46,26 +51,43 @@ static enum lock_result acquired(struct lock *lk, int64_t rev, int64_t start_ms,
 	lk->env[0] = e->env_key;
 	lk->env[1] = e->env_rev;
 	lk->env[2] = NULL;
-	if (!e->acquired_logged && lk->p->history > 0) {
-		json_object *ops = json_object_new_array(), *reply = NULL;
-		bool ok;
-		int r;
-
-		json_object_array_add(ops, etcd_history_put(lk, "acquired", e->token,
-							    lk->info, e->my_rev, -1, -1,
-							    NULL));
-		json_object_get(ops);
-		r = etcd_txn(e, NULL, ops, NULL, etcd_deadline(lk), &reply, &ok, err);
-		if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0)
-			r = etcd_txn(e, NULL, json_object_get(ops), NULL,
-				     etcd_deadline(lk), &reply, &ok, err);
-		json_object_put(ops);
-		json_object_put(reply);
-		/* a history that could not be written is no lock lost */
-		e->acquired_logged = true;
-	}
+	if (!e->acquired_logged)
+		e->acquired_wall_ms = clock_wall_ms();
 	(void)err;
 	return LOCK_ACQUIRED;
+}
+
+json_object *etcd_acquired_put(struct lock *lk)
+{
+	struct etcd *e = etcd_of(lk);
+
+	if (e->acquired_logged || !e->acquired_wall_ms || !e->my_rev)
+		return NULL;
+	return etcd_history_put_at(lk, "acquired", e->token, lk->info, e->my_rev, -1,
+				   -1, NULL, e->acquired_wall_ms);
+}
+
+void etcd_log_acquired(struct lock *lk, int64_t deadline_ms)
+{
+	struct etcd *e = etcd_of(lk);
+	json_object *ops, *op = etcd_acquired_put(lk), *reply = NULL;
+	struct error err;
+	bool ok;
+	int r;
+
+	if (!op)
+		return;
+	ops = json_object_new_array();
+	json_object_array_add(ops, op);
+	json_object_get(ops);
+	r = etcd_txn(e, NULL, ops, NULL, deadline_ms, &reply, &ok, &err);
+	if (r == -2 && etcd_history_lease(e, deadline_ms, &err) == 0)
+		r = etcd_txn(e, NULL, json_object_get(ops), NULL, deadline_ms, &reply,
+			     &ok, &err);
+	json_object_put(ops);
+	json_object_put(reply);
+	/* a history that could not be written is no lock lost: once */
+	e->acquired_logged = true;
 }
 
 /* A txn refused because a lease it names is not there (-2), once the
@@ -226,8 +248,7 @@ struct round {
 	int64_t limit;		/* how many keys count: --limit N, 1; 0 all */
 	bool exclusive;
 	bool had_rev;		/* our key was there before the round */
-	bool logs;		/* the txn writes our 'acquired' if we hold */
-	bool logged;		/* it did */
+	bool asks;		/* the compares ask whether we hold */
 	int64_t rev;		/* the revision the reads are at */
 	struct etcd_range all;	/* the contenders, oldest first */
 	struct etcd_range ahead;	/* exclusive: the one just before ours */
@@ -235,17 +256,17 @@ struct round {
 
 /* The round's txn: our key created if absent, or still ours (then, for an
  * exclusive lock, the key just before it); our key and the contenders
- * read. A waiter of an exclusive lock whose key is there asks in the same
- * txn whether it holds now (no key in the range older than ours) and, if
- * so, writes the history's 'acquired' there too: the hand-off after a
- * release is one write, not a read and then a write (issue 30: each is
- * an fsync behind the releaser's). 0 (*reply, *succeeded: the compares
- * held), or -1 with err. */
+ * read. A waiter of an exclusive lock whose key is there asks in the
+ * compares whether it holds now (no key in the range older than ours):
+ * a txn of reads only, which etcd answers without a write (no raft
+ * entry, no fsync), so that a hand-off is the release's one write (issue
+ * 30); the history's 'acquired' follows once the command runs. 0
+ * (*reply, *succeeded: the compares held), or -1 with err. */
 static int round_txn(struct lock *lk, struct round *rd,
 		     json_object **reply, bool *succeeded, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
-	json_object *cmp, *ok, *fail, *hist = NULL;
+	json_object *cmp, *ok, *fail;
 	size_t vlen = 0, klen = strlen(e->my_key);
 	char *value = e->my_rev ? NULL : our_value(lk, &vlen);
 	int rc;
@@ -259,17 +280,14 @@ static int round_txn(struct lock *lk, struct round *rd,
 	fail = json_object_new_array();
 	json_object_array_add(cmp, etcd_cmp_create(e->my_key, klen, NULL, 0, "EQUAL",
 						   e->my_rev));
-	if (rd->exclusive && e->my_rev && !e->acquired_logged &&
-	    (hist = etcd_history_put(lk, "acquired", e->token, lk->info,
-				     e->my_rev, -1, -1, NULL))) {
+	if (rd->exclusive && e->my_rev) {
 		/* every key of the range is ours or younger: keys of locks
 		 * named NAME "/"... that are older fail it, and the reads
 		 * below decide as without it */
 		json_object_array_add(cmp, etcd_cmp_create(e->pfx, e->pfx_len, rd->end,
 							   rd->end_len, "GREATER",
 							   e->my_rev - 1));
-		json_object_array_add(ok, hist);
-		rd->logs = true;
+		rd->asks = true;
 	}
 	if (!e->my_rev)
 		json_object_array_add(ok, etcd_op_put(e->my_key, klen, value, vlen,
@@ -280,34 +298,31 @@ static int round_txn(struct lock *lk, struct round *rd,
 	 * compares say we hold (our key is the first then): etcd 3.4 walks
 	 * every contender for a range, and reads each for one sorted or
 	 * bounded by revision (a thousand waiters, a thousand reads). */
-	if (!rd->logs)
+	if (!rd->asks)
 		json_object_array_add(ok, etcd_op_range(e->pfx, e->pfx_len, rd->end,
 							rd->end_len, rd->limit, false, 0,
 							false, false));
-	if (rd->exclusive && e->my_rev && !rd->logs)
+	if (rd->exclusive && e->my_rev && !rd->asks)
 		json_object_array_add(ok, etcd_op_range(e->pfx, e->pfx_len, rd->end,
 							rd->end_len, 1, true,
 							e->my_rev - 1, false, false));
-	if (!e->my_rev || rd->logs) {
+	if (!e->my_rev || rd->asks) {
 		/* our key is there: a round whose answer was lost made it;
-		 * or (rd->logs) it is there but not the oldest yet */
+		 * or (rd->asks) it is there but not the oldest yet */
 		json_object_array_add(fail, etcd_op_range(e->my_key, klen, NULL, 0, 0,
 							  false, 0, false, false));
 		json_object_array_add(fail, etcd_op_range(e->pfx, e->pfx_len, rd->end,
 							  rd->end_len, rd->limit, false,
 							  0, false, false));
 	}
-	if (rd->logs)
+	if (rd->asks)
 		json_object_array_add(fail, etcd_op_range(e->pfx, e->pfx_len, rd->end,
 							  rd->end_len, 1, true,
 							  e->my_rev - 1, false, false));
 	free(value);
-	rc = etcd_txn_history(lk, cmp, ok, fail, hist != NULL, reply, succeeded,
-			      err);
+	rc = etcd_txn_history(lk, cmp, ok, fail, false, reply, succeeded, err);
 	if (rc == -2)
 		lease_vanished(lk, err);
-	if (rc == 0 && rd->logs && *succeeded)
-		rd->logged = true;
 	return rc < 0 ? -1 : 0;
 }
 
@@ -319,10 +334,10 @@ static int round_read(struct lock *lk, struct round *rd, json_object *reply,
 {
 	struct etcd *e = etcd_of(lk);
 	struct etcd_range mine = { 0 };
-	/* a put first: our key's, or the history's 'acquired' */
-	size_t at = succeeded && (!e->my_rev || rd->logs) ? 1 : 0;
-	/* holding by the compares (rd->logs): our key is all that counts */
-	bool held = succeeded && rd->logs;
+	/* a put first: our key's */
+	size_t at = succeeded && !e->my_rev ? 1 : 0;
+	/* holding by the compares (rd->asks): our key is all that counts */
+	bool held = succeeded && rd->asks;
 
 	etcd_revision(reply, &rd->rev);
 	if (etcd_txn_range(reply, at, &mine, err) < 0 ||
@@ -363,7 +378,7 @@ static bool still_ours(struct lock *lk, const struct round *rd,
 	struct error ignored;
 	bool there;
 
-	if (!rd->logs || etcd_txn_range(reply, 0, &mine, &ignored) < 0)
+	if (!rd->asks || etcd_txn_range(reply, 0, &mine, &ignored) < 0)
 		return false;
 	there = mine.n == 1 && mine.kvs[0].create_rev == e->my_rev;
 	etcd_range_free(&mine);
@@ -451,7 +466,6 @@ enum lock_result etcd_round_trip(struct lock *lk, int64_t start_ms,
 		*again = true;
 		goto out;
 	}
-	e->acquired_logged |= rd.logged;
 	if (round_read(lk, &rd, reply, succeeded, err) < 0)
 		goto out;
 	/* Shared and --limit holders agree on the mode: the lowest key
