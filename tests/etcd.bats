@@ -477,6 +477,48 @@ assert all(a["time_ms"] <= r["time_ms"] for a, r in zip(ev[::2], ev[1::2])), ev'
 	no_lock_key "$K"
 }
 
+@test "a waiter that came to hold shows its 'acquired' in the history while its command runs" {
+	envjob
+	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	start_bg w -S "$S" -t 60 "$K" "$T/envjob" "$T/w"
+	wait_until 10 n_keys "$K" 2 || fail "$(lock_keys "$K" | wc -l) keys"
+	touch "$T/h.release"
+	reap h
+	wait_until 10 test -e "$T/w.ready"
+	wait_until 5 eval '[[ $(dlock history -S "$S" --json "$K" | jq -r "[.events[].event] | join(\" \")") == "acquired released acquired" ]]' ||
+		fail "$(dlock history -S "$S" "$K")"
+	run -0 dlock history -S "$S" --json "$K"
+	[[ $(jq -r '.events[0].token' <<<"$output") == "$(sed -n 's/^DLOCK_TOKEN=//p' "$T/w.env")" ]]
+	[[ $(jq -r '.events[0].fence' <<<"$output") == "$(sed -n 's/^DLOCK_FENCE=//p' "$T/w.env")" ]]
+	touch "$T/w.release"
+	reap w
+	no_lock_key "$K"
+}
+
+@test "the waiter ahead gives up: the next one wakes, finds the holder still there and waits on" {
+	envjob
+	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	start_bg a -S "$S" -t 60 -w 1.5 "$K" touch "$T/a.ran"
+	wait_until 10 n_keys "$K" 2 || fail "$(lock_keys "$K" | wc -l) keys"
+	start_bg b -S "$S" -t 60 "$K" sh -c 'test -e "$1" && touch "$2"' sh "$T/h.release" "$T/b.ran"
+	wait_until 10 n_keys "$K" 3 || fail "$(lock_keys "$K" | wc -l) keys"
+	reap a 10
+	((bg_status == 1)) || fail "a exited $bg_status: $(cat "$T/a.err")"
+	# b watched a's key: its deletion (a gave up: no release of a
+	# holder's) wakes b, which must find h older than it and wait
+	sleep 0.5
+	[[ ! -e $T/b.ran ]] || fail "b ran while h held the lock"
+	n_keys "$K" 2 || fail "$(lock_keys "$K" | wc -l) keys"
+	touch "$T/h.release"
+	reap h
+	reap b 10
+	((bg_status == 0)) || fail "b exited $bg_status: $(cat "$T/b.err")"
+	[[ -e $T/b.ran && ! -e $T/a.ran ]]
+	no_lock_key "$K"
+}
+
 @test "-w gives up in time with 1 and leaves no key behind" {
 	envjob
 	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"
@@ -626,7 +668,7 @@ assert k["held_ms"] >= 0 and "envjob" in json.dumps(k), k' \
 	wait_until 5 test -e "$T/h.ready"
 	# the command kills its dlock at once: before the first renewal, where
 	# a waiter that came to hold writes its 'acquired'
-	start_bg w -S "$S" -t 3 "$K" sh -c 'kill -KILL $PPID; sleep 5'
+	start_bg w -S "$S" -t 3 "$K" sh -c 'kill -KILL $PPID; sleep 1'
 	wait_until 10 n_keys "$K" 2 || fail "$(lock_keys "$K" | wc -l) keys: $(cat "$T/w.err")"
 	touch "$T/h.release"
 	reap h
@@ -637,6 +679,7 @@ assert k["held_ms"] >= 0 and "envjob" in json.dumps(k), k' \
 assert [e["event"] for e in ev] == ["acquired", "released", "acquired", "killed"], ev
 assert ev[2]["token"] == ev[3]["token"] and ev[2]["fence"] == ev[3]["fence"] > ev[0]["fence"], ev
 assert ev[2]["time_ms"] <= ev[3]["time_ms"], ev' "$output"
+	wait_until 10 no_lease_left	# its lease lapses (-t 3)
 }
 
 @test "-s: shared holders together, an exclusive one waits for them all" {

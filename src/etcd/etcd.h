@@ -64,6 +64,11 @@ struct etcd {
 	 * makes needless (quiet_wait()) */
 	char held_by[LOCK_INFO_MAX];
 	long queue_pos;
+	/* waiting, exclusive: the key ahead, an exclusive dlock contender's
+	 * (its token), and the revision of its deletion (the watch said) */
+	char ahead_token[LOCK_TOKEN_MAX + 1];
+	bool ahead_exclusive;
+	int64_t ahead_gone_rev;
 	int trigger_fd;		/* eventfd asking for a round that sets it up */
 	bool triggered;
 	/* for the job */

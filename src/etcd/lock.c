@@ -140,6 +140,8 @@ int etcd_begin(struct lock *lk, struct error *err)
 	e->my_rev = 0;
 	e->acquired_logged = false;
 	e->acquired_wall_ms = 0;
+	e->ahead_exclusive = false;
+	e->ahead_gone_rev = 0;
 	return set_token(lk, token, err);
 }
 
@@ -246,7 +248,7 @@ int etcd_start_watch(struct lock *lk, const char *key, size_t len,
 static int watch_news(struct etcd *e)
 {
 	for (;;) {
-		json_object *msg = NULL, *res, *events;
+		json_object *msg = NULL, *res, *events = NULL;
 		struct error err;
 		bool canceled = false;
 		int r = etcd_stream_next(&e->watch, &msg, &err);
@@ -258,6 +260,13 @@ static int watch_news(struct etcd *e)
 		    (json_object_object_get_ex(res, "events", &events) &&
 		     json_object_is_type(events, json_type_array) &&
 		     json_object_array_length(events) > 0)) {
+			json_object *kv;
+
+			/* a deletion (NOPUT): the revision it came at */
+			if (r >= 0 && !canceled && events &&
+			    json_object_object_get_ex(json_object_array_get_idx(events, 0),
+						      "kv", &kv))
+				etcd_i64(kv, "mod_revision", &e->ahead_gone_rev);
 			json_object_put(msg);
 			stop_watch(e);
 			return 1;
@@ -452,9 +461,6 @@ enum extend_result etcd_extend(struct lock *lk, int64_t timeout_ms,
 	int64_t ttl_s, rev;
 	struct etcd_range mine;
 
-	/* the command runs: the history's 'acquired' of a waiter that came
-	 * to hold, off the hand-off's path */
-	etcd_log_acquired(lk, deadline_ms);
 	if (etcd_keepalive(e, e->lease, deadline_ms, &ttl_s, err) < 0)
 		return EXTEND_FAILED;
 	if (etcd_range_call(e, etcd_range_req(e->my_key, strlen(e->my_key), NULL, 0,
@@ -490,6 +496,10 @@ enum extend_result etcd_extend(struct lock *lk, int64_t timeout_ms,
 	e->alive_ms = start_ms;
 	e->granted_ttl_s = ttl_s;
 	etcd_set_valid(lk);
+	/* the command runs: the history's 'acquired' of a waiter that came
+	 * to hold, off the hand-off's path (after the renewal: a slow write
+	 * does not hold it up) */
+	etcd_log_acquired(lk, deadline_ms);
 	/* the watch the supervisor asked for, or again after it broke */
 	if (e->watch_wanted && !e->watch.streaming) {
 		struct error ignored;

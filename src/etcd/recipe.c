@@ -385,6 +385,90 @@ static bool still_ours(struct lock *lk, const struct round *rd,
 	return there;
 }
 
+/* The key ahead of an exclusive waiter: whose, if an exclusive dlock
+ * contender's (handed_over()). */
+static void note_ahead(struct etcd *e, const struct etcd_kv *kv)
+{
+	struct etcd_value v;
+
+	e->ahead_exclusive = kv && etcd_value_parse(kv->value, kv->value_len, &v) &&
+			     v.mode_len == 1 && v.mode[0] == 'x' &&
+			     v.token_len > 0 && v.token_len < sizeof e->ahead_token;
+	if (e->ahead_exclusive)
+		snprintf(e->ahead_token, sizeof e->ahead_token, "%.*s",
+			 (int)v.token_len, v.token);
+	e->ahead_gone_rev = 0;
+}
+
+/* The history event kv is the 'released' that token's own dlock wrote
+ * as it let go (no "by": not dlock release --token's). */
+static bool own_release(const struct etcd_kv *kv, const char *token)
+{
+	json_object *o = etcd_json_parse(kv->value, kv->value_len), *v;
+	bool own = o && json_object_object_get_ex(o, "event", &v) &&
+		   strcmp(json_object_get_string(v), "released") == 0 &&
+		   json_object_object_get_ex(o, "token", &v) &&
+		   strcmp(json_object_get_string(v), token) == 0 &&
+		   !json_object_object_get_ex(o, "by", NULL);
+
+	json_object_put(o);
+	return own;
+}
+
+/* A waiter of an exclusive lock woken by the deletion of the key ahead
+ * (at revision gone): when that was an exclusive dlock holder letting go
+ * (its dlock's release writes 'released' in the txn that deletes its
+ * key: the same revision), nobody older than us is left. The holder was
+ * the oldest contender, and between it and us there was nobody when we
+ * read it (a key made later is younger than ours). One read of two keys
+ * (ours, that event) says so, where the general round's compare reads
+ * every contender (etcd 3.4 reads each key of a range it compares): a
+ * thousand waiters, a thousand keys read at every hand-off. 1 ours
+ * (*res), 0 the general round decides, -1 err. */
+static int handed_over(struct lock *lk, int64_t start_ms, enum lock_result *res,
+		       struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	int64_t gone = e->ahead_gone_rev, rev = 0;
+	json_object *cmp, *ok, *reply = NULL;
+	struct etcd_range mine = { 0 }, ev = { 0 };
+	struct error ignored;
+	size_t klen = strlen(e->my_key), hlen;
+	bool succeeded, held;
+	char *hkey;
+
+	e->ahead_gone_rev = 0;
+	if (!gone || !e->ahead_exclusive || lk->p->history <= 0 ||
+	    !(hkey = etcd_event_key(e->hist, e->hist_len, e->ahead_token, "released",
+				    &hlen)))
+		return 0;
+	cmp = json_object_new_array();
+	ok = json_object_new_array();
+	json_object_array_add(cmp, etcd_cmp_create(e->my_key, klen, NULL, 0, "EQUAL",
+						   e->my_rev));
+	json_object_array_add(cmp, etcd_cmp_mod(hkey, hlen, gone));
+	json_object_array_add(ok, etcd_op_range(e->my_key, klen, NULL, 0, 0, false, 0,
+						false, false));
+	json_object_array_add(ok, etcd_op_range(hkey, hlen, NULL, 0, 0, false, 0,
+						false, false));
+	free(hkey);
+	if (etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &succeeded, err) < 0)
+		return -1;
+	held = succeeded && etcd_txn_range(reply, 0, &mine, &ignored) == 0 &&
+	       etcd_txn_range(reply, 1, &ev, &ignored) == 0 && mine.n == 1 &&
+	       mine.kvs[0].create_rev == e->my_rev && ev.n == 1 &&
+	       ev.kvs[0].mod_rev == gone && own_release(&ev.kvs[0], e->ahead_token) &&
+	       etcd_revision(reply, &rev) == 0;
+	etcd_range_free(&mine);
+	etcd_range_free(&ev);
+	json_object_put(reply);
+	if (!held)
+		return 0;
+	lk->refused = false;
+	*res = acquired(lk, rev, start_ms, err);
+	return 1;
+}
+
 /* Waiting behind contender i: the next try when the lease is due
  * (*retry_ms), the watch on the key in our way (--limit: any of them).
  * 0, or -1 with err when a waiter's first round could not read who is
@@ -404,15 +488,17 @@ static int wait_behind(struct lock *lk, struct round *rd, size_t i,
 		etcd_range_free(&rd->ahead);
 		if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, rd->end,
 						      rd->end_len, 1, true,
-						      e->my_rev - 1, false, true),
+						      e->my_rev - 1, false, false),
 				    etcd_deadline(lk), &rd->ahead, &rd->rev, err) < 0 ||
 		    (etcd_only_contenders(&rd->ahead, e->pfx_len) > 0 &&
 		     all_contenders(lk, rd->end, rd->end_len, true, e->my_rev - 1,
 				    &rd->ahead, &rd->rev, err) < 0))
 			return -1;
 	}
-	if (rd->exclusive)
+	if (rd->exclusive) {
 		in_way = rd->ahead.n ? &rd->ahead.kvs[0] : NULL;
+		note_ahead(e, in_way);
+	}
 	else if (i < rd->all.n && blocker >= 0)
 		in_way = &rd->all.kvs[blocker];
 	if (rd->exclusive && !in_way)
@@ -455,6 +541,15 @@ enum lock_result etcd_round_trip(struct lock *lk, int64_t start_ms,
 	if (!(rd.end = etcd_range_end(e->pfx, e->pfx_len, &rd.end_len))) {
 		error_set(err, EX_OSERR, "out of memory");
 		goto out;
+	}
+	if (rd.exclusive && e->my_rev) {
+		int r = handed_over(lk, start_ms, &res, err);
+
+		if (r != 0) {
+			if (r < 0)
+				res = LOCK_FAILED;
+			goto out;
+		}
 	}
 	if (round_txn(lk, &rd, &reply, &succeeded, err) < 0)
 		goto out;
