@@ -447,6 +447,78 @@ assert fences[::2] == sorted(fences[::2]), fences' "$output"
 	no_lock_key "$K"
 }
 
+# store_rev: etcd's revision now (each write moves it one on)
+store_rev() { ectl get --prefix "dlock:$K/" -w json | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])'; }
+
+@test "a hand-off is the release's one write: the next waiter finds it holds in a read, its 'acquired' follows once the command runs" {
+	local w r0
+	envjob
+	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	for w in 1 2; do
+		start_bg "w$w" -S "$S" -t 60 "$K" sh -c 'echo "$ETCD_LOCK_REV" >"$1"' sh "$T/w$w.rev"
+		wait_until 10 n_keys "$K" $((w + 1)) || fail "$(lock_keys "$K" | wc -l) keys: $(cat "$T"/w*.err)"
+	done
+	wait_until 10 watchers_at_least 3 || fail "$(watchers) watchers"
+	r0=$(store_rev)
+	touch "$T/h.release"
+	for w in 1 2; do reap "w$w" 20; ((bg_status == 0)) || fail "w$w: $(cat "$T/w$w.err")"; done
+	reap h
+	# the first waiter's grant read the store one write after the queue
+	# was still: the holder's release (main: two, its own 'acquired' put
+	# in the txn that found it holds, behind the release's fsync)
+	(($(<"$T/w1.rev") == r0 + 1)) || fail "w1 acquired at revision $(<"$T/w1.rev"), the queue was at $r0"
+	run -0 dlock history -S "$S" -n 10 --json "$K"
+	"$PYTHON" -c 'import json,sys; ev=json.loads(sys.argv[1])["events"][::-1]
+assert [e["event"] for e in ev] == ["acquired", "released"] * 3, ev
+fences = [e["fence"] for e in ev]
+assert fences[::2] == fences[1::2] and fences[::2] == sorted(fences[::2]), fences
+assert all(a["time_ms"] <= r["time_ms"] for a, r in zip(ev[::2], ev[1::2])), ev' "$output"
+	no_lock_key "$K"
+}
+
+@test "a waiter that came to hold shows its 'acquired' in the history while its command runs" {
+	envjob
+	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	start_bg w -S "$S" -t 60 "$K" "$T/envjob" "$T/w"
+	wait_until 10 n_keys "$K" 2 || fail "$(lock_keys "$K" | wc -l) keys"
+	touch "$T/h.release"
+	reap h
+	wait_until 10 test -e "$T/w.ready"
+	wait_until 5 eval '[[ $(dlock history -S "$S" --json "$K" | jq -r "[.events[].event] | join(\" \")") == "acquired released acquired" ]]' ||
+		fail "$(dlock history -S "$S" "$K")"
+	run -0 dlock history -S "$S" --json "$K"
+	[[ $(jq -r '.events[0].token' <<<"$output") == "$(sed -n 's/^DLOCK_TOKEN=//p' "$T/w.env")" ]]
+	[[ $(jq -r '.events[0].fence' <<<"$output") == "$(sed -n 's/^DLOCK_FENCE=//p' "$T/w.env")" ]]
+	touch "$T/w.release"
+	reap w
+	no_lock_key "$K"
+}
+
+@test "the waiter ahead gives up: the next one wakes, finds the holder still there and waits on" {
+	envjob
+	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	start_bg a -S "$S" -t 60 -w 1.5 "$K" touch "$T/a.ran"
+	wait_until 10 n_keys "$K" 2 || fail "$(lock_keys "$K" | wc -l) keys"
+	start_bg b -S "$S" -t 60 "$K" sh -c 'test -e "$1" && touch "$2"' sh "$T/h.release" "$T/b.ran"
+	wait_until 10 n_keys "$K" 3 || fail "$(lock_keys "$K" | wc -l) keys"
+	reap a 10
+	((bg_status == 1)) || fail "a exited $bg_status: $(cat "$T/a.err")"
+	# b watched a's key: its deletion (a gave up: no release of a
+	# holder's) wakes b, which must find h older than it and wait
+	sleep 0.5
+	[[ ! -e $T/b.ran ]] || fail "b ran while h held the lock"
+	n_keys "$K" 2 || fail "$(lock_keys "$K" | wc -l) keys"
+	touch "$T/h.release"
+	reap h
+	reap b 10
+	((bg_status == 0)) || fail "b exited $bg_status: $(cat "$T/b.err")"
+	[[ -e $T/b.ran && ! -e $T/a.ran ]]
+	no_lock_key "$K"
+}
+
 @test "-w gives up in time with 1 and leaves no key behind" {
 	envjob
 	start_bg h -S "$S" "$K" "$T/envjob" "$T/h"
@@ -627,6 +699,26 @@ assert k["held_ms"] >= 0 and "envjob" in json.dumps(k), k' \
 }
 
 # ---- modes -------------------------------------------------------------------------
+
+@test "a waiter's dlock killed with -9 as its command starts: the history has its 'acquired' and 'killed'" {
+	envjob
+	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	# the command kills its dlock at once: before the first renewal, where
+	# a waiter that came to hold writes its 'acquired'
+	start_bg w -S "$S" -t 3 "$K" sh -c 'kill -KILL $PPID; sleep 1'
+	wait_until 10 n_keys "$K" 2 || fail "$(lock_keys "$K" | wc -l) keys: $(cat "$T/w.err")"
+	touch "$T/h.release"
+	reap h
+	wait_until 10 eval '[[ $(dlock history -S "$S" "$K") == *killed* ]]' ||
+		fail "no killed event: $(dlock history -S "$S" "$K")"
+	run -0 dlock history -S "$S" --json "$K"
+	"$PYTHON" -c 'import json,sys; ev=json.loads(sys.argv[1])["events"][::-1]
+assert [e["event"] for e in ev] == ["acquired", "released", "acquired", "killed"], ev
+assert ev[2]["token"] == ev[3]["token"] and ev[2]["fence"] == ev[3]["fence"] > ev[0]["fence"], ev
+assert ev[2]["time_ms"] <= ev[3]["time_ms"], ev' "$output"
+	wait_until 10 no_lease_left	# its lease lapses (-t 3)
+}
 
 @test "-s: shared holders together, an exclusive one waits for them all" {
 	envjob

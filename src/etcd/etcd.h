@@ -54,6 +54,7 @@ struct etcd {
 	char *my_key;		/* pfx + lease in hex */
 	int64_t my_rev;		/* its create revision; 0: not created */
 	bool acquired_logged;	/* the history has our 'acquired' */
+	int64_t acquired_wall_ms;	/* when we came to hold, if not */
 	bool reentry_checked;
 	/* waiting or holding: the watch */
 	char *watch_key, *watch_end;	/* what it watches */
@@ -63,6 +64,11 @@ struct etcd {
 	 * makes needless (quiet_wait()) */
 	char held_by[LOCK_INFO_MAX];
 	long queue_pos;
+	/* waiting, exclusive: the key ahead, an exclusive dlock contender's
+	 * (its token), and the revision of its deletion (the watch said) */
+	char ahead_token[LOCK_TOKEN_MAX + 1];
+	bool ahead_exclusive;
+	int64_t ahead_gone_rev;
 	int trigger_fd;		/* eventfd asking for a round that sets it up */
 	bool triggered;
 	/* for the job */
@@ -126,6 +132,18 @@ json_object *etcd_history_put(struct lock *lk, const char *kind,
 			      const char *token, const char *holder,
 			      int64_t fence, int exit_status, int64_t held_ms,
 			      const char *by);
+/* The same, of an event at now_ms (wall clock) rather than now. */
+json_object *etcd_history_put_at(struct lock *lk, const char *kind,
+				 const char *token, const char *holder,
+				 int64_t fence, int exit_status, int64_t held_ms,
+				 const char *by, int64_t now_ms);
+/* The history's 'acquired' of a waiter that came to hold, not written in
+ * the round that found it holds (a read, so that the hand-off is the
+ * release's one write): its put, NULL when there is none to write. */
+json_object *etcd_acquired_put(struct lock *lk);
+/* That put written now, on its own (the first renewal, the close of a
+ * lock held on by a keeper or `dlock acquire`). */
+void etcd_log_acquired(struct lock *lk, int64_t deadline_ms);
 int etcd_history_lease(struct etcd *e, int64_t deadline_ms, struct error *err);
 /* etcd_txn() of a txn that may write a history event (hist): where etcd
  * says a lease is missing, the day's lease of the history granted and the

@@ -219,6 +219,31 @@ static char *json_text(json_object *o, const char *key, size_t *len)
 	return engine_dup(json_object_get_string(v), *len);
 }
 
+static bool is_acquired(const struct etcd_kv *kv)
+{
+	static const char tail[] = "/acquired";
+
+	return kv->key_len >= sizeof tail - 1 &&
+	       memcmp(kv->key + kv->key_len - (sizeof tail - 1), tail,
+		      sizeof tail - 1) == 0;
+}
+
+/* The events newest first: an 'acquired' written in the txn of the
+ * event that ended it (a command over before its first renewal: the
+ * release's txn; killed before it: the watchdog's) has that event's
+ * revision, and etcd orders ties as it likes: it goes after. */
+static void acquired_after(struct etcd_range *all)
+{
+	for (size_t i = 0; i + 1 < all->n; i++)
+		if (all->kvs[i].create_rev == all->kvs[i + 1].create_rev &&
+		    is_acquired(&all->kvs[i]) && !is_acquired(&all->kvs[i + 1])) {
+			struct etcd_kv t = all->kvs[i];
+
+			all->kvs[i] = all->kvs[i + 1];
+			all->kvs[i + 1] = t;
+		}
+}
+
 static long long json_num(json_object *o, const char *key)
 {
 	json_object *v;
@@ -252,6 +277,7 @@ int etcd_history(struct lock *lk, long count, struct history_report *out,
 		return -1;
 	}
 	free(end);
+	acquired_after(&all);
 	out->n_ok = 1;
 	out->events = calloc(all.n ? all.n : 1, sizeof *out->events);
 	for (size_t i = 0; out->events && i < all.n; i++) {

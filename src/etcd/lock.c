@@ -84,6 +84,9 @@ void etcd_close(struct lock *lk)
 {
 	struct etcd *e = etcd_of(lk);
 
+	/* held on past this process (`dlock acquire`): its 'acquired' now */
+	if (e->have_lease)
+		etcd_log_acquired(lk, etcd_deadline(lk));
 	stop_watch(e);
 	etcd_client_close(&e->rpc);
 	etcd_cluster_free(&e->cl);
@@ -136,6 +139,9 @@ int etcd_begin(struct lock *lk, struct error *err)
 	e->have_lease = false;
 	e->my_rev = 0;
 	e->acquired_logged = false;
+	e->acquired_wall_ms = 0;
+	e->ahead_exclusive = false;
+	e->ahead_gone_rev = 0;
 	return set_token(lk, token, err);
 }
 
@@ -242,7 +248,7 @@ int etcd_start_watch(struct lock *lk, const char *key, size_t len,
 static int watch_news(struct etcd *e)
 {
 	for (;;) {
-		json_object *msg = NULL, *res, *events;
+		json_object *msg = NULL, *res, *events = NULL;
 		struct error err;
 		bool canceled = false;
 		int r = etcd_stream_next(&e->watch, &msg, &err);
@@ -254,6 +260,13 @@ static int watch_news(struct etcd *e)
 		    (json_object_object_get_ex(res, "events", &events) &&
 		     json_object_is_type(events, json_type_array) &&
 		     json_object_array_length(events) > 0)) {
+			json_object *kv;
+
+			/* a deletion (NOPUT): the revision it came at */
+			if (r >= 0 && !canceled && events &&
+			    json_object_object_get_ex(json_object_array_get_idx(events, 0),
+						      "kv", &kv))
+				etcd_i64(kv, "mod_revision", &e->ahead_gone_rev);
 			json_object_put(msg);
 			stop_watch(e);
 			return 1;
@@ -483,6 +496,10 @@ enum extend_result etcd_extend(struct lock *lk, int64_t timeout_ms,
 	e->alive_ms = start_ms;
 	e->granted_ttl_s = ttl_s;
 	etcd_set_valid(lk);
+	/* the command runs: the history's 'acquired' of a waiter that came
+	 * to hold, off the hand-off's path (after the renewal: a slow write
+	 * does not hold it up) */
+	etcd_log_acquired(lk, deadline_ms);
 	/* the watch the supervisor asked for, or again after it broke */
 	if (e->watch_wanted && !e->watch.streaming) {
 		struct error ignored;
@@ -545,24 +562,41 @@ bool etcd_watch_events(struct lock *lk, const struct pollfd *pfd, size_t n,
 void etcd_note_killed(struct lock *lk, int64_t held_ms)
 {
 	struct etcd *e = etcd_of(lk);
-	json_object *ops, *op, *reply = NULL;
+	json_object *cmp, *ok, *fail, *op, *acq, *c, *reply = NULL;
 	struct error err;
-	int64_t fence = 0;
-	bool ok;
-	int r;
+	int64_t fence = 0, now_ms = clock_wall_ms();
+	size_t klen;
+	char *akey;
+	bool succeeded;
 
 	etcd_parse_i64(lk->fence, strlen(lk->fence), &fence);
 	if (!(op = etcd_history_put(lk, "killed", lk->token, lk->info, fence, -1,
 				    held_ms, NULL)))
 		return;
-	ops = json_object_new_array();
-	json_object_array_add(ops, op);
-	r = etcd_txn(e, NULL, json_object_get(ops), NULL, etcd_deadline(lk), &reply,
-		     &ok, &err);
-	if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), &err) == 0)
-		r = etcd_txn(e, NULL, json_object_get(ops), NULL, etcd_deadline(lk),
-			     &reply, &ok, &err);
-	json_object_put(ops);
+	ok = json_object_new_array();
+	fail = json_object_new_array();
+	cmp = json_object_new_array();
+	json_object_array_add(fail, json_object_get(op));
+	/* A waiter that came to hold writes its 'acquired' once the command
+	 * runs (recipe.c): killed before that, it is written here, beside
+	 * 'killed', unless this acquisition's is there (its key written at
+	 * or after our key's create revision, the fence). */
+	akey = fence > 0 ? etcd_event_key(e->hist, e->hist_len, lk->token,
+					 "acquired", &klen) : NULL;
+	if (akey && (acq = etcd_history_put_at(lk, "acquired", lk->token, lk->info,
+					       fence, -1, -1, NULL,
+					       now_ms - held_ms))) {
+		c = json_object_new_object();
+		json_object_object_add(c, "key", etcd_bytes(akey, klen));
+		json_object_object_add(c, "target", json_object_new_string("MOD"));
+		json_object_object_add(c, "result", json_object_new_string("LESS"));
+		json_object_object_add(c, "mod_revision", etcd_int(fence));
+		json_object_array_add(cmp, c);
+		json_object_array_add(ok, acq);
+	}
+	free(akey);
+	json_object_array_add(ok, op);
+	etcd_txn_history(lk, cmp, ok, fail, true, &reply, &succeeded, &err);
 	json_object_put(reply);
 }
 
@@ -641,6 +675,12 @@ int etcd_release(struct lock *lk, const struct release_how *how,
 		if ((op = etcd_history_put(lk, "lost", e->token, lk->info, e->my_rev,
 					   how->exit_status, held_ms, NULL)))
 			json_object_array_add(fail, op);
+		/* a command over before the first renewal: its 'acquired'
+		 * here, in the one write (after the count: reply index 2) */
+		if ((op = etcd_acquired_put(lk))) {
+			json_object_array_add(ok, op);
+			json_object_array_add(fail, etcd_acquired_put(lk));
+		}
 	} else if (!how->job && lk->p->history > 0) {
 		/* given back unused: the history forgets it */
 		size_t ev_len;

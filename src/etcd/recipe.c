@@ -29,7 +29,12 @@ static void describe(struct lock *lk, const struct etcd_kv *kv)
 		lk->held_by[0] = '\0';
 }
 
-/* Ours: the fence, the job's variables, the history's 'acquired'. */
+/* Ours: the fence, the job's variables. The history's 'acquired' is
+ * written where the lock was taken in the same txn (the first try of an
+ * exclusive lock nobody held); a waiter that came to hold found it in a
+ * read, and its 'acquired' goes once the command runs: at the first
+ * renewal, or in the release's txn when the command ended before that
+ * (etcd_acquired_put()), or beside 'killed' (etcd_note_killed()). */
 static enum lock_result acquired(struct lock *lk, int64_t rev, int64_t start_ms,
 				 struct error *err)
 {
@@ -46,26 +51,43 @@ static enum lock_result acquired(struct lock *lk, int64_t rev, int64_t start_ms,
 	lk->env[0] = e->env_key;
 	lk->env[1] = e->env_rev;
 	lk->env[2] = NULL;
-	if (!e->acquired_logged && lk->p->history > 0) {
-		json_object *ops = json_object_new_array(), *reply = NULL;
-		bool ok;
-		int r;
-
-		json_object_array_add(ops, etcd_history_put(lk, "acquired", e->token,
-							    lk->info, e->my_rev, -1, -1,
-							    NULL));
-		json_object_get(ops);
-		r = etcd_txn(e, NULL, ops, NULL, etcd_deadline(lk), &reply, &ok, err);
-		if (r == -2 && etcd_history_lease(e, etcd_deadline(lk), err) == 0)
-			r = etcd_txn(e, NULL, json_object_get(ops), NULL,
-				     etcd_deadline(lk), &reply, &ok, err);
-		json_object_put(ops);
-		json_object_put(reply);
-		/* a history that could not be written is no lock lost */
-		e->acquired_logged = true;
-	}
+	if (!e->acquired_logged)
+		e->acquired_wall_ms = clock_wall_ms();
 	(void)err;
 	return LOCK_ACQUIRED;
+}
+
+json_object *etcd_acquired_put(struct lock *lk)
+{
+	struct etcd *e = etcd_of(lk);
+
+	if (e->acquired_logged || !e->acquired_wall_ms || !e->my_rev)
+		return NULL;
+	return etcd_history_put_at(lk, "acquired", e->token, lk->info, e->my_rev, -1,
+				   -1, NULL, e->acquired_wall_ms);
+}
+
+void etcd_log_acquired(struct lock *lk, int64_t deadline_ms)
+{
+	struct etcd *e = etcd_of(lk);
+	json_object *ops, *op = etcd_acquired_put(lk), *reply = NULL;
+	struct error err;
+	bool ok;
+	int r;
+
+	if (!op)
+		return;
+	ops = json_object_new_array();
+	json_object_array_add(ops, op);
+	json_object_get(ops);
+	r = etcd_txn(e, NULL, ops, NULL, deadline_ms, &reply, &ok, &err);
+	if (r == -2 && etcd_history_lease(e, deadline_ms, &err) == 0)
+		r = etcd_txn(e, NULL, json_object_get(ops), NULL, deadline_ms, &reply,
+			     &ok, &err);
+	json_object_put(ops);
+	json_object_put(reply);
+	/* a history that could not be written is no lock lost: once */
+	e->acquired_logged = true;
 }
 
 /* A txn refused because a lease it names is not there (-2), once the
@@ -226,8 +248,7 @@ struct round {
 	int64_t limit;		/* how many keys count: --limit N, 1; 0 all */
 	bool exclusive;
 	bool had_rev;		/* our key was there before the round */
-	bool logs;		/* the txn writes our 'acquired' if we hold */
-	bool logged;		/* it did */
+	bool asks;		/* the compares ask whether we hold */
 	int64_t rev;		/* the revision the reads are at */
 	struct etcd_range all;	/* the contenders, oldest first */
 	struct etcd_range ahead;	/* exclusive: the one just before ours */
@@ -235,17 +256,17 @@ struct round {
 
 /* The round's txn: our key created if absent, or still ours (then, for an
  * exclusive lock, the key just before it); our key and the contenders
- * read. A waiter of an exclusive lock whose key is there asks in the same
- * txn whether it holds now (no key in the range older than ours) and, if
- * so, writes the history's 'acquired' there too: the hand-off after a
- * release is one write, not a read and then a write (issue 30: each is
- * an fsync behind the releaser's). 0 (*reply, *succeeded: the compares
- * held), or -1 with err. */
+ * read. A waiter of an exclusive lock whose key is there asks in the
+ * compares whether it holds now (no key in the range older than ours):
+ * a txn of reads only, which etcd answers without a write (no raft
+ * entry, no fsync), so that a hand-off is the release's one write (issue
+ * 30); the history's 'acquired' follows once the command runs. 0
+ * (*reply, *succeeded: the compares held), or -1 with err. */
 static int round_txn(struct lock *lk, struct round *rd,
 		     json_object **reply, bool *succeeded, struct error *err)
 {
 	struct etcd *e = etcd_of(lk);
-	json_object *cmp, *ok, *fail, *hist = NULL;
+	json_object *cmp, *ok, *fail;
 	size_t vlen = 0, klen = strlen(e->my_key);
 	char *value = e->my_rev ? NULL : our_value(lk, &vlen);
 	int rc;
@@ -259,17 +280,14 @@ static int round_txn(struct lock *lk, struct round *rd,
 	fail = json_object_new_array();
 	json_object_array_add(cmp, etcd_cmp_create(e->my_key, klen, NULL, 0, "EQUAL",
 						   e->my_rev));
-	if (rd->exclusive && e->my_rev && !e->acquired_logged &&
-	    (hist = etcd_history_put(lk, "acquired", e->token, lk->info,
-				     e->my_rev, -1, -1, NULL))) {
+	if (rd->exclusive && e->my_rev) {
 		/* every key of the range is ours or younger: keys of locks
 		 * named NAME "/"... that are older fail it, and the reads
 		 * below decide as without it */
 		json_object_array_add(cmp, etcd_cmp_create(e->pfx, e->pfx_len, rd->end,
 							   rd->end_len, "GREATER",
 							   e->my_rev - 1));
-		json_object_array_add(ok, hist);
-		rd->logs = true;
+		rd->asks = true;
 	}
 	if (!e->my_rev)
 		json_object_array_add(ok, etcd_op_put(e->my_key, klen, value, vlen,
@@ -280,34 +298,31 @@ static int round_txn(struct lock *lk, struct round *rd,
 	 * compares say we hold (our key is the first then): etcd 3.4 walks
 	 * every contender for a range, and reads each for one sorted or
 	 * bounded by revision (a thousand waiters, a thousand reads). */
-	if (!rd->logs)
+	if (!rd->asks)
 		json_object_array_add(ok, etcd_op_range(e->pfx, e->pfx_len, rd->end,
 							rd->end_len, rd->limit, false, 0,
 							false, false));
-	if (rd->exclusive && e->my_rev && !rd->logs)
+	if (rd->exclusive && e->my_rev && !rd->asks)
 		json_object_array_add(ok, etcd_op_range(e->pfx, e->pfx_len, rd->end,
 							rd->end_len, 1, true,
 							e->my_rev - 1, false, false));
-	if (!e->my_rev || rd->logs) {
+	if (!e->my_rev || rd->asks) {
 		/* our key is there: a round whose answer was lost made it;
-		 * or (rd->logs) it is there but not the oldest yet */
+		 * or (rd->asks) it is there but not the oldest yet */
 		json_object_array_add(fail, etcd_op_range(e->my_key, klen, NULL, 0, 0,
 							  false, 0, false, false));
 		json_object_array_add(fail, etcd_op_range(e->pfx, e->pfx_len, rd->end,
 							  rd->end_len, rd->limit, false,
 							  0, false, false));
 	}
-	if (rd->logs)
+	if (rd->asks)
 		json_object_array_add(fail, etcd_op_range(e->pfx, e->pfx_len, rd->end,
 							  rd->end_len, 1, true,
 							  e->my_rev - 1, false, false));
 	free(value);
-	rc = etcd_txn_history(lk, cmp, ok, fail, hist != NULL, reply, succeeded,
-			      err);
+	rc = etcd_txn_history(lk, cmp, ok, fail, false, reply, succeeded, err);
 	if (rc == -2)
 		lease_vanished(lk, err);
-	if (rc == 0 && rd->logs && *succeeded)
-		rd->logged = true;
 	return rc < 0 ? -1 : 0;
 }
 
@@ -319,10 +334,10 @@ static int round_read(struct lock *lk, struct round *rd, json_object *reply,
 {
 	struct etcd *e = etcd_of(lk);
 	struct etcd_range mine = { 0 };
-	/* a put first: our key's, or the history's 'acquired' */
-	size_t at = succeeded && (!e->my_rev || rd->logs) ? 1 : 0;
-	/* holding by the compares (rd->logs): our key is all that counts */
-	bool held = succeeded && rd->logs;
+	/* a put first: our key's */
+	size_t at = succeeded && !e->my_rev ? 1 : 0;
+	/* holding by the compares (rd->asks): our key is all that counts */
+	bool held = succeeded && rd->asks;
 
 	etcd_revision(reply, &rd->rev);
 	if (etcd_txn_range(reply, at, &mine, err) < 0 ||
@@ -363,11 +378,95 @@ static bool still_ours(struct lock *lk, const struct round *rd,
 	struct error ignored;
 	bool there;
 
-	if (!rd->logs || etcd_txn_range(reply, 0, &mine, &ignored) < 0)
+	if (!rd->asks || etcd_txn_range(reply, 0, &mine, &ignored) < 0)
 		return false;
 	there = mine.n == 1 && mine.kvs[0].create_rev == e->my_rev;
 	etcd_range_free(&mine);
 	return there;
+}
+
+/* The key ahead of an exclusive waiter: whose, if an exclusive dlock
+ * contender's (handed_over()). */
+static void note_ahead(struct etcd *e, const struct etcd_kv *kv)
+{
+	struct etcd_value v;
+
+	e->ahead_exclusive = kv && etcd_value_parse(kv->value, kv->value_len, &v) &&
+			     v.mode_len == 1 && v.mode[0] == 'x' &&
+			     v.token_len > 0 && v.token_len < sizeof e->ahead_token;
+	if (e->ahead_exclusive)
+		snprintf(e->ahead_token, sizeof e->ahead_token, "%.*s",
+			 (int)v.token_len, v.token);
+	e->ahead_gone_rev = 0;
+}
+
+/* The history event kv is the 'released' that token's own dlock wrote
+ * as it let go (no "by": not dlock release --token's). */
+static bool own_release(const struct etcd_kv *kv, const char *token)
+{
+	json_object *o = etcd_json_parse(kv->value, kv->value_len), *v;
+	bool own = o && json_object_object_get_ex(o, "event", &v) &&
+		   strcmp(json_object_get_string(v), "released") == 0 &&
+		   json_object_object_get_ex(o, "token", &v) &&
+		   strcmp(json_object_get_string(v), token) == 0 &&
+		   !json_object_object_get_ex(o, "by", NULL);
+
+	json_object_put(o);
+	return own;
+}
+
+/* A waiter of an exclusive lock woken by the deletion of the key ahead
+ * (at revision gone): when that was an exclusive dlock holder letting go
+ * (its dlock's release writes 'released' in the txn that deletes its
+ * key: the same revision), nobody older than us is left. The holder was
+ * the oldest contender, and between it and us there was nobody when we
+ * read it (a key made later is younger than ours). One read of two keys
+ * (ours, that event) says so, where the general round's compare reads
+ * every contender (etcd 3.4 reads each key of a range it compares): a
+ * thousand waiters, a thousand keys read at every hand-off. 1 ours
+ * (*res), 0 the general round decides, -1 err. */
+static int handed_over(struct lock *lk, int64_t start_ms, enum lock_result *res,
+		       struct error *err)
+{
+	struct etcd *e = etcd_of(lk);
+	int64_t gone = e->ahead_gone_rev, rev = 0;
+	json_object *cmp, *ok, *reply = NULL;
+	struct etcd_range mine = { 0 }, ev = { 0 };
+	struct error ignored;
+	size_t klen = strlen(e->my_key), hlen;
+	bool succeeded, held;
+	char *hkey;
+
+	e->ahead_gone_rev = 0;
+	if (!gone || !e->ahead_exclusive || lk->p->history <= 0 ||
+	    !(hkey = etcd_event_key(e->hist, e->hist_len, e->ahead_token, "released",
+				    &hlen)))
+		return 0;
+	cmp = json_object_new_array();
+	ok = json_object_new_array();
+	json_object_array_add(cmp, etcd_cmp_create(e->my_key, klen, NULL, 0, "EQUAL",
+						   e->my_rev));
+	json_object_array_add(cmp, etcd_cmp_mod(hkey, hlen, gone));
+	json_object_array_add(ok, etcd_op_range(e->my_key, klen, NULL, 0, 0, false, 0,
+						false, false));
+	json_object_array_add(ok, etcd_op_range(hkey, hlen, NULL, 0, 0, false, 0,
+						false, false));
+	free(hkey);
+	if (etcd_txn(e, cmp, ok, NULL, etcd_deadline(lk), &reply, &succeeded, err) < 0)
+		return -1;
+	held = succeeded && etcd_txn_range(reply, 0, &mine, &ignored) == 0 &&
+	       etcd_txn_range(reply, 1, &ev, &ignored) == 0 && mine.n == 1 &&
+	       mine.kvs[0].create_rev == e->my_rev && ev.n == 1 &&
+	       ev.kvs[0].mod_rev == gone && own_release(&ev.kvs[0], e->ahead_token) &&
+	       etcd_revision(reply, &rev) == 0;
+	etcd_range_free(&mine);
+	etcd_range_free(&ev);
+	json_object_put(reply);
+	if (!held)
+		return 0;
+	lk->refused = false;
+	*res = acquired(lk, rev, start_ms, err);
+	return 1;
 }
 
 /* Waiting behind contender i: the next try when the lease is due
@@ -389,15 +488,17 @@ static int wait_behind(struct lock *lk, struct round *rd, size_t i,
 		etcd_range_free(&rd->ahead);
 		if (etcd_range_call(e, etcd_range_req(e->pfx, e->pfx_len, rd->end,
 						      rd->end_len, 1, true,
-						      e->my_rev - 1, false, true),
+						      e->my_rev - 1, false, false),
 				    etcd_deadline(lk), &rd->ahead, &rd->rev, err) < 0 ||
 		    (etcd_only_contenders(&rd->ahead, e->pfx_len) > 0 &&
 		     all_contenders(lk, rd->end, rd->end_len, true, e->my_rev - 1,
 				    &rd->ahead, &rd->rev, err) < 0))
 			return -1;
 	}
-	if (rd->exclusive)
+	if (rd->exclusive) {
 		in_way = rd->ahead.n ? &rd->ahead.kvs[0] : NULL;
+		note_ahead(e, in_way);
+	}
 	else if (i < rd->all.n && blocker >= 0)
 		in_way = &rd->all.kvs[blocker];
 	if (rd->exclusive && !in_way)
@@ -441,6 +542,15 @@ enum lock_result etcd_round_trip(struct lock *lk, int64_t start_ms,
 		error_set(err, EX_OSERR, "out of memory");
 		goto out;
 	}
+	if (rd.exclusive && e->my_rev) {
+		int r = handed_over(lk, start_ms, &res, err);
+
+		if (r != 0) {
+			if (r < 0)
+				res = LOCK_FAILED;
+			goto out;
+		}
+	}
 	if (round_txn(lk, &rd, &reply, &succeeded, err) < 0)
 		goto out;
 	if (e->my_rev && !succeeded && !still_ours(lk, &rd, reply)) {
@@ -451,7 +561,6 @@ enum lock_result etcd_round_trip(struct lock *lk, int64_t start_ms,
 		*again = true;
 		goto out;
 	}
-	e->acquired_logged |= rd.logged;
 	if (round_read(lk, &rd, reply, succeeded, err) < 0)
 		goto out;
 	/* Shared and --limit holders agree on the mode: the lowest key

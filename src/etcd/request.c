@@ -329,9 +329,17 @@ json_object *etcd_history_put(struct lock *lk, const char *kind,
 			      int64_t fence, int exit_status, int64_t held_ms,
 			      const char *by)
 {
+	return etcd_history_put_at(lk, kind, token, holder, fence, exit_status,
+				   held_ms, by, clock_wall_ms());
+}
+
+json_object *etcd_history_put_at(struct lock *lk, const char *kind,
+				 const char *token, const char *holder,
+				 int64_t fence, int exit_status, int64_t held_ms,
+				 const char *by, int64_t now_ms)
+{
 	struct etcd *e = etcd_of(lk);
 	json_object *v, *op;
-	int64_t now_ms = clock_wall_ms();
 	char *key;
 	const char *text;
 	size_t klen;
