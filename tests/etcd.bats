@@ -700,6 +700,25 @@ assert k["held_ms"] >= 0 and "envjob" in json.dumps(k), k' \
 
 # ---- modes -------------------------------------------------------------------------
 
+@test "--no-fence: a waiter's dlock killed with -9 as its command starts still leaves its 'acquired' beside 'killed'" {
+	envjob
+	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	# no fence: the watchdog knows no create revision to compare with
+	start_bg w -S "$S" -t 3 --no-fence "$K" sh -c 'kill -KILL $PPID; sleep 1'
+	wait_until 10 n_keys "$K" 2 || fail "$(lock_keys "$K" | wc -l) keys: $(cat "$T/w.err")"
+	touch "$T/h.release"
+	reap h
+	wait_until 10 eval '[[ $(dlock history -S "$S" "$K") == *killed* ]]' ||
+		fail "no killed event: $(dlock history -S "$S" "$K")"
+	run -0 dlock history -S "$S" --json "$K"
+	"$PYTHON" -c 'import json,sys; ev=json.loads(sys.argv[1])["events"][::-1]
+assert [e["event"] for e in ev] == ["acquired", "released", "acquired", "killed"], ev
+assert ev[2]["token"] == ev[3]["token"], ev' "$output"
+	wait_until 10 no_lease_left	# its lease lapses (-t 3)
+}
+
+
 @test "a waiter's dlock killed with -9 as its command starts: the history has its 'acquired' and 'killed'" {
 	envjob
 	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"

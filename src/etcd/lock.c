@@ -580,17 +580,24 @@ void etcd_note_killed(struct lock *lk, int64_t held_ms)
 	/* A waiter that came to hold writes its 'acquired' once the command
 	 * runs (recipe.c): killed before that, it is written here, beside
 	 * 'killed', unless this acquisition's is there (its key written at
-	 * or after our key's create revision, the fence). */
-	akey = fence > 0 ? etcd_event_key(e->hist, e->hist_len, lk->token,
-					 "acquired", &klen) : NULL;
+	 * or after our key's create revision, the fence; --no-fence: no
+	 * revision known here, so its key there at all, the token being
+	 * this acquisition's own). */
+	akey = etcd_event_key(e->hist, e->hist_len, lk->token, "acquired", &klen);
 	if (akey && (acq = etcd_history_put_at(lk, "acquired", lk->token, lk->info,
 					       fence, -1, -1, NULL,
 					       now_ms - held_ms))) {
 		c = json_object_new_object();
 		json_object_object_add(c, "key", etcd_bytes(akey, klen));
-		json_object_object_add(c, "target", json_object_new_string("MOD"));
-		json_object_object_add(c, "result", json_object_new_string("LESS"));
-		json_object_object_add(c, "mod_revision", etcd_int(fence));
+		if (fence > 0) {
+			json_object_object_add(c, "target", json_object_new_string("MOD"));
+			json_object_object_add(c, "result", json_object_new_string("LESS"));
+			json_object_object_add(c, "mod_revision", etcd_int(fence));
+		} else {
+			json_object_object_add(c, "target", json_object_new_string("VERSION"));
+			json_object_object_add(c, "result", json_object_new_string("EQUAL"));
+			json_object_object_add(c, "version", etcd_int(0));
+		}
 		json_object_array_add(cmp, c);
 		json_object_array_add(ok, acq);
 	}
