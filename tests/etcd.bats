@@ -976,6 +976,26 @@ assert ev[1]["event"] == "acquired" and ev[1]["fence"] == ev[0]["fence"], ev[1]'
 # Lock a/b's history must not sit inside lock a's contenders' range
 # (PREFIX a/): there it looked like a holder that never goes, to dlock and
 # to etcdctl lock alike.
+@test "history -n 1 after a waiter's short command: its 'released', not the 'acquired' written in the same txn" {
+	envjob
+	start_bg h -S "$S" -t 20 "$K" "$T/envjob" "$T/h"
+	wait_until 5 test -e "$T/h.ready"
+	# over before its first renewal: its 'acquired' goes in the release's
+	# txn, the same revision as its 'released'
+	start_bg w -S "$S" "$K" true
+	wait_until 5 n_keys "$K" 2
+	touch "$T/h.release"
+	reap h
+	reap w
+	local n
+	for n in 1 3; do
+		run -0 dlock history -S "$S" --json -n "$n" "$K"
+		"$PYTHON" -c 'import json,sys; ev=json.loads(sys.argv[1])["events"]
+assert len(ev) == int(sys.argv[2]), ev
+assert ev[0]["event"] == "released" and ev[0]["command"] == "true", ev' "$output" "$n"
+	done
+}
+
 @test "a/b's history is no contender of lock a: a is free, status and history name each lock's own" {
 	local b_token a_token
 	b_token=$(dlock -S "$S" "$K/b" sh -c 'echo $DLOCK_TOKEN')

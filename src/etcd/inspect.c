@@ -261,7 +261,7 @@ int etcd_history(struct lock *lk, long count, struct history_report *out,
 {
 	struct etcd *e = etcd_of(lk);
 	struct etcd_range all;
-	size_t end_len;
+	size_t end_len, shown;
 	char *end = etcd_range_end(e->hist, e->hist_len, &end_len);
 
 	*out = (struct history_report){ .n_servers = 1 };
@@ -269,8 +269,10 @@ int etcd_history(struct lock *lk, long count, struct history_report *out,
 		error_set(err, EX_OSERR, "out of memory");
 		return -1;
 	}
+	/* one more than asked: an 'acquired' tied with the event after it
+	 * (acquired_after()) may come first from etcd, the newest one cut */
 	if (etcd_range_call(e, etcd_range_req(e->hist, e->hist_len, end, end_len,
-					      count > 0 ? count : 0, true, 0, false,
+					      count > 0 ? count + 1 : 0, true, 0, false,
 					      false),
 			    etcd_deadline(lk), &all, NULL, err) < 0) {
 		free(end);
@@ -278,9 +280,10 @@ int etcd_history(struct lock *lk, long count, struct history_report *out,
 	}
 	free(end);
 	acquired_after(&all);
+	shown = count > 0 && all.n > (size_t)count ? (size_t)count : all.n;
 	out->n_ok = 1;
 	out->events = calloc(all.n ? all.n : 1, sizeof *out->events);
-	for (size_t i = 0; out->events && i < all.n; i++) {
+	for (size_t i = 0; out->events && i < shown; i++) {
 		json_object *o = etcd_json_parse(all.kvs[i].value, all.kvs[i].value_len);
 		struct history_event *ev = &out->events[out->n_events];
 		char *kind;
