@@ -194,7 +194,9 @@ proxy() {
 	port=$(free_port)
 	python3 -m http.server --bind 127.0.0.1 "$port" >/dev/null 2>&1 3>&- &
 	track $!
-	wait_until 10 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$port"
+	# (once, at a load near 50, not up in 10 s: dlock then met no server)
+	wait_until 30 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$port" ||
+		fail "python3 -m http.server did not start"
 	run -70 --separate-stderr dlock -S "etcd://127.0.0.1:$port" "$K" touch "$T/ran"
 	[[ $stderr == *"etcd://127.0.0.1:$port: HTTP status 501"* ]]
 	[[ ! -e $T/ran ]]
