@@ -658,6 +658,32 @@ pooled_backends_clean() {
 	stop_pgbouncer
 }
 
+@test "postgres: PgBouncer in transaction mode declared as session pooling, its other backends busy (the check's second client finds none free but ours): refused (69), never two holders" {
+	# the check's second client finds no backend free but ours, between
+	# our statements: transaction pooling hands it ours, or (three
+	# clients queueing for it too) ours to a client queued before it,
+	# which our next statement sees, the question left unanswered
+	start_pgbouncer transaction "default_pool_size = 3"
+	local i
+	for i in 1 2; do
+		bouncer_sql "BEGIN; SELECT pg_sleep(8); COMMIT" >/dev/null 3>&- &
+		track $!
+	done
+	busy_backends() {
+		[[ $(psql_ "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'BEGIN; SELECT pg_sleep%' AND state = 'active'") == 2 ]]
+	}
+	wait_until 10 busy_backends
+	for i in 1 2 3; do
+		bouncer_traffic "SELECT pg_sleep(0.01)"
+	done
+	pooled_runs 3 busy
+	touch "$T/traffic.stop"
+	[[ ! -e $T/overlap ]] || fail "two jobs held the lock at once"
+	assert_equal "$(sort "$T/busy.codes" | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')" "69x6 "
+	no_advisory_lock || fail "advisory locks left: $(psql_ "SELECT pid, objid, granted FROM pg_locks WHERE locktype = 'advisory'")"
+	stop_pgbouncer
+}
+
 @test "postgres: a holder whose pooler starts sharing its session (session to transaction pooling): 75, its lock and settings given back" {
 	start_pgbouncer session "server_round_robin = 1"
 	"$DLOCK" -S "$BOUNCER_DLOCK_URL" -t 3 moved "$T/job" "$T/h" 2>"$T/err" &
@@ -700,6 +726,41 @@ pooled_backends_clean() {
 	# a nested dlock re-enters its caller's lock through it
 	run -0 dlock -S "$BOUNCER_DLOCK_URL" bounced sh -c '"$0" -S "$1" -n bounced echo inner' "$DLOCK" "$BOUNCER_DLOCK_URL"
 	assert_output inner
+	stop_pgbouncer
+	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: through PgBouncer in session mode with a pool of 2, a holder and 4 waiters: waiting in the server, then each runs once, one at a time, within seconds" {
+	# issue 30: each waiter's pooler check asks for a second backend; with
+	# the pool full it queued behind everyone else while the waiter held
+	# its own, and gave up after --node-timeout: no waiter reached the
+	# server's queue while the lock was held, and the queue drained in
+	# fits (10 waiters on a pool of 3: 10 s for 1 s of jobs)
+	local i pid t0 pids=()
+	start_pgbouncer session "default_pool_size = 2"
+	"$DLOCK" -S "$BOUNCER_DLOCK_URL" -t 30 queue sh -c \
+		'touch "$0/held"; while [ ! -e "$0/go" ]; do sleep 0.05; done' "$T" 2>"$T/h.err" 3>&- &
+	track $!
+	wait_until 10 test -e "$T/held" || fail "the holder did not start: $(cat "$T/h.err")"
+	for ((i = 0; i < 4; i++)); do
+		"$DLOCK" -S "$BOUNCER_DLOCK_URL" -t 30 -w 60 queue sh -c \
+			'mkdir "$0/in" 2>/dev/null || touch "$0/overlap"; echo ran >>"$0/runs"; sleep 0.1; rmdir "$0/in"' \
+			"$T" 2>>"$T/w.err" 3>&- &
+		pids+=($!)
+		track $!
+	done
+	# the one free backend takes a waiter through its check into the
+	# server's queue, while the holder holds
+	wait_until 10 waiting_on dlock:queue ||
+		fail "no waiter reached the server's queue: $(cat "$T/w.err")"
+	t0=$(now_ms)
+	touch "$T/go"
+	for pid in "${pids[@]}"; do
+		wait "$pid" || fail "a waiter exited $?: $(cat "$T/w.err")"
+	done
+	(($(now_ms) - t0 < 8000)) || fail "4 waiters took $(($(now_ms) - t0)) ms after the release"
+	assert_equal "$(wc -l <"$T/runs")" 4
+	[[ ! -e $T/overlap ]] || fail "two jobs held the lock at once"
 	stop_pgbouncer
 	wait_until 10 no_advisory_lock
 }

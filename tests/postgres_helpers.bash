@@ -235,8 +235,9 @@ warm_pool() {
 	wait "${pids[@]}"
 }
 
-# bouncer_traffic: another client of the PgBouncer running one statement
-# after another until $T/traffic.stop exists
+# bouncer_traffic [SQL]: another client of the PgBouncer running one
+# statement (SQL, default SELECT 1) after another until $T/traffic.stop
+# exists
 bouncer_traffic() {
 	/usr/bin/python3 -c '
 import os, sys, psycopg2
@@ -244,6 +245,6 @@ c = psycopg2.connect(sys.argv[1])
 c.autocommit = True
 cur = c.cursor()
 while not os.path.exists(sys.argv[2]):
-    cur.execute("SELECT 1")' "$BOUNCER_URL" "$T/traffic.stop" 3>&- &
+    cur.execute(sys.argv[3])' "$BOUNCER_URL" "$T/traffic.stop" "${1:-SELECT 1}" 3>&- &
 	track $!
 }
