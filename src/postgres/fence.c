@@ -1,7 +1,9 @@
 /* fence.c - PostgreSQL: the fencing counter's table (names.h,
- * postgres.h's PG_FENCE_CTE), made on first use, and what a statement
- * that writes it meets, in words that say what to do. */
+ * postgres.h's PG_FENCE_CTE), made on first use, what a statement that
+ * writes it meets, in words that say what to do, and the -k fence written
+ * back to each key's row. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include "clock.h"
@@ -75,4 +77,52 @@ int pg_create_fences(struct lock *lk, struct error *err)
 		  "%s: creating the fencing counter's table " PG_FENCE_TABLE ": %s (it takes CREATE on the schema public, or an administrator to create it as dlock(1) shows; or --no-fence)",
 		  pg->url->text, cause);
 	return -1;
+}
+
+/* -k: each key has its own counter row, so a job's fence (the largest of
+ * its keys') is written back to each key's row while holding it, and
+ * said in the comment: the next holder of that key counts on from there,
+ * and a nested dlock hands on the job's fence. */
+int pg_raise_fence(struct lock *lk, const char *fence, struct error *err)
+{
+	struct pg *pg = P(lk);
+	const char *params[] = { pg->key, fence };
+	struct pg_failure why;
+	char *sql;
+	bool dead;
+	PGresult *r;
+	int d;
+
+	if (lk->p->no_fence || !*fence || fence[strspn(fence, "0123456789")] ||
+	    strlen(fence) > 18) {
+		snprintf(lk->fence, sizeof lk->fence, "%s", fence);
+		return 0;
+	}
+	snprintf(lk->fence, sizeof lk->fence, "%s", fence);
+	if (pg_make_comment(lk, err) < 0)
+		return -1;
+	if ((d = pg_drain_beat(lk, clock_now_ms() + lk->node_timeout_ms, err)) < 0) {
+		if (d == -1)
+			error_set(err, EX_UNAVAILABLE, "%s: no answer in time", pg->url->text);
+		else if (d == -3)
+			error_set(err, EX_TEMPFAIL, "%s: the session holding the lock is no longer ours alone",
+				  pg->url->text);
+		return -1;
+	}
+	if (asprintf(&sql, "UPDATE " PG_FENCE_TABLE " SET fence = GREATEST(fence, $2::bigint) "
+		     "WHERE lock_key = " PG_FENCE_KEY " %s", pg->comment) < 0) {
+		error_set(err, EX_OSERR, "out of memory");
+		return -1;
+	}
+	r = pg_query_why(pg->c, pg->url, sql, params, 2, clock_now_ms() + lk->node_timeout_ms,
+			 &dead, &why, err);
+	free(sql);
+	if (!r) {
+		pg_fence_failed(lk, &why, err);
+		if (dead)
+			pg_disconnect(pg);
+		return -1;
+	}
+	PQclear(r);
+	return 0;
 }

@@ -1,6 +1,6 @@
 /* lock.c - PostgreSQL: a lock's operations (src/engine.h's lock part):
  * the try statement and the wait in the server's queue, the heartbeat,
- * the watch on the idle connection, the release, the -k fence. */
+ * the watch on the idle connection, the release. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@ static bool shared(const struct lock *lk)
 }
 
 /* The comment every later statement of the holder carries. */
-static int make_comment(struct lock *lk, struct error *err)
+int pg_make_comment(struct lock *lk, struct error *err)
 {
 	struct pg *pg = P(lk);
 	char mode[24];
@@ -85,7 +85,7 @@ static enum lock_result granted(struct lock *lk, const char *fence,
 	lk->acquired_ms = start_ms;
 	lk->valid_until_ms = start_ms + lk->ttl_ms - (lk->ttl_ms / 100 + 2);
 	snprintf(lk->fence, sizeof lk->fence, "%s", lk->p->no_fence ? "" : fence);
-	if (make_comment(lk, err) < 0)
+	if (pg_make_comment(lk, err) < 0)
 		return LOCK_FAILED;
 	if (!(sql = beat_sql(pg))) {
 		error_set(err, EX_OSERR, "out of memory");
@@ -498,7 +498,7 @@ void pg_end_wait(struct lock *lk, enum lock_result r)
 /* The reply to what was sent before (the heartbeat sent after the
  * grant, one that timed out), read before the next statement: 0, -1 not
  * yet, -2 the session ended, -3 it is not ours alone (pg->stolen). */
-static int drain(struct lock *lk, int64_t deadline_ms, struct error *err)
+int pg_drain_beat(struct lock *lk, int64_t deadline_ms, struct error *err)
 {
 	struct pg *pg = P(lk);
 	bool dead, ours;
@@ -516,54 +516,6 @@ static int drain(struct lock *lk, int64_t deadline_ms, struct error *err)
 		return -2;
 	pg->stolen |= !ours;
 	return ours ? 0 : -3;
-}
-
-/* -k: each key has its own counter row, so a job's fence (the largest of
- * its keys') is written back to each key's row while holding it, and
- * said in the comment: the next holder of that key counts on from there,
- * and a nested dlock hands on the job's fence. */
-int pg_raise_fence(struct lock *lk, const char *fence, struct error *err)
-{
-	struct pg *pg = P(lk);
-	const char *params[] = { pg->key, fence };
-	struct pg_failure why;
-	char *sql;
-	bool dead;
-	PGresult *r;
-	int d;
-
-	if (lk->p->no_fence || !*fence || fence[strspn(fence, "0123456789")] ||
-	    strlen(fence) > 18) {
-		snprintf(lk->fence, sizeof lk->fence, "%s", fence);
-		return 0;
-	}
-	snprintf(lk->fence, sizeof lk->fence, "%s", fence);
-	if (make_comment(lk, err) < 0)
-		return -1;
-	if ((d = drain(lk, clock_now_ms() + lk->node_timeout_ms, err)) < 0) {
-		if (d == -1)
-			error_set(err, EX_UNAVAILABLE, "%s: no answer in time", pg->url->text);
-		else if (d == -3)
-			error_set(err, EX_TEMPFAIL, "%s: the session holding the lock is no longer ours alone",
-				  pg->url->text);
-		return -1;
-	}
-	if (asprintf(&sql, "UPDATE " PG_FENCE_TABLE " SET fence = GREATEST(fence, $2::bigint) "
-		     "WHERE lock_key = " PG_FENCE_KEY " %s", pg->comment) < 0) {
-		error_set(err, EX_OSERR, "out of memory");
-		return -1;
-	}
-	r = pg_query_why(pg->c, pg->url, sql, params, 2, clock_now_ms() + lk->node_timeout_ms,
-			 &dead, &why, err);
-	free(sql);
-	if (!r) {
-		pg_fence_failed(lk, &why, err);
-		if (dead)
-			pg_disconnect(pg);
-		return -1;
-	}
-	PQclear(r);
-	return 0;
 }
 
 /* The heartbeat: the session answers, so its locks are still ours (only
@@ -584,7 +536,7 @@ enum extend_result pg_extend(struct lock *lk, int64_t timeout_ms,
 			  pg->url->text);
 		return EXTEND_LOST;
 	}
-	if ((d = drain(lk, deadline_ms, err)) == -1)
+	if ((d = pg_drain_beat(lk, deadline_ms, err)) == -1)
 		return EXTEND_FAILED;
 	if (d == -2)
 		goto lost;
@@ -629,7 +581,7 @@ stolen:
  * finished (lk->info), from this heartbeat on. */
 int pg_finished(struct lock *lk, struct error *err)
 {
-	if (make_comment(lk, err) < 0)
+	if (pg_make_comment(lk, err) < 0)
 		return -1;
 	return pg_extend(lk, lk->node_timeout_ms, err) == EXTEND_OK ? 0 : -1;
 }
@@ -721,7 +673,7 @@ int pg_release(struct lock *lk, const struct release_how *how,
 	 * (-3) may still have our lock on our backend: asked again until a
 	 * statement lands there, within the node timeout. */
 	pooled = pg->c && atoi(pg->pid) != PQbackendPID(pg->c);
-	if (pg->c && ((d = drain(lk, deadline_ms, err)) == 0 || (d == -3 && pooled)) &&
+	if (pg->c && ((d = pg_drain_beat(lk, deadline_ms, err)) == 0 || (d == -3 && pooled)) &&
 	    asprintf(&sql, "WITH c AS MATERIALIZED (SELECT pg_backend_pid() = $2::int AND "
 		     "current_setting('dlock.session', true) = $3 AS ok)%s "
 		     "SELECT CASE WHEN c.ok THEN %s END%s FROM c %s",

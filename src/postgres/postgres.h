@@ -171,6 +171,14 @@ void pg_fence_failed(struct lock *lk, const struct pg_failure *why,
  * or -1 with err (the session closed). */
 int pg_create_fences(struct lock *lk, struct error *err);
 
+/* lock.c, for fence.c's pg_raise_fence (the -k fence, declared by
+ * ENGINE_DECLARE): the comment a holder's statements carry, made again
+ * (lk->fence changed); the reply to the heartbeat sent before, read
+ * before the next statement: 0, -1 not yet, -2 the session ended, -3 it
+ * is not ours alone. */
+int pg_make_comment(struct lock *lk, struct error *err);
+int pg_drain_beat(struct lock *lk, int64_t deadline_ms, struct error *err);
+
 /* holders.c: the other sessions that hold the lock.
  *
  * A nested dlock (lk->reentry_token): 1 its caller holds the lock (token
