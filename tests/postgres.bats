@@ -730,41 +730,6 @@ pooled_backends_clean() {
 	wait_until 10 no_advisory_lock
 }
 
-@test "postgres: through PgBouncer in session mode with a pool of 2, a holder and 4 waiters: waiting in the server, then each runs once, one at a time, within seconds" {
-	# issue 30: each waiter's pooler check asks for a second backend; with
-	# the pool full it queued behind everyone else while the waiter held
-	# its own, and gave up after --node-timeout: no waiter reached the
-	# server's queue while the lock was held, and the queue drained in
-	# fits (10 waiters on a pool of 3: 10 s for 1 s of jobs)
-	local i pid t0 pids=()
-	start_pgbouncer session "default_pool_size = 2"
-	"$DLOCK" -S "$BOUNCER_DLOCK_URL" -t 30 queue sh -c \
-		'touch "$0/held"; while [ ! -e "$0/go" ]; do sleep 0.05; done' "$T" 2>"$T/h.err" 3>&- &
-	track $!
-	wait_until 10 test -e "$T/held" || fail "the holder did not start: $(cat "$T/h.err")"
-	for ((i = 0; i < 4; i++)); do
-		"$DLOCK" -S "$BOUNCER_DLOCK_URL" -t 30 -w 60 queue sh -c \
-			'mkdir "$0/in" 2>/dev/null || touch "$0/overlap"; echo ran >>"$0/runs"; sleep 0.1; rmdir "$0/in"' \
-			"$T" 2>>"$T/w.err" 3>&- &
-		pids+=($!)
-		track $!
-	done
-	# the one free backend takes a waiter through its check into the
-	# server's queue, while the holder holds
-	wait_until 10 waiting_on dlock:queue ||
-		fail "no waiter reached the server's queue: $(cat "$T/w.err")"
-	t0=$(now_ms)
-	touch "$T/go"
-	for pid in "${pids[@]}"; do
-		wait "$pid" || fail "a waiter exited $?: $(cat "$T/w.err")"
-	done
-	(($(now_ms) - t0 < 8000)) || fail "4 waiters took $(($(now_ms) - t0)) ms after the release"
-	assert_equal "$(wc -l <"$T/runs")" 4
-	[[ ! -e $T/overlap ]] || fail "two jobs held the lock at once"
-	stop_pgbouncer
-	wait_until 10 no_advisory_lock
-}
-
 @test "postgres: a pooler the URL does not declare is refused (69), one line saying what to write, nothing taken or set" {
 	# PgBouncer refuses the settings dlock starts its session with
 	# (unsupported startup parameter: options)

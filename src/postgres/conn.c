@@ -574,30 +574,15 @@ int pg_next_is_ours(struct lock *lk, bool *left, struct error *err)
  * LIFO pool's next request takes the backend released last), or moves
  * our statements. Then the lock's statement takes it only as the next
  * transaction on that backend, with no advisory lock on it (GUARD_POOLED:
- * nobody's left over). 0, or -1 with err.
- *
- * The second client's question is left waiting while ours go on: with
- * the pool full (session pooling, its backends held by waiters blocked
- * in pg_advisory_lock), it queues in the pooler behind everyone else, and
- * waiting for it while holding our backend would hold up the pool (each
- * newcomer holding one backend and waiting for a second: the queue
- * stalled until they gave up, issue 30). A question that no backend
- * answered while our statements ran on ours, each its very next
- * transaction, says as much as one answered on another backend: a pooler
- * that shared backends would have given ours (idle between our
- * statements, which run one at a time) to the question waiting for one,
- * or to another client, whose transaction our next statement sees. */
+ * nobody's left over). 0, or -1 with err. */
 #define POOLER_ROUNDS 3
-#define POOLER_PAUSE_MS 20	/* for the question's answer, each round */
 int pg_pooler_check(struct lock *lk, const char *first_pid, struct error *err)
 {
 	struct pg *pg = P(lk);
 	struct pg_session s = { lk->ttl_ms, PG_APPLICATION_NAME, true };
-	const char *probe = "SELECT pg_backend_pid() FROM pg_sleep(0.002)";
-	struct error pending = { 0 };	/* "no answer in time": not yet */
 	PGconn *other = NULL;
 	PGresult *r;
-	bool dead, shared, left, asking = false;
+	bool dead, shared, left;
 	enum pg_refusal why;
 	int ours;
 
@@ -616,34 +601,22 @@ int pg_pooler_check(struct lock *lk, const char *first_pid, struct error *err)
 			  pg->url->text);
 		return -1;
 	}
-	/* (PgBouncer answers a login itself, from the parameters of a
-	 * backend it keeps: no backend taken yet) */
 	if (ours && !(other = pg_connect(pg->url, lk->p, &s,
 					 clock_now_ms() + lk->node_timeout_ms, &why, err)))
 		return -1;
 	for (int i = 0; ours == 1 && i < POOLER_ROUNDS; i++) {
-		if (!asking && pg_send(other, pg->url, probe, NULL, 0, err) < 0) {
+		r = pg_query(other, pg->url, "SELECT pg_backend_pid() FROM pg_sleep(0.002)", NULL, 0,
+			     clock_now_ms() + lk->node_timeout_ms, &dead, err);
+		if (!r) {
+			if (!dead)
+				error_set(err, EX_UNAVAILABLE, "%s: a second connection through the pooler got no backend in time (the check of a pooled session takes two: a pool of one that ours fills waits for ever)",
+					  pg->url->text);
 			ours = -1;
 			break;
 		}
-		asking = true;
-		r = pg_result(other, pg->url, clock_now_ms() + POOLER_PAUSE_MS, &dead, &pending);
-		if (!r && dead) {
-			*err = pending;
-			ours = -1;
-			break;
-		}
-		if (r) {
-			asking = false;
-			shared = PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 0), first_pid) == 0;
-			PQclear(r);
-			if (shared) {
-				ours = 0;
-				break;
-			}
-		}
-		/* answered on another backend, or not yet (no backend free) */
-		ours = pg_next_is_ours(lk, &left, err);
+		shared = PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 0), first_pid) == 0;
+		PQclear(r);
+		ours = shared ? 0 : pg_next_is_ours(lk, &left, err);
 	}
 	PQfinish(other);
 	if (ours < 0)
