@@ -684,6 +684,36 @@ pooled_backends_clean() {
 	stop_pgbouncer
 }
 
+@test "postgres: PgBouncer in transaction mode declared as session pooling, the check's second client late (its bytes 0.3 s behind ours, as after a lost segment): refused (69), never two holders" {
+	# the pooler check reads an unanswered question as a full pool; here
+	# nobody else uses the pool: the question is only late, and our
+	# statements run on our backend, each its next transaction, as
+	# transaction pooling does with no traffic. Let through, the lock sits
+	# on a pooled backend that PgBouncer closes when its server_lifetime
+	# is up (idle between our statements): a second dlock takes the lock
+	# while the first one's job still runs, until its heartbeat sees it
+	local pid rc=0
+	start_pgbouncer transaction "default_pool_size = 2" "server_lifetime = 2"
+	start_lagging_proxy 0.3
+	"$DLOCK" -S "$LAGGING_URL" -n -t 3 K sh -c \
+		'i=0; while [ $i -lt 80 ]; do date +%s.%N >>"$0/alive1"; sleep 0.05; i=$((i + 1)); done' \
+		"$T" 2>"$T/h1.err" 3>&- &
+	pid=$!
+	track $pid
+	wait_until 10 eval 'dead $pid || test -s "$T/alive1"'
+	if [[ -s $T/alive1 ]]; then
+		"$DLOCK" -S "$PG_URL" -w 5 -t 3 K sh -c 'date +%s.%N >"$0/start2"' "$T" 3>&-
+		wait "$pid" || true
+		(($(tail -n 1 "$T/alive1" | tr -d .) < $(tr -d . <"$T/start2"))) ||
+			fail "two holders at once: the first job ran on after the second started ($(cat "$T/h1.err"))"
+		fail "transaction pooling declared as session was let through"
+	fi
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 69
+	grep -q 'transaction' "$T/h1.err" || fail "stderr: $(cat "$T/h1.err")"
+	no_advisory_lock
+}
+
 @test "postgres: a holder whose pooler starts sharing its session (session to transaction pooling): 75, its lock and settings given back" {
 	start_pgbouncer session "server_round_robin = 1"
 	"$DLOCK" -S "$BOUNCER_DLOCK_URL" -t 3 moved "$T/job" "$T/h" 2>"$T/err" &

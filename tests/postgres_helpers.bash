@@ -248,3 +248,41 @@ while not os.path.exists(sys.argv[2]):
     cur.execute(sys.argv[3])' "$BOUNCER_URL" "$T/traffic.stop" "${1:-SELECT 1}" 3>&- &
 	track $!
 }
+
+# start_lagging_proxy DELAY: a TCP relay in front of the PgBouncer whose
+# every second connection (a dlock's pooler check's second client) has
+# its bytes to the PgBouncer arrive DELAY seconds late, as after a lost
+# segment's retransmission on that connection alone (TCP's RTO is at
+# least 0.2 s); exports LAGGING_URL (declared session pooling)
+start_lagging_proxy() {
+	local port
+	port=$(free_port)
+	/usr/bin/python3 -c '
+import asyncio, sys
+lport, tport, delay, ready = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+count = 0
+async def pipe(r, w, d):
+    try:
+        while (b := await r.read(65536)):
+            if d:
+                await asyncio.sleep(d)
+            w.write(b)
+            await w.drain()
+    except Exception:
+        pass
+    finally:
+        w.close()
+async def handle(cr, cw):
+    global count
+    count += 1
+    sr, sw = await asyncio.open_connection("127.0.0.1", tport)
+    await asyncio.gather(pipe(cr, sw, delay if count % 2 == 0 else 0), pipe(sr, cw, 0))
+async def main():
+    s = await asyncio.start_server(handle, "127.0.0.1", lport)
+    open(ready, "w").close()
+    await s.serve_forever()
+asyncio.run(main())' "$port" "$(sed -n 's/^listen_port = //p' "$PGDIR/pgbouncer.ini")" "$1" "$T/proxy.ready" 3>&- &
+	track $!
+	wait_until 10 test -e "$T/proxy.ready" || fail "the proxy did not start"
+	export LAGGING_URL="postgres://postgres@127.0.0.1:$port/postgres?dlock_pooling=session"
+}
