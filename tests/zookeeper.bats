@@ -347,7 +347,9 @@ one_line() {
 }
 
 @test "one of three ensemble members killed: the job goes on" {
-	hold h -S "$ZE" -t 5 K14	# room for an election, if it was the leader
+	# room for an election, if it was the leader (with -t 5 the two left
+	# took longer than the session once, four tests at a time)
+	hold h -S "$ZE" -t 10 K14
 	wait_ready h
 	local sid i victim=
 	sid=$(job_var h DLOCK_TOKEN)
@@ -357,7 +359,7 @@ one_line() {
 	done
 	[[ -n $victim ]] || fail "no member serves session $sid"
 	kill -KILL "$(zk_pid "$victim")"
-	sleep 6	# longer than the session timeout
+	sleep 11	# longer than the session timeout
 	alive "$(<"$T/h.dlock")" || fail "dlock ended: $(cat "$T/h.err")"
 	finish h
 	assert_equal "$bg_status" 0
@@ -594,11 +596,16 @@ readme_zk() {
 	local code=() i e1 all
 	mapfile -t code < <(readme_zk)  # (not "lines": run sets it)
 	((${#code[@]} == 5)) || fail "README's ZooKeeper code lines: ${code[*]}"
-	# zk1 is a member that serves: an earlier test kills one for good
-	for i in e1 e2 e3; do
-		zk_serving "$(zk_port $i)" && { e1=127.0.0.1:$(zk_port $i); break; }
-	done
-	[[ -n $e1 ]] || fail "no member of the ensemble serves"
+	# zk1 is a member that serves: an earlier test kills one for good, and
+	# the two left may still be electing a leader under load
+	serving_member() {
+		for i in e1 e2 e3; do
+			zk_serving "$(zk_port $i)" && { echo "127.0.0.1:$(zk_port $i)"; return 0; }
+		done
+		return 1
+	}
+	wait_until 30 serving_member >/dev/null || fail "no member of the ensemble serves"
+	e1=$(serving_member)
 	all=127.0.0.1:$(zk_port e1),127.0.0.1:$(zk_port e2),127.0.0.1:$(zk_port e3)
 	mkdir -p "$T/bin"
 	ln -s "$DLOCK" "$T/bin/dlock"
