@@ -704,38 +704,34 @@ assert k["held_ms"] >= 0 and "envjob" in json.dumps(k), k' \
 
 # ---- modes -------------------------------------------------------------------------
 
-@test "--no-fence: a waiter's dlock killed with -9 as its command starts still leaves its 'acquired' beside 'killed'" {
+# killed_waiter [DLOCK-ARGS...]: a waiter (with these options) comes to
+# hold after a holder and its command kills its dlock at once: before the
+# first renewal, where a waiter that came to hold writes its 'acquired';
+# $output: the history, --json, once the watchdog's 'killed' is there
+killed_waiter() {
 	envjob
 	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
 	wait_until 5 test -e "$T/h.ready"
-	# no fence: the watchdog knows no create revision to compare with
-	start_bg w -S "$S" -t 3 --no-fence "$K" sh -c 'kill -KILL $PPID; sleep 1'
+	start_bg w -S "$S" -t 3 "$@" "$K" sh -c 'kill -KILL $PPID; sleep 1'
 	wait_until 10 n_keys "$K" 2 || fail "$(lock_keys "$K" | wc -l) keys: $(cat "$T/w.err")"
 	touch "$T/h.release"
 	reap h
 	wait_until 10 eval '[[ $(dlock history -S "$S" "$K") == *killed* ]]' ||
 		fail "no killed event: $(dlock history -S "$S" "$K")"
 	run -0 dlock history -S "$S" --json "$K"
+}
+
+@test "--no-fence: a waiter's dlock killed with -9 as its command starts still leaves its 'acquired' beside 'killed'" {
+	# no fence: the watchdog knows no create revision to compare with
+	killed_waiter --no-fence
 	"$PYTHON" -c 'import json,sys; ev=json.loads(sys.argv[1])["events"][::-1]
 assert [e["event"] for e in ev] == ["acquired", "released", "acquired", "killed"], ev
 assert ev[2]["token"] == ev[3]["token"], ev' "$output"
 	wait_until 10 no_lease_left	# its lease lapses (-t 3)
 }
 
-
 @test "a waiter's dlock killed with -9 as its command starts: the history has its 'acquired' and 'killed'" {
-	envjob
-	start_bg h -S "$S" -t 60 "$K" "$T/envjob" "$T/h"
-	wait_until 5 test -e "$T/h.ready"
-	# the command kills its dlock at once: before the first renewal, where
-	# a waiter that came to hold writes its 'acquired'
-	start_bg w -S "$S" -t 3 "$K" sh -c 'kill -KILL $PPID; sleep 1'
-	wait_until 10 n_keys "$K" 2 || fail "$(lock_keys "$K" | wc -l) keys: $(cat "$T/w.err")"
-	touch "$T/h.release"
-	reap h
-	wait_until 10 eval '[[ $(dlock history -S "$S" "$K") == *killed* ]]' ||
-		fail "no killed event: $(dlock history -S "$S" "$K")"
-	run -0 dlock history -S "$S" --json "$K"
+	killed_waiter
 	"$PYTHON" -c 'import json,sys; ev=json.loads(sys.argv[1])["events"][::-1]
 assert [e["event"] for e in ev] == ["acquired", "released", "acquired", "killed"], ev
 assert ev[2]["token"] == ev[3]["token"] and ev[2]["fence"] == ev[3]["fence"] > ev[0]["fence"], ev
