@@ -54,6 +54,28 @@ ours_re='^-[0-9a-f]{32}-(x|s|l[0-9]+)-[0-9]+__r?lock__[0-9]{10}$'
 	no_contender K1
 }
 
+@test "a lock taken before: DLOCK_FENCE is its node's czxid, read in the lock's one round trip" {
+	dlock -S "$Z" K50 true	# its znodes made, its sequence numbers begun
+	hold h -S "$Z" K50
+	wait_ready h
+	local node; node=$(children K50)
+	assert_equal "$(job_var h DLOCK_FENCE)" "$(kz "$H" czxid "/dlock:K50/$node")"
+	finish h
+	# Answers 500 ms late (--node-timeout 5: no request given up): the
+	# session's handshake and the lock's round (the znode read, the
+	# multi, the children), 1 s; an exists of our node for its czxid
+	# after them, as main made, 1.5 s
+	local p t0 t1; p=$(free_port)
+	"$PYTHON" "$BATS_TEST_DIRNAME/tcp_proxy.py" "$p" "$(zk_port s)" 500 \
+		>"$T/proxy.log" 2>&1 </dev/null 3>&- &
+	track $!
+	wait_until 5 eval "(exec 9<>/dev/tcp/127.0.0.1/$p) 2>/dev/null"
+	t0=$EPOCHREALTIME
+	t1=$(dlock -S "zk://127.0.0.1:$p" --node-timeout 5 K50 bash -c 'echo $EPOCHREALTIME')
+	awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 1.3) }' ||
+		fail "the command started $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s after dlock"
+}
+
 @test "-n and -w on a held lock: 1 (or -E), their nodes gone, the holder untouched" {
 	hold h -S "$Z" K2
 	wait_ready h

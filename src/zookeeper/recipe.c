@@ -134,18 +134,22 @@ static int created(struct zk *z, const struct zc *c, char **event,
 	return ZOK;
 }
 
-/* Our node's czxid, from the children's read right behind its multi:
- * the server appends the parent's cversion to a sequential node's name,
- * and counts it up with each child made or deleted, its pzxid then the
- * change's zxid. Nothing changed since ours (cversion one past our
- * sequence number): pzxid is our create's zxid. Else -1, left to an
- * exists (won()). */
-static long long czxid_of(const struct zk *z, const struct zc *kids)
+/* Our node's czxid, from the lock's znode read right before its multi
+ * (an exists) and right after it (the children's read), all three in one
+ * round trip: a session's requests are served in order. A create or a
+ * delete of a child counts the parent's cversion up by one (3.8 reports
+ * creates and deletes, as DataNode.copyStat() says; older servers
+ * creates alone) and sets its pzxid to the change's zxid. Exactly one
+ * change between the reads (cversion one up), and that one a create
+ * (one child more): it was ours, and pzxid is our create's zxid. Else -1,
+ * left to an exists (won()). (The sequence number alone cannot say it:
+ * it counts creates, and a delete of another contender right after ours
+ * moves pzxid past our czxid.) */
+static long long czxid_of(const struct zc *before, const struct zc *kids)
 {
-	struct zk_contender c;
-
-	if (kids->rc != ZOK || zk_contender_parse(zk_base_name(z->own), &c) < 0 ||
-	    (int32_t)(uint32_t)(c.seq + 1) != kids->stat.cversion)
+	if (!before || before->rc != ZOK || kids->rc != ZOK ||
+	    (uint32_t)kids->stat.cversion != (uint32_t)before->stat.cversion + 1 ||
+	    kids->stat.numChildren != before->stat.numChildren + 1)
 		return -1;
 	return kids->stat.pzxid;
 }
@@ -347,6 +351,7 @@ static int make_missing(struct zk *z, const char *missing, int64_t deadline_ms,
 struct round {
 	struct zk *z;
 	int64_t t0, deadline_ms;
+	struct zc *before;	/* the lock's znode read before the create */
 	struct zc *create;	/* our contender's, when sent this round */
 	struct zc *kids;	/* the lock's children, read behind it */
 	struct zk_contenders cs;	/* kids as contenders (owns kids) */
@@ -367,24 +372,33 @@ static void path_error(const struct zk *z, int rc, struct error *err)
 
 /* The round's requests: our contender's create, unless it is made, may
  * have been made unheard, or re-entry is to be asked first (no node of
- * ours queued behind our caller's); the lock's children read behind it. */
+ * ours queued behind our caller's), between an exists of the lock's
+ * znode and the children's read (czxid_of()). */
 static void send_round(struct round *rd)
 {
 	struct zk *z = rd->z;
 	const struct lock *lk = z->lk;
-	struct zc *reqs[2];
+	struct zc *reqs[3];
 	struct zk_state st;
 
 	zk_check_stale(z);
 	zs_state(z->s, &st);
 	z->seen = st.changes;	/* before anything is asked: see wait_events */
 	if (!z->own && !z->create_tried &&
-	    (!lk->reentry_token || z->reentry_asked))
-		rd->create = send_create(z);
+	    (!lk->reentry_token || z->reentry_asked)) {
+		/* a multi's create has no stat (czxid_of()) */
+		if (lk->p->history > 0)
+			rd->before = zc_exists(z->s, z->path, false);
+		if (!(rd->create = send_create(z))) {
+			zc_free(rd->before);	/* out of memory */
+			rd->before = NULL;
+		}
+	}
 	rd->kids = zc_children(z->s, z->path, false);
-	reqs[0] = rd->create;
-	reqs[1] = rd->kids;
-	zc_wait(reqs, 2, rd->deadline_ms);
+	reqs[0] = rd->before;
+	reqs[1] = rd->create;
+	reqs[2] = rd->kids;
+	zc_wait(reqs, 3, rd->deadline_ms);
 }
 
 /* The create's answer: ROUND_ON with our node made, else the round ends
@@ -401,10 +415,11 @@ static int take_create(struct round *rd, struct error *err)
 		z->fresh = true;
 		z->waited = false;
 		if (z->czxid < 0)
-			z->czxid = czxid_of(z, rd->kids);
+			z->czxid = czxid_of(rd->before, rd->kids);
 	}
+	zc_free(rd->before);
 	zc_free(rd->create);
-	rd->create = NULL;
+	rd->before = rd->create = NULL;
 	if (rc == ZOK)
 		return ROUND_ON;
 	zc_free(rd->kids);

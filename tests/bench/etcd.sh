@@ -10,7 +10,9 @@
 # order that rotates from round to round. Prints medians, 10th and 90th
 # percentiles and the ratios etcdctl/dlock and dlock/floor.
 #
-# Environment: DLOCK (default ./build/dlock), ROUNDS (default 100), WARMUP
+# Environment: DLOCK (default ./build/dlock), BASE (a second dlock binary
+# to compare, such as main's, with its dlock-etcd.so beside it; none by
+# default), ROUNDS (default 100), WARMUP
 # (default 5 rounds, not counted), CSV (a file to append results to,
 # README.md), MAX_SECONDS (0; else fewer rounds when more would take
 # longer), CC (default cc). Starts its own etcd (etcd-server) on free
@@ -29,6 +31,12 @@ die() { echo "etcd.sh: $*" >&2; exit 1; }
 [[ -x $DLOCK ]] || die "no dlock binary at '$DLOCK' (set DLOCK=path)"
 DLOCK=$(realpath "$DLOCK")
 [[ -e $(dirname "$DLOCK")/dlock-etcd.so ]] || die "no dlock-etcd.so beside $DLOCK (libcurl and json-c dev packages at build time?)"
+BASE=${BASE:-}
+if [[ -n $BASE ]]; then
+	[[ -x $BASE ]] || die "no dlock binary at BASE='$BASE'"
+	BASE=$(realpath "$BASE")
+	[[ -e $(dirname "$BASE")/dlock-etcd.so ]] || die "no dlock-etcd.so beside $BASE"
+fi
 for c in etcd etcdctl "$CC" python3; do
 	command -v "$c" >/dev/null || die "$c not found"
 done
@@ -152,6 +160,7 @@ tool() {	# tool NAME COMMAND [ARG...]
 tool "true"                 "$TRUE"
 tool "C floor (4 requests)" "$T/floor" "$CPORT" "$TRUE"
 tool "dlock K true"         "$DLOCK" -S "etcd://$EP" bench true
+[[ -z $BASE ]] || tool "BASE dlock K true" "$BASE" -S "etcd://$EP" bench-base true
 tool "etcdctl lock K true"  etcdctl --endpoints="$EP" lock dlock:bench-ctl "$TRUE"
 N=${#NAMES[@]}
 run() { eval "${CMDS[$1]}" </dev/null >"$T/out" 2>&1; }
@@ -177,7 +186,10 @@ for ((i = 0; i < N; i++)); do
 	csv_row W1 "uncontended, etcd" "${NAMES[$i]}" "wall ms" ms $(csv_stats "$T/t$i")
 done
 echo
-awk -v f="${MED[1]}" -v d="${MED[2]}" -v e="${MED[3]}" 'BEGIN {
+awk -v f="${MED[1]}" -v d="${MED[2]}" -v e="${MED[N - 1]}" \
+	-v b="${BASE:+${MED[3]}}" 'BEGIN {
 	printf "etcdctl lock / dlock: %.1fx (goal: 5x or more)\n", e / d
 	printf "dlock / C floor:      %.2fx\n", d / f
+	if (b != "")
+		printf "BASE / C floor:       %.2fx\n", b / f
 }'

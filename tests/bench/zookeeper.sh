@@ -16,7 +16,8 @@
 # log: sections per second, the hand-off (an acquisition's time less the
 # release before it) and a mutual exclusion check.
 #
-# Environment: DLOCK (./build/dlock), ROUNDS (100), WARMUP (5), WORKERS
+# Environment: DLOCK (./build/dlock), BASE (a second dlock binary for W1,
+# such as main's, with its dlock-zookeeper.so beside it), ROUNDS (100), WARMUP (5), WORKERS
 # ("4 16"), SECTIONS (100 per worker count), REF_SECTIONS (20, for kazoo,
 # whose python start costs), KAZOO (auto; 0 skips), FORCE_SYNC (yes: the
 # server fsyncs each write, as deployed; no measures the clients alone),
@@ -44,6 +45,12 @@ note() { echo "zookeeper.sh: $*" >&2; }
 DLOCK=$(realpath "$DLOCK")
 [[ -e $(dirname "$DLOCK")/dlock-zookeeper.so ]] ||
 	die "no dlock-zookeeper.so beside $DLOCK (apt-get install libzookeeper-mt-dev; rebuild)"
+BASE=${BASE:-}
+if [[ -n $BASE ]]; then
+	[[ -x $BASE ]] || die "no dlock binary at BASE='$BASE'"
+	BASE=$(realpath "$BASE")
+	[[ -e $(dirname "$BASE")/dlock-zookeeper.so ]] || die "no dlock-zookeeper.so beside $BASE"
+fi
 for c in java cc flock python3; do
 	command -v "$c" >/dev/null || die "$c not found"
 done
@@ -172,6 +179,7 @@ tool "true"                   "$TRUE"
 tool "flock FILE true"        flock "$T/flock.lock" true
 tool "C floor (zk)"           "$T/floor" "$HOSTS" /dlock:bench-floor "$TRUE"
 tool "dlock K true (zk)"      "$DLOCK" -S "$URL" bench "$TRUE"
+[[ -z $BASE ]] || tool "BASE dlock K true (zk)" "$BASE" -S "$URL" bench-base "$TRUE"
 ((HAVE_KAZOO)) && tool "kazoo Lock K true" "$PY" -c "$KAZOO_PY" "$HOSTS" /dlock:bench-kz "$TRUE"
 N=${#NAMES[@]}
 FLOOR=2
