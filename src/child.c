@@ -290,10 +290,20 @@ static void find_terminal(struct job *job)
 	job->tty_handed = job->tty_fd >= 0 && tcgetpgrp(job->tty_fd) == getpgrp();
 }
 
+/* Whether dlock has a child of any kind, by the kernel's word: none, the
+ * common case, needs no look through /proc (an open, two reads). */
+static bool no_children(void)
+{
+	siginfo_t si;
+
+	return waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WCONTINUED | WNOHANG |
+		      WNOWAIT | __WALL) < 0 && errno == ECHILD;
+}
+
 void child_find_inherited(struct job *job)
 {
 	struct jobtree_proc kids[64];
-	size_t n = jobtree_children(getpid(), NULL, 0, kids, 64);
+	size_t n = no_children() ? 0 : jobtree_children(getpid(), NULL, 0, kids, 64);
 
 	free(job->inherited);
 	job->inherited = n ? calloc(n, sizeof *job->inherited) : NULL;
