@@ -1070,6 +1070,19 @@ pooled_backends_clean() {
 	cmd=${cmd/\/usr\/local\/bin\/nightly-report/"echo ran"}
 	run -0 eval "PATH=$T/bin:\$PATH $cmd"
 	assert_output ran
+	# a waiter that holds no backend, as written
+	cmd=$(readme_pg_block 6)
+	[[ $cmd == "dlock -w 600 -S 'postgres://cron@db.internal/app?dlock_wait=poll' nightly /usr/local/bin/nightly-report" ]] ||
+		fail "README's command: $cmd"
+	cmd=${cmd/"postgres://cron@db.internal/app?"/"$url&"}
+	cmd=${cmd/\/usr\/local\/bin\/nightly-report/"echo ran"}
+	psql_hold dlock:nightly
+	PATH=$T/bin:$PATH eval "$cmd" >"$T/polled.out" 2>"$T/err" &
+	pid=$!
+	track $pid
+	touch "$T/dlock:nightly.go"
+	wait "$pid" || fail "exit $?: $(cat "$T/err")"
+	assert_equal "$(cat "$T/polled.out")" ran
 }
 
 @test "postgres: a key of 1000 bytes is held, shown and released whole" {
