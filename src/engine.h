@@ -209,6 +209,12 @@ struct lock {
 				 * server at the price of a process
 				 * (PostgreSQL forks a backend to say "too
 				 * many clients"): its first pauses are longer */
+	bool waits_polling;	/* set by open(): a refused try leaves nothing
+				 * waiting in the store and no connection
+				 * held (PostgreSQL's and MySQL's
+				 * dlock_wait=poll), so that each try costs
+				 * the server a connection: the pauses
+				 * between tries grow (wait.c) */
 	/* "NAME=value" strings the engine adds to the command's environment
 	 * besides DLOCK_*, where its own tools set some (etcd: ETCD_LOCK_KEY
 	 * and ETCD_LOCK_REV, as `etcdctl lock` does); NULL-terminated, set

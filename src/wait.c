@@ -28,6 +28,14 @@
  * outside a queue come in at that pace once it moves, and 6.4 s made
  * 200 waiters' drain 8.9 s, not 4 to 4.7 (tests/bench/README.md). */
 #define FULL_FIRST_MS 800
+/* A waiter that holds no connection between tries (PostgreSQL's and
+ * MySQL's dlock_wait=poll): each try is a connection the server starts
+ * (a backend on PostgreSQL), so the pauses grow, 0.1, 0.2, 0.4, 0.8,
+ * 1.6, then 2 s, each drawn within half of that either way: an idle
+ * waiter costs the server a connection every 1 to 3 s, and a release is
+ * found at the next try of any waiter (the more of them, the sooner). */
+#define POLL_FIRST_MS 100
+#define POLL_LAST_MS 2000
 #define RETRY_MIN_MS 50
 #define RETRY_JITTER_MS 100
 
@@ -119,8 +127,9 @@ static int sleep_until_try(struct waiter *w, const struct signals *sig,
  * come as retry_ms. So the pauses grow, about 0.25, 0.5, 1 and 2 s, then
  * 3 s, each drawn within a third of that either way so that a thousand
  * waiters do not move in step: an idle waiter costs a try every 2 to 4 s,
- * and its liveness on Redis allows for LOCK_RETRY_MAX_MS. Without
- * anything to wake us, redis-py's pace. */
+ * and its liveness on Redis allows for LOCK_RETRY_MAX_MS. A waiter that
+ * holds no connection between tries: growing pauses too (POLL_*_MS).
+ * Without anything to wake us, redis-py's pace. */
 static int64_t next_try_ms(struct waiter *w, int64_t retry_ms)
 {
 	int64_t sleep_ms;
@@ -132,6 +141,14 @@ static int64_t next_try_ms(struct waiter *w, int64_t retry_ms)
 		w->n_pauses += w->n_pauses < 4;
 		sleep_ms = mean_ms * 2 / 3 +
 			   arc4random_uniform((uint32_t)(mean_ms * 2 / 3) + 1);
+	} else if (w->lk->waits_polling) {
+		int64_t mean_ms = (int64_t)POLL_FIRST_MS << w->n_pauses;
+
+		if (mean_ms < POLL_LAST_MS)
+			w->n_pauses++;
+		else
+			mean_ms = POLL_LAST_MS;
+		sleep_ms = mean_ms / 2 + arc4random_uniform((uint32_t)mean_ms + 1);
 	} else {
 		sleep_ms = RETRY_MIN_MS + arc4random_uniform(RETRY_JITTER_MS);
 	}

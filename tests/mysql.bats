@@ -1011,3 +1011,98 @@ assert ev[0]["fence"] == ev[1]["fence"] == int(sys.argv[2]), ev
 	nothing_left
 	my "DELETE FROM dlock_locks WHERE name = 'dlock:K'"
 }
+
+# ---- dlock_wait=poll: waiters that hold no connection ---------------------
+
+# poll_account: an account of its own for the polling waiters, so that
+# their connections are counted apart (the server's user statistics on)
+poll_account() {
+	my "CREATE USER IF NOT EXISTS 'poller'@'%' IDENTIFIED BY 'pp'; GRANT ALL ON dlock.* TO 'poller'@'%'; SET GLOBAL userstat = 1"
+	PU="mysql://poller:pp@127.0.0.1:$MY_PORT/dlock?dlock_wait=poll"
+}
+# poller_tries: the connections poller began (its tries)
+poller_tries() {
+	my "SELECT IFNULL(SUM(TOTAL_CONNECTIONS), 0) FROM information_schema.USER_STATISTICS WHERE USER = 'poller'"
+}
+poller_tries_past() { (($(poller_tries) >= $1)); }
+# poller_peak SECONDS: the most connections of poller seen at once,
+# sampled every 0.05 s for SECONDS by one client connection
+poller_peak() {
+	local i sql=''
+	for ((i = 0; i < $1 * 20; i++)); do
+		sql+="SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'poller'; DO SLEEP(0.05);"
+	done
+	my "$sql" | sort -n | tail -n 1
+}
+
+@test "dlock_wait=poll: waiters hold no connection between tries; each runs once, one at a time, after the holder" {
+	poll_account
+	pyhold p dlock:polled
+	wait_until 5 test -e "$T/p.held"
+	local i pids=() t0 t1 peak rc bad=0
+	t0=$(poller_tries)
+	for i in 1 2 3 4 5 6 7 8; do
+		"$DLOCK" -S "$PU" -w 60 polled sh -c \
+			'mkdir "$0/in" 2>/dev/null || touch "$0/overlap"; echo "$$" >>"$0/ran"; sleep 0.1; rmdir "$0/in"' \
+			"$T" 2>>"$T/poll.err" &
+		pids+=($!)
+		track $!
+	done
+	# past their first tries (0.1, 0.2, 0.4, 0.8 s apart): four each
+	wait_until 30 poller_tries_past $((t0 + 32)) || fail "the waiters do not try: $(cat "$T/poll.err")"
+	t0=$(poller_tries)
+	peak=$(poller_peak 4)
+	t1=$(poller_tries)
+	echo "# 8 waiters: at most $peak connections at once; $((t1 - t0)) tries in 4 s" >&3
+	for i in "${pids[@]}"; do
+		alive "$i" || fail "a waiter ended while the lock was held: $(cat "$T/poll.err")"
+	done
+	((peak <= 3)) || fail "$peak of 8 waiters' connections at once: they hold them"
+	((t1 - t0 >= 8)) || fail "only $((t1 - t0)) tries in 4 s: the waiters do not try"
+	no_waiters || fail "a waiter waits in GET_LOCK"
+	[[ ! -e $T/ran ]] || fail "a waiter ran while PyMySQL held the lock"
+	touch "$T/p.release"
+	for i in "${pids[@]}"; do
+		rc=0
+		wait "$i" || rc=$?
+		((rc == 0)) || bad=$((bad + 1))
+	done
+	((bad == 0)) || fail "$bad waiters failed: $(cat "$T/poll.err")"
+	[[ ! -e $T/overlap ]] || fail "two waiters ran at once"
+	assert_equal "$(sort -u "$T/ran" | wc -l) $(wc -l <"$T/ran")" "8 8"
+	wait_until 5 no_conns poller || fail "connections of poller left"
+	nothing_left dlock:polled
+}
+
+@test "dlock_wait=poll: -w gives up at its deadline (1, or -E) while the lock is held; a bad value is 64; the subcommands take the URL" {
+	poll_account
+	hold h -S "$U" K
+	wait_ready h
+	local t0
+	t0=$(now_ms)
+	run -1 --separate-stderr dlock -S "$PU" -w 1.5 K touch "$T/ran"
+	(($(now_ms) - t0 >= 1500)) || fail "gave up after $(($(now_ms) - t0)) ms"
+	(($(now_ms) - t0 < 5000)) || fail "gave up only after $(($(now_ms) - t0)) ms"
+	assert_equal "$stderr" ''
+	run -7 dlock -S "$PU" -w 0.3 -E 7 K touch "$T/ran"
+	run -1 dlock -S "$PU" -n K touch "$T/ran"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	no_waiters || fail "a GET_LOCK waits in the server"
+	wait_until 5 no_conns poller || fail "connections of poller left"
+	# the inspection commands take the URL as it is
+	run -0 dlock status -S "$PU" K
+	run -0 --separate-stderr dlock history -S "$PU" K
+	finish h
+	assert_equal "$bg_status" 0
+	run -1 dlock release --force -S "$PU" K
+	run -64 --separate-stderr dlock acquire -S "$PU" K
+	[[ $stderr == *'MySQL cannot dlock acquire'* ]] || fail "stderr: $stderr"
+	run -0 dlock -S "${U}?dlock_wait=server" -n K echo ran
+	assert_output ran
+	run -64 --separate-stderr dlock -S "${U}?dlock_wait=foo" -w 1 K touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "dlock: --server: bad server URL"*'dlock_wait='*'server'*'poll'* ]] || fail "stderr: $stderr"
+	[[ $stderr != *secret* ]] || fail "the password in: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	nothing_left
+}

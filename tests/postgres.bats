@@ -1070,6 +1070,19 @@ pooled_backends_clean() {
 	cmd=${cmd/\/usr\/local\/bin\/nightly-report/"echo ran"}
 	run -0 eval "PATH=$T/bin:\$PATH $cmd"
 	assert_output ran
+	# a waiter that holds no backend, as written
+	cmd=$(readme_pg_block 6)
+	[[ $cmd == "dlock -w 600 -S 'postgres://cron@db.internal/app?dlock_wait=poll' nightly /usr/local/bin/nightly-report" ]] ||
+		fail "README's command: $cmd"
+	cmd=${cmd/"postgres://cron@db.internal/app?"/"$url&"}
+	cmd=${cmd/\/usr\/local\/bin\/nightly-report/"echo ran"}
+	psql_hold dlock:nightly
+	PATH=$T/bin:$PATH eval "$cmd" >"$T/polled.out" 2>"$T/err" &
+	pid=$!
+	track $pid
+	touch "$T/dlock:nightly.go"
+	wait "$pid" || fail "exit $?: $(cat "$T/err")"
+	assert_equal "$(cat "$T/polled.out")" ran
 }
 
 @test "postgres: a key of 1000 bytes is held, shown and released whole" {
@@ -1171,4 +1184,125 @@ pooled_backends_clean() {
 	touch "$T/dlock:watched.go"
 	wait "$pid"
 	grep -q 'held by another client' "$T/err"
+}
+
+# ---- dlock_wait=poll: waiters that hold no backend -------------------------
+
+# polled_url: the suite's URL with dlock_wait=poll, its sessions named
+# pollw; the server logs each connection from here on (log_connections,
+# for new sessions once reloaded), so that the waiters' tries are counted
+polled_url() {
+	psql_ "ALTER SYSTEM SET log_connections = on" && psql_ "SELECT pg_reload_conf()" >/dev/null
+	wait_until 5 eval '[[ $(psql_ "SHOW log_connections") == on ]]' || fail "log_connections stays off"
+	echo "$PG_URL&application_name=pollw&dlock_wait=poll"
+}
+pollw_sessions() { psql_ "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pollw'"; }
+no_pollw_session() { [[ $(pollw_sessions) == 0 ]]; }
+pollw_tries() { grep -c 'connection authorized: .*application_name=pollw' "$PGDIR/log" || true; }
+pollw_tries_past() { (($(pollw_tries) >= $1)); }
+
+# poll_watch SECONDS: how many sessions named pollw the server has,
+# sampled every 0.05 s for SECONDS from one psql session: "PEAK TRIES",
+# the largest count and how many sessions named pollw began meanwhile
+poll_watch() {
+	local i t0 peak sql=''
+	for ((i = 0; i < $1 * 20; i++)); do
+		sql+=" SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pollw';"
+		sql+=" SELECT pg_sleep(0.05);"
+	done
+	t0=$(pollw_tries)
+	peak=$(psql_each "$sql" | sort -n | tail -n 1)
+	echo "$peak $(($(pollw_tries) - t0))"
+}
+
+@test "postgres: dlock_wait=poll: waiters hold no backend between tries; each runs once, one at a time, after the holder" {
+	psql_hold dlock:polled 120
+	local url i pids=() t0 peak started rc bad=0
+	url=$(polled_url)
+	t0=$(pollw_tries)
+	for i in 1 2 3 4 5 6 7 8; do
+		"$DLOCK" -S "$url" -w 60 polled sh -c \
+			'mkdir "$0/in" 2>/dev/null || touch "$0/overlap"; echo "$$" >>"$0/ran"; sleep 0.1; rmdir "$0/in"' \
+			"$T" 2>>"$T/poll.err" &
+		pids+=($!)
+		track $!
+	done
+	# past their first tries (0.1, 0.2, 0.4, 0.8 s apart): four each
+	wait_until 30 pollw_tries_past $((t0 + 32)) || fail "the waiters do not try: $(cat "$T/poll.err")"
+	read -r peak started < <(poll_watch 4)
+	echo "# 8 waiters: at most $peak sessions at once; $started tries in 4 s" >&3
+	for i in "${pids[@]}"; do
+		alive "$i" || fail "a waiter ended while the lock was held: $(cat "$T/poll.err")"
+	done
+	((peak <= 3)) || fail "$peak of 8 waiters' sessions at once: they hold their backends"
+	((started >= 8)) || fail "only $started tries in 4 s: the waiters do not try"
+	! waiting_on dlock:polled || fail "a waiter waits in the server's queue"
+	[[ ! -e $T/ran ]] || fail "a waiter ran while psql held the lock"
+	touch "$T/dlock:polled.go"
+	for i in "${pids[@]}"; do
+		rc=0
+		wait "$i" || rc=$?
+		((rc == 0)) || bad=$((bad + 1))
+	done
+	((bad == 0)) || fail "$bad waiters failed: $(cat "$T/poll.err")"
+	[[ ! -e $T/overlap ]] || fail "two waiters ran at once"
+	assert_equal "$(sort -u "$T/ran" | wc -l) $(wc -l <"$T/ran")" "8 8"
+	wait_until 5 no_advisory_lock
+	wait_until 5 no_pollw_session
+}
+
+@test "postgres: dlock_wait=poll: -w gives up at its deadline (1, or -E) while the lock is held, nothing left" {
+	psql_hold dlock:pollw
+	local url t0
+	url=$(polled_url)
+	t0=$(now_ms)
+	run -1 --separate-stderr dlock -S "$url" -w 1.5 pollw echo ran
+	(($(now_ms) - t0 >= 1500)) || fail "gave up after $(($(now_ms) - t0)) ms"
+	(($(now_ms) - t0 < 5000)) || fail "gave up only after $(($(now_ms) - t0)) ms"
+	assert_equal "$stderr" ''
+	refute_output --partial ran
+	run -7 dlock -S "$url" -w 0.3 -E 7 pollw true
+	run -1 dlock -S "$url" -n pollw true
+	! waiting_on dlock:pollw
+	wait_until 5 no_pollw_session
+}
+
+@test "postgres: dlock_wait=poll: -s and --limit wait by trying too; --fair and a bad value refused (64); the subcommands take the URL" {
+	psql_hold dlock:polls
+	psql_hold dlock:polll
+	local url t0 peak started
+	url=$(polled_url)
+	t0=$(pollw_tries)
+	start_bg s -S "$url" -s -w 30 polls touch "$T/s.ran"
+	start_bg l -S "$url" --limit 2 -w 30 polll touch "$T/l.ran"
+	wait_until 30 pollw_tries_past $((t0 + 6)) || fail "the waiters do not try: $(cat "$T/s.err" "$T/l.err")"
+	read -r peak started < <(poll_watch 2)
+	((peak <= 1)) || fail "$peak waiters' sessions at once: they hold their backends"
+	((started >= 2)) || fail "only $started tries in 2 s"
+	[[ ! -e $T/s.ran && ! -e $T/l.ran ]] || fail "ran while psql held the lock"
+	touch "$T/dlock:polls.go" "$T/dlock:polll.go"
+	reap s 10
+	assert_equal "$bg_status" 0
+	reap l 10
+	assert_equal "$bg_status" 0
+	[[ -e $T/s.ran && -e $T/l.ran ]]
+	# --fair needs a place in the server's queue, which a connection holds
+	run -64 --separate-stderr dlock -S "$url" --fair -w 1 polled touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'cannot --fair with dlock_wait=poll'* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock -S "$PG_URL&dlock_wait=foo" -w 1 polled touch "$T/ran"
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *'bad server URL'*'dlock_wait=foo'*'server'*'poll'* ]] || fail "stderr: $stderr"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	run -0 dlock -S "$PG_URL&dlock_wait=server" -n polled echo ran
+	assert_output ran
+	# the inspection commands take the URL as it is
+	run -1 dlock status -S "$url" polled
+	run -1 dlock release --force -S "$url" polled
+	run -64 --separate-stderr dlock history -S "$url" polled
+	[[ $stderr == *'PostgreSQL cannot dlock history'* ]] || fail "stderr: $stderr"
+	run -64 --separate-stderr dlock acquire -S "$url" polled
+	[[ $stderr == *'PostgreSQL cannot dlock acquire'* ]] || fail "stderr: $stderr"
+	wait_until 5 no_advisory_lock
+	wait_until 5 no_pollw_session
 }

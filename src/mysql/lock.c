@@ -23,7 +23,9 @@
  * once; "for ever" is a minute at a time), whose socket wakes the core's
  * wait (wait_fds). At the deadline or on a signal the call is cancelled
  * (KILL QUERY from a second connection) and its answer read: a grant that
- * came just before is given back. */
+ * came just before is given back. With dlock_wait=poll a refused try
+ * closes its connection instead, and the core paces the tries
+ * (lock.waits_polling). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,7 @@ int my_open(struct lock *lk, struct error *err)
 	m->lk = lk;
 	m->u = lk->p->servers;
 	m->fence = -1;
+	lk->waits_polling = m->u->poll_wait;
 	my_init(&m->c, m->u, lk->p->password, lk->p->tls);
 	if (my_names(&m->names, m->u, lk->p->prefix, lk->p->name, err) < 0) {
 		free(m);
@@ -388,6 +391,12 @@ enum lock_result my_try(struct lock *lk, int64_t *retry_ms,
 	}
 	if (r == LOCK_HELD)
 		held_by(lk, deadline_ms);
+	/* dlock_wait=poll: no connection kept between tries; the next
+	 * comes at the core's growing pace (lk->waits_polling) */
+	if (r == LOCK_HELD && m->u->poll_wait) {
+		drop(m);
+		return r;
+	}
 	if (r == LOCK_HELD && start_wait(lk, err) == 0) {
 		*retry_ms = -1;
 		return r;

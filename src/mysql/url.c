@@ -17,7 +17,7 @@ static int param(const char *s, size_t len, struct my_url *u, bool *seen_tls,
 	char value[128];
 
 	if (!eq)
-		FAIL("parameter without '=' (want socket=PATH or tls=MODE)");
+		FAIL("parameter without '=' (want socket=PATH, tls=MODE or dlock_wait=poll)");
 	if (klen == 6 && memcmp(s, "socket", 6) == 0) {
 		if (u->socket[0])
 			FAIL("socket= given twice");
@@ -43,7 +43,14 @@ static int param(const char *s, size_t len, struct my_url *u, bool *seen_tls,
 			FAIL("bad tls= (want required, verify-ca or verify-full)");
 		return 0;
 	}
-	FAIL("unknown parameter (want socket=PATH or tls=MODE)");
+	if (klen == 10 && memcmp(s, "dlock_wait", 10) == 0) {
+		if (url_decode(v, vlen, value, sizeof value) < 0 ||
+		    (strcmp(value, "poll") != 0 && strcmp(value, "server") != 0))
+			FAIL("bad dlock_wait= (want server, the default: a waiter waits in GET_LOCK, holding a connection; or poll: it holds none between its tries)");
+		u->poll_wait = strcmp(value, "poll") == 0;
+		return 0;
+	}
+	FAIL("unknown parameter (want socket=PATH, tls=MODE or dlock_wait=poll)");
 }
 
 int my_url_parse(const char *s, void *url, char *err, size_t errlen)

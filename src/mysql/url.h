@@ -4,7 +4,9 @@
  *   mysql://[user[:password]@]host[:port][/database][?param&...]
  *   mariadb://...                      the same engine
  *   params: socket=PATH (a unix socket; host is then only a name),
- *           tls=required|verify-ca|verify-full
+ *           tls=required|verify-ca|verify-full,
+ *           dlock_wait=server|poll (poll: a waiter holds no connection
+ *           between its tries; server, the default: it waits in GET_LOCK)
  * user, password, database and PATH are percent-decoded. */
 #pragma once
 #include <stdbool.h>
@@ -22,6 +24,7 @@ struct my_url {
 	bool has_password;
 	char database[65];	/* "": none */
 	enum my_tls tls;
+	bool poll_wait;		/* dlock_wait=poll */
 	char text[400];		/* for messages: scheme://host:port, no user
 				 * or password; a socket's path after ?socket=;
 				 * scheme://localhost for the default socket */

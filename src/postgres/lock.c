@@ -389,7 +389,8 @@ static bool holder_shown(const struct lock *lk)
 
 /* Someone else has it: who, for the wait line and --verbose (and a mode
  * ours cannot share: 64); with -w, a wait inside the server, in its
- * queue. LOCK_HELD, or LOCK_FAILED with err. */
+ * queue, or with dlock_wait=poll the session closed until the next try.
+ * LOCK_HELD, or LOCK_FAILED with err. */
 static enum lock_result refused(struct lock *lk, int64_t *retry_ms, struct error *err)
 {
 	struct pg *pg = P(lk);
@@ -412,6 +413,12 @@ static enum lock_result refused(struct lock *lk, int64_t *retry_ms, struct error
 	}
 	if (!pg->c)
 		return LOCK_FAILED;
+	/* dlock_wait=poll: no backend kept between tries; the next comes
+	 * at the core's growing pace (lk->waits_polling) */
+	if (pg->url->poll_wait) {
+		pg_disconnect(pg);
+		return LOCK_HELD;
+	}
 	/* --limit has no "any of these" to wait on, and asks again at the
 	 * waiter's pace. */
 	if (lk->p->waits && lk->p->limit <= 0) {
@@ -736,6 +743,11 @@ int pg_open(struct lock *lk, struct error *err)
 	if (!pg)
 		return -1;
 	pg->url = lk->p->servers;
+	lk->waits_polling = pg->url->poll_wait;
+	if (lk->p->fair && pg->url->poll_wait) {
+		error_set(err, EX_USAGE, "PostgreSQL cannot --fair with dlock_wait=poll: a waiter keeps its place in the server's queue only on a connection it holds (dlock_wait=server)");
+		return -1;
+	}
 	if (lk->p->limit > PG_LIMIT_MAX) {
 		error_set(err, EX_USAGE, "PostgreSQL takes --limit up to %d", PG_LIMIT_MAX);
 		return -1;

@@ -12,7 +12,9 @@
  * tcp_user_timeout). A waiter waits inside the server, in its lock queue
  * (arrival order), woken by the reply; at its deadline the call is
  * cancelled and the connection closed, which gives back a lock granted
- * just before the cancel arrived.
+ * just before the cancel arrived. With dlock_wait=poll a waiter holds
+ * no backend: each try connects, asks pg_try_advisory_lock and, refused,
+ * disconnects; the core paces the tries (lock.waits_polling).
  *
  * The session must be ours alone: a pooler in transaction mode hands its
  * backend to other clients between our statements (and their advisory

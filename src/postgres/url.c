@@ -1,8 +1,8 @@
 /* url.c - PostgreSQL: the postgres:// URLs, checked with libpq's own
  * parser (libpq takes them as they are: sslmode, host=/socket/dir,
- * .pgpass and PGPASSWORD work), dlock's own parameters (dlock_pooling)
- * taken out, their text for messages with any password masked. Pure: no
- * I/O. */
+ * .pgpass and PGPASSWORD work), dlock's own parameters (dlock_pooling,
+ * dlock_wait) taken out, their text for messages with any password
+ * masked. Pure: no I/O. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,8 +74,16 @@ static int own_params(const char *uri, struct pg_url *u, char **rest, char *why,
 			(*rest)[o++] = sep;
 			memcpy(*rest + o, p, n);
 			o += n;
+		} else if (strcmp(key, "dlock_wait") == 0) {
+			pg_unescape(p + k + (k < n), n - k - (k < n), value, sizeof value);
+			if (strcmp(value, "poll") != 0 && strcmp(value, "server") != 0) {
+				snprintf(why, len, "dlock_wait=%.40s: want server (the default: a waiter waits in the server's queue, holding a backend) or poll (it holds no connection between its tries)",
+					 value);
+				goto bad;
+			}
+			u->poll_wait = strcmp(value, "poll") == 0;
 		} else if (strcmp(key, "dlock_pooling") != 0) {
-			snprintf(why, len, "unknown parameter '%.40s' (dlock's own: dlock_pooling=session)",
+			snprintf(why, len, "unknown parameter '%.40s' (dlock's own: dlock_pooling=session, dlock_wait=poll)",
 				 key);
 			goto bad;
 		} else {

@@ -15,6 +15,10 @@ struct pg_url {
 				 * keeps one backend per client connection
 				 * and resets it after is declared in the
 				 * path (else a pooler is refused) */
+	bool poll_wait;		/* dlock_wait=poll: a waiter holds no
+				 * connection between its tries (else it
+				 * waits in the server's queue, holding a
+				 * backend) */
 	bool has_dbname;	/* it names the database (else libpq's
 				 * default: PGDATABASE, or the user's name) */
 	bool has_password;

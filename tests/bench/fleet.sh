@@ -44,7 +44,10 @@
 # options for every host, e.g. "--node-timeout 10"), ZK_CONF (a zoo.cfg
 # line, e.g. "maxClientCnxns=10", for a small case of the same),
 # PG_SETTINGS (PostgreSQL server options, e.g. "-c max_connections=300"),
-# POOL (90),
+# URL_EXTRA (query parameters added to the server URL, e.g.
+# "dlock_wait=poll" on postgres, pgbouncer or mysql: waiters that hold no
+# connection; they queue nowhere in the server, so -w's count settles
+# STABLE s after the instant), POOL (90),
 # CSV. As root (mariadbd
 # and PostgreSQL run as their own users). Everything it starts is stopped
 # by PID (process groups for the hosts), whatever happens.
@@ -69,6 +72,7 @@ IDLE=${IDLE:-25}
 DEADLINE=${DEADLINE:-300}
 EXTRA=${EXTRA:-}
 PG_SETTINGS=${PG_SETTINGS:-}	# more server options for PostgreSQL ("-c max_connections=300")
+URL_EXTRA=${URL_EXTRA:-}	# more URL parameters ("dlock_wait=poll")
 
 die() { echo "fleet.sh: $*" >&2; exit 1; }
 note() { echo "fleet.sh: $*" >&2; }
@@ -537,7 +541,7 @@ scenario_n() {	# ENGINE N
 scenario_w() {	# ENGINE N
 	local eng=$1 n=$2 key="fleet-w$2-$RANDOM" dir=$T/s.$1.w.$2 wargs=()
 	local c0 c1 o0 o1 q q0 qprev t_stable t_rel moved s_us e_us st0 st1 rej0 rej1 cpu_idle req_idle
-	local go_us peak runs bad hist drain l0 holder
+	local go_us peak p0 ipeak runs bad hist drain l0 holder
 	mkdir -p "$dir"
 	[[ $WAIT == forever ]] || wargs=(-w "$WAIT")
 	: >"$dir/log"
@@ -559,6 +563,7 @@ scenario_w() {	# ENGINE N
 	# (etcd's watchers count a watch its waiter gave up on until the
 	# server sees it closed)
 	qprev=$q0 t_stable=$SECONDS t_rel=$SECONDS moved=0
+	[[ $URL != *dlock_wait=poll* ]] || moved=1	# nobody queues in the server
 	while :; do
 		q=$(queued_"$eng" "$key" 2>/dev/null || echo "$qprev")
 		if [[ $q != "$qprev" ]]; then qprev=$q t_stable=$SECONDS moved=1; fi
@@ -568,11 +573,13 @@ scenario_w() {	# ENGINE N
 	done
 	sleep "$SETTLE"
 	read -r st0 rej0 < <(stats_"$eng")
-	c0=$(cpu_ticks) s_us=$(now_us)
+	c0=$(cpu_ticks) s_us=$(now_us) p0=$(wc -l <"$T/peak")
 	[[ -z ${DEBUG:-} ]] || note "idle window: $st0 requests, $rej0 rejected so far"
 	[[ -z ${DEBUG:-} || $eng != etcd ]] || curl -s "http://127.0.0.1:$PORT/metrics" | grep '^grpc_server_msg_received_total' >"$T/m0"
 	sleep "$IDLE"
 	c1=$(cpu_ticks) e_us=$(now_us)
+	# the idle window's own peak (the waiters' arrival has the run's)
+	ipeak=$(sed -n "$((p0 + 1)),\$p" "$T/peak" | sort -n | tail -n 1)
 	read -r st1 rej1 < <(stats_"$eng")
 	[[ -z ${DEBUG:-} ]] || note "idle window: $st1 requests, $rej1 rejected so far"
 	[[ -z ${DEBUG:-} || $eng != etcd ]] || { curl -s "http://127.0.0.1:$PORT/metrics" | grep '^grpc_server_msg_received_total' >"$T/m1"; diff "$T/m0" "$T/m1" >&2 || true; }
@@ -599,9 +606,9 @@ scenario_w() {	# ENGINE N
 	local hand
 	hand=$(awk '{ v[NR] = $1 } END { if (!NR) { print "-"; exit }
 		printf "%.0f / %.0f ms", v[int((NR + 1) / 2)] / 1000, v[NR] / 1000 }' "$dir/hand")
-	row "$(printf '| %s | -w | %d | %d%s | %s | %s (%s s) | %s | %s | %s %% (%s per waiter) | %s (%s rejected) | %s s | %s | %s |' \
+	row "$(printf '| %s | -w | %d | %d%s | %s | %s (%s s) | %s (idle %s) | %s | %s %% (%s per waiter) | %s (%s rejected) | %s s | %s | %s |' \
 		"$eng" "$n" "$runs" "$( ((bad == 0)) || echo " ($bad overlaps)")" "$hist" \
-		"$q queued" "$(secs "$RELEASE_US" "$go_us")" "$peak" "$((o1 - o0))" \
+		"$q queued" "$(secs "$RELEASE_US" "$go_us")" "$peak" "${ipeak:-?}" "$((o1 - o0))" \
 		"$cpu_idle" "$(awk -v c="$cpu_idle" -v n="$n" 'BEGIN { printf "%.3f", c / n }')" \
 		"$req_idle" "$((rej1 - rej0))" "$drain" "$hand" "$l0-$(load)")"
 	errors_top "$dir/err"
@@ -613,10 +620,11 @@ scenario_w() {	# ENGINE N
 
 echo "fleet.sh: $(nproc) CPUs, clients on CPU $CLIENT_CPU, servers on CPU $SERVER_CPU;" \
 	"$("$DLOCK" --version | head -n 1) ($DLOCK); -t $TTL, -n with --min-hold $MIN_HOLD and a ${JOB}s job," \
-	"-w ${WAIT}${EXTRA:+; extra: $EXTRA}; load $(cut -d ' ' -f 1-3 /proc/loadavg)"
+	"-w ${WAIT}${EXTRA:+; extra: $EXTRA}${URL_EXTRA:+; URL: ?$URL_EXTRA}; load $(cut -d ' ' -f 1-3 /proc/loadavg)"
 for eng in $ENGINES; do
 	declare -F "start_$eng" >/dev/null || die "unknown engine '$eng'"
 	"start_$eng"
+	[[ -z $URL_EXTRA ]] || URL+=$([[ $URL == *\?* ]] && echo '&' || echo '?')$URL_EXTRA
 	echo
 	echo "$VERSION on 127.0.0.1:$PORT"
 	for mode in $MODES; do
@@ -624,7 +632,7 @@ for eng in $ENGINES; do
 			echo "| engine | mode | hosts | runs | exit statuses | spread | last loser (last) | peak conns | listen overflows | server CPU | requests (turned away) | load |"
 			echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 		else
-			echo "| engine | mode | waiters | runs | exit statuses | settled | peak conns | listen overflows | idle server CPU | idle requests/s per waiter (turned away in all) | drain | handoff median / max | load |"
+			echo "| engine | mode | waiters | runs | exit statuses | settled | peak conns (idle) | listen overflows | idle server CPU | idle requests/s per waiter (turned away in all) | drain | handoff median / max | load |"
 			echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 		fi
 		for n in $SIZES; do

@@ -67,6 +67,14 @@ int main(void)
 
 	bad("mysql://");
 	bad("mysql:///app");
+	ok(parse("mysql://h/app") == 0 && !u.poll_wait, "no dlock_wait=: waits in GET_LOCK");
+	ok(parse("mysql://h/app?dlock_wait=poll&tls=required") == 0 && u.poll_wait &&
+	   u.tls == MY_TLS_REQUIRED, "dlock_wait=poll (%s)", err);
+	ok(parse("mariadb://h/app?dlock_wait=server") == 0 && !u.poll_wait,
+	   "dlock_wait=server (%s)", err);
+	bad("mysql://h/app?dlock_wait=foo");
+	bad("mysql://h/app?dlock_wait=");
+	bad("mysql://h/app?dlock_pooling=session");
 	bad("mysql://h:0");
 	bad("mysql://h:65536");
 	bad("mysql://h:-1");
