@@ -550,7 +550,7 @@ struct engine {
  * a module left from an older build would be called through a struct of
  * another layout. The number has a section of its own, which a test
  * patches in a copy of a module (tests/modules.bats). */
-#define ENGINE_ABI 3
+#define ENGINE_ABI 4
 #define ENGINE_ABI_SYMBOL "dlock_engine_abi"
 extern const unsigned dlock_engine_abi;
 #define ENGINE_MODULE_ABI \

@@ -203,9 +203,15 @@ static int parse_sentinel(const char *s, struct url *u, char *err, size_t errlen
 		FAIL("missing master name after '/'");
 	if (strlen(slash + 1) >= sizeof u->master)
 		FAIL("master name too long");
-	for (const char *m = slash + 1; *m; m++)
+	for (const char *m = slash + 1; *m; m++) {
+		/* '?' and '#' would begin parameters and fragments in any
+		 * other URL: taken into the name, they would hide a typo */
+		if (*m == '?' || *m == '#')
+			FAIL("'%c' in the master name: redis-sentinel:// takes no parameters",
+			     *m);
 		if (!isgraph((unsigned char)*m) || *m == '/')
 			FAIL("bad master name");
+	}
 	strcpy(u->master, slash + 1);
 	while (p < slash) {
 		const char *comma = memchr(p, ',', (size_t)(slash - p));

@@ -293,6 +293,8 @@ int main(void)
 	bad("unix:/tmp/x?db=-1");
 	bad("redis-sentinel://h1:26379");
 	bad("redis-sentinel://h1:0/m");
+	bad("redis-sentinel://h1/m?dlock_wait=poll");
+	bad("rediss-sentinel://h1/m#x");
 	bad("redis-sentinel://h1:1,h2:2,h3:3,h4:4,h5:5,h6:6,h7:7,h8:8,h9:9/m");
 
 	memset(long_s, 0, sizeof long_s);
