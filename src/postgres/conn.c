@@ -606,7 +606,7 @@ static void pool_full(struct lock *lk, int64_t pause_ms, struct error *err)
 {
 	lk->busy = true;
 	lk->full_at_a_cost = true;	/* a backend held for the pause: 0.8 s on */
-	error_set(err, EX_UNAVAILABLE, "%s: the pool had no second backend free for dlock's check (none within %.2g s): telling session pooling from transaction pooling takes two backends at once; the pool's others are in use (PgBouncer: default_pool_size)",
+	error_set(err, EX_UNAVAILABLE, "%s: the pool had no second backend free for dlock's check (none within %.2g s): telling session pooling from transaction pooling takes two backends at once; the pool's others are in use, or its answers are slow (PgBouncer: default_pool_size)",
 		  P(lk)->url->text, (double)pause_ms / 1000);
 }
 
