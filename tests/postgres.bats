@@ -765,6 +765,73 @@ pooled_backends_clean() {
 	wait_until 10 no_advisory_lock
 }
 
+@test "postgres: through PgBouncer in session mode with a pool of 4, a holder and 20 waiters: 2 wait in the server, the rest outside; each runs once, one at a time, within seconds" {
+	# issue 30: each waiter's pooler check asks for a second backend; with
+	# the pool full it queued behind everyone else while the waiter held
+	# its own, until --node-timeout (growing after each failure): the
+	# queue drained in fits (main: 52 s here, or fewer than 2 in the
+	# server's queue). Now a check whose second client gets no backend
+	# within a pause gives its own back and tries again later: pool - 2
+	# waiters queue in the server (each needed two backends to get in),
+	# the rest wait outside, and come back within about 5 s
+	local i pid t0 ms pids=()
+	start_pgbouncer session "default_pool_size = 4"
+	"$DLOCK" -S "$BOUNCER_DLOCK_URL" -t 30 queue sh -c \
+		'touch "$0/held"; while [ ! -e "$0/go" ]; do sleep 0.05; done' "$T" 2>"$T/h.err" 3>&- &
+	track $!
+	wait_until 10 test -e "$T/held" || fail "the holder did not start: $(cat "$T/h.err")"
+	for ((i = 0; i < 20; i++)); do
+		"$DLOCK" -S "$BOUNCER_DLOCK_URL" -t 30 -w 60 queue sh -c \
+			'mkdir "$0/in" 2>/dev/null || touch "$0/overlap"; echo ran >>"$0/runs"; sleep 0.1; rmdir "$0/in"' \
+			"$T" 2>>"$T/w.err" 3>&- &
+		pids+=($!)
+		track $!
+	done
+	waiting_2() {
+		[[ $(psql_ "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 2 ]]
+	}
+	wait_until 15 waiting_2 ||
+		fail "not 2 waiters in the server's queue: $(psql_ "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") ($(cat "$T/w.err"))"
+	# the waiters outside come and go a while (on main, their checks'
+	# waits grew to 10 s meanwhile)
+	sleep 6
+	t0=$(now_ms)
+	touch "$T/go"
+	for pid in "${pids[@]}"; do
+		wait "$pid" || fail "a waiter exited $?: $(cat "$T/w.err")"
+	done
+	ms=$(($(now_ms) - t0))
+	((ms < 12000)) || fail "20 waiters took $ms ms after the release"
+	assert_equal "$(wc -l <"$T/runs")" 20
+	[[ ! -e $T/overlap ]] || fail "two jobs held the lock at once"
+	stop_pgbouncer
+	wait_until 10 no_advisory_lock
+}
+
+@test "postgres: through PgBouncer in session mode, a pool with no second backend for the check: -n is a busy server, tried within --connect-budget, then 69 naming the pool" {
+	# a pool of 3: the holder's backend, a waiter's (blocked in the
+	# server), and one for the next: its check's second client gets none
+	local t0
+	start_pgbouncer session "default_pool_size = 3"
+	"$DLOCK" -S "$BOUNCER_DLOCK_URL" -t 30 full sh -c \
+		'touch "$0/held"; while [ ! -e "$0/go" ]; do sleep 0.05; done' "$T" 2>"$T/h.err" 3>&- &
+	track $!
+	wait_until 10 test -e "$T/held" || fail "the holder did not start: $(cat "$T/h.err")"
+	"$DLOCK" -S "$BOUNCER_DLOCK_URL" -t 30 -w 60 full touch "$T/waiter.ran" 2>"$T/w.err" 3>&- &
+	track $!
+	wait_until 10 waiting_on dlock:full || fail "the waiter is not in the server's queue: $(cat "$T/w.err")"
+	t0=$(now_ms)
+	run -69 --separate-stderr dlock -S "$BOUNCER_DLOCK_URL" -n full touch "$T/ran"
+	(($(now_ms) - t0 >= 500)) || fail "-n gave up after $(($(now_ms) - t0)) ms: not tried again"
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	[[ ${stderr_lines[-1]} == *'no second backend free for'*'check'*'default_pool_size'* ]] || fail "stderr: $stderr"
+	# the waiter in the server's queue has its turn
+	touch "$T/go"
+	wait_until 10 test -e "$T/waiter.ran" || fail "the waiter did not run: $(cat "$T/w.err")"
+	stop_pgbouncer
+	wait_until 10 no_advisory_lock
+}
+
 @test "postgres: a pooler the URL does not declare is refused (69), one line saying what to write, nothing taken or set" {
 	# PgBouncer refuses the settings dlock starts its session with
 	# (unsupported startup parameter: options)

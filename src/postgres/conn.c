@@ -574,22 +574,59 @@ int pg_next_is_ours(struct lock *lk, bool *left, struct error *err)
  * LIFO pool's next request takes the backend released last), or moves
  * our statements. Then the lock's statement takes it only as the next
  * transaction on that backend, with no advisory lock on it (GUARD_POOLED:
- * nobody's left over). 0, or -1 with err. */
+ * nobody's left over). 0, or -1 with err.
+ *
+ * The second client needs a backend of its own while we hold ours. With
+ * the pool full (session pooling, its backends held by waiters blocked in
+ * pg_advisory_lock), its question queues in the pooler behind everyone
+ * else's; waiting for it while holding our backend held up the pool
+ * (each newcomer holding one backend and waiting for a second until
+ * --node-timeout: issue 30). An unanswered question proves nothing (a
+ * transaction pooler's answer may only be late: review6), so a check
+ * whose question gets no answer within a short pause gives our backend
+ * back (the session closes) and comes back as a busy server, tried again
+ * after a jittered pause, as a full server's "too many clients" is. */
 #define POOLER_ROUNDS 3
+/* The pause for the second client's answer: a backend freed in the pool
+ * is handed on within a few ms; 0.1 to 0.3 s, drawn (so that waiters
+ * that gave up together do not come back together), plus twice our own
+ * statement's round trip (a slow link is no full pool). */
+#define POOLER_PAUSE_MIN_MS 100
+#define POOLER_PAUSE_JITTER_MS 200
+
+static int64_t pooler_pause_ms(int64_t round_trip_ms)
+{
+	return POOLER_PAUSE_MIN_MS + (int64_t)arc4random_uniform(POOLER_PAUSE_JITTER_MS + 1) +
+	       2 * round_trip_ms;
+}
+
+/* The second client's question got no answer within pause_ms: busy, our
+ * session to be closed by the caller (the pooler hands our backend on). */
+static void pool_full(struct lock *lk, int64_t pause_ms, struct error *err)
+{
+	lk->busy = true;
+	lk->full_at_a_cost = true;	/* a backend held for the pause: 0.8 s on */
+	error_set(err, EX_UNAVAILABLE, "%s: the pool had no second backend free for dlock's check (none within %.2g s): telling session pooling from transaction pooling takes two backends at once; the pool's others are in use, or its answers are slow (PgBouncer: default_pool_size)",
+		  P(lk)->url->text, (double)pause_ms / 1000);
+}
+
 int pg_pooler_check(struct lock *lk, const char *first_pid, struct error *err)
 {
 	struct pg *pg = P(lk);
 	struct pg_session s = { lk->ttl_ms, PG_APPLICATION_NAME, true };
+	const char *probe = "SELECT pg_backend_pid() FROM pg_sleep(0.002)";
 	PGconn *other = NULL;
 	PGresult *r;
 	bool dead, shared, left;
 	enum pg_refusal why;
+	int64_t start_ms = clock_now_ms(), pause_ms;
 	int ours;
 
 	snprintf(pg->pid, sizeof pg->pid, "%s", first_pid);
 	pg->vxid[0] = '\0';
 	if ((ours = pg_next_is_ours(lk, &left, err)) < 0)
 		return -1;
+	pause_ms = pooler_pause_ms(clock_now_ms() - start_ms);
 	if (left) {
 		/* a client's lock, or a dlock's killed or released there: the
 		 * next client gets what the last one left (dlock's release
@@ -601,16 +638,20 @@ int pg_pooler_check(struct lock *lk, const char *first_pid, struct error *err)
 			  pg->url->text);
 		return -1;
 	}
+	/* (PgBouncer answers a login itself, from the parameters of a
+	 * backend it keeps: no backend taken yet) */
 	if (ours && !(other = pg_connect(pg->url, lk->p, &s,
 					 clock_now_ms() + lk->node_timeout_ms, &why, err)))
 		return -1;
 	for (int i = 0; ours == 1 && i < POOLER_ROUNDS; i++) {
-		r = pg_query(other, pg->url, "SELECT pg_backend_pid() FROM pg_sleep(0.002)", NULL, 0,
-			     clock_now_ms() + lk->node_timeout_ms, &dead, err);
+		if (pg_send(other, pg->url, probe, NULL, 0, err) < 0) {
+			ours = -1;
+			break;
+		}
+		r = pg_result(other, pg->url, clock_now_ms() + pause_ms, &dead, err);
 		if (!r) {
 			if (!dead)
-				error_set(err, EX_UNAVAILABLE, "%s: a second connection through the pooler got no backend in time (the check of a pooled session takes two: a pool of one that ours fills waits for ever)",
-					  pg->url->text);
+				pool_full(lk, pause_ms, err);
 			ours = -1;
 			break;
 		}
