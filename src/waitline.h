@@ -21,5 +21,11 @@ void waitline_update(struct waitline *wl, const char *holder, long queue_pos,
 		     bool fair);
 /* "held by user@host pid N (command) for Xs", from the holder info. */
 void waitline_describe(const char *holder, char *out, size_t len);
+/* Whether anybody reads who holds the lock while we wait: the wait line
+ * (verbose, or a terminal after a second) and --notify's STATUS. An
+ * engine whose refused try needs a statement more to learn the holder
+ * asks it only then: in cron and CI nobody reads it, and with many
+ * waiters the server spends on it what the hand-offs need. */
+bool waitline_holder_shown(bool verbose);
 /* Erases the line once the wait is over. */
 void waitline_clear(struct waitline *wl);

@@ -35,6 +35,7 @@
 #include <openssl/evp.h>
 #include "clock.h"
 #include "mysql.h"
+#include "waitline.h"
 
 /* The longest one blocking GET_LOCK waits when -w allows more ("for
  * ever"): then another. A dlock killed while it waits leaves a waiter in
@@ -389,7 +390,9 @@ enum lock_result my_try(struct lock *lk, int64_t *retry_ms,
 			my_done(&m->c);
 		return r;
 	}
-	if (r == LOCK_HELD)
+	/* who holds it, only for somebody who reads it: a statement more
+	 * for each of a fleet's refused tries (and dlock_wait=poll's) */
+	if (r == LOCK_HELD && waitline_holder_shown(lk->p->verbose))
 		held_by(lk, deadline_ms);
 	/* dlock_wait=poll: no connection kept between tries; the next
 	 * comes at the core's growing pace (lk->waits_polling) */

@@ -8,7 +8,7 @@
 #include <sysexits.h>
 #include <unistd.h>
 #include "clock.h"
-#include "notify.h"
+#include "waitline.h"
 #include "postgres.h"
 
 static bool shared(const struct lock *lk)
@@ -377,14 +377,12 @@ static enum lock_result took(struct lock *lk, struct attempt *a, struct error *e
 	return res;
 }
 
-/* Whether anybody reads who holds the lock while we wait: the wait line
- * (--verbose, or a terminal after a second: waitline.c) and --notify's
- * STATUS. In cron and CI nobody does, and the look costs a new backend
- * a statement (pg_lock_status(), about 1 ms of its CPU) per waiter: with
- * many waiters on a small server, CPU the hand-offs need. */
+/* The look at the holder costs a new backend a statement
+ * (pg_lock_status(), about 1 ms of its CPU) per waiter: asked only when
+ * somebody reads it (waitline_holder_shown()). */
 static bool holder_shown(const struct lock *lk)
 {
-	return lk->p->verbose || isatty(STDERR_FILENO) || notify_active();
+	return waitline_holder_shown(lk->p->verbose);
 }
 
 /* Someone else has it: who, for the wait line and --verbose (and a mode
