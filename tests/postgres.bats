@@ -1373,3 +1373,20 @@ poll_watch() {
 	wait_until 5 no_advisory_lock
 	wait_until 5 no_pollw_session
 }
+
+@test "postgres: dlock_wait= given twice, or with a value that decodes to more than poll (%00), is 64, one line, nothing run" {
+	# the last one would win, whichever the reader saw; "poll%00x" was
+	# read as poll (the decoded NUL ended the comparison)
+	local q
+	for q in 'dlock_wait=poll&dlock_wait=server' 'dlock_wait=server&dlock_wait=poll' \
+		'dlock_wait=poll%00x' 'dlock_wa%69t=poll%00' 'dlock_pooling=session%00'; do
+		run -64 --separate-stderr dlock -S "$PG_URL&$q" -n twice touch "$T/ran"
+		assert_equal "${#stderr_lines[@]}" 1
+		[[ $stderr == *'bad server URL'* ]] || fail "$q: stderr: $stderr"
+	done
+	[[ ! -e $T/ran ]] || fail "the command ran"
+	# one of each, and an escape that decodes to poll, are fine
+	run -0 dlock -S "$PG_URL&dlock_wait=po%6cl&dlock_pooling=session" -n twice echo ran
+	assert_output ran
+	wait_until 5 no_advisory_lock
+}

@@ -7,7 +7,12 @@
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
-static int param(const char *s, size_t len, struct my_url *u, bool *seen_tls,
+/* seen: the parameters given so far (SEEN_*): each once, as the last
+ * would win whichever the reader saw */
+#define SEEN_TLS 1u
+#define SEEN_WAIT 2u
+
+static int param(const char *s, size_t len, struct my_url *u, unsigned *seen,
 		 char *err, size_t errlen)
 {
 	const char *eq = memchr(s, '=', len);
@@ -28,9 +33,9 @@ static int param(const char *s, size_t len, struct my_url *u, bool *seen_tls,
 		return 0;
 	}
 	if (klen == 3 && memcmp(s, "tls", 3) == 0) {
-		if (*seen_tls)
+		if (*seen & SEEN_TLS)
 			FAIL("tls= given twice");
-		*seen_tls = true;
+		*seen |= SEEN_TLS;
 		if (url_decode(v, vlen, value, sizeof value) < 0)
 			FAIL("bad tls= (want required, verify-ca or verify-full)");
 		if (strcmp(value, "required") == 0)
@@ -44,6 +49,9 @@ static int param(const char *s, size_t len, struct my_url *u, bool *seen_tls,
 		return 0;
 	}
 	if (klen == 10 && memcmp(s, "dlock_wait", 10) == 0) {
+		if (*seen & SEEN_WAIT)
+			FAIL("dlock_wait= given twice");
+		*seen |= SEEN_WAIT;
 		if (url_decode(v, vlen, value, sizeof value) < 0 ||
 		    (strcmp(value, "poll") != 0 && strcmp(value, "server") != 0))
 			FAIL("bad dlock_wait= (want server, the default: a waiter waits in GET_LOCK, holding a connection; or poll: it holds none between its tries)");
@@ -57,7 +65,7 @@ int my_url_parse(const char *s, void *url, char *err, size_t errlen)
 {
 	struct my_url *u = url;
 	const char *p, *end, *at, *slash, *query;
-	bool seen_tls = false;
+	unsigned seen = 0;
 
 	memset(u, 0, sizeof *u);
 	if (strncmp(s, "mysql://", 8) == 0) {
@@ -114,7 +122,7 @@ int my_url_parse(const char *s, void *url, char *err, size_t errlen)
 		const char *amp = strchr(q, '&');
 		size_t len = amp ? (size_t)(amp - q) : (size_t)(end - q);
 
-		if (param(q, len, u, &seen_tls, err, errlen) < 0)
+		if (param(q, len, u, &seen, err, errlen) < 0)
 			return -1;
 		q += len + (amp ? 1 : 0);
 		if (amp && q == end)

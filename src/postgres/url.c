@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <libpq-fe.h>
-#include "comment.h"	/* pg_unescape() */
 #include "engine.h"
 #include "url.h"
 #include "urlpart.h"
@@ -54,6 +53,7 @@ static int own_params(const char *uri, struct pg_url *u, char **rest, char *why,
 		      size_t len)
 {
 	const char *q = strchr(uri, '?');
+	bool seen_wait = false;
 	size_t o;
 
 	*rest = malloc(strlen(uri) + 1);
@@ -65,32 +65,42 @@ static int own_params(const char *uri, struct pg_url *u, char **rest, char *why,
 	memcpy(*rest, uri, o);
 	for (const char *p = q ? q + 1 : NULL; p && *p; p += *p == '&') {
 		size_t n = strcspn(p, "&"), k = strcspn(p, "=&");
+		const char *v = p + k + (k < n);
+		size_t vlen = n - k - (k < n);
 		char key[64], value[64];
 
-		pg_unescape(p, k, key, sizeof key);
-		if (strncmp(key, "dlock_", 6) != 0) {
+		/* a key that does not decode (a bad or NUL escape, too long)
+		 * is libpq's to refuse */
+		if (url_decode(p, k, key, sizeof key) < 0 || strncmp(key, "dlock_", 6) != 0) {
 			char sep = o == (size_t)(q - uri) ? '?' : '&';
 
 			(*rest)[o++] = sep;
 			memcpy(*rest + o, p, n);
 			o += n;
 		} else if (strcmp(key, "dlock_wait") == 0) {
-			pg_unescape(p + k + (k < n), n - k - (k < n), value, sizeof value);
-			if (strcmp(value, "poll") != 0 && strcmp(value, "server") != 0) {
-				snprintf(why, len, "dlock_wait=%.40s: want server (the default: a waiter waits in the server's queue, holding a backend) or poll (it holds no connection between its tries)",
-					 value);
+			/* url_decode(): "poll%00x" is no poll */
+			if (url_decode(v, vlen, value, sizeof value) < 0 ||
+			    (strcmp(value, "poll") != 0 && strcmp(value, "server") != 0)) {
+				snprintf(why, len, "dlock_wait=%.*s: want server (the default: a waiter waits in the server's queue, holding a backend) or poll (it holds no connection between its tries)",
+					 (int)(vlen < 40 ? vlen : 40), v);
 				goto bad;
 			}
+			/* the last one would win, whichever the reader saw */
+			if (seen_wait) {
+				snprintf(why, len, "dlock_wait= given twice");
+				goto bad;
+			}
+			seen_wait = true;
 			u->poll_wait = strcmp(value, "poll") == 0;
 		} else if (strcmp(key, "dlock_pooling") != 0) {
 			snprintf(why, len, "unknown parameter '%.40s' (dlock's own: dlock_pooling=session, dlock_wait=poll)",
 				 key);
 			goto bad;
 		} else {
-			pg_unescape(p + k + (k < n), n - k - (k < n), value, sizeof value);
-			if (strcmp(value, "session") != 0) {
-				snprintf(why, len, "dlock_pooling=%.40s: an advisory lock belongs to a session, so only a pooler that gives each client one backend for its whole connection can carry it (dlock_pooling=session)",
-					 value);
+			if (url_decode(v, vlen, value, sizeof value) < 0 ||
+			    strcmp(value, "session") != 0) {
+				snprintf(why, len, "dlock_pooling=%.*s: an advisory lock belongs to a session, so only a pooler that gives each client one backend for its whole connection can carry it (dlock_pooling=session)",
+					 (int)(vlen < 40 ? vlen : 40), v);
 				goto bad;
 			}
 			u->session_pooling = true;

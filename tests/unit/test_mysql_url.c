@@ -74,6 +74,10 @@ int main(void)
 	   "dlock_wait=server (%s)", err);
 	bad("mysql://h/app?dlock_wait=foo");
 	bad("mysql://h/app?dlock_wait=");
+	/* the last would win, whichever the reader saw */
+	bad("mysql://h/app?dlock_wait=poll&dlock_wait=server");
+	bad("mysql://h/app?dlock_wait=server&dlock_wait=poll");
+	bad("mysql://h/app?dlock_wait=poll%00x");
 	bad("mysql://h/app?dlock_pooling=session");
 	bad("mysql://h:0");
 	bad("mysql://h:65536");
