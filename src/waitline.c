@@ -22,12 +22,12 @@ void waitline_init(struct waitline *wl, const char *key, bool verbose)
 	};
 }
 
-/* "host\tpid\tuser\tsince_ms\tcommand[ +N]" -> "user@host pid N (cmd) for Xs" */
 bool waitline_holder_shown(bool verbose)
 {
 	return verbose || isatty(STDERR_FILENO) || notify_active();
 }
 
+/* "host\tpid\tuser\tsince_ms\tcommand[ +N]" -> "user@host pid N (cmd) for Xs" */
 void waitline_describe(const char *info, char *out, size_t len)
 {
 	char host[128] = "", user[64] = "", cmd[128] = "";

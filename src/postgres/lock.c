@@ -8,8 +8,8 @@
 #include <sysexits.h>
 #include <unistd.h>
 #include "clock.h"
-#include "waitline.h"
 #include "postgres.h"
+#include "waitline.h"
 
 static bool shared(const struct lock *lk)
 {
