@@ -308,6 +308,35 @@ finish() {	# finish ID [SECONDS]: let the job end, reap its dlock
 	reap "$@"
 }
 
+# section_waiters N URL KEY: N dlocks waiting (-w 60) for KEY, each
+# running a short section that notes an overlap ($T/overlap) and its pid
+# ($T/ran); their stderr in $T/poll.err, their pids in section_pids.
+section_waiters() {
+	local i
+	section_pids=()
+	for ((i = 0; i < $1; i++)); do
+		"$DLOCK" -S "$2" -w 60 "$3" sh -c \
+			'mkdir "$0/in" 2>/dev/null || touch "$0/overlap"; echo "$$" >>"$0/ran"; sleep 0.1; rmdir "$0/in"' \
+			"$T" 2>>"$T/poll.err" &
+		section_pids+=($!)
+		track $!
+	done
+}
+
+# sections_ran_once N: every one of section_waiters' N dlocks exits 0,
+# each ran its section once, never two at once.
+sections_ran_once() {
+	local i rc bad=0
+	for i in "${section_pids[@]}"; do
+		rc=0
+		wait "$i" || rc=$?
+		((rc == 0)) || bad=$((bad + 1))
+	done
+	((bad == 0)) || fail "$bad waiters failed: $(cat "$T/poll.err")"
+	[[ ! -e $T/overlap ]] || fail "two waiters ran at once"
+	assert_equal "$(sort -u "$T/ran" | wc -l) $(wc -l <"$T/ran")" "$1 $1"
+}
+
 # $T/tjob P [CMD...]: stamps P.start (µs), runs CMD, then waits for
 # P.release; SIGTERM stamps P.told and ends it (11).
 write_tjob() {

@@ -1039,22 +1039,16 @@ poller_peak() {
 	poll_account
 	pyhold p dlock:polled
 	wait_until 5 test -e "$T/p.held"
-	local i pids=() t0 t1 peak rc bad=0
+	local i t0 t1 peak
 	t0=$(poller_tries)
-	for i in 1 2 3 4 5 6 7 8; do
-		"$DLOCK" -S "$PU" -w 60 polled sh -c \
-			'mkdir "$0/in" 2>/dev/null || touch "$0/overlap"; echo "$$" >>"$0/ran"; sleep 0.1; rmdir "$0/in"' \
-			"$T" 2>>"$T/poll.err" &
-		pids+=($!)
-		track $!
-	done
+	section_waiters 8 "$PU" polled
 	# past their first tries (0.1, 0.2, 0.4, 0.8 s apart): four each
 	wait_until 30 poller_tries_past $((t0 + 32)) || fail "the waiters do not try: $(cat "$T/poll.err")"
 	t0=$(poller_tries)
 	peak=$(poller_peak 4)
 	t1=$(poller_tries)
 	echo "# 8 waiters: at most $peak connections at once; $((t1 - t0)) tries in 4 s" >&3
-	for i in "${pids[@]}"; do
+	for i in "${section_pids[@]}"; do
 		alive "$i" || fail "a waiter ended while the lock was held: $(cat "$T/poll.err")"
 	done
 	((peak <= 3)) || fail "$peak of 8 waiters' connections at once: they hold them"
@@ -1062,14 +1056,7 @@ poller_peak() {
 	no_waiters || fail "a waiter waits in GET_LOCK"
 	[[ ! -e $T/ran ]] || fail "a waiter ran while PyMySQL held the lock"
 	touch "$T/p.release"
-	for i in "${pids[@]}"; do
-		rc=0
-		wait "$i" || rc=$?
-		((rc == 0)) || bad=$((bad + 1))
-	done
-	((bad == 0)) || fail "$bad waiters failed: $(cat "$T/poll.err")"
-	[[ ! -e $T/overlap ]] || fail "two waiters ran at once"
-	assert_equal "$(sort -u "$T/ran" | wc -l) $(wc -l <"$T/ran")" "8 8"
+	sections_ran_once 8
 	wait_until 5 no_conns poller || fail "connections of poller left"
 	nothing_left dlock:polled
 }

@@ -1284,21 +1284,15 @@ poll_watch() {
 
 @test "postgres: dlock_wait=poll: waiters hold no backend between tries; each runs once, one at a time, after the holder" {
 	psql_hold dlock:polled 120
-	local url i pids=() t0 peak started rc bad=0
+	local url i t0 peak started
 	url=$(polled_url)
 	t0=$(pollw_tries)
-	for i in 1 2 3 4 5 6 7 8; do
-		"$DLOCK" -S "$url" -w 60 polled sh -c \
-			'mkdir "$0/in" 2>/dev/null || touch "$0/overlap"; echo "$$" >>"$0/ran"; sleep 0.1; rmdir "$0/in"' \
-			"$T" 2>>"$T/poll.err" &
-		pids+=($!)
-		track $!
-	done
+	section_waiters 8 "$url" polled
 	# past their first tries (0.1, 0.2, 0.4, 0.8 s apart): four each
 	wait_until 30 pollw_tries_past $((t0 + 32)) || fail "the waiters do not try: $(cat "$T/poll.err")"
 	read -r peak started < <(poll_watch 4)
 	echo "# 8 waiters: at most $peak sessions at once; $started tries in 4 s" >&3
-	for i in "${pids[@]}"; do
+	for i in "${section_pids[@]}"; do
 		alive "$i" || fail "a waiter ended while the lock was held: $(cat "$T/poll.err")"
 	done
 	((peak <= 3)) || fail "$peak of 8 waiters' sessions at once: they hold their backends"
@@ -1306,14 +1300,7 @@ poll_watch() {
 	! waiting_on dlock:polled || fail "a waiter waits in the server's queue"
 	[[ ! -e $T/ran ]] || fail "a waiter ran while psql held the lock"
 	touch "$T/dlock:polled.go"
-	for i in "${pids[@]}"; do
-		rc=0
-		wait "$i" || rc=$?
-		((rc == 0)) || bad=$((bad + 1))
-	done
-	((bad == 0)) || fail "$bad waiters failed: $(cat "$T/poll.err")"
-	[[ ! -e $T/overlap ]] || fail "two waiters ran at once"
-	assert_equal "$(sort -u "$T/ran" | wc -l) $(wc -l <"$T/ran")" "8 8"
+	sections_ran_once 8
 	wait_until 5 no_advisory_lock
 	wait_until 5 no_pollw_session
 }

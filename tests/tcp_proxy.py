@@ -16,6 +16,15 @@ import threading
 import time
 
 
+def shut(*socks):
+    """Both ways closed: the other side's pump sees the end too."""
+    for s in socks:
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 def pump(a, b):
     try:
         while True:
@@ -26,11 +35,7 @@ def pump(a, b):
     except OSError:
         pass
     finally:
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        shut(a, b)
 
 
 def delayed_pump(a, b, delay):
@@ -58,11 +63,7 @@ def delayed_pump(a, b, delay):
     except OSError:
         pass
     finally:
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        shut(a, b)
 
 
 def main():
