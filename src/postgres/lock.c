@@ -377,14 +377,6 @@ static enum lock_result took(struct lock *lk, struct attempt *a, struct error *e
 	return res;
 }
 
-/* The look at the holder costs a new backend a statement
- * (pg_lock_status(), about 1 ms of its CPU) per waiter: asked only when
- * somebody reads it (waitline_holder_shown()). */
-static bool holder_shown(const struct lock *lk)
-{
-	return waitline_holder_shown(lk->p->verbose);
-}
-
 /* Someone else has it: who, for the wait line and --verbose (and a mode
  * ours cannot share: 64); with -w, a wait inside the server, in its
  * queue, or with dlock_wait=poll the session closed until the next try.
@@ -401,7 +393,11 @@ static enum lock_result refused(struct lock *lk, int64_t *retry_ms, struct error
 		return LOCK_FAILED;
 	}
 	lk->refused = true;
-	if (lk->p->limit != 0 || lk->p->verbose || (lk->p->waits && holder_shown(lk))) {
+	/* the look at the holder costs a new backend a statement
+	 * (pg_lock_status(), about 1 ms of its CPU): only for somebody who
+	 * reads it */
+	if (lk->p->limit != 0 || lk->p->verbose ||
+	    (lk->p->waits && waitline_holder_shown(lk->p->verbose))) {
 		struct error e = { 0 };
 
 		if (pg_look_at_holders(lk, &e) < 0 && (!pg->c || e.exit == EX_USAGE)) {
