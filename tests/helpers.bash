@@ -338,7 +338,10 @@ sections_ran_once() {
 }
 
 # $T/tjob P [CMD...]: stamps P.start (µs), runs CMD, then waits for
-# P.release; SIGTERM stamps P.told and ends it (11).
+# P.release; SIGTERM stamps P.told and ends it (11). CMD runs in the
+# background and is waited for, as sh runs a trap only once a foreground
+# command ends: a sanitized dlock's leak check at exit can take seconds
+# under load, past --kill-after.
 write_tjob() {
 	cat >"$T/tjob" <<'EOS'
 #!/bin/sh
@@ -346,7 +349,7 @@ p=$1; shift
 stamp() { date +%s%6N >"$p.$1"; }
 trap 'stamp told; exit 11' TERM
 stamp start
-[ $# -eq 0 ] || "$@" >/dev/null
+if [ $# -gt 0 ]; then "$@" >/dev/null & wait $!; fi
 : >"$p.ready"
 i=0
 while [ ! -e "$p.release" ]; do
