@@ -417,6 +417,19 @@ grpc_msgs() { metric_sum '^grpc_server_msg_received_total'; }
 	no_lock_key "$K"
 }
 
+# late_acquired: how many 'acquired' events were written in a txn of
+# their own, not in their holder's release (its 'released', same revision)
+late_acquired() {
+	ectl get --prefix "" -w json | "$PYTHON" -c 'import base64, json, sys
+rev = {}
+for kv in json.load(sys.stdin).get("kvs", []):
+    k = base64.b64decode(kv["key"]).decode("latin-1")
+    tok, _, kind = k.rpartition("/")
+    if kind in ("acquired", "released"):
+        rev.setdefault(tok, {})[kind] = kv["mod_revision"]
+print(sum(1 for r in rev.values() if "released" in r and r.get("acquired") != r["released"]))'
+}
+
 # txns: the txns etcd has served; watchers: the watches it keeps
 txns() { metric_sum '^grpc_server_msg_received_total[{]grpc_method="Txn"'; }
 watchers() { metric_sum '^etcd_debugging_mvcc_watcher_total'; }
@@ -439,8 +452,13 @@ watchers_at_least() { (($(watchers) >= $1)); }
 	reap h
 	t1=$(txns)
 	# eleven releases and ten acquisitions of one txn each (main: a read
-	# txn, then the history's write, each behind the release's fsync)
-	((t1 - t0 <= 22)) || fail "$((t1 - t0)) txns for ten hand-offs"
+	# txn, then the history's write, each behind the release's fsync),
+	# and one more for each waiter whose command outlived its first
+	# renewal (a loaded machine): that one writes its 'acquired' alone,
+	# as the holder did in its first try, before t0 (late counts it too)
+	local late; late=$(late_acquired)
+	echo "# $((t1 - t0)) txns, $late 'acquired' written alone" >&3
+	((t1 - t0 <= 20 + late)) || fail "$((t1 - t0)) txns for ten hand-offs ($late 'acquired' written alone)"
 	run -0 dlock history -S "$S" -n 30 --json "$K"
 	python3 -c 'import json,sys; ev=json.loads(sys.argv[1])["events"][::-1]
 kinds = [e["event"] for e in ev]
