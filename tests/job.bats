@@ -255,8 +255,12 @@ vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
 	kill -KILL "$(<"$T/h.dlock")"
 	wait_until 5 test -e "$T/h.sig" || fail "the command got no signal"
 	wait_until 5 test -e "$T/h.gc.sig" || fail "the command's child got no signal"
-	assert_equal "$(<"$T/h.sig")" TERM
-	assert_equal "$(<"$T/h.gc.sig")" TERM
+	# TERM only: the command may get it more than once, from the watchdog
+	# and from the kernel's parent-death signal, once per dlock thread it
+	# was handed to as they died (ZooKeeper's library runs two; the man
+	# page says so)
+	assert_equal "$(sort -u "$T/h.sig")" TERM
+	assert_equal "$(sort -u "$T/h.gc.sig")" TERM
 	wait_until 5 dead "$(<"$T/h.gc.pid")" || fail "the command's child runs on"
 }
 
