@@ -173,17 +173,19 @@ pttl_day() {
 # the one handed out, or a resource checking fences takes both writers.
 @test "a replica promoted before it got the last increment still counts past it" {
 	redis_only "a replica promoted"
+	# not r: engine_setup started that one, and a second would hide it
+	# from teardown (its pid file rewritten)
 	start_redis_tcp m
-	start_redis r --replicaof 127.0.0.1 "$(<"$T/m/port")"
-	wait_until 10 link_up r || fail "the replica did not sync"
+	start_redis rep --replicaof 127.0.0.1 "$(<"$T/m/port")"
+	wait_until 10 link_up rep || fail "the replica did not sync"
 	local f1 f2 f3
 	f1=$(fence -S "$(tcp_url m)")
-	wait_until 5 eval '[[ $(counter r) == "$f1" ]]' || fail "not replicated: $(counter r)"
+	wait_until 5 eval '[[ $(counter rep) == "$f1" ]]' || fail "not replicated: $(counter rep)"
 	# the replica is cut off and promoted: the next increment is lost to it
-	rcli r replicaof no one >/dev/null
+	rcli rep replicaof no one >/dev/null
 	f2=$(fence -S "$(tcp_url m)")
-	assert_equal "$(counter r)" "$f1"
-	f3=$(fence -S "$(sock_url r)")
+	assert_equal "$(counter rep)" "$f1"
+	f3=$(fence -S "$(sock_url rep)")
 	((f3 > f2)) || fail "fence $f3 on the promoted replica, $f2 handed out before"
 }
 
