@@ -323,16 +323,19 @@ section_waiters() {
 	done
 }
 
+# wait_all PID...: waits for each background PID (the shell's own
+# children: not in a $(...)); n_failed says how many did not exit 0
+wait_all() {
+	local i
+	n_failed=0
+	for i in "$@"; do wait "$i" || n_failed=$((n_failed + 1)); done
+}
+
 # sections_ran_once N: every one of section_waiters' N dlocks exits 0,
 # each ran its section once, never two at once.
 sections_ran_once() {
-	local i rc bad=0
-	for i in "${section_pids[@]}"; do
-		rc=0
-		wait "$i" || rc=$?
-		((rc == 0)) || bad=$((bad + 1))
-	done
-	((bad == 0)) || fail "$bad waiters failed: $(cat "$T/poll.err")"
+	wait_all "${section_pids[@]}"
+	((n_failed == 0)) || fail "$n_failed waiters failed: $(cat "$T/poll.err")"
 	[[ ! -e $T/overlap ]] || fail "two waiters ran at once"
 	assert_equal "$(sort -u "$T/ran" | wc -l) $(wc -l <"$T/ran")" "$1 $1"
 }

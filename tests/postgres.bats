@@ -98,18 +98,14 @@ print(cur.fetchone()[0])"
 	run -0 dlock -S "postgres://rushed@/postgres?host=$PGDIR&port=$PGPORT" -n opts echo ran
 	# shared holders write the fence row at once: read committed, whatever
 	# the default isolation (serializable failed some with 40001)
-	local k pids=() rc bad=0
+	local k pids=()
 	for k in 1 2 3 4 5 6 7 8 9 10 11 12; do
 		PGOPTIONS='-c default_transaction_isolation=serializable' \
 			"$DLOCK" -S "$PG_URL" -s -w 20 opts true 2>>"$T/iso.err" &
 		pids+=($!)
 	done
-	for k in "${pids[@]}"; do
-		rc=0
-		wait "$k" || rc=$?
-		((rc == 0)) || bad=$((bad + 1))
-	done
-	((bad == 0)) || fail "$bad of 12 failed: $(cat "$T/iso.err")"
+	wait_all "${pids[@]}"
+	((n_failed == 0)) || fail "$n_failed of 12 failed: $(cat "$T/iso.err")"
 	# the user's own options still apply
 	PGOPTIONS='-c default_transaction_read_only=on' run -69 --separate-stderr dlock -S "$PG_URL" -n opts true
 	[[ $stderr == *'read-only'* ]] || fail "stderr: $stderr"
