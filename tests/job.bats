@@ -195,6 +195,18 @@ vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
 	wait_until 5 dead "$(<"$T/m.pid")" || fail "the mover runs on"
 }
 
+@test "dlock killed: a process of its own group, deaf to SIGTERM, is killed though its parent exits" {
+	write_mover
+	# sh dies of the SIGTERM: the mover, deaf to it, is then an orphan
+	# that goes to init (dlock is gone), out of reach of a walk from sh
+	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c '"$0" "$1" deaf & wait' "$T/mover" "$T/m"
+	wait_ready m
+	moved m || fail "the mover is still in the job's group"
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 5 dead "$(<"$T/m.pid")" ||
+		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")")"
+}
+
 @test "dlock stopped past its lease: a process that moved to a group of its own is stopped" {
 	write_mover
 	start_bg h -S "$U" -t 1 "$K" sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
