@@ -258,6 +258,43 @@ static void record_killed(const struct watch_page *pg)
 	_exit(0);
 }
 
+/* Notes each of the job's processes outside its group (out, n of them)
+ * as a root of its own: once dlock is gone, one whose parent then dies
+ * (of our signal) goes to init, out of reach of a walk from the command,
+ * and would run on past the lease, deaf to SIGTERM, unkilled. */
+static void keep_found(struct snapshot *snap, struct jobtree *jt,
+		       const pid_t *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned long long start = jobtree_start(out[i]);
+		size_t r = 0;
+
+		while (r < snap->n && snap->kids[r].pid != out[i])
+			r++;
+		if (!start || (r == snap->n && snap->n == MAX_SNAPSHOT))
+			continue;
+		if (r == snap->n)
+			snap->n++;
+		snap->kids[r] = (struct jobtree_proc){ out[i], start };
+	}
+	jt->n_roots = snap->n;
+}
+
+/* sig to the job's group and to each of its processes outside it, which
+ * are kept (keep_found()); returns how many of those there were. */
+static size_t signal_job(struct snapshot *snap, struct jobtree *jt, int sig)
+{
+	pid_t out[MAX_SNAPSHOT];
+	size_t n;
+
+	kill(-jt->pgid, sig);
+	n = jobtree_outside(jt, out, MAX_SNAPSHOT);
+	for (size_t i = 0; i < n; i++)
+		kill(out[i], sig);
+	keep_found(snap, jt, out, n);
+	return n;
+}
+
 /* dlock is gone (dlock_alive false: the pipe's EOF) or stalled past the
  * deadline: the --on-lost signal to the whole job, SIGKILL later. */
 static void __attribute__((noreturn))
@@ -279,8 +316,8 @@ stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
 	}
 	jt = tree_of(pg, pgid, dlock_alive, snap, skip);
 	if (atomic_exchange(&pg->fired, 1) == 0) {
-		jobtree_signal(&jt, pg->on_lost_signal);
-		jobtree_signal(&jt, SIGCONT);	/* a stopped job must act on it */
+		signal_job(snap, &jt, pg->on_lost_signal);
+		signal_job(snap, &jt, SIGCONT);	/* a stopped job must act on it */
 		/* Only then: nothing may delay the signal. */
 		if (!dlock_alive) {
 			say_killed(pg);
@@ -291,14 +328,19 @@ stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
 	 * as they are gone keeps a later group of the same number safe. */
 	while (!atomic_load(&pg->done) && kills < KILL_ROUNDS) {
 		int64_t left_ms = kill_at_ms - clock_now_ms();
-		pid_t one;
-		bool alive = group_alive(pgid) || jobtree_outside(&jt, &one, 1) > 0;
+		pid_t out[MAX_SNAPSHOT];
+		size_t n = jobtree_outside(&jt, out, MAX_SNAPSHOT);
+		bool alive;
+
+		/* (one forked since, before its parent dies) */
+		keep_found(snap, &jt, out, n);
+		alive = group_alive(pgid) || n > 0;
 
 		if (!alive)
 			break;
 		if (left_ms <= 0) {
 			/* again while anything remains: a fork racing the first */
-			jobtree_signal(&jt, SIGKILL);
+			signal_job(snap, &jt, SIGKILL);
 			kills++;
 			left_ms = GROUP_POLL_MS;
 		}
