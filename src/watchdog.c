@@ -295,6 +295,18 @@ static size_t signal_job(struct snapshot *snap, struct jobtree *jt, int sig)
 	return n;
 }
 
+/* With the snapshot of dlock's children, the job's processes outside its
+ * group below them: dlock's death sends the command the kernel's
+ * PR_SET_PDEATHSIG at once, before we see the pipe's EOF, and a command
+ * that dies of it leaves its own children to init before our walk. */
+static void note_outside(const struct watch_page *pg, struct snapshot *snap)
+{
+	pid_t skip[MAX_SKIP + 1], out[MAX_SNAPSHOT];
+	struct jobtree jt = tree_of(pg, atomic_load(&pg->pgid), true, snap, skip);
+
+	keep_found(snap, &jt, out, jobtree_outside(&jt, out, MAX_SNAPSHOT));
+}
+
 /* dlock is gone (dlock_alive false: the pipe's EOF) or stalled past the
  * deadline: the --on-lost signal to the whole job, SIGKILL later. */
 static void __attribute__((noreturn))
@@ -367,6 +379,7 @@ static void __attribute__((noreturn)) watch(struct watch_page *pg, int fd)
 			stop_job(pg, true, &snap);
 		if (atomic_load(&pg->pgid) > 0 && now_ms >= snap_at_ms) {
 			take_snapshot(pg, &snap);
+			note_outside(pg, &snap);
 			snap_at_ms = now_ms + SNAPSHOT_MS;
 		}
 		if (pfd[1].fd >= 0 && clock_arm(pfd[1].fd, deadline_ms) < 0) {
