@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "jobtree.h"
 
@@ -210,7 +211,35 @@ static bool not_the_root(const struct jobtree *jt, pid_t pid,
 	return false;
 }
 
-size_t jobtree_outside(const struct jobtree *jt, pid_t *out, size_t max)
+/* Whether pid is one of the roots, the same process still. */
+static bool is_root(const struct jobtree *jt, pid_t pid)
+{
+	for (size_t r = 0; r < jt->n_roots; r++)
+		if (jt->roots[r].pid == pid)
+			return jobtree_start(pid) == jt->roots[r].start;
+	return false;
+}
+
+/* pid's children into todo, but the roots, which are there already: the
+ * watchdog keeps every process of the job as a root, and each would be
+ * walked again from its parent's. */
+static void children_but_roots(const struct jobtree *jt, pid_t pid,
+			       struct pids *todo)
+{
+	size_t from = todo->n, to = todo->n;
+
+	children(pid, true, todo);
+	for (size_t i = from; i < todo->n; i++)
+		if (!is_root(jt, todo->v[i]))
+			todo->v[to++] = todo->v[i];
+	todo->n = to;
+}
+
+/* The walk from the roots: each live process of the job outside its
+ * group, or of the whole job (whole), at most max, into pids and, when
+ * given, starts. */
+static size_t walk(const struct jobtree *jt, bool whole, pid_t *pids,
+		   unsigned long long *starts, size_t max)
 {
 	struct pids todo = { 0 };
 	size_t n_out = 0, n_kids, n_given;
@@ -236,13 +265,61 @@ size_t jobtree_outside(const struct jobtree *jt, pid_t *out, size_t max)
 		if (read_stat(pid, &st) < 0 || st.sid != jt->sid ||
 		    (i >= n_kids && i < n_given && not_the_root(jt, pid, st.start)))
 			continue;
-		if (st.pgrp != jt->pgid && st.state != 'Z' && st.state != 'X' &&
-		    n_out < max)
-			out[n_out++] = pid;
-		children(pid, true, &todo);
+		if ((whole || st.pgrp != jt->pgid) && st.state != 'Z' &&
+		    st.state != 'X' && n_out < max) {
+			if (starts)
+				starts[n_out] = st.start;
+			pids[n_out++] = pid;
+		}
+		children_but_roots(jt, pid, &todo);
 	}
 	free(todo.v);
 	return n_out;
+}
+
+size_t jobtree_outside(const struct jobtree *jt, pid_t *out, size_t max)
+{
+	return walk(jt, false, out, NULL, max);
+}
+
+size_t jobtree_members(const struct jobtree *jt, pid_t *pids,
+		       unsigned long long *starts, size_t max)
+{
+	return walk(jt, true, pids, starts, max);
+}
+
+size_t jobtree_adopted(pid_t reaper, pid_t sid, unsigned long long since,
+		       unsigned long long until, pid_t *pids,
+		       unsigned long long *starts, size_t max)
+{
+	struct pids kids = { 0 };
+	size_t n = 0;
+
+	children(reaper, true, &kids);
+	for (size_t i = 0; i < kids.n && n < max; i++) {
+		struct stat_line st;
+
+		if (read_stat(kids.v[i], &st) == 0 && st.sid == sid &&
+		    st.start >= since && st.start <= until && st.state != 'Z' &&
+		    st.state != 'X') {
+			starts[n] = st.start;
+			pids[n++] = kids.v[i];
+		}
+	}
+	free(kids.v);
+	return n;
+}
+
+unsigned long long jobtree_now(void)
+{
+	struct timespec ts;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	/* /proc/PID/stat's start times count from boot, suspend included */
+	if (hz <= 0 || hz > 1000000000L || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return 0;
+	return (unsigned long long)ts.tv_sec * (unsigned long long)hz +
+	       (unsigned long long)ts.tv_nsec / (unsigned long long)(1000000000L / hz);
 }
 
 size_t jobtree_signal(const struct jobtree *jt, int sig)

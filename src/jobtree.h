@@ -29,6 +29,17 @@ struct jobtree {
  * them, in out. A process that left the session (setsid: a daemon) is not
  * looked into. Returns how many. */
 size_t jobtree_outside(const struct jobtree *jt, pid_t *out, size_t max);
+/* The same walk, but every live process of the job, in its group or not,
+ * with its start time. */
+size_t jobtree_members(const struct jobtree *jt, pid_t *pids,
+		       unsigned long long *starts, size_t max);
+/* reaper's children in session sid that started from since to until
+ * (clock ticks after boot), at most max: orphans it adopted. */
+size_t jobtree_adopted(pid_t reaper, pid_t sid, unsigned long long since,
+		       unsigned long long until, pid_t *pids,
+		       unsigned long long *starts, size_t max);
+/* Now, on the clock of the start times: clock ticks after boot. */
+unsigned long long jobtree_now(void);
 /* Sends sig to the job's process group and to every process of the job
  * outside it. Returns how many such processes there were. */
 size_t jobtree_signal(const struct jobtree *jt, int sig);

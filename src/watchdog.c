@@ -121,12 +121,18 @@ static bool group_alive(pid_t pgid)
 	return kill(-pgid, 0) == 0 || errno == EPERM;
 }
 
-/* dlock's children as last seen (exec'd watchdog only): once dlock is
- * gone, they are no longer its children, and the job's processes that
- * left its group are found from them (jobtree.c). */
+/* The job's processes as last seen (exec'd watchdog only): dlock's
+ * children, then every process below them (note_tree()). Once dlock is
+ * gone, the kernel's parent-death signal may end the command before we
+ * see the pipe's EOF, and a process of the job whose parent died went to
+ * init (or dlock's own subreaper), out of reach of a walk from the
+ * command: each is kept here as a root of its own (jobtree.c). One that
+ * started after the snapshot is found among the adopted (adopt()). */
 struct snapshot {
 	struct jobtree_proc kids[MAX_SNAPSHOT];
 	size_t n;
+	unsigned long long at;	/* when taken (jobtree_now()) */
+	unsigned long long eof_at;	/* when dlock was seen gone, or 0 */
 };
 
 static void take_snapshot(const struct watch_page *pg, struct snapshot *snap)
@@ -136,6 +142,7 @@ static void take_snapshot(const struct watch_page *pg, struct snapshot *snap)
 
 	memcpy(skip, pg->skip, (size_t)n * sizeof *skip);
 	skip[n++] = getpid();
+	snap->at = jobtree_now();
 	snap->n = jobtree_children(pg->dlock_pid, skip, (size_t)n, snap->kids,
 				   MAX_SNAPSHOT);
 }
@@ -258,53 +265,108 @@ static void record_killed(const struct watch_page *pg)
 	_exit(0);
 }
 
-/* Notes each of the job's processes outside its group (out, n of them)
- * as a root of its own: once dlock is gone, one whose parent then dies
- * (of our signal) goes to init, out of reach of a walk from the command,
- * and would run on past the lease, deaf to SIGTERM, unkilled. */
+/* Keeps each process found (pids, n of them; starts, or NULL to read
+ * them) as a root of the job's tree, the pair of number and start time
+ * naming it even once its number is another process's. */
 static void keep_found(struct snapshot *snap, struct jobtree *jt,
-		       const pid_t *out, size_t n)
+		       const pid_t *pids, const unsigned long long *starts,
+		       size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		unsigned long long start = jobtree_start(out[i]);
+		unsigned long long start = starts ? starts[i] : jobtree_start(pids[i]);
 		size_t r = 0;
 
-		while (r < snap->n && snap->kids[r].pid != out[i])
+		while (r < snap->n && snap->kids[r].pid != pids[i])
 			r++;
 		if (!start || (r == snap->n && snap->n == MAX_SNAPSHOT))
 			continue;
 		if (r == snap->n)
 			snap->n++;
-		snap->kids[r] = (struct jobtree_proc){ out[i], start };
+		snap->kids[r] = (struct jobtree_proc){ pids[i], start };
 	}
 	jt->n_roots = snap->n;
 }
 
-/* sig to the job's group and to each of its processes outside it, which
- * are kept (keep_found()); returns how many of those there were. */
-static size_t signal_job(struct snapshot *snap, struct jobtree *jt, int sig)
+/* sig to the job's group and to each of its processes outside it, found
+ * before the group's signal can end their parents, and kept. */
+static void signal_job(struct snapshot *snap, struct jobtree *jt, int sig)
 {
 	pid_t out[MAX_SNAPSHOT];
-	size_t n;
+	size_t n = jobtree_outside(jt, out, MAX_SNAPSHOT);
 
+	keep_found(snap, jt, out, NULL, n);
 	kill(-jt->pgid, sig);
-	n = jobtree_outside(jt, out, MAX_SNAPSHOT);
 	for (size_t i = 0; i < n; i++)
 		kill(out[i], sig);
-	keep_found(snap, jt, out, n);
-	return n;
+	n = jobtree_outside(jt, out, MAX_SNAPSHOT);	/* forked meanwhile */
+	for (size_t i = 0; i < n; i++)
+		kill(out[i], sig);
+	keep_found(snap, jt, out, NULL, n);
 }
 
-/* With the snapshot of dlock's children, the job's processes outside its
- * group below them: dlock's death sends the command the kernel's
- * PR_SET_PDEATHSIG at once, before we see the pipe's EOF, and a command
- * that dies of it leaves its own children to init before our walk. */
-static void note_outside(const struct watch_page *pg, struct snapshot *snap)
+/* Every process of the job below dlock's children, into the snapshot: a
+ * process in the job's group now may leave it before dlock is killed. */
+static void note_tree(const struct watch_page *pg, struct snapshot *snap)
 {
-	pid_t skip[MAX_SKIP + 1], out[MAX_SNAPSHOT];
+	pid_t skip[MAX_SKIP + 1], pids[MAX_SNAPSHOT];
+	unsigned long long starts[MAX_SNAPSHOT];
 	struct jobtree jt = tree_of(pg, atomic_load(&pg->pgid), true, snap, skip);
 
-	keep_found(snap, &jt, out, jobtree_outside(&jt, out, MAX_SNAPSHOT));
+	keep_found(snap, &jt, pids, starts,
+		   jobtree_members(&jt, pids, starts, MAX_SNAPSHOT));
+}
+
+/* A new snapshot, kept only if dlock still lived once it was taken (no
+ * EOF on its pipe, which its death closes before the kernel hands its
+ * children on): one taken after, or as, dlock died may miss the job's
+ * processes that its death orphaned, and would move the start of what
+ * adopt() looks for past them. */
+static void renew_snapshot(const struct watch_page *pg, int fd,
+			   struct snapshot *snap)
+{
+	static struct snapshot next;
+	struct pollfd pfd = { fd, POLLIN, 0 };
+
+	next = (struct snapshot){ .n = 0 };
+	take_snapshot(pg, &next);
+	note_tree(pg, &next);
+	if (poll(&pfd, 1, 0) == 0)
+		*snap = next;
+}
+
+/* dlock is gone: the processes its subreaper (ours now) adopted in the
+ * job's session that started between the last snapshot and dlock's
+ * death. One of the job unseen by the snapshot, whose parent died of
+ * dlock's death, is among them; so may be another's orphan of that
+ * session and moment, which we would stop too: the price of not letting
+ * the job's run on unseen. Not one started after: a job of another dlock
+ * of the session, orphaned later while we still poll. */
+static size_t adopt(const struct watch_page *pg, struct snapshot *snap,
+		    struct jobtree *jt, bool tell)
+{
+	pid_t reaper = getppid(), pids[MAX_SNAPSHOT];
+	unsigned long long starts[MAX_SNAPSHOT];
+	size_t n;
+
+	/* not yet reparented: nor is the command, whose death would orphan */
+	if (reaper == pg->dlock_pid || snap->at == 0 || snap->eof_at == 0)
+		return 0;
+	n = jobtree_adopted(reaper, pg->sid, snap->at - 1, snap->eof_at, pids,
+			    starts, MAX_SNAPSHOT);
+	/* one found after the job was told: told now */
+	for (size_t i = 0; tell && i < n; i++) {
+		size_t r = 0;
+
+		while (r < snap->n && (snap->kids[r].pid != pids[i] ||
+				       snap->kids[r].start != starts[i]))
+			r++;
+		if (r == snap->n) {
+			kill(pids[i], pg->on_lost_signal);
+			kill(pids[i], SIGCONT);
+		}
+	}
+	keep_found(snap, jt, pids, starts, n);
+	return n;
 }
 
 /* dlock is gone (dlock_alive false: the pipe's EOF) or stalled past the
@@ -327,6 +389,10 @@ stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
 		snap->n = 1;
 	}
 	jt = tree_of(pg, pgid, dlock_alive, snap, skip);
+	if (!dlock_alive) {
+		snap->eof_at = jobtree_now() + 1;	/* (a tick's rounding) */
+		adopt(pg, snap, &jt, false);
+	}
 	if (atomic_exchange(&pg->fired, 1) == 0) {
 		signal_job(snap, &jt, pg->on_lost_signal);
 		signal_job(snap, &jt, SIGCONT);	/* a stopped job must act on it */
@@ -341,12 +407,15 @@ stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
 	while (!atomic_load(&pg->done) && kills < KILL_ROUNDS) {
 		int64_t left_ms = kill_at_ms - clock_now_ms();
 		pid_t out[MAX_SNAPSHOT];
+		bool alive = group_alive(pgid);
 		size_t n = jobtree_outside(&jt, out, MAX_SNAPSHOT);
-		bool alive;
 
 		/* (one forked since, before its parent dies) */
-		keep_found(snap, &jt, out, n);
-		alive = group_alive(pgid) || n > 0;
+		keep_found(snap, &jt, out, NULL, n);
+		/* after the group's check: its last process orphaned them */
+		if (!dlock_alive)
+			n += adopt(pg, snap, &jt, true);
+		alive = alive || n > 0;
 
 		if (!alive)
 			break;
@@ -364,7 +433,8 @@ stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
 static void __attribute__((noreturn)) watch(struct watch_page *pg, int fd)
 {
 	struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { -1, POLLIN, 0 } };
-	struct snapshot snap = { .n = 0 };
+	/* before a first snapshot, what started since we did */
+	struct snapshot snap = { .n = 0, .at = jobtree_start(getpid()) };
 	int64_t snap_at_ms = 0;
 	sigset_t all;
 
@@ -378,8 +448,7 @@ static void __attribute__((noreturn)) watch(struct watch_page *pg, int fd)
 		if (now_ms >= deadline_ms)
 			stop_job(pg, true, &snap);
 		if (atomic_load(&pg->pgid) > 0 && now_ms >= snap_at_ms) {
-			take_snapshot(pg, &snap);
-			note_outside(pg, &snap);
+			renew_snapshot(pg, fd, &snap);
 			snap_at_ms = now_ms + SNAPSHOT_MS;
 		}
 		if (pfd[1].fd >= 0 && clock_arm(pfd[1].fd, deadline_ms) < 0) {
