@@ -100,9 +100,16 @@ def term(*_):
 	open(p + ".sig", "a").write("TERM\n")
 	sys.exit(11)
 signal.signal(signal.SIGTERM, signal.SIG_IGN if "deaf" in sys.argv[2:] else term)
+if "late" in sys.argv[2:]:	# in the job's group until told to leave
+	open(p + ".in", "w").close()
+	while not os.path.exists(p + ".move"):
+		time.sleep(0.01)
 if "here" not in sys.argv[2:]:
 	os.setpgid(0, 0)
 open(p + ".pid", "w").write(str(os.getpid()))
+for a in sys.argv[2:]:	# kill=PID: SIGKILL to PID (dlock) at once
+	if a.startswith("kill="):
+		os.kill(int(a[5:]), signal.SIGKILL)
 open(p + ".ready", "w").close()
 end = time.time() + 60
 while not os.path.exists(p + ".release") and time.time() < end:
@@ -207,6 +214,34 @@ vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
 		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")")"
 }
 
+@test "dlock killed the moment a new process of the job left its group: that process, deaf to SIGTERM, is killed" {
+	write_mover
+	# no note of the watchdog's (every 0.1 s) saw the mover outside the
+	# group, and most none at all: the watchdog finds it among the orphans
+	# adopted since its last note, as dlock died (sh dies of its
+	# parent-death signal at once, and the mover goes to init)
+	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c '"$0" "$1" deaf "kill=$PPID" & wait' "$T/mover" "$T/m"
+	wait_ready m
+	moved m || fail "the mover is still in the job's group"
+	wait_until 5 dead "$(<"$T/h.dlock")" || fail "dlock was not killed"
+	wait_until 5 dead "$(<"$T/m.pid")" ||
+		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")")"
+}
+
+@test "dlock killed: a process that left the job's group just before, deaf to SIGTERM, is killed though its parent exits" {
+	write_mover
+	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c '"$0" "$1" deaf late & wait' "$T/mover" "$T/m"
+	wait_until 5 test -e "$T/m.in" || fail "no mover: $(cat "$T/h.err")"
+	# the watchdog notes the job's processes every 0.1 s: some note saw
+	# this one in the group, none saw it leave
+	sleep 0.3
+	touch "$T/m.move"
+	wait_ready m
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 5 dead "$(<"$T/m.pid")" ||
+		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")")"
+}
+
 @test "dlock stopped past its lease: a process that moved to a group of its own is stopped" {
 	write_mover
 	start_bg h -S "$U" -t 1 "$K" sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
@@ -306,7 +341,7 @@ killed_event() { dlock history -S "$U" "$K" | grep -q '^[^ ]* *ago *killed '; }
 	kill -KILL "$(<"$T/h.dlock")"
 	sleep 0.5	# within --kill-after (3 s: slack for a loaded machine's
 			# 0.5): SIGTERM is ignored, nothing ends yet
-	alive "$sleep" || fail "killed before --kill-after"
+	alive "$sleep" || fail "killed before --kill-after: $(cat /proc/$sleep/stat) $(cat $T/h.err)"
 	wait_until 5 dead "$sleep" || fail "sleep 30 runs on past --kill-after"
 	dead "$sh" || fail "sh runs on"
 }
