@@ -100,6 +100,13 @@ def term(*_):
 	open(p + ".sig", "a").write("TERM\n")
 	sys.exit(11)
 signal.signal(signal.SIGTERM, signal.SIG_IGN if "deaf" in sys.argv[2:] else term)
+def flee(*_):	# told: a new process (noted in p.c) goes on, this one exits
+	time.sleep(0.03)
+	if os.fork() != 0:
+		os._exit(0)
+	open(p + ".c", "w").write(str(os.getpid()))
+if "flee" in sys.argv[2:]:
+	signal.signal(signal.SIGTERM, flee)
 if "late" in sys.argv[2:]:	# in the job's group until told to leave
 	open(p + ".in", "w").close()
 	while not os.path.exists(p + ".move"):
@@ -240,6 +247,64 @@ vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
 	kill -KILL "$(<"$T/h.dlock")"
 	wait_until 5 dead "$(<"$T/m.pid")" ||
 		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")")"
+}
+
+# (review10) the watchdog has seen the mover: it woke a few times since
+noted_by_watchdog() {
+	local dl=$1 wd n0
+	wait_until 5 test -n "$(watchdog_of "$dl")" || fail "no watchdog process of its own"
+	wd=$(watchdog_of "$dl")
+	n0=$(vcsw "$wd")
+	wait_until 5 vcsw_past "$wd" $((n0 + 3)) || fail "the watchdog sleeps"
+}
+
+@test "dlock killed: what a process of the job forks once told, its parent gone at once, is stopped too" {
+	write_mover
+	# told, the mover (outside the job's group) starts a new process and
+	# exits: that process started after dlock's death and its parent is
+	# gone, so it is init's, out of the walk and of the adopted window
+	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c '"$0" "$1" flee & wait' "$T/mover" "$T/m"
+	wait_ready m
+	moved m || fail "the mover is still in the job's group"
+	noted_by_watchdog "$(<"$T/h.dlock")"
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 5 test -s "$T/m.c" || fail "the mover was not told: $(cat "$T/h.err")"
+	track "$(<"$T/m.c")"
+	wait_until 5 dead "$(<"$T/m.c")" ||
+		fail "the mover's new process runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.c")")"
+}
+
+@test "dlock killed: a deaf process of the job outside its group is killed though 300 others run" {
+	write_mover
+	# the mover is the job's 302nd process: past the 256 a note keeps
+	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c 'i=0; while [ $i -lt 300 ]; do sleep 60 & i=$((i + 1)); done; "$0" "$1" deaf & wait' "$T/mover" "$T/m"
+	wait_ready m 20
+	moved m || fail "the mover is still in the job's group"
+	noted_by_watchdog "$(<"$T/h.dlock")"
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 5 dead "$(<"$T/m.pid")" ||
+		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")")"
+}
+
+@test "dlock killed just after it started a new watchdog: a deaf process outside the job's group is killed" {
+	write_mover
+	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c '"$0" "$1" deaf & wait' "$T/mover" "$T/m"
+	wait_ready m
+	moved m || fail "the mover is still in the job's group"
+	local dl wd old kids k n
+	dl=$(<"$T/h.dlock")
+	noted_by_watchdog "$dl"
+	wd=$(watchdog_of "$dl")
+	old=$(<"/proc/$dl/task/$dl/children")
+	kill -KILL "$wd"
+	# the new one is there (in its first 20 ms, before its first note)
+	for ((n = 0; n < 20000; n++)); do
+		kids=$(<"/proc/$dl/task/$dl/children")
+		for k in $kids; do [[ " $old " == *" $k "* ]] || break 2; done
+	done
+	kill -KILL "$dl"
+	wait_until 5 dead "$(<"$T/m.pid")" ||
+		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")"); $(cat "$T/h.err")"
 }
 
 @test "dlock stopped past its lease: a process that moved to a group of its own is stopped" {
