@@ -307,6 +307,50 @@ noted_by_watchdog() {
 		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")"); $(cat "$T/h.err")"
 }
 
+@test "dlock killed after the command exited: a group that took the command's number is left alone" {
+	[[ -w /proc/sys/kernel/ns_last_pid ]] || skip "no way to choose a process's number here"
+	write_mover
+	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c 'echo $$ >"$1.sh"; "$0" "$1" & exit 0' "$T/mover" "$T/m"
+	wait_ready m
+	local sh wd inn
+	sh=$(<"$T/m.sh")
+	wait_until 5 dead "$sh" || fail "the command did not exit"
+	# an unrelated process takes the number the job's group had: it
+	# leads a group of its own, and notes each SIGTERM it gets
+	"$PYTHON" - "$sh" "$T/inn" <<'PY' || skip "pid $sh taken by another process first"
+import os, signal, sys, time
+want, p = int(sys.argv[1]), sys.argv[2]
+for _ in range(200):
+	with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+		f.write(str(want - 1))
+	pid = os.fork()
+	if pid == 0:
+		if os.getpid() != want:
+			os._exit(1)
+		os.setpgid(0, 0)
+		signal.signal(signal.SIGTERM, lambda *_: open(p + ".sig", "a").write("TERM\n"))
+		open(p + ".pid", "w").write(str(want))
+		end = time.time() + 60
+		while time.time() < end:
+			time.sleep(0.05)
+		os._exit(0)
+	if pid == want:
+		sys.exit(0)
+	os.waitpid(pid, 0)
+sys.exit(1)
+PY
+	wait_until 5 test -s "$T/inn.pid" || fail "no unrelated process"
+	inn=$(<"$T/inn.pid")
+	track "$inn"
+	noted_by_watchdog "$(<"$T/h.dlock")"
+	wd=$(watchdog_of "$(<"$T/h.dlock")")
+	kill -KILL "$(<"$T/h.dlock")"
+	wait_until 5 dead "$(<"$T/m.pid")" || fail "the mover runs on"
+	wait_until 5 dead "$wd" || fail "the watchdog runs on"
+	[[ ! -e $T/inn.sig ]] || fail "the unrelated group $inn got SIGTERM"
+	alive "$inn" || fail "the unrelated group $inn was killed"
+}
+
 @test "dlock stopped past its lease: a process that moved to a group of its own is stopped" {
 	write_mover
 	start_bg h -S "$U" -t 1 "$K" sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
