@@ -239,7 +239,7 @@ static void children_but_roots(const struct jobtree *jt, pid_t pid,
  * group, or of the whole job (whole), at most max, into pids and, when
  * given, starts. */
 static size_t walk(const struct jobtree *jt, bool whole, pid_t *pids,
-		   unsigned long long *starts, size_t max)
+		   unsigned long long *starts, pid_t *pgrps, size_t max)
 {
 	struct pids todo = { 0 };
 	size_t n_out = 0, n_kids, n_given;
@@ -269,6 +269,8 @@ static size_t walk(const struct jobtree *jt, bool whole, pid_t *pids,
 		    st.state != 'X' && n_out < max) {
 			if (starts)
 				starts[n_out] = st.start;
+			if (pgrps)
+				pgrps[n_out] = st.pgrp;
 			pids[n_out++] = pid;
 		}
 		children_but_roots(jt, pid, &todo);
@@ -279,35 +281,45 @@ static size_t walk(const struct jobtree *jt, bool whole, pid_t *pids,
 
 size_t jobtree_outside(const struct jobtree *jt, pid_t *out, size_t max)
 {
-	return walk(jt, false, out, NULL, max);
+	return walk(jt, false, out, NULL, NULL, max);
 }
 
 size_t jobtree_members(const struct jobtree *jt, pid_t *pids,
-		       unsigned long long *starts, size_t max)
+		       unsigned long long *starts, pid_t *pgrps, size_t max)
 {
-	return walk(jt, true, pids, starts, max);
+	return walk(jt, true, pids, starts, pgrps, max);
 }
 
-size_t jobtree_adopted(pid_t reaper, pid_t sid, unsigned long long since,
-		       unsigned long long until, pid_t *pids,
+size_t jobtree_adopted(const struct jobtree_adoption *a, pid_t *pids,
 		       unsigned long long *starts, size_t max)
 {
 	struct pids kids = { 0 };
 	size_t n = 0;
 
-	children(reaper, true, &kids);
+	children(a->reaper, true, &kids);
 	for (size_t i = 0; i < kids.n && n < max; i++) {
 		struct stat_line st;
+		bool in_group = false;
 
-		if (read_stat(kids.v[i], &st) == 0 && st.sid == sid &&
-		    st.start >= since && st.start <= until && st.state != 'Z' &&
-		    st.state != 'X') {
+		if (read_stat(kids.v[i], &st) < 0 || st.sid != a->sid ||
+		    st.state == 'Z' || st.state == 'X')
+			continue;
+		for (size_t g = 0; g < a->n_groups && !in_group; g++)
+			in_group = st.pgrp == a->groups[g];
+		if (in_group || (st.start >= a->since && st.start <= a->until)) {
 			starts[n] = st.start;
 			pids[n++] = kids.v[i];
 		}
 	}
 	free(kids.v);
 	return n;
+}
+
+pid_t jobtree_pgrp(pid_t pid)
+{
+	struct stat_line st;
+
+	return read_stat(pid, &st) == 0 ? st.pgrp : 0;
 }
 
 unsigned long long jobtree_now(void)

@@ -30,14 +30,25 @@ struct jobtree {
  * looked into. Returns how many. */
 size_t jobtree_outside(const struct jobtree *jt, pid_t *out, size_t max);
 /* The same walk, but every live process of the job, in its group or not,
- * with its start time. */
+ * with its start time and its process group. */
 size_t jobtree_members(const struct jobtree *jt, pid_t *pids,
+		       unsigned long long *starts, pid_t *pgrps, size_t max);
+
+/* What a reaper adopted that is of the job: in its session, and either in
+ * one of its groups or started from since to until (clock ticks after
+ * boot). */
+struct jobtree_adoption {
+	pid_t reaper, sid;
+	const pid_t *groups;
+	size_t n_groups;
+	unsigned long long since, until;
+};
+
+/* The reaper's children that a says are the job's, at most max. */
+size_t jobtree_adopted(const struct jobtree_adoption *a, pid_t *pids,
 		       unsigned long long *starts, size_t max);
-/* reaper's children in session sid that started from since to until
- * (clock ticks after boot), at most max: orphans it adopted. */
-size_t jobtree_adopted(pid_t reaper, pid_t sid, unsigned long long since,
-		       unsigned long long until, pid_t *pids,
-		       unsigned long long *starts, size_t max);
+/* A process's group, or 0 when it is gone. */
+pid_t jobtree_pgrp(pid_t pid);
 /* Now, on the clock of the start times: clock ticks after boot. */
 unsigned long long jobtree_now(void);
 /* Sends sig to the job's process group and to every process of the job

@@ -243,6 +243,8 @@ static void reap(struct supervisor *sv)
 			   (pid == job->pid || getpgid(pid) == job->pid)) {
 			follow_stop(sv, pid, WSTOPSIG(st));
 		} else if (pid == job->pid) {
+			if (wd)
+				watchdog_command_reaped(wd);
 			sv->command_done = true;
 			sv->status = exit_status(st);
 			sv->signaled = WIFSIGNALED(st) ? WTERMSIG(st) : 0;

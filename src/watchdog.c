@@ -65,7 +65,8 @@
 #define GROUP_POLL_MS 50
 #define SNAPSHOT_MS 100		/* how often dlock's children are noted */
 #define MAX_SKIP 64
-#define MAX_SNAPSHOT 256
+#define MAX_SNAPSHOT 4096	/* the job's processes noted */
+#define MAX_GROUPS 64		/* its process groups but its own */
 #define KILL_ROUNDS 100		/* SIGKILL again, GROUP_POLL_MS apart */
 #define MAX_RECORDED 16		/* -k locks recorded in history */
 #define HANDOVER_MS 20		/* a job this short never pays for an exec */
@@ -97,6 +98,8 @@ struct watch_page {
 	_Atomic int64_t deadline_ms;	/* act then, unless moved on */
 	_Atomic int64_t end_ms;		/* the lease runs out then */
 	_Atomic pid_t pgid;		/* the job; 0 until it starts */
+	atomic_int cmd_reaped;		/* dlock reaped the command: its
+					 * number may be anyone's now */
 	atomic_int fired;		/* the --on-lost signal was sent */
 	atomic_int done;		/* the job is over: exit, touch nothing */
 	atomic_int no_exec;		/* /proc/self/exe failed: fork() next */
@@ -133,7 +136,40 @@ struct snapshot {
 	size_t n;
 	unsigned long long at;	/* when taken (jobtree_now()) */
 	unsigned long long eof_at;	/* when dlock was seen gone, or 0 */
+	pid_t groups[MAX_GROUPS];	/* groups of the job's processes */
+	size_t n_groups;		/* outside its own */
+	unsigned long long cmd_start;	/* the command's start, 0: unknown */
 };
+
+/* Whether the job's group (numbered as the command) may still be there:
+ * its number is no other process's. The kernel gives no new process the
+ * number of a group that has members; once one has it, the job's group
+ * is empty and -pgid would be a stranger's group. */
+static bool group_ours(const struct watch_page *pg,
+		       const struct snapshot *snap, pid_t pgid)
+{
+	unsigned long long start = jobtree_start(pgid);
+
+	if (start == 0)
+		return true;	/* no one has the number: empty, or ours */
+	if (atomic_load(&pg->cmd_reaped))
+		return false;	/* the command is gone: a stranger */
+	return snap->cmd_start == 0 || start == snap->cmd_start;
+}
+
+/* pgrp, a group one of the job's processes moved to, into snap->groups:
+ * what joins it, or is forked into it, is the job's (adopt()). */
+static void note_group(struct snapshot *snap, pid_t pgrp, pid_t job_pgid)
+{
+	size_t g = 0;
+
+	if (pgrp <= 0 || pgrp == job_pgid)
+		return;
+	while (g < snap->n_groups && snap->groups[g] != pgrp)
+		g++;
+	if (g == snap->n_groups && g < MAX_GROUPS)
+		snap->groups[snap->n_groups++] = pgrp;
+}
 
 static void take_snapshot(const struct watch_page *pg, struct snapshot *snap)
 {
@@ -265,6 +301,14 @@ static void record_killed(const struct watch_page *pg)
 	_exit(0);
 }
 
+/* The groups of processes found outside the job's (pids, n of them). */
+static void note_groups(struct snapshot *snap, const pid_t *pids, size_t n,
+			pid_t job_pgid)
+{
+	for (size_t i = 0; i < n; i++)
+		note_group(snap, jobtree_pgrp(pids[i]), job_pgid);
+}
+
 /* Keeps each process found (pids, n of them; starts, or NULL to read
  * them) as a root of the job's tree, the pair of number and start time
  * naming it even once its number is another process's. */
@@ -289,31 +333,41 @@ static void keep_found(struct snapshot *snap, struct jobtree *jt,
 
 /* sig to the job's group and to each of its processes outside it, found
  * before the group's signal can end their parents, and kept. */
-static void signal_job(struct snapshot *snap, struct jobtree *jt, int sig)
+static void signal_job(const struct watch_page *pg, struct snapshot *snap,
+		       struct jobtree *jt, int sig)
 {
 	pid_t out[MAX_SNAPSHOT];
 	size_t n = jobtree_outside(jt, out, MAX_SNAPSHOT);
 
 	keep_found(snap, jt, out, NULL, n);
-	kill(-jt->pgid, sig);
+	note_groups(snap, out, n, jt->pgid);
+	if (group_ours(pg, snap, jt->pgid))
+		kill(-jt->pgid, sig);
 	for (size_t i = 0; i < n; i++)
 		kill(out[i], sig);
 	n = jobtree_outside(jt, out, MAX_SNAPSHOT);	/* forked meanwhile */
 	for (size_t i = 0; i < n; i++)
 		kill(out[i], sig);
 	keep_found(snap, jt, out, NULL, n);
+	note_groups(snap, out, n, jt->pgid);
 }
 
-/* Every process of the job below dlock's children, into the snapshot: a
- * process in the job's group now may leave it before dlock is killed. */
+/* Every process of the job below dlock's children, in its group or not,
+ * as the snapshot (dlock's children among them): a process in the job's
+ * group now may leave it before dlock is killed. */
 static void note_tree(const struct watch_page *pg, struct snapshot *snap)
 {
-	pid_t skip[MAX_SKIP + 1], pids[MAX_SNAPSHOT];
-	unsigned long long starts[MAX_SNAPSHOT];
-	struct jobtree jt = tree_of(pg, atomic_load(&pg->pgid), true, snap, skip);
+	static pid_t pids[MAX_SNAPSHOT], pgrps[MAX_SNAPSHOT];
+	static unsigned long long starts[MAX_SNAPSHOT];
+	pid_t skip[MAX_SKIP + 1], pgid = atomic_load(&pg->pgid);
+	struct jobtree jt = tree_of(pg, pgid, true, snap, skip);
+	size_t n = jobtree_members(&jt, pids, starts, pgrps, MAX_SNAPSHOT);
 
-	keep_found(snap, &jt, pids, starts,
-		   jobtree_members(&jt, pids, starts, MAX_SNAPSHOT));
+	for (size_t i = 0; i < n; i++) {
+		snap->kids[i] = (struct jobtree_proc){ pids[i], starts[i] };
+		note_group(snap, pgrps[i], pgid);
+	}
+	snap->n = n;
 }
 
 /* A new snapshot, kept only if dlock still lived once it was taken (no
@@ -327,32 +381,42 @@ static void renew_snapshot(const struct watch_page *pg, int fd,
 	static struct snapshot next;
 	struct pollfd pfd = { fd, POLLIN, 0 };
 
-	next = (struct snapshot){ .n = 0 };
+	next = (struct snapshot){ .n = 0, .cmd_start = snap->cmd_start };
 	take_snapshot(pg, &next);
+	/* the command's start, read among dlock's children: its own */
+	for (size_t i = 0; !next.cmd_start && i < next.n; i++)
+		if (next.kids[i].pid == atomic_load(&pg->pgid))
+			next.cmd_start = next.kids[i].start;
 	note_tree(pg, &next);
 	if (poll(&pfd, 1, 0) == 0)
 		*snap = next;
 }
 
-/* dlock is gone: the processes its subreaper (ours now) adopted in the
- * job's session that started between the last snapshot and dlock's
- * death. One of the job unseen by the snapshot, whose parent died of
- * dlock's death, is among them; so may be another's orphan of that
+/* dlock is gone: the processes its subreaper (ours now) adopted from the
+ * job's session that are the job's: in one of the groups its processes
+ * moved to (what one of them forked once told, its parent exiting at
+ * once, as it starts a daemon), or started between the last snapshot and
+ * dlock's death (one unseen by the snapshot, whose parent died of
+ * dlock's death). The latter may include another's orphan of that
  * session and moment, which we would stop too: the price of not letting
- * the job's run on unseen. Not one started after: a job of another dlock
- * of the session, orphaned later while we still poll. */
+ * the job's run on unseen. Not one started after in another group: a job
+ * of another dlock of the session, orphaned later while we still poll. */
 static size_t adopt(const struct watch_page *pg, struct snapshot *snap,
 		    struct jobtree *jt, bool tell)
 {
-	pid_t reaper = getppid(), pids[MAX_SNAPSHOT];
-	unsigned long long starts[MAX_SNAPSHOT];
+	static pid_t pids[MAX_SNAPSHOT];
+	static unsigned long long starts[MAX_SNAPSHOT];
+	struct jobtree_adoption a = {
+		.reaper = getppid(), .sid = pg->sid,
+		.groups = snap->groups, .n_groups = snap->n_groups,
+		.since = snap->at - 1, .until = snap->eof_at,
+	};
 	size_t n;
 
 	/* not yet reparented: nor is the command, whose death would orphan */
-	if (reaper == pg->dlock_pid || snap->at == 0 || snap->eof_at == 0)
+	if (a.reaper == pg->dlock_pid || snap->at == 0 || snap->eof_at == 0)
 		return 0;
-	n = jobtree_adopted(reaper, pg->sid, snap->at - 1, snap->eof_at, pids,
-			    starts, MAX_SNAPSHOT);
+	n = jobtree_adopted(&a, pids, starts, MAX_SNAPSHOT);
 	/* one found after the job was told: told now */
 	for (size_t i = 0; tell && i < n; i++) {
 		size_t r = 0;
@@ -383,7 +447,7 @@ stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
 	if (pgid <= 0 || atomic_load(&pg->done))
 		_exit(0);
 	/* dlock died before the first snapshot: the command, if it is */
-	if (!dlock_alive && snap->n == 0 &&
+	if (!dlock_alive && snap->n == 0 && group_ours(pg, snap, pgid) &&
 	    (snap->kids[0].start = jobtree_start(pgid)) != 0) {
 		snap->kids[0].pid = pgid;
 		snap->n = 1;
@@ -394,8 +458,8 @@ stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
 		adopt(pg, snap, &jt, false);
 	}
 	if (atomic_exchange(&pg->fired, 1) == 0) {
-		signal_job(snap, &jt, pg->on_lost_signal);
-		signal_job(snap, &jt, SIGCONT);	/* a stopped job must act on it */
+		signal_job(pg, snap, &jt, pg->on_lost_signal);
+		signal_job(pg, snap, &jt, SIGCONT);	/* a stopped job must act on it */
 		/* Only then: nothing may delay the signal. */
 		if (!dlock_alive) {
 			say_killed(pg);
@@ -407,11 +471,12 @@ stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
 	while (!atomic_load(&pg->done) && kills < KILL_ROUNDS) {
 		int64_t left_ms = kill_at_ms - clock_now_ms();
 		pid_t out[MAX_SNAPSHOT];
-		bool alive = group_alive(pgid);
+		bool alive = group_ours(pg, snap, pgid) && group_alive(pgid);
 		size_t n = jobtree_outside(&jt, out, MAX_SNAPSHOT);
 
 		/* (one forked since, before its parent dies) */
 		keep_found(snap, &jt, out, NULL, n);
+		note_groups(snap, out, n, pgid);
 		/* after the group's check: its last process orphaned them */
 		if (!dlock_alive)
 			n += adopt(pg, snap, &jt, true);
@@ -421,7 +486,7 @@ stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
 			break;
 		if (left_ms <= 0) {
 			/* again while anything remains: a fork racing the first */
-			signal_job(snap, &jt, SIGKILL);
+			signal_job(pg, snap, &jt, SIGKILL);
 			kills++;
 			left_ms = GROUP_POLL_MS;
 		}
@@ -433,11 +498,19 @@ stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
 static void __attribute__((noreturn)) watch(struct watch_page *pg, int fd)
 {
 	struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { -1, POLLIN, 0 } };
-	/* before a first snapshot, what started since we did */
-	struct snapshot snap = { .n = 0, .at = jobtree_start(getpid()) };
+	/* Before a first snapshot, what started since the job did: since we
+	 * did, started before the command; a watchdog started again while
+	 * the job runs (the last one killed), since the command did. */
+	static struct snapshot snap;
+	pid_t pgid = atomic_load(&pg->pgid);
+	unsigned long long job_start = pgid > 0 ? jobtree_start(pgid) : 0;
 	int64_t snap_at_ms = 0;
 	sigset_t all;
 
+	if (atomic_load(&pg->cmd_reaped))	/* read may be a stranger's */
+		job_start = 0;
+	snap.at = job_start ? job_start : jobtree_start(getpid());
+	snap.cmd_start = job_start;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	pfd[1].fd = clock_timer();
@@ -724,6 +797,12 @@ int watchdog_start(struct watchdog *wd, int on_lost_signal,
 		return -1;
 	}
 	return 0;
+}
+
+void watchdog_command_reaped(struct watchdog *wd)
+{
+	if (wd->page)
+		atomic_store(&wd->page->cmd_reaped, 1);
 }
 
 void watchdog_job(struct watchdog *wd, pid_t pgid)

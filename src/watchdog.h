@@ -45,6 +45,8 @@ int watchdog_main(void);
 /* The job's process group, published by the command's own process before
  * it execs (async-signal-safe: a plain atomic store). */
 void watchdog_job(struct watchdog *wd, pid_t pgid);
+/* dlock reaped the command: the job's group number may be another's. */
+void watchdog_command_reaped(struct watchdog *wd);
 /* What the watchdog needs, should dlock be killed, to say so on dlock's
  * stderr (naming the lock as name) and to record it in the history of
  * each of lks[0..n-1], as dlock would have: their servers, keys, token,
