@@ -225,9 +225,18 @@ has_watchdog() { [[ -n $(watchdog_under "$1") ]]; }
 	w=$(watchdog_under "$d")
 	# `pkill dlock` matches comm anywhere: the watchdog's has no "dlock"
 	[[ $(ps -o comm= -p "$w") != *dlock* ]] || fail "watchdog named $(ps -o comm= -p "$w")"
-	kill -KILL "$d" "$w"
-	# PR_SET_PDEATHSIG: the command gets the --on-lost signal at once,
-	# well before its 2 s lease lapses
-	wait_until 1 test -e "$T/h.sig" || fail "the command runs on untold"
+	# The watchdog stopped first: between the two SIGKILLs of one
+	# `kill -KILL "$d" "$w"` it could see dlock's death and tell the job
+	# itself (seen under load: TERM twice), which would also pass the
+	# test without PDEATHSIG. Stopped, it neither acts nor is restarted.
+	kill -STOP "$w"
+	kill -KILL "$d"
+	kill -KILL "$w"
+	# PR_SET_PDEATHSIG: the command gets the --on-lost signal at once.
+	# Nothing else is left to tell it (dlock and its watchdog are gone,
+	# and a lapsed lease signals nobody), so the bound is only on the
+	# job's own sh, which runs its trap once its sleep 0.05 ends and
+	# forks cat and mv to write h.sig: 5 s, as a loaded CI needs, not 1.
+	wait_until 5 test -e "$T/h.sig" || fail "the command runs on untold"
 	assert_equal "$(<"$T/h.sig")" TERM
 }

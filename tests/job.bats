@@ -353,12 +353,13 @@ PY
 
 @test "dlock stopped past its lease: a process that moved to a group of its own is stopped" {
 	write_mover
-	start_bg h -S "$U" -t 1 "$K" sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
+	# -t 4: see "the job is stopped before the lease lapses"
+	start_bg h -S "$U" -t 4 "$K" sh -c '"$0" "$1" & wait' "$T/mover" "$T/m"
 	wait_ready m
 	moved m || fail "the mover is still in the job's group"
 	kill -STOP "$(<"$T/h.dlock")"
 	# (seen once under the sanitizers in a loaded run: what ran, if again)
-	wait_until 5 test -e "$T/m.sig" ||
+	wait_until 10 test -e "$T/m.sig" ||
 		fail "the mover got no signal while dlock was stopped; dlock's children: $(ps -o pid=,pgid=,stat=,args= --ppid "$(<"$T/h.dlock")"); mover: $(ps -o pid=,pgid=,stat= -p "$(<"$T/m.pid")"); stderr: $(cat "$T/h.err")"
 	assert_equal "$(cat "$T/m.sig")" TERM
 	wait_until 5 dead "$(<"$T/m.pid")" || fail "the mover runs on"
@@ -456,10 +457,15 @@ killed_event() { dlock history -S "$U" "$K" | grep -q '^[^ ]* *ago *killed '; }
 }
 
 @test "dlock stopped past its lease: the job is stopped before the lease lapses" {
-	hold h -S "$U" -t 1 --kill-after 1 "$K"
+	# The watchdog's SIGTERM comes a tenth of the TTL before the lease's
+	# end, its SIGKILL a twentieth before (the man page): 50 ms apart at
+	# -t 1, too short for the job's sh to record the TERM on a loaded
+	# machine (its trap forks cat and mv), which then never did. 200 ms
+	# at -t 4; the TERM comes 2.4-3.6 s after the stop.
+	hold h -S "$U" -t 4 --kill-after 1 "$K"
 	wait_ready h
 	kill -STOP "$(<"$T/h.dlock")"
-	wait_until 5 test -e "$T/h.sig" || fail "the job got no signal while dlock was stopped"
+	wait_until 10 test -e "$T/h.sig" || fail "the job got no signal while dlock was stopped"
 	assert_equal "$(<"$T/h.sig")" TERM
 	wait_until 5 dead "$(<"$T/h.pid")" || fail "the job runs on"
 	run -0 dlock -S "$U" -w 5 "$K" true	# the lease lapsed: free for others
