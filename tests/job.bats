@@ -209,46 +209,6 @@ vcsw_past() { (($(vcsw "$1") >= $2)); }	# vcsw_past PID N
 	wait_until 5 dead "$(<"$T/m.pid")" || fail "the mover runs on"
 }
 
-@test "dlock killed: a process of its own group, deaf to SIGTERM, is killed though its parent exits" {
-	write_mover
-	# sh dies of the SIGTERM: the mover, deaf to it, is then an orphan
-	# that goes to init (dlock is gone), out of reach of a walk from sh
-	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c '"$0" "$1" deaf & wait' "$T/mover" "$T/m"
-	wait_ready m
-	moved m || fail "the mover is still in the job's group"
-	kill -KILL "$(<"$T/h.dlock")"
-	wait_until 5 dead "$(<"$T/m.pid")" ||
-		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")")"
-}
-
-@test "dlock killed the moment a new process of the job left its group: that process, deaf to SIGTERM, is killed" {
-	write_mover
-	# no note of the watchdog's (every 0.1 s) saw the mover outside the
-	# group, and most none at all: the watchdog finds it among the orphans
-	# adopted since its last note, as dlock died (sh dies of its
-	# parent-death signal at once, and the mover goes to init)
-	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c '"$0" "$1" deaf "kill=$PPID" & wait' "$T/mover" "$T/m"
-	wait_ready m
-	moved m || fail "the mover is still in the job's group"
-	wait_until 5 dead "$(<"$T/h.dlock")" || fail "dlock was not killed"
-	wait_until 5 dead "$(<"$T/m.pid")" ||
-		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")")"
-}
-
-@test "dlock killed: a process that left the job's group just before, deaf to SIGTERM, is killed though its parent exits" {
-	write_mover
-	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c '"$0" "$1" deaf late & wait' "$T/mover" "$T/m"
-	wait_until 5 test -e "$T/m.in" || fail "no mover: $(cat "$T/h.err")"
-	# the watchdog notes the job's processes every 0.1 s: some note saw
-	# this one in the group, none saw it leave
-	sleep 0.3
-	touch "$T/m.move"
-	wait_ready m
-	kill -KILL "$(<"$T/h.dlock")"
-	wait_until 5 dead "$(<"$T/m.pid")" ||
-		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")")"
-}
-
 # (review10) the watchdog has seen the mover: it woke a few times since
 noted_by_watchdog() {
 	local dl=$1 wd n0
@@ -258,20 +218,71 @@ noted_by_watchdog() {
 	wait_until 5 vcsw_past "$wd" $((n0 + 3)) || fail "the watchdog sleeps"
 }
 
+# mover_job 'OPTS': a job (-t 2 --kill-after 0.3) whose sh starts the
+# mover with OPTS (words for sh) and waits for it
+mover_job() {
+	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c "\"\$0\" \"\$1\" $1 & wait" "$T/mover" "$T/m"
+}
+
+# mover_out: the mover is ready, in a group of its own
+mover_out() {
+	wait_ready m
+	moved m || fail "the mover is still in the job's group"
+}
+
+# stopped PID [WHAT]: the job's process PID (the mover) ends within 5 s
+stopped() {
+	wait_until 5 dead "$1" ||
+		fail "${2:-the mover} runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$1")"
+}
+
+@test "dlock killed: a process of its own group, deaf to SIGTERM, is killed though its parent exits" {
+	write_mover
+	# sh dies of the SIGTERM: the mover, deaf to it, is then an orphan
+	# that goes to init (dlock is gone), out of reach of a walk from sh
+	mover_job 'deaf'
+	mover_out
+	kill -KILL "$(<"$T/h.dlock")"
+	stopped "$(<"$T/m.pid")"
+}
+
+@test "dlock killed the moment a new process of the job left its group: that process, deaf to SIGTERM, is killed" {
+	write_mover
+	# no note of the watchdog's (every 0.1 s) saw the mover outside the
+	# group, and most none at all: the watchdog finds it among the orphans
+	# adopted since its last note, as dlock died (sh dies of its
+	# parent-death signal at once, and the mover goes to init)
+	mover_job 'deaf "kill=$PPID"'
+	mover_out
+	wait_until 5 dead "$(<"$T/h.dlock")" || fail "dlock was not killed"
+	stopped "$(<"$T/m.pid")"
+}
+
+@test "dlock killed: a process that left the job's group just before, deaf to SIGTERM, is killed though its parent exits" {
+	write_mover
+	mover_job 'deaf late'
+	wait_until 5 test -e "$T/m.in" || fail "no mover: $(cat "$T/h.err")"
+	# the watchdog notes the job's processes every 0.1 s: some note saw
+	# this one in the group, none saw it leave
+	noted_by_watchdog "$(<"$T/h.dlock")"
+	touch "$T/m.move"
+	wait_ready m
+	kill -KILL "$(<"$T/h.dlock")"
+	stopped "$(<"$T/m.pid")"
+}
+
 @test "dlock killed: what a process of the job forks once told, its parent gone at once, is stopped too" {
 	write_mover
 	# told, the mover (outside the job's group) starts a new process and
 	# exits: that process started after dlock's death and its parent is
 	# gone, so it is init's, out of the walk and of the adopted window
-	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c '"$0" "$1" flee & wait' "$T/mover" "$T/m"
-	wait_ready m
-	moved m || fail "the mover is still in the job's group"
+	mover_job 'flee'
+	mover_out
 	noted_by_watchdog "$(<"$T/h.dlock")"
 	kill -KILL "$(<"$T/h.dlock")"
 	wait_until 5 test -s "$T/m.c" || fail "the mover was not told: $(cat "$T/h.err")"
 	track "$(<"$T/m.c")"
-	wait_until 5 dead "$(<"$T/m.c")" ||
-		fail "the mover's new process runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.c")")"
+	stopped "$(<"$T/m.c")" "the mover's new process"
 }
 
 @test "dlock killed: a deaf process of the job outside its group is killed though 300 others run" {
@@ -282,15 +293,13 @@ noted_by_watchdog() {
 	moved m || fail "the mover is still in the job's group"
 	noted_by_watchdog "$(<"$T/h.dlock")"
 	kill -KILL "$(<"$T/h.dlock")"
-	wait_until 5 dead "$(<"$T/m.pid")" ||
-		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")")"
+	stopped "$(<"$T/m.pid")"
 }
 
 @test "dlock killed just after it started a new watchdog: a deaf process outside the job's group is killed" {
 	write_mover
-	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c '"$0" "$1" deaf & wait' "$T/mover" "$T/m"
-	wait_ready m
-	moved m || fail "the mover is still in the job's group"
+	mover_job 'deaf'
+	mover_out
 	local dl wd old kids k n
 	dl=$(<"$T/h.dlock")
 	noted_by_watchdog "$dl"
