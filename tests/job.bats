@@ -325,7 +325,10 @@ stopped() {
 	sh=$(<"$T/m.sh")
 	wait_until 5 dead "$sh" || fail "the command did not exit"
 	# an unrelated process takes the number the job's group had: it
-	# leads a group of its own, and notes each SIGTERM it gets
+	# leads a group of its own, and notes each SIGTERM it gets. In a
+	# session of its own: an orphan of the job's session born this late
+	# may be taken for one of the job's (see the man page), which is not
+	# what this test is about
 	"$PYTHON" - "$sh" "$T/inn" <<'PY' || skip "pid $sh taken by another process first"
 import os, signal, sys, time
 want, p = int(sys.argv[1]), sys.argv[2]
@@ -336,7 +339,7 @@ for _ in range(200):
 	if pid == 0:
 		if os.getpid() != want:
 			os._exit(1)
-		os.setpgid(0, 0)
+		os.setsid()
 		signal.signal(signal.SIGTERM, lambda *_: open(p + ".sig", "a").write("TERM\n"))
 		open(p + ".pid", "w").write(str(want))
 		end = time.time() + 60
