@@ -171,18 +171,6 @@ static void note_group(struct snapshot *snap, pid_t pgrp, pid_t job_pgid)
 		snap->groups[snap->n_groups++] = pgrp;
 }
 
-static void take_snapshot(const struct watch_page *pg, struct snapshot *snap)
-{
-	pid_t skip[MAX_SKIP + 1];
-	int n = atomic_load(&pg->n_skip);
-
-	memcpy(skip, pg->skip, (size_t)n * sizeof *skip);
-	skip[n++] = getpid();
-	snap->at = jobtree_now();
-	snap->n = jobtree_children(pg->dlock_pid, skip, (size_t)n, snap->kids,
-				   MAX_SNAPSHOT);
-}
-
 /* The job's tree: from dlock's children while it lives (stalled), else
  * from the last snapshot, which still names the command. */
 static struct jobtree tree_of(const struct watch_page *pg, pid_t pgid,
@@ -381,13 +369,13 @@ static void renew_snapshot(const struct watch_page *pg, int fd,
 	static struct snapshot next;
 	struct pollfd pfd = { fd, POLLIN, 0 };
 
-	next = (struct snapshot){ .n = 0, .cmd_start = snap->cmd_start };
-	take_snapshot(pg, &next);
-	/* the command's start, read among dlock's children: its own */
+	next = (struct snapshot){ .at = jobtree_now(), .cmd_start = snap->cmd_start };
+	note_tree(pg, &next);
+	/* the command's start, found below dlock: its own (a number in use
+	 * is no other process's) */
 	for (size_t i = 0; !next.cmd_start && i < next.n; i++)
 		if (next.kids[i].pid == atomic_load(&pg->pgid))
 			next.cmd_start = next.kids[i].start;
-	note_tree(pg, &next);
 	if (poll(&pfd, 1, 0) == 0)
 		*snap = next;
 }
