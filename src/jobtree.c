@@ -334,12 +334,18 @@ unsigned long long jobtree_now(void)
 	       (unsigned long long)ts.tv_nsec / (unsigned long long)(1000000000L / hz);
 }
 
+bool jobtree_group_ours(const struct jobtree *jt)
+{
+	return !jt->leader_reaped || jobtree_start(jt->pgid) == 0;
+}
+
 size_t jobtree_signal(const struct jobtree *jt, int sig)
 {
 	pid_t out[1024];
 	size_t n;
 
-	kill(-jt->pgid, sig);
+	if (jobtree_group_ours(jt))
+		kill(-jt->pgid, sig);
 	n = jobtree_outside(jt, out, sizeof out / sizeof out[0]);
 	for (size_t i = 0; i < n; i++)
 		kill(out[i], sig);

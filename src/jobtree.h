@@ -21,6 +21,8 @@ struct jobtree {
 	size_t n_skip;		/* the watchdog, children it inherited */
 	const struct jobtree_proc *roots;	/* more roots: processes */
 	size_t n_roots;		/* that were parent's children */
+	bool leader_reaped;	/* the group's leader (the command) reaped:
+				 * its number may be a stranger's now */
 };
 
 /* The live processes of the job outside its process group: those in the
@@ -51,8 +53,14 @@ size_t jobtree_adopted(const struct jobtree_adoption *a, pid_t *pids,
 pid_t jobtree_pgrp(pid_t pid);
 /* Now, on the clock of the start times: clock ticks after boot. */
 unsigned long long jobtree_now(void);
-/* Sends sig to the job's process group and to every process of the job
- * outside it. Returns how many such processes there were. */
+/* Whether pgid still names the job's group. The kernel gives no new
+ * process the number of a group that has members, so once the leader is
+ * reaped, a process with that number means ours was empty when it was
+ * born: the number, and any group of that number, is a stranger's. */
+bool jobtree_group_ours(const struct jobtree *jt);
+/* Sends sig to the job's process group (while jobtree_group_ours()) and
+ * to every process of the job outside it. Returns how many such
+ * processes there were. */
 size_t jobtree_signal(const struct jobtree *jt, int sig);
 /* parent's children but those skipped, at most max, with their start
  * times; returns how many. */

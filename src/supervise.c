@@ -59,7 +59,7 @@ static struct jobtree tree_of(const struct supervisor *sv, pid_t *skip,
 		skip[n++] = sv->w->wd->pid;
 	return (struct jobtree){
 		.pgid = job->pid, .sid = getsid(0), .parent = getpid(),
-		.skip = skip, .n_skip = n,
+		.skip = skip, .n_skip = n, .leader_reaped = sv->command_done,
 	};
 }
 
@@ -85,9 +85,15 @@ static void signal_job(const struct supervisor *sv, int sig)
  * tell, and would get it twice. */
 static void signal_group(const struct supervisor *sv, int sig)
 {
-	if (sv->job->pidfd >= 0)
+	pid_t skip[66];
+	struct jobtree jt;
+
+	if (sv->job->pidfd >= 0) {
 		syscall(SYS_pidfd_send_signal, sv->job->pidfd, sig, NULL, 0);
-	else
+		return;
+	}
+	jt = tree_of(sv, skip, sizeof skip / sizeof *skip);
+	if (jobtree_group_ours(&jt))
 		kill(-sv->job->pid, sig);
 }
 
@@ -98,9 +104,12 @@ static bool group_gone(const struct supervisor *sv)
 
 	if (sv->job->pidfd >= 0)
 		return true;
-	if (kill(-sv->job->pid, 0) == 0 || errno != ESRCH)
-		return false;
 	jt = tree_of(sv, skip, sizeof skip / sizeof *skip);
+	/* a group of the command's number that a stranger leads is not
+	 * the job's, however long it lives */
+	if ((kill(-sv->job->pid, 0) == 0 || errno != ESRCH) &&
+	    jobtree_group_ours(&jt))
+		return false;
 	return jobtree_outside(&jt, &one, 1) == 0;
 }
 

@@ -316,20 +316,13 @@ stopped() {
 		fail "the mover runs on beside the next holder: $(ps -o pid=,ppid=,pgid=,stat= -p "$(<"$T/m.pid")"); $(cat "$T/h.err")"
 }
 
-@test "dlock killed after the command exited: a group that took the command's number is left alone" {
-	[[ -w /proc/sys/kernel/ns_last_pid ]] || skip "no way to choose a process's number here"
-	write_mover
-	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c 'echo $$ >"$1.sh"; "$0" "$1" & exit 0' "$T/mover" "$T/m"
-	wait_ready m
-	local sh wd inn
-	sh=$(<"$T/m.sh")
-	wait_until 5 dead "$sh" || fail "the command did not exit"
-	# an unrelated process takes the number the job's group had: it
-	# leads a group of its own, and notes each SIGTERM it gets. In a
-	# session of its own: an orphan of the job's session born this late
-	# may be taken for one of the job's (see the man page), which is not
-	# what this test is about
-	"$PYTHON" - "$sh" "$T/inn" <<'PY' || skip "pid $sh taken by another process first"
+# take_number N P: an unrelated process takes number N, which the
+# job's group had: it leads a group, in a session of its own (an orphan of
+# the job's session born this late may be taken for one of the job's: see
+# the man page), notes each SIGTERM it gets in P.sig, its pid in P.pid,
+# and lives 60 s. Skips when another process took N first.
+take_number() {
+	"$PYTHON" - "$1" "$2" <<'PY' || skip "pid $1 taken by another process first"
 import os, signal, sys, time
 want, p = int(sys.argv[1]), sys.argv[2]
 for _ in range(200):
@@ -351,9 +344,25 @@ for _ in range(200):
 	os.waitpid(pid, 0)
 sys.exit(1)
 PY
-	wait_until 5 test -s "$T/inn.pid" || fail "no unrelated process"
+	wait_until 5 test -s "$2.pid" || fail "no unrelated process"
+	track "$(<"$2.pid")"
+}
+
+@test "dlock killed after the command exited: a group that took the command's number is left alone" {
+	[[ -w /proc/sys/kernel/ns_last_pid ]] || skip "no way to choose a process's number here"
+	write_mover
+	start_bg h -S "$U" -t 2 --kill-after 0.3 "$K" sh -c 'echo $$ >"$1.sh"; "$0" "$1" & exit 0' "$T/mover" "$T/m"
+	wait_ready m
+	local sh wd inn
+	sh=$(<"$T/m.sh")
+	wait_until 5 dead "$sh" || fail "the command did not exit"
+	# an unrelated process takes the number the job's group had: it
+	# leads a group of its own, and notes each SIGTERM it gets. In a
+	# session of its own: an orphan of the job's session born this late
+	# may be taken for one of the job's (see the man page), which is not
+	# what this test is about
+	take_number "$sh" "$T/inn"
 	inn=$(<"$T/inn.pid")
-	track "$inn"
 	noted_by_watchdog "$(<"$T/h.dlock")"
 	wd=$(watchdog_of "$(<"$T/h.dlock")")
 	kill -KILL "$(<"$T/h.dlock")"
@@ -361,6 +370,55 @@ PY
 	wait_until 5 dead "$wd" || fail "the watchdog runs on"
 	[[ ! -e $T/inn.sig ]] || fail "the unrelated group $inn got SIGTERM"
 	alive "$inn" || fail "the unrelated group $inn was killed"
+}
+
+@test "the command's group emptied and its number taken by a stranger: dlock neither signals it nor waits for it" {
+	[[ -w /proc/sys/kernel/ns_last_pid ]] || skip "no way to choose a process's number here"
+	# The command (sh, the group's leader) starts a keeper that moves to
+	# a group of its own and leaves one process of its own (m) in the
+	# job's group; sh exits. On "go" the keeper ends m and reaps it
+	# itself (dlock sees nothing): the group is empty, its number free.
+	cat >"$T/keeper" <<PY
+#!$PYTHON
+import os, signal, sys, time
+p = sys.argv[1]
+m = os.fork()
+if m == 0:
+	time.sleep(60)
+	os._exit(0)
+os.setpgid(0, 0)
+open(p + ".m", "w").write(str(m))
+while not os.path.exists(p + ".go"):
+	time.sleep(0.01)
+os.kill(m, signal.SIGKILL)
+os.waitpid(m, 0)
+open(p + ".gone", "w").write("")
+while not os.path.exists(p + ".end"):
+	time.sleep(0.01)
+PY
+	chmod +x "$T/keeper"
+	start_bg h -S "$U" -t 30 "$K" sh -c 'echo $$ >"$1.sh"; "$0" "$1" & exit 0' "$T/keeper" "$T/k"
+	wait_until 5 test -s "$T/k.m" || fail "no keeper: $(cat "$T/h.err")"
+	local sh inn
+	sh=$(<"$T/k.sh")
+	track "$(<"$T/k.m")"
+	wait_until 5 dead "$sh" || fail "the command did not exit"
+	touch "$T/k.go"
+	wait_until 5 test -e "$T/k.gone" || fail "the keeper did not end its process"
+	take_number "$sh" "$T/inn"
+	inn=$(<"$T/inn.pid")
+	# the keeper still runs: dlock holds, and a signal to dlock goes to
+	# the job's group, which is not the stranger's of the same number
+	kill -TERM "$(<"$T/h.dlock")"
+	sleep 0.3	# (the signal's way through dlock: nothing to await)
+	alive "$(<"$T/h.dlock")" || fail "dlock ended with the keeper running: $(cat "$T/h.err")"
+	[[ ! -e $T/inn.sig ]] || fail "the unrelated group $inn got SIGTERM"
+	# the keeper ends: the job is over, however long the stranger lives
+	touch "$T/k.end"
+	reap h 5
+	alive "$inn" || fail "the unrelated group $inn was killed"
+	run dlock -S "$U" -n "$K" true
+	assert_success
 }
 
 @test "dlock stopped past its lease: a process that moved to a group of its own is stopped" {
