@@ -142,6 +142,10 @@ up_or_dead() { up "$1" || dead "$(<"$T/$1/pid")"; }
 # _start_redis NAME PORT [ARGS...]: returns 1 when the server died at start
 _start_redis() {
 	local name=$1 port=$2 d=$T/$1 i j; shift 2
+	# a second server of one name would leave the first unstopped (its
+	# pid file overwritten): a test's mistake, said at once
+	[[ ! -s $d/pid ]] || dead "$(<"$d/pid")" ||
+		{ fail "redis $name is running already (pid $(<"$d/pid")): stop it first, or use another name"; return 1; }
 	mkdir -p "$d"
 	((${#d} < 100)) || fail "socket path too long for a unix socket: $d/sock"
 	rm -f "$d/pass"
@@ -153,7 +157,11 @@ _start_redis() {
 		--unixsocketperm 700 --dir "$d" --save '' --appendonly no "$@" \
 		>"$d/log" 2>&1 </dev/null 3>&- &
 	echo $! >"$d/pid"
-	wait_until 5 up_or_dead "$name" || fail "redis $name: no PONG in 5 s"
+	if ! wait_until 5 up_or_dead "$name"; then
+		kill "$(<"$d/pid")" 2>/dev/null	# not left behind by a retry
+		fail "redis $name: no PONG in 5 s"
+		return 1
+	fi
 	up "$name"
 }
 
