@@ -5,7 +5,8 @@
 # N processes (SIZES, default "200 1000") are released at one instant
 # against one server per engine (ENGINES: redis postgres mysql zookeeper
 # etcd; or pgbouncer: PostgreSQL behind PgBouncer in session mode, POOL
-# server connections), each server on its DEFAULT limits (Redis maxclients 10000 and a
+# server connections; or etcdctl: etcd with its own `etcdctl lock` in
+# dlock's place, -w only, the store's own client as a yardstick), each server on its DEFAULT limits (Redis maxclients 10000 and a
 # listen backlog of 511, PostgreSQL max_connections 100, MariaDB 151,
 # ZooKeeper 60 connections per address, etcd's own), started here on free
 # ports in a temp dir and pinned to CPU SERVER_CPU (1), while every client
@@ -428,6 +429,11 @@ queued_etcd() {	# watchers: a waiter is queued once it watches the key ahead
 	curl -s "http://127.0.0.1:$PORT/metrics" |
 		awk '/^etcd_debugging_mvcc_watcher_total/ { v = $2 } END { print v + 0 }'
 }
+# etcdctl: etcd's own `etcdctl lock` as the waiters and the holder (-w
+# only): the store's own client, its yardstick for the drain
+start_etcdctl() { start_etcd; VERSION+=", waiters and holder: $(etcdctl version | head -n 1)"; }
+stats_etcdctl() { stats_etcd; }
+queued_etcdctl() { queued_etcd; }
 
 # --- what the server costs -----------------------------------------------------
 cpu_ticks() {	# the server's CPU ticks: it, its reaped children, its live children
@@ -548,14 +554,21 @@ scenario_w() {	# ENGINE N
 	l0=$(load)
 	start_sampler
 	o0=$(overflows)
-	setsid "$DLOCK" -S "$URL" -t "$TTL" "$key" "$BASH_BIN" -c "$HOLDER_SH" "$dir/log" \
+	# the holder and the waiters: dlock, or etcd's own etcdctl lock
+	local holder_cmd=("$DLOCK" -S "$URL" -t "$TTL" "$key")
+	local waiter_cmd=("$DLOCK" -S "$URL" "${EXTRA_ARGS[@]}" -t "$TTL" "${wargs[@]}" "$key")
+	if [[ $eng == etcdctl ]]; then
+		holder_cmd=("$(command -v etcdctl)" --endpoints="127.0.0.1:$PORT" lock --ttl "$TTL" "$key" --)
+		waiter_cmd=("${holder_cmd[@]}")
+	fi
+	setsid "${holder_cmd[@]}" "$BASH_BIN" -c "$HOLDER_SH" "$dir/log" \
 		>/dev/null 2>"$dir/holder.err" </dev/null &
 	holder=$!
 	GROUPS_+=("$holder")
 	wait_until 30 test -e "$dir/log.ready" || die "$eng: the holder did not start: $(cat "$dir/holder.err")"
 	q0=$(queued_"$eng" "$key" 2>/dev/null || echo 0)
-	release_hosts "$n" "$dir/out" "$dir/err" "$DLOCK" -S "$URL" "${EXTRA_ARGS[@]}" \
-		-t "$TTL" "${wargs[@]}" "$key" "$BASH_BIN" -c "$SECTION_SH" "$dir/log"
+	release_hosts "$n" "$dir/out" "$dir/err" "${waiter_cmd[@]}" \
+		"$BASH_BIN" -c "$SECTION_SH" "$dir/log"
 	# settled: the count queued in the server steady for STABLE s once it
 	# has moved from the holder's alone (q0). A thousand hosts starting on
 	# one CPU leave it there for seconds, and an idle window begun then
@@ -628,6 +641,7 @@ for eng in $ENGINES; do
 	echo
 	echo "$VERSION on 127.0.0.1:$PORT"
 	for mode in $MODES; do
+		[[ $eng != etcdctl || $mode == w ]] || { note "etcdctl: -w only (it has no -n)"; continue; }
 		if [[ $mode == n ]]; then
 			echo "| engine | mode | hosts | runs | exit statuses | spread | last loser (last) | peak conns | listen overflows | server CPU | requests (turned away) | load |"
 			echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
