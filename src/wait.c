@@ -180,7 +180,12 @@ static int64_t give_up_at(const struct waiter *w)
  * past the moment to give up makes the next try the last, at a moment
  * drawn in the second half of the time left: hosts that began together
  * (a cron minute) would otherwise all make their last try at the same
- * instant. */
+ * instant. So does one that would leave less than the shortest pause
+ * of its step (half its mean): the try after the next one would follow
+ * in the few ms still left, a pause that shrank to nothing; and the
+ * hosts whose tries came that close to the end, a quarter of a fleet on
+ * a 2 s budget, would all come back in those last ms before the moment
+ * they all give up. */
 static int64_t next_failed_ms(struct waiter *w, int64_t now_ms, int64_t give_up_ms)
 {
 	int64_t mean_ms, sleep_ms, left_ms = give_up_ms - now_ms;
@@ -191,7 +196,7 @@ static int64_t next_failed_ms(struct waiter *w, int64_t now_ms, int64_t give_up_
 	sleep_ms = mean_ms / 2 + arc4random_uniform((uint32_t)mean_ms + 1);
 	if (w->failed_pause_ms < FAILED_LAST_MS)
 		w->failed_pause_ms *= 2;
-	if (sleep_ms >= left_ms) {
+	if (sleep_ms + mean_ms / 2 > left_ms) {
 		/* -w's last try is at its end, as a wait for the lock's is */
 		if (w->deadline_ms > w->start_ms)
 			sleep_ms = left_ms;

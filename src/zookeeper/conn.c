@@ -357,14 +357,23 @@ int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 
 	*expired = false;
 	s->turned_away = false;
-	if (!s->zh) {
-		atomic_store(&last_errno, 0);
-		if (start(s, err) < 0)
-			return -1;
-	}
+	/* Listed before the library's thread starts: it may try every
+	 * server and fail before zookeeper_init() has even returned here (a
+	 * server that closes each connection at once, on a loaded host),
+	 * and a wake-up missed so would hold this try until the library's
+	 * next round, its own second later. */
 	set_connecting(s, true);
 	pthread_mutex_lock(&s->mu);
 	failures = s->connect_failures;
+	pthread_mutex_unlock(&s->mu);
+	if (!s->zh) {
+		atomic_store(&last_errno, 0);
+		if (start(s, err) < 0) {
+			set_connecting(s, false);
+			return -1;
+		}
+	}
+	pthread_mutex_lock(&s->mu);
 	while (s->st.state != ZOO_CONNECTED_STATE && !s->st.expired &&
 	       !s->st.auth_failed) {
 		/* every server tried, for a session that never began: this
