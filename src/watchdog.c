@@ -45,6 +45,7 @@
 #include "config.h"
 #include "lock.h"
 #include "jobtree.h"
+#include "signals.h"
 #include "watchdog.h"
 
 #if __has_include(<valgrind/valgrind.h>)
@@ -689,7 +690,7 @@ static int start_process(struct watchdog *wd, int page_fd, int pipe_fd,
 	if (!RUNNING_ON_VALGRIND && !atomic_load(&wd->page->no_exec)) {
 		sp = (struct spawn){ page_fd, pipe_fd, wd->page, watchdog_env() };
 		wd->pid = clone(watch_first, stack + sizeof stack,
-				CLONE_VM | SIGCHLD, &sp);
+				CLONE_VM | SIGNAL_WATCHDOG_EXIT, &sp);
 		if (wd->pid > 0)
 			return 0;
 	}
