@@ -5,6 +5,7 @@
  * cloned, and it calls only async-signal-safe functions until it execs. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,21 +55,25 @@ static int resolve(const char *name, char **out)
 	}
 	if (!path)
 		path = "/bin:/usr/bin";
+	/* Each candidate built in place, not by asprintf() (a dozen entries
+	 * in a PATH is common): only the one found is allocated. One too long
+	 * for a path is none, as stat() would say (ENAMETOOLONG). */
 	for (const char *p = path;; p++) {
-		size_t len = strcspn(p, ":");
-		char *candidate;
+		size_t len = strcspn(p, ":"), name_len = strlen(name);
+		char candidate[PATH_MAX];
 
-		if (asprintf(&candidate, "%.*s%s%s", (int)len, len ? p : ".",
-			     "/", name) < 0)
-			return ENOMEM;
-		if (stat(candidate, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
-			if (access(candidate, X_OK) == 0) {
-				*out = candidate;
-				return 0;
+		if (len + 1 + name_len < sizeof candidate) {
+			memcpy(candidate, p, len);
+			candidate[len] = '/';
+			memcpy(candidate + len + 1, name, name_len + 1);
+			if (stat(candidate, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+				if (access(candidate, X_OK) == 0) {
+					*out = strdup(candidate);
+					return *out ? 0 : ENOMEM;
+				}
+				found_errno = EACCES;
 			}
-			found_errno = EACCES;
 		}
-		free(candidate);
 		p += len;
 		if (!*p)
 			break;
