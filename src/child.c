@@ -135,9 +135,13 @@ static const char *const dlock_vars[] = {
 	"DLOCK_KEY", "DLOCK_TOKEN", "DLOCK_FENCE", "DLOCK_KEYS", "DLOCK_JOB",
 };
 
-static bool is_dlock_var(const char *entry)
+/* Whether entry sets one of the first n of dlock_vars. Most of an
+ * environment is not: one comparison says so. */
+static bool is_dlock_var(const char *entry, size_t n)
 {
-	for (size_t v = 0; v < sizeof dlock_vars / sizeof *dlock_vars; v++)
+	if (strncmp(entry, "DLOCK_", 6) != 0)
+		return false;
+	for (size_t v = 0; v < n; v++)
 		if (is_var(entry, dlock_vars[v]))
 			return true;
 	return false;
@@ -175,7 +179,7 @@ int child_check_size(const struct job *job, size_t key_len, size_t keys_len,
 	for (char **e = environ; *e; e++) {
 		size_t len = strlen(*e) + 1;
 
-		if (is_dlock_var(*e))
+		if (is_dlock_var(*e, sizeof dlock_vars / sizeof *dlock_vars))
 			continue;
 		used += len;
 		n++;
@@ -197,7 +201,6 @@ int child_set_env(struct job *job, const char *key, const char *keys,
 		  const char *token, const char *fence, bool reentered,
 		  const char *const *extra, struct error *err)
 {
-	const char *const *ours = dlock_vars;
 	size_t n_ours = reentered ? 4 : 5, n = 0, k = 0, n_extra = 0;
 
 	while (environ[n])
@@ -221,10 +224,8 @@ int child_set_env(struct job *job, const char *key, const char *keys,
 	if (job->env_vars[4])
 		strcpy(job->env_vars[4], "DLOCK_JOB=");
 	for (size_t i = 0; i < n; i++) {
-		bool keep = true;
+		bool keep = !is_dlock_var(environ[i], n_ours);
 
-		for (size_t v = 0; v < n_ours; v++)
-			keep &= !is_var(environ[i], ours[v]);
 		for (size_t v = 0; v < n_extra; v++)
 			keep &= strncmp(environ[i], job->extra_vars[v],
 					strcspn(job->extra_vars[v], "=") + 1) != 0;
