@@ -5,6 +5,7 @@
  * cloned, and it calls only async-signal-safe functions until it execs. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,21 +55,25 @@ static int resolve(const char *name, char **out)
 	}
 	if (!path)
 		path = "/bin:/usr/bin";
+	/* Each candidate built in place, not by asprintf() (a dozen entries
+	 * in a PATH is common): only the one found is allocated. One too long
+	 * for a path is none, as stat() would say (ENAMETOOLONG). */
 	for (const char *p = path;; p++) {
-		size_t len = strcspn(p, ":");
-		char *candidate;
+		size_t len = strcspn(p, ":"), name_len = strlen(name);
+		char candidate[PATH_MAX];
 
-		if (asprintf(&candidate, "%.*s%s%s", (int)len, len ? p : ".",
-			     "/", name) < 0)
-			return ENOMEM;
-		if (stat(candidate, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
-			if (access(candidate, X_OK) == 0) {
-				*out = candidate;
-				return 0;
+		if (len + 1 + name_len < sizeof candidate) {
+			memcpy(candidate, p, len);
+			candidate[len] = '/';
+			memcpy(candidate + len + 1, name, name_len + 1);
+			if (stat(candidate, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+				if (access(candidate, X_OK) == 0) {
+					*out = strdup(candidate);
+					return *out ? 0 : ENOMEM;
+				}
+				found_errno = EACCES;
 			}
-			found_errno = EACCES;
 		}
-		free(candidate);
 		p += len;
 		if (!*p)
 			break;
@@ -130,9 +135,13 @@ static const char *const dlock_vars[] = {
 	"DLOCK_KEY", "DLOCK_TOKEN", "DLOCK_FENCE", "DLOCK_KEYS", "DLOCK_JOB",
 };
 
-static bool is_dlock_var(const char *entry)
+/* Whether entry sets one of the first n of dlock_vars. Most of an
+ * environment is not: one comparison says so. */
+static bool is_dlock_var(const char *entry, size_t n)
 {
-	for (size_t v = 0; v < sizeof dlock_vars / sizeof *dlock_vars; v++)
+	if (strncmp(entry, "DLOCK_", 6) != 0)
+		return false;
+	for (size_t v = 0; v < n; v++)
 		if (is_var(entry, dlock_vars[v]))
 			return true;
 	return false;
@@ -170,7 +179,7 @@ int child_check_size(const struct job *job, size_t key_len, size_t keys_len,
 	for (char **e = environ; *e; e++) {
 		size_t len = strlen(*e) + 1;
 
-		if (is_dlock_var(*e))
+		if (is_dlock_var(*e, sizeof dlock_vars / sizeof *dlock_vars))
 			continue;
 		used += len;
 		n++;
@@ -192,7 +201,6 @@ int child_set_env(struct job *job, const char *key, const char *keys,
 		  const char *token, const char *fence, bool reentered,
 		  const char *const *extra, struct error *err)
 {
-	const char *const *ours = dlock_vars;
 	size_t n_ours = reentered ? 4 : 5, n = 0, k = 0, n_extra = 0;
 
 	while (environ[n])
@@ -216,10 +224,8 @@ int child_set_env(struct job *job, const char *key, const char *keys,
 	if (job->env_vars[4])
 		strcpy(job->env_vars[4], "DLOCK_JOB=");
 	for (size_t i = 0; i < n; i++) {
-		bool keep = true;
+		bool keep = !is_dlock_var(environ[i], n_ours);
 
-		for (size_t v = 0; v < n_ours; v++)
-			keep &= !is_var(environ[i], ours[v]);
 		for (size_t v = 0; v < n_extra; v++)
 			keep &= strncmp(environ[i], job->extra_vars[v],
 					strcspn(job->extra_vars[v], "=") + 1) != 0;

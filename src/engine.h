@@ -611,6 +611,9 @@ void engine_close_state(struct lock *lk);
 /* For list(): names[0..n-1] sorted, each once (a second one freed);
  * returns how many are left. */
 size_t engine_sort_names(char **names, size_t n);
+/* n_bytes (at most 32) random bytes as 2 * n_bytes hex digits and a NUL
+ * into out: a token. */
+void engine_random_hex(char *out, size_t n_bytes);
 /* s[0..len-1] and a NUL, for the status, history and force structs
  * (a token or value from the store may hold any byte); NULL: no memory. */
 char *engine_dup(const char *s, size_t len);

@@ -207,7 +207,8 @@ static void on_signals(struct keeper *k)
 			int st;
 			pid_t pid;
 
-			while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+			/* __WALL: the watchdog (SIGNAL_WATCHDOG_EXIT) */
+			while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED | __WALL)) > 0) {
 				struct error err = { 0 };
 
 				if (pid != k->wd.pid)

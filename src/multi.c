@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
-#include <bsd/stdlib.h>
 #include "clock.h"
 #include "multi.h"
 #include "wait.h"
@@ -59,7 +58,6 @@ static int open_in_key_order(struct multi *m, struct error *err)
 int multi_init(struct multi *m, const struct lock_params *base,
 	       const char *const *names, size_t n, struct error *err)
 {
-	unsigned char raw[16];
 	size_t len = 0;
 
 	*m = (struct multi){ .n = n };
@@ -71,11 +69,8 @@ int multi_init(struct multi *m, const struct lock_params *base,
 		return -1;
 	}
 	/* One token for all the keys; one key keeps the engine's own. */
-	if (n > 1) {
-		arc4random_buf(raw, sizeof raw);
-		for (size_t i = 0; i < sizeof raw; i++)
-			snprintf(m->token + 2 * i, 3, "%02x", raw[i]);
-	}
+	if (n > 1)
+		engine_random_hex(m->token, 16);
 	for (size_t i = 0; i < n; i++) {
 		m->params[i] = *base;
 		m->params[i].name = names[i];

@@ -25,6 +25,7 @@ int signals_init(struct signals *s)
 			sigaddset(&s->ignored, taken[i]);
 	}
 	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGNAL_WATCHDOG_EXIT);
 	s->fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	/* SIGTTOU: handing the terminal to the command must not stop us. */
 	sigaddset(&set, SIGTTOU);
@@ -54,7 +55,9 @@ int signals_next(const struct signals *s)
 	struct signalfd_siginfo si;
 
 	while (read(s->fd, &si, sizeof si) == (ssize_t)sizeof si)
-		if (!sigismember(&s->ignored, (int)si.ssi_signo))
+		if (si.ssi_signo == SIGNAL_WATCHDOG_EXIT)
+			return SIGCHLD;
+		else if (!sigismember(&s->ignored, (int)si.ssi_signo))
 			return (int)si.ssi_signo;
 	return 0;
 }

@@ -3,8 +3,16 @@
 #include <signal.h>
 #include <stdbool.h>
 
+/* What the watchdog's exit sends dlock while the watchdog shares its
+ * memory (watchdog.c): not SIGCHLD, so that a waitid() without __WALL
+ * tells whether dlock has any other child (supervise.c). It is taken as
+ * a SIGCHLD (signals_next()), and a wait that is to see the watchdog
+ * needs __WALL. Ignored by default, as SIGCHLD is. */
+#define SIGNAL_WATCHDOG_EXIT SIGURG
+
 struct signals {
-	int fd;			/* signalfd: INT, TERM, HUP, QUIT and CHLD */
+	int fd;			/* signalfd: INT, TERM, HUP, QUIT, CHLD and
+				 * SIGNAL_WATCHDOG_EXIT */
 	sigset_t orig_mask;	/* the mask dlock was started with */
 	sigset_t ignored;	/* those of INT, TERM, HUP, QUIT ignored then */
 	struct sigaction orig_pipe;	/* SIGPIPE as dlock was started with */
@@ -20,7 +28,8 @@ int signals_init(struct signals *s);
  * read (signals_next() takes it). -1 when there is none or on failure. */
 int signals_stop_fd(const struct signals *s);
 /* The next signal taken, 0 when none is pending. One that dlock's parent
- * ignored (nohup, a background job of sh) is dropped, as the parent meant. */
+ * ignored (nohup, a background job of sh) is dropped, as the parent meant.
+ * SIGNAL_WATCHDOG_EXIT comes back as SIGCHLD. */
 int signals_next(const struct signals *s);
 /* The next signal that interrupts a wait, 0 when none is pending.
  * SIGCHLD there is a child dlock inherited across exec (sleep & exec dlock):

@@ -45,6 +45,7 @@
 #include "config.h"
 #include "lock.h"
 #include "jobtree.h"
+#include "signals.h"
 #include "watchdog.h"
 
 #if __has_include(<valgrind/valgrind.h>)
@@ -506,6 +507,9 @@ static void __attribute__((noreturn)) watch(struct watch_page *pg, int fd)
 		int64_t deadline_ms = atomic_load(&pg->deadline_ms);
 		int64_t now_ms = clock_now_ms(), wait_ms;
 
+		/* over while dlock releases: its pipe closes only as it exits */
+		if (atomic_load(&pg->done))
+			_exit(0);
 		if (now_ms >= deadline_ms)
 			stop_job(pg, true, &snap);
 		if (atomic_load(&pg->pgid) > 0 && now_ms >= snap_at_ms) {
@@ -662,8 +666,10 @@ static NO_SANITIZE int watch_first(void *arg)
 		sys(SYS_exit, EX_OSERR, 0, 0, 0, 0);
 	sys(SYS_close, 0, 0, 0, 0, 0);
 	sys(SYS_close, 1, 0, 0, 0, 0);
-	if (sys(SYS_ppoll, (long)&pfd, 1, (long)&handover, 0, 0) > 0 &&
-	    atomic_load(&sp->page->done))
+	/* The job over: whether dlock exited, or still gives the lock back
+	 * (its pipe closes only as it exits: watchdog_end()). */
+	sys(SYS_ppoll, (long)&pfd, 1, (long)&handover, 0, 0);
+	if (atomic_load(&sp->page->done))
 		sys(SYS_exit, 0, 0, 0, 0, 0);
 	sys(SYS_execve, (long)"/proc/self/exe", (long)argv, (long)sp->envp, 0, 0);
 	atomic_store(&sp->page->no_exec, 1);
@@ -684,7 +690,7 @@ static int start_process(struct watchdog *wd, int page_fd, int pipe_fd,
 	if (!RUNNING_ON_VALGRIND && !atomic_load(&wd->page->no_exec)) {
 		sp = (struct spawn){ page_fd, pipe_fd, wd->page, watchdog_env() };
 		wd->pid = clone(watch_first, stack + sizeof stack,
-				CLONE_VM | SIGCHLD, &sp);
+				CLONE_VM | SIGNAL_WATCHDOG_EXIT, &sp);
 		if (wd->pid > 0)
 			return 0;
 	}
@@ -872,6 +878,7 @@ bool watchdog_fired(const struct watchdog *wd)
 
 int watchdog_restart(struct watchdog *wd, struct error *err)
 {
+	wd->pid = -1;	/* reaped: its number may be anyone's now */
 	/* One that acted has done its part; dlock sees to the rest. */
 	if (!wd->page || atomic_load(&wd->page->fired))
 		return 0;
@@ -887,7 +894,19 @@ void watchdog_end(struct watchdog *wd)
 		return;
 	/* done first: the EOF that follows must not read as dlock's death. */
 	atomic_store(&wd->page->done, 1);
-	if (wd->fd >= 0)
+	/* All that is left for the watchdog is to leave, and woken by the EOF
+	 * it would run ahead of us (wake-up preemption: 15 us here, for a
+	 * system call that takes 1): SCHED_BATCH is never woken ahead of the
+	 * task running. */
+	if (wd->pid > 0)
+		sched_setscheduler(wd->pid, SCHED_BATCH, &(struct sched_param){ 0 });
+	/* The EOF itself comes as we exit, unless the watchdog holds the
+	 * lock's connections, which must close now. A watchdog still in our
+	 * memory then leaves after us, and so unmaps that memory once our
+	 * parent has seen us exit: the last process out does it, 80 us of a
+	 * `dlock K true` here. An exec'd watchdog leaves at its next wake-up,
+	 * as it sees done. */
+	if (wd->fd >= 0 && wd->n_hold > 0)
 		close(wd->fd);
 	if (wd->page_fd >= 0)
 		close(wd->page_fd);

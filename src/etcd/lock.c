@@ -28,7 +28,6 @@
 #include <sysexits.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
-#include <bsd/stdlib.h>
 #include "clock.h"
 #include "etcd.h"
 #include "log.h"
@@ -130,11 +129,7 @@ int etcd_begin(struct lock *lk, struct error *err)
 	if (lk->p->token) {
 		snprintf(token, sizeof token, "%s", lk->p->token);
 	} else {
-		unsigned char raw[16];
-
-		arc4random_buf(raw, sizeof raw);
-		for (size_t i = 0; i < sizeof raw; i++)
-			snprintf(token + 2 * i, 3, "%02x", raw[i]);
+		engine_random_hex(token, 16);
 	}
 	e->have_lease = false;
 	e->my_rev = 0;

@@ -133,11 +133,7 @@ int my_begin(struct lock *lk, struct error *err)
 			}
 		snprintf(lk->token, sizeof lk->token, "%s", p->token);
 	} else {
-		unsigned char r[16];
-
-		arc4random_buf(r, sizeof r);
-		for (size_t i = 0; i < sizeof r; i++)
-			sprintf(lk->token + 2 * i, "%02x", r[i]);
+		engine_random_hex(lk->token, 16);
 	}
 	lk->fence[0] = '\0';
 	m->fence = -1;

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
-#include <sys/random.h>
 #include "clock.h"
 #include "net.h"
 #include "postgres.h"
@@ -373,18 +372,6 @@ void pg_disconnect(struct pg *pg)
 	pg->waiting = pg->beat_pending = pg->held = pg->stolen = false;
 }
 
-void pg_random_hex(char *out, size_t n_bytes)
-{
-	unsigned char raw[32];
-
-	if (n_bytes > sizeof raw)
-		n_bytes = sizeof raw;
-	if (getrandom(raw, n_bytes, 0) != (ssize_t)n_bytes)
-		arc4random_buf(raw, n_bytes);
-	for (size_t i = 0; i < n_bytes; i++)
-		snprintf(out + 2 * i, 3, "%02x", raw[i]);
-}
-
 /* Advisory locks live in one database: where the URL names none, which
  * one libpq chose (PGDATABASE, or the user's name) is said, once. */
 void pg_say_database(struct lock *lk)
@@ -420,7 +407,7 @@ int pg_connect_once(struct lock *lk, bool for_lock, struct error *err)
 	}
 	pg->checked = false;
 	snprintf(pg->pid, sizeof pg->pid, "%d", PQbackendPID(pg->c));
-	pg_random_hex(pg->mark, 8);
+	engine_random_hex(pg->mark, 8);
 	pg->vxid[0] = '\0';
 	return 0;
 }

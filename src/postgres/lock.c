@@ -61,7 +61,7 @@ static void new_token(struct lock *lk)
 	if (lk->p->token)
 		snprintf(lk->token, sizeof lk->token, "%s", lk->p->token);
 	else
-		pg_random_hex(lk->token, 16);
+		engine_random_hex(lk->token, 16);
 }
 
 int pg_begin(struct lock *lk, struct error *err)

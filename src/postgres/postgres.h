@@ -132,8 +132,6 @@ void pg_disconnect(struct pg *pg);
 /* --verbose, status: the database the lock lives in, where the URL names
  * none; once. */
 void pg_say_database(struct lock *lk);
-/* n_bytes random bytes as 2 * n_bytes hex digits and a NUL. */
-void pg_random_hex(char *out, size_t n_bytes);
 /* The WITH query that makes the session's settings, for the statement
  * that passes the check ("s AS MATERIALIZED (...), "). */
 void pg_settings_sql(const struct lock *lk, char *out, size_t len);

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <bsd/stdlib.h>
 #include "clock.h"
 #include "config.h"
 #include "fanout.h"
@@ -145,15 +144,10 @@ void rlock_free(struct rlock *lk)
 
 static void new_token(struct rlock *lk)
 {
-	unsigned char raw[16];
-
-	if (lk->p->token) {
+	if (lk->p->token)
 		snprintf(lk->token, sizeof lk->token, "%s", lk->p->token);
-		return;
-	}
-	arc4random_buf(raw, sizeof raw);
-	for (size_t i = 0; i < sizeof raw; i++)
-		snprintf(lk->token + 2 * i, 3, "%02x", raw[i]);
+	else
+		engine_random_hex(lk->token, 16);
 }
 
 /* The acquire script's answer: {1, fence[, slot]}, {2, fence}, or

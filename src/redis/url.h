@@ -9,6 +9,13 @@ enum url_kind { URL_TCP, URL_UNIX, URL_SENTINEL };
 #define URL_MAX_SENTINELS 8
 #define URL_MAX_SEEDS 8
 
+/* A sentinel, or a Cluster's seed node. */
+struct url_host {
+	char host[256];
+	int port;
+	struct net_addrs addr;
+};
+
 /* Where a TCP host is reached (struct net_addrs, src/net.h): a numeric
  * host's one address is filled in by url_parse(); a name's addresses, all
  * of them, by node_resolve() (conn.h), once, on the main thread, so that
@@ -25,23 +32,18 @@ struct url {
 	char user[128];		/* ACL user, "" for none */
 	char password[256];	/* "" for none */
 	int has_password;
-	/* SENTINEL: the sentinels and the master's name */
-	struct {
-		char host[256];
-		int port;
-		struct net_addrs addr;
-	} sentinels[URL_MAX_SENTINELS];
+	/* SENTINEL: the sentinels and the master's name. redis+cluster://:
+	 * nodes of one Redis Cluster, tried in turn until one answers;
+	 * seeds[0] is also host, port and addr above. A URL names sentinels
+	 * or seeds, never both: they share their room, 10 KiB fewer for
+	 * every URL to zero (a plain one's parse touches them all). */
+	union {
+		struct url_host sentinels[URL_MAX_SENTINELS];
+		struct url_host seeds[URL_MAX_SEEDS];
+	};
 	int n_sentinels;
 	char master[128];
-	/* redis+cluster://: nodes of one Redis Cluster, tried in turn until
-	 * one answers; seeds[0] is also host, port and addr above. 0 for
-	 * any other URL. */
-	struct {
-		char host[256];
-		int port;
-		struct net_addrs addr;
-	} seeds[URL_MAX_SEEDS];
-	int n_seeds;
+	int n_seeds;		/* 0 for any URL but redis+cluster:// */
 	char text[512];		/* the URL for messages, password masked */
 };
 

@@ -96,10 +96,8 @@ void zk_close(struct lock *lk)
 int zk_begin(struct lock *lk, struct error *err)
 {
 	struct zk *z = ZK(lk);
-	unsigned char r[8];
 
-	arc4random_buf(r, sizeof r);
-	zk_hex(r, sizeof r, z->rand);
+	engine_random_hex(z->rand, 8);
 	zk_forget_own(z);
 	free(z->acq_path);
 	z->acq_path = NULL;
