@@ -243,6 +243,10 @@ static size_t walk(const struct jobtree *jt, bool whole, pid_t *pids,
 {
 	struct pids todo = { 0 };
 	size_t n_out = 0, n_kids, n_given;
+	/* A group of the job's number that is not the job's (its number
+	 * taken since) is not signalled as a group: a process of the job
+	 * that leads it, or joined it, counts one by one. */
+	bool grouped = !whole && jobtree_group_ours(jt);
 
 	if (jt->parent > 0) {
 		struct pids kids = { 0 };
@@ -265,7 +269,7 @@ static size_t walk(const struct jobtree *jt, bool whole, pid_t *pids,
 		if (read_stat(pid, &st) < 0 || st.sid != jt->sid ||
 		    (i >= n_kids && i < n_given && not_the_root(jt, pid, st.start)))
 			continue;
-		if ((whole || st.pgrp != jt->pgid) && st.state != 'Z' &&
+		if ((!grouped || st.pgrp != jt->pgid) && st.state != 'Z' &&
 		    st.state != 'X' && n_out < max) {
 			if (starts)
 				starts[n_out] = st.start;
@@ -336,7 +340,13 @@ unsigned long long jobtree_now(void)
 
 bool jobtree_group_ours(const struct jobtree *jt)
 {
-	return !jt->leader_reaped || jobtree_start(jt->pgid) == 0;
+	unsigned long long start = jobtree_start(jt->pgid);
+
+	if (start == 0)
+		return true;	/* no one has the number: empty, or ours */
+	if (jt->leader_reaped)
+		return false;	/* the leader is gone: a stranger */
+	return jt->leader_start == 0 || start == jt->leader_start;
 }
 
 size_t jobtree_signal(const struct jobtree *jt, int sig)

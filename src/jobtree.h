@@ -23,13 +23,17 @@ struct jobtree {
 	size_t n_roots;		/* that were parent's children */
 	bool leader_reaped;	/* the group's leader (the command) reaped:
 				 * its number may be a stranger's now */
+	unsigned long long leader_start;	/* its start time; 0: unknown */
 };
 
 /* The live processes of the job outside its process group: those in the
  * job's session that descend from a root (parent's children but those
  * skipped, and roots that are still the same process), at most max of
- * them, in out. A process that left the session (setsid: a daemon) is not
- * looked into. Returns how many. */
+ * them, in out. Once the group's number is not the job's
+ * (jobtree_group_ours()), those in a group of that number too: a process
+ * of the job may have taken the number and lead a group of its own.
+ * A process that left the session (setsid: a daemon) is not looked into.
+ * Returns how many. */
 size_t jobtree_outside(const struct jobtree *jt, pid_t *out, size_t max);
 /* The same walk, but every live process of the job, in its group or not,
  * with its start time and its process group. */
@@ -55,8 +59,10 @@ pid_t jobtree_pgrp(pid_t pid);
 unsigned long long jobtree_now(void);
 /* Whether pgid still names the job's group. The kernel gives no new
  * process the number of a group that has members, so once the leader is
- * reaped, a process with that number means ours was empty when it was
- * born: the number, and any group of that number, is a stranger's. */
+ * reaped (or when the process of that number started other than the
+ * leader did), a process with that number means ours was empty when it
+ * was born: the number, and any group of that number, is not the job's
+ * group (a stranger's, or one a process of the job made anew). */
 bool jobtree_group_ours(const struct jobtree *jt);
 /* Sends sig to the job's process group (while jobtree_group_ours()) and
  * to every process of the job outside it. Returns how many such

@@ -149,13 +149,12 @@ struct snapshot {
 static bool group_ours(const struct watch_page *pg,
 		       const struct snapshot *snap, pid_t pgid)
 {
-	unsigned long long start = jobtree_start(pgid);
+	struct jobtree jt = {
+		.pgid = pgid, .leader_reaped = atomic_load(&pg->cmd_reaped),
+		.leader_start = snap->cmd_start,
+	};
 
-	if (start == 0)
-		return true;	/* no one has the number: empty, or ours */
-	if (atomic_load(&pg->cmd_reaped))
-		return false;	/* the command is gone: a stranger */
-	return snap->cmd_start == 0 || start == snap->cmd_start;
+	return jobtree_group_ours(&jt);
 }
 
 /* pgrp, a group one of the job's processes moved to, into snap->groups:
@@ -187,6 +186,8 @@ static struct jobtree tree_of(const struct watch_page *pg, pid_t pgid,
 		.parent = dlock_alive ? pg->dlock_pid : 0,
 		.skip = skip, .n_skip = (size_t)n,
 		.roots = snap->kids, .n_roots = snap->n,
+		.leader_reaped = atomic_load(&pg->cmd_reaped),
+		.leader_start = snap->cmd_start,
 	};
 }
 
@@ -326,8 +327,10 @@ static void signal_job(const struct watch_page *pg, struct snapshot *snap,
 		       struct jobtree *jt, int sig)
 {
 	pid_t out[MAX_SNAPSHOT];
-	size_t n = jobtree_outside(jt, out, MAX_SNAPSHOT);
+	size_t n;
 
+	jt->leader_reaped = atomic_load(&pg->cmd_reaped);	/* (dlock may) */
+	n = jobtree_outside(jt, out, MAX_SNAPSHOT);
 	keep_found(snap, jt, out, NULL, n);
 	note_groups(snap, out, n, jt->pgid);
 	if (group_ours(pg, snap, jt->pgid))
@@ -461,7 +464,10 @@ stop_job(struct watch_page *pg, bool dlock_alive, struct snapshot *snap)
 		int64_t left_ms = kill_at_ms - clock_now_ms();
 		pid_t out[MAX_SNAPSHOT];
 		bool alive = group_ours(pg, snap, pgid) && group_alive(pgid);
-		size_t n = jobtree_outside(&jt, out, MAX_SNAPSHOT);
+		size_t n;
+
+		jt.leader_reaped = atomic_load(&pg->cmd_reaped);
+		n = jobtree_outside(&jt, out, MAX_SNAPSHOT);
 
 		/* (one forked since, before its parent dies) */
 		keep_found(snap, &jt, out, NULL, n);

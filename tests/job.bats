@@ -421,6 +421,86 @@ PY
 	assert_success
 }
 
+# $T/taker P N: a process of the job (sh's child, N sh's number) that
+# moves to a group of its own, waits until dlock has reaped sh and so the
+# job's group is empty, then forks until a child gets number N; that
+# child leads a group of it (setpgid), as a job-control shell's pipeline
+# would, writes P.pid and P.ready, notes a SIGTERM in P.sig and exits,
+# and ends once P.release exists (60 s at most). The taker exits: the
+# child is an orphan of the job. P.skip: another process took N first.
+write_taker() {
+	cat >"$T/taker" <<PY
+#!$PYTHON
+import os, signal, sys, time
+p, want = sys.argv[1], int(sys.argv[2])
+os.setpgid(0, 0)
+while os.path.exists("/proc/%d" % want):
+	time.sleep(0.01)
+for _ in range(200):
+	with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+		f.write(str(want - 1))
+	pid = os.fork()
+	if pid == 0:
+		if os.getpid() != want:
+			os._exit(0)
+		os.setpgid(0, 0)
+		def term(*_):
+			open(p + ".sig", "a").write("TERM\n")
+			os._exit(11)
+		signal.signal(signal.SIGTERM, term)
+		open(p + ".pid", "w").write(str(os.getpid()))
+		open(p + ".ready", "w").close()
+		end = time.time() + 60
+		while not os.path.exists(p + ".release") and time.time() < end:
+			time.sleep(0.05)
+		os._exit(0)
+	if pid == want:
+		os._exit(0)
+	os.waitpid(pid, 0)
+open(p + ".skip", "w").close()
+PY
+	chmod +x "$T/taker"
+}
+
+# taker_job DLOCK-ARGS...: dlock runs sh, which starts the taker and exits
+taker_job() {
+	[[ -w /proc/sys/kernel/ns_last_pid ]] || skip "no way to choose a process's number here"
+	write_taker
+	start_bg h "$@" "$K" sh -c '"$0" "$1" $$ & exit 0' "$T/taker" "$T/c"
+	wait_until 5 test -e "$T/c.ready" -o -e "$T/c.skip" ||
+		fail "no taker: $(cat "$T/h.err")"
+	[[ ! -e $T/c.skip ]] || skip "the number was taken by another process first"
+	track "$(<"$T/c.pid")"
+}
+
+@test "a process of the job that took the reaped command's number and leads a group of it keeps the lock until it exits" {
+	taker_job -S "$U" -t 30
+	sleep 0.6	# (dlock's look at the job: every 0.25 s; nothing to await)
+	alive "$(<"$T/h.dlock")" || fail "dlock ended with a process of the job running: $(cat "$T/h.err")"
+	held || fail "released while a process of the job runs"
+	touch "$T/c.release"
+	reap h 5
+	assert_equal "$bg_status" 0
+	free || fail "not released once the job ended"
+}
+
+@test "lease lost: a process of the job that took the reaped command's number and leads a group of it is stopped" {
+	taker_job -S "$U" -t 30 --kill-after 0.3
+	store_break "$K"
+	reap h 10
+	assert_equal "$bg_status" 75
+	stopped "$(<"$T/c.pid")" "the process in a group of the command's number"
+	assert_equal "$(cat "$T/c.sig")" TERM
+}
+
+@test "dlock killed: a process of the job that took the reaped command's number and leads a group of it is stopped" {
+	taker_job -S "$U" -t 2 --kill-after 0.3
+	noted_by_watchdog "$(<"$T/h.dlock")"
+	kill -KILL "$(<"$T/h.dlock")"
+	stopped "$(<"$T/c.pid")" "the process in a group of the command's number"
+	assert_equal "$(cat "$T/c.sig")" TERM
+}
+
 @test "dlock stopped past its lease: a process that moved to a group of its own is stopped" {
 	write_mover
 	# -t 4: see "the job is stopped before the lease lapses"
