@@ -85,15 +85,14 @@ static void signal_job(const struct supervisor *sv, int sig)
  * tell, and would get it twice. */
 static void signal_group(const struct supervisor *sv, int sig)
 {
-	pid_t skip[66];
-	struct jobtree jt;
+	/* the group's number and leader are all jobtree_group_ours() reads */
+	const struct jobtree jt = {
+		.pgid = sv->job->pid, .leader_reaped = sv->command_done,
+	};
 
-	if (sv->job->pidfd >= 0) {
+	if (sv->job->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, sv->job->pidfd, sig, NULL, 0);
-		return;
-	}
-	jt = tree_of(sv, skip, sizeof skip / sizeof *skip);
-	if (jobtree_group_ours(&jt))
+	else if (jobtree_group_ours(&jt))
 		kill(-sv->job->pid, sig);
 }
 
