@@ -17,13 +17,13 @@ teardown() { engine_teardown; }
 held() { ! dlock -S "$U" -n "$K" true; }	# K is taken (by anyone)
 free() { dlock -S "$U" -n "$K" true; }
 pgid_of() { ps -o pgid= -p "$1" | tr -d ' '; }
-# command_of DLOCK-PID: the command dlock started (its other child, the
-# watchdog, is named "dlk-watchdog")
-# (the exec'd watchdog is "exe" by comm until it renames itself: by args
-# it is "dlock watchdog" from the start)
-# (and it leads its own process group: dlock, a subreaper, also adopts the
-# job's orphans, which are not the command)
-command_of() { ps -o pid=,pgid=,comm=,args= --ppid "$1" | awk '$1 == $2 && $3 !~ /^(dlock|dlk-watchdog)/ && $4 != "dlock" { print $1 }'; }
+# command_of DLOCK-PID: the command dlock started: a child of dlock that
+# leads its own process group in dlock's session. dlock, a subreaper, also
+# adopts the job's orphans, which do not lead a group; its other child, the
+# watchdog, leads a session of its own (setsid), and by name cannot be told
+# apart: while it execs itself it is "exe" with no arguments, so ps shows
+# "[exe]" (caught once by CI's installed pass)
+command_of() { ps -o pid=,pgid=,sid= --ppid "$1" | awk '$1 == $2 && $3 != $1 { print $1 }'; }
 has_command() { [[ -n $(command_of "$1") ]]; }
 lost_line() {
 	grep -q "^dlock: $K: .*lease lost" "$T/$1.err" ||
