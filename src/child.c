@@ -63,9 +63,11 @@ static int resolve(const char *name, char **out)
 		char candidate[PATH_MAX];
 
 		if (len + 1 + name_len < sizeof candidate) {
+			/* an empty entry is the current directory, as for
+			 * execvp(): "name", not "/name" */
 			memcpy(candidate, p, len);
 			candidate[len] = '/';
-			memcpy(candidate + len + 1, name, name_len + 1);
+			memcpy(candidate + len + (len > 0), name, name_len + 1);
 			if (stat(candidate, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
 				if (access(candidate, X_OK) == 0) {
 					*out = strdup(candidate);

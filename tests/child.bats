@@ -240,3 +240,14 @@ has_watchdog() { [[ -n $(watchdog_under "$1") ]]; }
 	wait_until 5 test -e "$T/h.sig" || fail "the command runs on untold"
 	assert_equal "$(<"$T/h.sig")" TERM
 }
+
+@test "an empty PATH entry is the current directory, as for flock (execvp)" {
+	mkdir "$T/bin"
+	printf '#!/bin/sh\necho ran from the current directory\n' >"$T/bin/mytool"
+	chmod +x "$T/bin/mytool"
+	cd "$T/bin"
+	PATH=":$PATH" run -0 dlock -S "$U" "$K" mytool
+	assert_equal "$output" "ran from the current directory"
+	PATH="$PATH:" run -0 dlock -S "$U" "$K" mytool
+	PATH="$PATH" run -127 dlock -S "$U" "$K" mytool
+}
