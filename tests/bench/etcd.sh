@@ -159,8 +159,8 @@ tool() {	# tool NAME COMMAND [ARG...]
 }
 tool "true"                 "$TRUE"
 tool "C floor (4 requests)" "$T/floor" "$CPORT" "$TRUE"
-tool "dlock K true"         "$DLOCK" -S "etcd://$EP" bench true
-[[ -z $BASE ]] || tool "BASE dlock K true" "$BASE" -S "etcd://$EP" bench-base true
+tool "dlock K true"         "$DLOCK" -S "etcd://$EP" bench "$TRUE"
+[[ -z $BASE ]] || tool "BASE dlock K true" "$BASE" -S "etcd://$EP" bench-base "$TRUE"
 tool "etcdctl lock K true"  etcdctl --endpoints="$EP" lock dlock:bench-ctl "$TRUE"
 N=${#NAMES[@]}
 run() { eval "${CMDS[$1]}" </dev/null >"$T/out" 2>&1; }

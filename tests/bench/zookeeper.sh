@@ -176,7 +176,7 @@ sys.exit(rc)'
 NAMES=() CMDS=()
 tool() { NAMES+=("$1"); shift; CMDS+=("$(printf '%q ' "$@")"); }
 tool "true"                   "$TRUE"
-tool "flock FILE true"        flock "$T/flock.lock" true
+tool "flock FILE true"        flock "$T/flock.lock" "$TRUE"
 tool "C floor (zk)"           "$T/floor" "$HOSTS" /dlock:bench-floor "$TRUE"
 tool "dlock K true (zk)"      "$DLOCK" -S "$URL" bench "$TRUE"
 [[ -z $BASE ]] || tool "BASE dlock K true (zk)" "$BASE" -S "$URL" bench-base "$TRUE"
