@@ -409,3 +409,26 @@ check_foreign_del() {
 	assert_equal "$bg_status" 0
 	nothing_left
 }
+
+# A waiter's try that the server carried out only after the try's own
+# deadline (the server paused past --node-timeout): the lock is the
+# waiter's, under its one token for the whole wait. It was refused as
+# held, and the waiter then waited for itself until its own lease lapsed:
+# -w 30 ran out (1) and the lock stayed blocked for its TTL.
+@test "a waiter's try carried out late, after the server paused, holds the lock for it: it runs at once" {
+	redis_only "a try carried out after its round timed out (SET NX under one token)"
+	hold h -S "$U" -t 2 "$K"
+	wait_ready h
+	start_bg w -S "$U" -w 30 "$K" sh -c 'echo ran'
+	wait_until 5 waiter_blocked 1 || fail "the waiter does not wait"
+	server_pause
+	# past the holder's lease (2 s) and the waiter's next try's deadline
+	sleep 3
+	server_resume
+	reap h
+	assert_equal "$bg_status" 75	# its lease lost while the server paused
+	reap w 10
+	assert_equal "$bg_status" 0
+	assert_equal "$(<"$T/w.out")" ran
+	store_nothing_left
+}

@@ -220,10 +220,28 @@ if ticket ~= '' then
   end
 end
 local n, f
+local late = false
 if mode == 'x' then
-  if kind ~= 'none' then return refuse(redis.call('PTTL', KEYS[1]), nil, true) end
-  redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
-  n, f = next_fence(KEYS[2], grain, token, ARGV[3])
+  if kind == 'string' and redis.call('GET', KEYS[1]) == token then
+    -- Ours already: an earlier try of this wait (one token for the whole
+    -- wait) that timed out on the caller's side but was carried out (the
+    -- server paused, a slow network). Refused, the caller would wait for
+    -- itself until its own lease lapsed. Its lease starts again now; its
+    -- fence stands if the counter still names it (the 'acquired' event
+    -- was written then), else a new one is handed out.
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    local c, owner = (redis.call('GET', KEYS[2]) or ''):match('^([0-9]+)\t([^\t]*)\t')
+    if owner == token then
+      n, f, late = tonumber(c), c, true
+    else
+      n, f = next_fence(KEYS[2], grain, token, ARGV[3])
+    end
+  elseif kind ~= 'none' then
+    return refuse(redis.call('PTTL', KEYS[1]), nil, true)
+  else
+    redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
+    n, f = next_fence(KEYS[2], grain, token, ARGV[3])
+  end
 else
   if kind == 'string' then return refuse(redis.call('PTTL', KEYS[1])) end
   local had = redis.call('GET', KEYS[5])
@@ -273,5 +291,5 @@ if ticket ~= '' then
   redis.call('DEL', KEYS[9] .. ':' .. token)
 end
 if ticket ~= '' or mode ~= 'x' then wake(KEYS[6], KEYS[9], KEYS[7]) end
-record(f)
+if not late then record(f) end
 return {1, n, taken}
