@@ -646,10 +646,12 @@ static int watch(struct status *s, struct lock *lk)
 			break;
 		}
 		/* a look that took a second or more (a server that does not
-		 * answer) still lets a signal end the watch */
+		 * answer) still lets a signal end the watch; not a SIGCHLD (a
+		 * child inherited across exec, reaped) nor a SIGURG, which
+		 * signals_next() gives as one */
 		left_ms = start_ms + 1000 - clock_now_ms();
 		if (poll(&pfd, 1, left_ms > 0 ? (int)left_ms : 0) > 0 &&
-		    signals_next(a->sig) > 0)
+		    signals_interrupt(a->sig) > 0)
 			break;
 	}
 	free(last);

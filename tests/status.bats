@@ -426,6 +426,39 @@ has_blocks() { (($(blocks) >= $1)); }
 	assert_equal "$stderr" "dlock: --watch does not apply to 'dlock run'"
 }
 
+# no_child PID: PID has no child left, not even a zombie
+no_child() { [[ -z $(ps --ppid "$1" -o pid=) ]]; }
+# urg_taken PID: no SIGURG pending for PID (it read it), or PID is gone
+urg_taken() {
+	local mask m
+	mask=$(awk '/^(ShdPnd|SigPnd):/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 0
+	for m in $mask; do (((0x$m & 0x400000) == 0)) || return 1; done
+}
+
+@test "--watch: a child it inherited that exits, or a SIGURG, does not end it" {
+	local pid
+	# sleep & exec dlock: the sleep's exit is a SIGCHLD to dlock
+	# shellcheck disable=SC2016 # the inner shell expands them
+	env --default-signal=INT,QUIT,HUP,TERM sh -c 'sleep 0.1 & exec "$0" "$@"' \
+		"$DLOCK" status --watch -S "$U" "$K" >"$T/w.out" 2>"$T/w.err" </dev/null 3>&- &
+	pid=$!
+	echo "$pid" >"$T/w.dlock"
+	track "$pid"
+	wait_until 5 has_blocks 1 || fail "no first block: $(cat "$T/w.out" "$T/w.err")"
+	wait_until 5 no_child "$pid" || fail "the sleep was not reaped"
+	hold h -S "$U" "$K"
+	wait_ready h
+	wait_until 5 grep -q "^$K: held" "$T/w.out" || fail "the watch ended: $(cat "$T/w.out" "$T/w.err")"
+	kill -URG "$pid"
+	wait_until 5 urg_taken "$pid" || fail "SIGURG still pending"
+	finish h
+	wait_until 5 has_blocks 3 || fail "the watch ended: $(cat "$T/w.out" "$T/w.err")"
+	kill -INT "$pid"
+	reap w
+	assert_equal "$bg_status" 0
+	assert_equal "$(cat "$T/w.err")" ''
+}
+
 @test "--watch --json on a pipe: one document a change, a line each" {
 	start_bg w status --watch --json -S "$U" "$K"
 	wait_until 5 test -s "$T/w.out" || fail "nothing: $(cat "$T/w.err")"
