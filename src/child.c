@@ -68,7 +68,9 @@ static int resolve(const char *name, char **out)
 			memcpy(candidate, p, len);
 			candidate[len] = '/';
 			memcpy(candidate + len + (len > 0), name, name_len + 1);
-			if (stat(candidate, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+			/* not a regular file (a directory, a FIFO): execve()
+			 * refuses it, and execvp() looks on */
+			if (stat(candidate, &sb) == 0 && S_ISREG(sb.st_mode)) {
 				if (access(candidate, X_OK) == 0) {
 					*out = strdup(candidate);
 					return *out ? 0 : ENOMEM;

@@ -251,3 +251,12 @@ has_watchdog() { [[ -n $(watchdog_under "$1") ]]; }
 	PATH="$PATH:" run -0 dlock -S "$U" "$K" mytool
 	PATH="$PATH" run -127 dlock -S "$U" "$K" mytool
 }
+
+@test "a FIFO or a directory named as the command earlier in PATH: the one after runs, as for execvp" {
+	mkdir "$T/early" "$T/early/mytool" "$T/fifo" "$T/bin"
+	mkfifo -m 755 "$T/fifo/mytool"
+	printf '#!/bin/sh\necho ran the later one\n' >"$T/bin/mytool"
+	chmod +x "$T/bin/mytool"
+	PATH="$T/fifo:$T/early:$T/bin:$PATH" run -0 dlock -S "$U" "$K" mytool
+	assert_equal "$output" "ran the later one"
+}
