@@ -71,4 +71,13 @@ lock_leases() {
 			echo "$id"
 	done
 }
-no_lease_left() { [[ -z $(lock_leases) ]]; }
+# (what is left is printed with its TTL, for the failure's message)
+no_lease_left() {
+	local left id
+	left=$(lock_leases)
+	[[ -z $left ]] && return 0
+	for id in $left; do
+		echo "lease left: $(ectl lease timetolive --keys "$id")" >&2
+	done
+	return 1
+}
