@@ -230,9 +230,10 @@ if mode == 'x' then
     -- fence stands if the counter still names it (the 'acquired' event
     -- was written then), else a new one is handed out.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    local c, owner = (redis.call('GET', KEYS[2]) or ''):match('^([0-9]+)\t([^\t]*)\t')
-    if owner == token then
-      n, f, late = tonumber(c), c, true
+    local v = redis.call('GET', KEYS[2])
+    if info_in(v, token) then
+      n, late = counter(v), true
+      f = string.format('%d', n)
     else
       n, f = next_fence(KEYS[2], grain, token, ARGV[3])
     end
