@@ -150,10 +150,17 @@ int pg_look_at_holders(struct lock *lk, struct error *err)
 			pg_disconnect(pg);
 		return -1;
 	}
-	for (int i = 0; i < PQntuples(r); i++) {
+	for (int i = 0, seen = 0; i < PQntuples(r); i++) {
 		const char *query = PQgetvalue(r, i, 0);
 
-		if (i == 0)
+		/* no activity: the backend ended between the two reads of
+		 * the statement (pg_lock_status() first, its activity
+		 * after): it released as it went, and its lock's own mode
+		 * (ShareLock for -s and --limit alike) would name a mode it
+		 * never held */
+		if (PQgetisnull(r, i, 0))
+			continue;
+		if (seen++ == 0)
 			held_by(lk, query);
 		pg_mode_in(query, held, sizeof held);
 		/* not dlock's (psql, an application): the lock's own mode */
