@@ -272,6 +272,8 @@ static int unresolved(const char *hosts, char *out, size_t len)
 	return 0;
 }
 
+static int add_auth(struct zk_sess *s);
+
 /* zookeeper_init() starts the library's threads: every signal blocked
  * meanwhile, so that they take none of dlock's (the core blocks its own
  * in main() before any engine opens; this holds whatever the caller). */
@@ -321,10 +323,28 @@ static int start(struct zk_sess *s, struct error *err)
 	zoo_set_servers_resolution_delay(s->zh, -1);
 	/* its pipe: CLOEXEC once connected (the watcher) and before any job
 	 * starts (engine.c), in time for every fork */
-	if (s->digest)
-		zoo_add_auth(s->zh, "digest", s->digest, (int)strlen(s->digest),
-			     NULL, NULL);
+	s->auth_added = false;
+	add_auth(s);
 	return 0;
+}
+
+/* The digest into the library's list, which it sends first on every
+ * connection it makes, before any request. The library refuses it
+ * (ZINVALIDSTATE) while it is between two connection attempts (its state
+ * 0: the first server it tried refused, on a loaded host before this
+ * call): then it is added once connected (zs_connect()), where it goes
+ * out at once, ahead of every request of ours. A session without it
+ * would create nodes with the creator's ACL and no identity to give
+ * them: "invalid acl". */
+static int add_auth(struct zk_sess *s)
+{
+	int rc;
+
+	if (!s->digest || s->auth_added)
+		return ZOK;
+	rc = zoo_add_auth(s->zh, "digest", s->digest, (int)strlen(s->digest), NULL, NULL);
+	s->auth_added = rc == ZOK;
+	return rc;
 }
 
 /* The library's errno for a connection the server closed before it
@@ -392,8 +412,17 @@ int zs_connect(struct zk_sess *s, int64_t deadline_ms, bool *expired,
 	auth_failed = s->st.auth_failed;
 	pthread_mutex_unlock(&s->mu);
 	set_connecting(s, false);
-	if (state == ZOO_CONNECTED_STATE && !gone)
-		return 0;
+	if (state == ZOO_CONNECTED_STATE && !gone) {
+		int rc = add_auth(s);
+
+		if (rc == ZOK)
+			return 0;
+		/* lost again at once: the next try adds it */
+		error_set(err, EX_UNAVAILABLE, "%s: cannot authenticate: %s", s->url_text,
+			  zerror(rc));
+		log_lower_first(err->msg + strlen(s->url_text) + 2);
+		return -1;
+	}
 	/* A session that never began: its handle goes, and with it the
 	 * library's own tries (a second apart at -t 60, whatever the core's
 	 * pauses); the next try starts afresh. One that began keeps its

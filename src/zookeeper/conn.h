@@ -212,6 +212,7 @@ struct zk_sess {
 	int pending;		/* requests sent, their completion not come */
 	bool turned_away;	/* the last connect: closed by the server */
 	unsigned connect_failures;	/* the library tried every server */
+	bool auth_added;	/* the digest is in the library's list */
 };
 
 /* The library's watcher for the session and for each watch a request
