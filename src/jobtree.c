@@ -294,6 +294,41 @@ size_t jobtree_members(const struct jobtree *jt, pid_t *pids,
 	return walk(jt, true, pids, starts, pgrps, max);
 }
 
+/* Whether pid was exec'd with DLOCK_JOB=job in its environment, as
+ * every process of the job is unless it cleared it; or whether its
+ * environment cannot be read (another user's, a program that is not
+ * dumpable): counted as the job's then, as a process of the window was
+ * before the environment was looked at. */
+static bool environ_of_job(pid_t pid, pid_t job)
+{
+	char path[64], want[40], entry[40], buf[4096];
+	size_t len = 0, want_len;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+	want_len = (size_t)snprintf(want, sizeof want, "DLOCK_JOB=%d", (int)job);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == EACCES || errno == EPERM;
+	/* NUL-ended entries, compared as they go by: one may span reads */
+	while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] != '\0') {
+				if (len < sizeof entry)
+					entry[len] = buf[i];
+				len++;
+			} else if (len == want_len && memcmp(entry, want, len) == 0) {
+				close(fd);
+				return true;
+			} else {
+				len = 0;
+			}
+		}
+	}
+	close(fd);
+	return len == want_len && memcmp(entry, want, len) == 0;
+}
+
 size_t jobtree_adopted(const struct jobtree_adoption *a, pid_t *pids,
 		       unsigned long long *starts, size_t max)
 {
@@ -310,7 +345,11 @@ size_t jobtree_adopted(const struct jobtree_adoption *a, pid_t *pids,
 			continue;
 		for (size_t g = 0; g < a->n_groups && !in_group; g++)
 			in_group = st.pgrp == a->groups[g];
-		if (in_group || (st.start >= a->since && st.start <= a->until)) {
+		/* the window holds the reaper's own children of that moment
+		 * too (a container's entrypoint shell, its next command):
+		 * only those that say they are the job's */
+		if (in_group || (st.start >= a->since && st.start <= a->until &&
+				 environ_of_job(kids.v[i], a->job))) {
 			starts[n] = st.start;
 			pids[n++] = kids.v[i];
 		}

@@ -48,9 +48,12 @@ struct jobtree_adoption {
 	const pid_t *groups;
 	size_t n_groups;
 	unsigned long long since, until;
+	pid_t job;	/* DLOCK_JOB's value: the job's group */
 };
 
-/* The reaper's children that a says are the job's, at most max. */
+/* The reaper's children that a says are the job's, at most max: in one
+ * of its groups, or started between since and until with DLOCK_JOB=job
+ * in their environment (or one that cannot be read). */
 size_t jobtree_adopted(const struct jobtree_adoption *a, pid_t *pids,
 		       unsigned long long *starts, size_t max);
 /* A process's group, or 0 when it is gone. */

@@ -389,10 +389,12 @@ static void renew_snapshot(const struct watch_page *pg, int fd,
  * moved to (what one of them forked once told, its parent exiting at
  * once, as it starts a daemon), or started between the last snapshot and
  * dlock's death (one unseen by the snapshot, whose parent died of
- * dlock's death). The latter may include another's orphan of that
- * session and moment, which we would stop too: the price of not letting
- * the job's run on unseen. Not one started after in another group: a job
- * of another dlock of the session, orphaned later while we still poll. */
+ * dlock's death) with DLOCK_JOB naming the job: the reaper's own
+ * children of that moment (a container's entrypoint shell and its next
+ * command) are spared, and so is a process of the job that cleared its
+ * environment just then (the price; one whose environment cannot be read
+ * counts as the job's). Not one started after in another group: a job of
+ * another dlock of the session, orphaned later while we still poll. */
 static size_t adopt(const struct watch_page *pg, struct snapshot *snap,
 		    struct jobtree *jt, bool tell)
 {
@@ -402,6 +404,7 @@ static size_t adopt(const struct watch_page *pg, struct snapshot *snap,
 		.reaper = getppid(), .sid = pg->sid,
 		.groups = snap->groups, .n_groups = snap->n_groups,
 		.since = snap->at - 1, .until = snap->eof_at,
+		.job = atomic_load(&pg->pgid),
 	};
 	size_t n;
 

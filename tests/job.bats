@@ -571,6 +571,50 @@ taker_job() {
 	wait_until 5 dead "$(<"$T/h.gc.pid")" || fail "the command's child runs on"
 }
 
+# (review13) In a PID namespace, as in a container whose entrypoint shell
+# is PID 1: the shell runs dlock and, just before dlock is killed, a
+# command of its own (in the same session, its own group). dlock and its
+# watchdog are stopped first (dlock continues a stopped watchdog), so that
+# the watchdog's last look at the job precedes that command: it started
+# in the window where a process of the job may have gone unseen, and only
+# its environment (no DLOCK_JOB of this job) says it is not the job's.
+@test "dlock killed: its reaper's own command, started just before, is spared; the job is stopped" {
+	unshare -fp --mount-proc true 2>/dev/null ||
+		skip_unless_strict "no PID namespace here (unshare -p needs root)"
+	cat >"$T/ns.sh" <<'SH'
+set -m
+watchdog_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 == "dlk-watchdog" || ($3 == "dlock" && $4 == "watchdog") { print $1 }'; }
+gone() { ! kill -0 "$1" 2>/dev/null || [ "$(ps -o stat= -p "$1")" = Z ]; }
+await() { local i; for i in $(seq 1000); do "$@" && return 0; sleep 0.01; done; return 1; }
+exec_d() { [ "$(tr '\0' ' ' <"/proc/$1/cmdline")" = "dlock watchdog " ]; }
+"$DLOCK" -S "$U" -t 30 "$K" sleep 60 & d=$!
+job_of() { ps -o pid=,comm= --ppid "$1" | awk '$2 == "sleep" { print $1 }'; }
+has_job() { [ -n "$(job_of "$d")" ]; }
+has_watchdog() { [ -n "$(watchdog_of "$d")" ]; }
+await has_job || { echo "no job"; exit 1; }
+job=$(job_of "$d")
+await has_watchdog || { echo "no watchdog"; exit 1; }
+wd=$(watchdog_of "$d")
+await exec_d "$wd" || { echo "watchdog not exec'd"; exit 1; }
+kill -STOP "$d"
+kill -STOP "$wd"
+sleep 61 & s=$!
+kill -KILL "$d"
+wait "$d" 2>/dev/null
+kill -CONT "$wd"
+await gone "$job" || echo "the job runs on" >&2
+await gone "$wd" || echo "the watchdog runs on" >&2
+if kill -0 "$s" 2>/dev/null; then echo "stranger alive"; else echo "stranger killed"; fi
+kill "$s" 2>/dev/null
+exit 0
+SH
+	DLOCK=$DLOCK U=$U K=$K run --separate-stderr unshare -fp --mount-proc bash "$T/ns.sh"
+	((status == 0)) || fail "status $status: $output; stderr: $stderr"
+	assert_output "stranger alive"
+	[[ $stderr == *"dlock: $K: dlock was killed; stopping the job"* ]] || fail "stderr: $stderr"
+	[[ $stderr != *"runs on"* ]] || fail "stderr: $stderr"
+}
+
 killed_event() { dlock history -S "$U" "$K" | grep -q '^[^ ]* *ago *killed '; }
 
 @test "dlock killed: the watchdog says so in one line, and history records it" {
