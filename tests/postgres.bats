@@ -387,6 +387,29 @@ print(cur.fetchone()[0])"
 	grep -q 'ended the session' "$T/err"
 }
 
+# A DBA cancels what looks like a stuck query (pg_cancel_backend, Ctrl-C
+# in psql on that backend): the waiter's blocking call ends with 57014.
+# It exited 70 ("canceling statement due to user request"); it waits on,
+# as after its session was terminated.
+@test "postgres: a waiter's blocking call cancelled by somebody else: it waits on, and runs once the holder is done" {
+	hold h -S "$PG_URL" pgcancel
+	wait_ready h
+	start_bg w -S "$PG_URL" -w 30 pgcancel sh -c 'echo ran'
+	blocked() { [[ $(psql_ "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dlock' AND wait_event_type = 'Lock'") == 1 ]]; }
+	wait_until 10 blocked || fail "the waiter does not wait in the server"
+	run -0 psql_ "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'dlock' AND wait_event_type = 'Lock'"
+	assert_output t
+	# it waits again, in the server's queue
+	wait_until 10 blocked || fail "the waiter does not wait again: $(cat "$T/w.err")"
+	[[ ! -s $T/w.out ]] || fail "the waiter ran beside the holder"
+	finish h
+	assert_equal "$bg_status" 0
+	reap w 10
+	assert_equal "$bg_status" 0
+	assert_equal "$(<"$T/w.out")" ran
+	assert_equal "$(cat "$T/w.err")" ""
+}
+
 @test "postgres: release --force ends the holder's session and says whose it was" {
 	"$DLOCK" -S "$PG_URL" -t 3 forced "$T/job" "$T/h" 2>"$T/err" &
 	local pid=$!

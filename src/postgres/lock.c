@@ -197,8 +197,13 @@ static bool shared_modes(const struct lock *lk)
 	return lk->p->limit != 0;
 }
 
-/* The blocking call's reply has come (or the connection broke). */
-static enum lock_result wait_over(struct lock *lk, struct error *err)
+/* The blocking call's reply has come (or the connection broke). A wait
+ * cancelled by somebody else (pg_cancel_backend(), a DBA's Ctrl-C in
+ * psql on our backend: 57014; dlock never cancels, it closes, and its
+ * session sets statement_timeout to 0) took nothing the session keeps
+ * past its close: it is asked again at once, as after a terminated
+ * session, in the server's queue anew. */
+static enum lock_result wait_over(struct lock *lk, int64_t *retry_ms, struct error *err)
 {
 	struct pg *pg = P(lk);
 	int64_t now_ms = clock_now_ms();
@@ -209,6 +214,12 @@ static enum lock_result wait_over(struct lock *lk, struct error *err)
 	enum lock_result res = LOCK_FAILED;
 
 	pg->waiting = false;
+	if (!r && strcmp(why.state, "57014") == 0) {
+		pg_disconnect(pg);
+		*err = (struct error){ 0 };
+		*retry_ms = 0;
+		return LOCK_HELD;
+	}
 	if (!r)
 		pg_fence_failed(lk, &why, err);
 	else if (PQntuples(r) != 1 || PQnfields(r) != 2)
@@ -440,7 +451,7 @@ enum lock_result pg_try(struct lock *lk, int64_t *retry_ms, struct error *err)
 			*retry_ms = 60000;	/* the reply wakes us */
 			return LOCK_HELD;
 		}
-		return wait_over(lk, err);
+		return wait_over(lk, retry_ms, err);
 	}
 	if (pg_connect_once(lk, true, err) < 0)
 		return LOCK_FAILED;
