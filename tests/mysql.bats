@@ -161,6 +161,25 @@ teardown() { stop_all; }
 	nothing_left
 }
 
+# A DBA kills what looks like a stuck query (KILL QUERY): the waiter's
+# GET_LOCK ends; it waits on, as psql's users would expect of a waiter.
+@test "KILL QUERY of a waiter's GET_LOCK: it waits on, and runs once the holder is done" {
+	hold h -S "$U" K
+	wait_ready h
+	start_bg w -S "$U" -w 30 K sh -c 'echo ran'
+	wait_until 5 has_waiter || fail "dlock is not waiting in GET_LOCK"
+	my "KILL QUERY $(my "SELECT ID FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'")"
+	wait_until 5 has_waiter || fail "the waiter does not wait again: $(cat "$T/w.err")"
+	[[ ! -s $T/w.out ]] || fail "the waiter ran beside the holder"
+	finish h
+	assert_equal "$bg_status" 0
+	reap w 10
+	assert_equal "$bg_status" 0
+	assert_equal "$(<"$T/w.out")" ran
+	assert_equal "$(cat "$T/w.err")" ""
+	nothing_left
+}
+
 @test "a grant that comes as the wait is cancelled is given back, its event forgotten" {
 	hold h -S "$U" K
 	wait_ready h
