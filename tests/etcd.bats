@@ -203,8 +203,9 @@ proxy() {
 	wait_until 30 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$port" ||
 		fail "python3 -m http.server did not start"
 	# a stand-in slow to answer under load is not what is tested here
-	run -70 --separate-stderr dlock -S "etcd://127.0.0.1:$port" --node-timeout 5 \
-		--connect-budget 10 "$K" touch "$T/ran"
+	run --separate-stderr dlock -S "etcd://127.0.0.1:$port" --node-timeout 10 \
+		--connect-budget 30 "$K" touch "$T/ran"
+	((status == 70)) || fail "status $status: $stderr"
 	[[ $stderr == *"etcd://127.0.0.1:$port: HTTP status 501"* ]] || fail "$stderr"
 	[[ ! -e $T/ran ]]
 }
