@@ -615,12 +615,15 @@ int zk_release(struct lock *lk, const struct release_how *how,
 	/* our node and the event in one multi; behind it the history's
 	 * children (to trim it), and the "acquired" event's answer */
 	reqs[0] = send_release(z, false, rl.kind, rl.exit, rl.held_ms, acq_path);
-	if (rl.kind)
-		reqs[1] = zc_children(z->s, z->hist, false);
 	reqs[2] = z->acq_event;
 	z->acq_event = NULL;
 	zc_wait(reqs, 3, rl.deadline_ms);
 	rc = zc_rc(reqs[0]);
+	/* the history's children, to trim it, when its event's number says */
+	if (rl.kind && rc == ZOK && zk_trim_due(z, reqs[0])) {
+		reqs[1] = zc_children(z->s, z->hist, false);
+		zc_wait(&reqs[1], 1, rl.deadline_ms);
+	}
 	rc = release_retry(&rl, rc, reqs[0], reqs[2], err);
 	zc_free(reqs[0]);
 	zc_free(reqs[2]);

@@ -177,6 +177,9 @@ void zk_check_stale(struct zk *z);
 /* The oldest events deleted, from the history's children kids, once it
  * holds an eighth more than --history N. */
 void zk_trim_history(struct zk *z, struct zc *kids);
+/* Whether this release, whose multi m made the history's event, reads
+ * the history's children to trim it: not every time, when N is large. */
+bool zk_trim_due(const struct zk *z, const struct zc *m);
 /* An event node read (get, named name) into ev: 0, or -1 not one of
  * ours. */
 int zk_event_parse(const struct zc *get, const char *name,
