@@ -995,6 +995,16 @@ assert 0 < l["holders"][0]["ttl_ms"] <= 20000, l' "$output"
 assert 4 <= len(ev) <= 6, len(ev)
 assert ev[0]["event"] == "released" and ev[0]["exit"] == 0 and ev[0]["fence"] > 0, ev[0]
 assert ev[1]["event"] == "acquired" and ev[1]["fence"] == ev[0]["fence"], ev[1]' "$output"
+	# a large N is counted (to trim) by some releases, not all (the count
+	# walks every event): it stays within N + N/2
+	local n max=0
+	for n in $(seq 40); do
+		dlock -S "$S" --history 24 "$K" true
+		n=$(dlock history -S "$S" -n 1000 --json "$K" | jq '.events | length')
+		((n > max)) && max=$n
+	done
+	echo "# --history 24: at most $max events" >&3
+	((max >= 24 && max <= 36)) || fail "--history 24: at most $max events, want 24 to 36"
 }
 
 # Lock a/b's history must not sit inside lock a's contenders' range

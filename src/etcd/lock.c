@@ -653,7 +653,7 @@ int etcd_release(struct lock *lk, const struct release_how *how,
 	json_object *fail = json_object_new_array(), *reply = NULL, *op;
 	size_t klen = strlen(e->my_key);
 	int64_t held_ms = clock_now_ms() - lk->acquired_ms, count = 0;
-	bool succeeded = false;
+	bool succeeded = false, counted = false;
 	int r;
 
 	stop_watch(e);
@@ -669,16 +669,19 @@ int etcd_release(struct lock *lk, const struct release_how *how,
 		char *end = etcd_range_end(e->hist, e->hist_len, &end_len);
 
 		json_object_array_add(ok, op);
-		if (end)
+		/* reply index 2 (before the 'acquired' below) */
+		if (end && etcd_history_count_due(lk, e->my_rev)) {
 			json_object_array_add(ok, etcd_op_range(e->hist, e->hist_len, end,
 								end_len, 0, false, 0,
 								true, false));
+			counted = true;
+		}
 		free(end);
 		if ((op = etcd_history_put(lk, "lost", e->token, lk->info, e->my_rev,
 					   how->exit_status, held_ms, NULL)))
 			json_object_array_add(fail, op);
 		/* a command over before the first renewal: its 'acquired'
-		 * here, in the one write (after the count: reply index 2) */
+		 * here, in the one write (after the count) */
 		if ((op = etcd_acquired_put(lk))) {
 			json_object_array_add(ok, op);
 			json_object_array_add(fail, etcd_acquired_put(lk));
@@ -704,8 +707,7 @@ int etcd_release(struct lock *lk, const struct release_how *how,
 		if (moved_to && moved_to != e->lease)
 			etcd_revoke(e, moved_to, etcd_deadline(lk), &(struct error){ 0 });
 		lk->lost_at_release = !succeeded;
-		if (succeeded && how->job && lk->p->history > 0 &&
-		    etcd_txn_range(reply, 2, &c, err) == 0) {
+		if (succeeded && counted && etcd_txn_range(reply, 2, &c, err) == 0) {
 			count = c.count;
 			etcd_range_free(&c);
 		}
