@@ -294,39 +294,69 @@ size_t jobtree_members(const struct jobtree *jt, pid_t *pids,
 	return walk(jt, true, pids, starts, pgrps, max);
 }
 
+/* One environment as it is read: the entry going by (its first bytes,
+ * more than any name looked for, and its whole length), and what the
+ * entries so far said. */
+struct env_look {
+	char want[40], entry[40];
+	size_t want_len, len;
+	bool our_job, other_job, token;
+};
+
+static bool entry_is(const struct env_look *e, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return e->len >= n && memcmp(e->entry, prefix, n) == 0;
+}
+
+/* The entry going by has ended. */
+static void entry_end(struct env_look *e)
+{
+	if (e->len == e->want_len && memcmp(e->entry, e->want, e->len) == 0)
+		e->our_job = true;
+	else if (entry_is(e, "DLOCK_JOB="))
+		e->other_job = true;
+	else if (entry_is(e, "DLOCK_TOKEN="))
+		e->token = true;
+	e->len = 0;
+}
+
 /* Whether pid was exec'd with DLOCK_JOB=job in its environment, as
- * every process of the job is unless it cleared it; or whether its
- * environment cannot be read (another user's, a program that is not
- * dumpable): counted as the job's then, as a process of the window was
- * before the environment was looked at. */
+ * every process of the job is unless it cleared it; or with DLOCK_TOKEN
+ * and no DLOCK_JOB, as a process of the job is after `eval "$(dlock
+ * acquire --export K2)"`, whose "unset DLOCK_JOB" would otherwise let it
+ * run on unstopped (the reaper's own commands carry neither); or
+ * whether its environment cannot be read (another user's, a program that
+ * is not dumpable): counted as the job's then, as a process of the
+ * window was before the environment was looked at. */
 static bool environ_of_job(pid_t pid, pid_t job)
 {
-	char path[64], want[40], entry[40], buf[4096];
-	size_t len = 0, want_len;
+	struct env_look e = { .len = 0 };
+	char path[64], buf[4096];
 	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
-	want_len = (size_t)snprintf(want, sizeof want, "DLOCK_JOB=%d", (int)job);
+	e.want_len = (size_t)snprintf(e.want, sizeof e.want, "DLOCK_JOB=%d", (int)job);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return errno == EACCES || errno == EPERM;
-	/* NUL-ended entries, compared as they go by: one may span reads */
+	/* NUL-ended entries, looked at as they go by: one may span reads */
 	while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
 		for (ssize_t i = 0; i < n; i++) {
-			if (buf[i] != '\0') {
-				if (len < sizeof entry)
-					entry[len] = buf[i];
-				len++;
-			} else if (len == want_len && memcmp(entry, want, len) == 0) {
-				close(fd);
-				return true;
+			if (buf[i] == '\0') {
+				entry_end(&e);
 			} else {
-				len = 0;
+				if (e.len < sizeof e.entry)
+					e.entry[e.len] = buf[i];
+				e.len++;
 			}
 		}
 	}
 	close(fd);
-	return len == want_len && memcmp(entry, want, len) == 0;
+	if (e.len)
+		entry_end(&e);
+	return e.our_job || (e.token && !e.other_job);
 }
 
 size_t jobtree_adopted(const struct jobtree_adoption *a, pid_t *pids,

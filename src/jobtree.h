@@ -53,7 +53,8 @@ struct jobtree_adoption {
 
 /* The reaper's children that a says are the job's, at most max: in one
  * of its groups, or started between since and until with DLOCK_JOB=job
- * in their environment (or one that cannot be read). */
+ * in their environment, or DLOCK_TOKEN and no DLOCK_JOB (dlock acquire
+ * --export), or one that cannot be read. */
 size_t jobtree_adopted(const struct jobtree_adoption *a, pid_t *pids,
 		       unsigned long long *starts, size_t max);
 /* A process's group, or 0 when it is gone. */

@@ -389,7 +389,8 @@ static void renew_snapshot(const struct watch_page *pg, int fd,
  * moved to (what one of them forked once told, its parent exiting at
  * once, as it starts a daemon), or started between the last snapshot and
  * dlock's death (one unseen by the snapshot, whose parent died of
- * dlock's death) with DLOCK_JOB naming the job: the reaper's own
+ * dlock's death) with DLOCK_JOB naming the job (or DLOCK_TOKEN and no
+ * DLOCK_JOB, as `dlock acquire --export` leaves it): the reaper's own
  * children of that moment (a container's entrypoint shell and its next
  * command) are spared, and so is a process of the job that cleared its
  * environment just then (the price; one whose environment cannot be read

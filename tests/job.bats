@@ -615,6 +615,53 @@ SH
 	[[ $stderr != *"runs on"* ]] || fail "stderr: $stderr"
 }
 
+# A process of the job whose environment lost DLOCK_JOB to `eval "$(dlock
+# acquire --export K2)"` (its "unset DLOCK_JOB"), started in the moment
+# before dlock was killed, in a group of its own, its parent gone: the
+# watchdog took it for the reaper's own command, and it ran on after the
+# lease lapsed, beside the next holder of K.
+@test "dlock killed: a job's process of the last moment that took a second lock with acquire --export is stopped" {
+	unshare -fp --mount-proc true 2>/dev/null ||
+		skip_unless_strict "no PID namespace here (unshare -p needs root)"
+	needs steps
+	cat >"$T/ns.sh" <<'SH'
+set -m
+watchdog_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 == "dlk-watchdog" || ($3 == "dlock" && $4 == "watchdog") { print $1 }'; }
+gone() { ! kill -0 "$1" 2>/dev/null || [ "$(ps -o stat= -p "$1")" = Z ]; }
+await() { local i; for i in $(seq 1000); do "$@" && return 0; sleep 0.01; done; return 1; }
+exec_d() { [ "$(tr '\0' ' ' <"/proc/$1/cmdline")" = "dlock watchdog " ]; }
+# the job: once told, takes K2 with acquire --export, starts a worker in
+# a group of its own (set -m) and exits, leaving the worker to dlock
+"$DLOCK" -S "$U" -t 30 "$K" bash -c 'set -m; while [ ! -e "$T/go" ]; do sleep 0.01; done
+	eval "$("$DLOCK" acquire -S "$U" -t 60 "$K-2" --export)" || exit 1
+	sleep 61 & exit 0' & d=$!
+has_watchdog() { [ -n "$(watchdog_of "$d")" ]; }
+worker_of() { ps -o pid=,comm= --ppid "$1" | awk '$2 == "sleep" { print $1 }'; }
+has_worker() { [ -n "$(worker_of "$d")" ]; }
+await has_watchdog || { echo "no watchdog"; exit 1; }
+wd=$(watchdog_of "$d")
+await exec_d "$wd" || { echo "watchdog not exec'd"; exit 1; }
+sleep 0.3	# the watchdog has looked at the job
+kill -STOP "$d"
+kill -STOP "$wd"
+touch "$T/go"
+await has_worker || { echo "no worker"; exit 1; }
+w=$(worker_of "$d")
+tr '\0' '\n' <"/proc/$w/environ" | grep -q '^DLOCK_JOB=' && { echo "the worker has DLOCK_JOB"; exit 1; }
+kill -KILL "$d"
+wait "$d" 2>/dev/null
+kill -CONT "$wd"
+await gone "$w" && echo "worker stopped" || echo "worker runs on"
+kill "$w" 2>/dev/null
+exit 0
+SH
+	DLOCK=$DLOCK U=$U K=$K T=$T run --separate-stderr unshare -fp --mount-proc bash "$T/ns.sh"
+	((status == 0)) || fail "status $status: $output; stderr: $stderr"
+	assert_output "worker stopped"
+	[[ $stderr == *"dlock: $K: dlock was killed; stopping the job"* ]] || fail "stderr: $stderr"
+	dlock release -S "$U" "$K-2" --force >/dev/null 2>&1 || true
+}
+
 killed_event() { dlock history -S "$U" "$K" | grep -q '^[^ ]* *ago *killed '; }
 
 @test "dlock killed: the watchdog says so in one line, and history records it" {
