@@ -641,7 +641,6 @@ has_worker() { [ -n "$(worker_of "$d")" ]; }
 await has_watchdog || { echo "no watchdog"; exit 1; }
 wd=$(watchdog_of "$d")
 await exec_d "$wd" || { echo "watchdog not exec'd"; exit 1; }
-sleep 0.3	# the watchdog has looked at the job
 kill -STOP "$d"
 kill -STOP "$wd"
 touch "$T/go"
