@@ -571,6 +571,18 @@ taker_job() {
 	wait_until 5 dead "$(<"$T/h.gc.pid")" || fail "the command's child runs on"
 }
 
+# The start of a script run in a PID namespace (unshare -fp --mount-proc)
+# by the two tests below: job control, and its own waits on processes.
+ns_helpers() {
+	cat <<'SH'
+set -m
+watchdog_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 == "dlk-watchdog" || ($3 == "dlock" && $4 == "watchdog") { print $1 }'; }
+gone() { ! kill -0 "$1" 2>/dev/null || [ "$(ps -o stat= -p "$1")" = Z ]; }
+await() { local i; for i in $(seq 1000); do "$@" && return 0; sleep 0.01; done; return 1; }
+exec_d() { [ "$(tr '\0' ' ' <"/proc/$1/cmdline")" = "dlock watchdog " ]; }
+SH
+}
+
 # (review13) In a PID namespace, as in a container whose entrypoint shell
 # is PID 1: the shell runs dlock and, just before dlock is killed, a
 # command of its own (in the same session, its own group). dlock and its
@@ -581,12 +593,8 @@ taker_job() {
 @test "dlock killed: its reaper's own command, started just before, is spared; the job is stopped" {
 	unshare -fp --mount-proc true 2>/dev/null ||
 		skip_unless_strict "no PID namespace here (unshare -p needs root)"
-	cat >"$T/ns.sh" <<'SH'
-set -m
-watchdog_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 == "dlk-watchdog" || ($3 == "dlock" && $4 == "watchdog") { print $1 }'; }
-gone() { ! kill -0 "$1" 2>/dev/null || [ "$(ps -o stat= -p "$1")" = Z ]; }
-await() { local i; for i in $(seq 1000); do "$@" && return 0; sleep 0.01; done; return 1; }
-exec_d() { [ "$(tr '\0' ' ' <"/proc/$1/cmdline")" = "dlock watchdog " ]; }
+	ns_helpers >"$T/ns.sh"
+	cat >>"$T/ns.sh" <<'SH'
 "$DLOCK" -S "$U" -t 30 "$K" sleep 60 & d=$!
 job_of() { ps -o pid=,comm= --ppid "$1" | awk '$2 == "sleep" { print $1 }'; }
 has_job() { [ -n "$(job_of "$d")" ]; }
@@ -624,12 +632,8 @@ SH
 	unshare -fp --mount-proc true 2>/dev/null ||
 		skip_unless_strict "no PID namespace here (unshare -p needs root)"
 	needs steps
-	cat >"$T/ns.sh" <<'SH'
-set -m
-watchdog_of() { ps -o pid=,comm=,args= --ppid "$1" | awk '$2 == "dlk-watchdog" || ($3 == "dlock" && $4 == "watchdog") { print $1 }'; }
-gone() { ! kill -0 "$1" 2>/dev/null || [ "$(ps -o stat= -p "$1")" = Z ]; }
-await() { local i; for i in $(seq 1000); do "$@" && return 0; sleep 0.01; done; return 1; }
-exec_d() { [ "$(tr '\0' ' ' <"/proc/$1/cmdline")" = "dlock watchdog " ]; }
+	ns_helpers >"$T/ns.sh"
+	cat >>"$T/ns.sh" <<'SH'
 # the job: once told, takes K2 with acquire --export, starts a worker in
 # a group of its own (set -m) and exits, leaving the worker to dlock
 "$DLOCK" -S "$U" -t 30 "$K" bash -c 'set -m; while [ ! -e "$T/go" ]; do sleep 0.01; done
