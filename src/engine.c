@@ -508,6 +508,13 @@ void status_lock_free(struct status_lock *s)
 	free(s->key);
 }
 
+bool engine_history_trim_due(long history, long long number)
+{
+	long step = history / 8;
+
+	return step <= 2 || number < 0 || number % step < 2;
+}
+
 void history_report_free(struct history_report *h)
 {
 	for (size_t i = 0; i < h->n_events; i++) {

@@ -621,6 +621,13 @@ char *engine_dup(const char *s, size_t len);
  * keeps the lock after its job, and re-entry with its token, which was
  * the job's, is refused. */
 bool engine_info_finished(const char *info, size_t len);
+/* Whether a release looks at the lock's history to trim it (a walk of
+ * every event: etcd's count, ZooKeeper's children), given a number that
+ * steps on by about two a run (etcd's revision of our key, ZooKeeper's
+ * sequence of our event): always for --history below 24, else when it is
+ * one of the first two of every history/8, about one release in
+ * history/16; the history keeps within about history + history/2. */
+bool engine_history_trim_due(long history, long long number);
 void status_lock_free(struct status_lock *s);
 void history_report_free(struct history_report *h);
 void broken_free(struct broken_holder *b, size_t n);

@@ -153,9 +153,6 @@ int etcd_txn_history(struct lock *lk, json_object *cmp, json_object *ok,
 		     bool *succeeded, struct error *err);
 /* Trims the history to n events when it holds more than n and a quarter. */
 void etcd_history_trim(struct lock *lk, int64_t count, int64_t deadline_ms);
-/* Whether a release whose key was made at revision rev counts the
- * history's events, to trim it: not every time, when N is large. */
-bool etcd_history_count_due(const struct lock *lk, int64_t rev);
 
 /* recipe.c: a round, for etcd_try(). -n on an exclusive lock, nothing of
  * ours there yet: whether anyone is (a read, nothing written): 1 held

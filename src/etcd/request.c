@@ -402,19 +402,6 @@ int etcd_txn_history(struct lock *lk, json_object *cmp, json_object *ok,
 	return r;
 }
 
-/* The count walks every event of the lock in etcd's index (count_only
- * too): about 0.3 ms of each release at the default N, a third of W1's
- * distance to the floor. It comes in one release in N/16 or so: the
- * revision our key was made at, one of the first two of every N/8 (the
- * revisions of a run's writes are consecutive as far as this lock's
- * runs go). The history then stays within about N + N/2. */
-bool etcd_history_count_due(const struct lock *lk, int64_t rev)
-{
-	int64_t step = lk->p->history / 8;
-
-	return step <= 2 || rev < 0 || rev % step < 2;
-}
-
 void etcd_history_trim(struct lock *lk, int64_t count, int64_t deadline_ms)
 {
 	struct etcd *e = etcd_of(lk);

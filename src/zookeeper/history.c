@@ -161,26 +161,18 @@ void zk_check_stale(struct zk *z)
  * more, the oldest go, in one go (a round trip every few releases, not
  * every one). The deletes are not waited for: closing the session sends
  * them first. */
-/* The history is trimmed once it holds N/8 more than N events: listing
- * its children at every release cost each run a round trip's wait and
- * its threads' wake-ups (0.1 ms of W1). An event's number counts its
- * parent's changes (each event made, each trimmed), two a run: a release
- * looks when its event's number is one of the first two of every N/8,
- * which runs meet one in N/16, so the history stays within about
- * N + N/4. */
+/* The number: the sequence of the event the release made (its parent's
+ * changes: two a run); none made, 2, due only for a small history. */
 bool zk_trim_due(const struct zk *z, const struct zc *m)
 {
-	long step = z->lk->p->history / 8;
 	const char *made = NULL;
 	size_t len;
 
 	for (int i = m ? m->n_ops - 1 : -1; i >= 0 && !made; i--)
 		made = zc_made(m, i);
-	if (step <= 2)
-		return true;
-	if (!made || (len = strlen(made)) <= 10)
-		return false;
-	return strtoll(made + len - 10, NULL, 10) % step < 2;
+	return engine_history_trim_due(z->lk->p->history,
+				       made && (len = strlen(made)) > 10 ?
+				       strtoll(made + len - 10, NULL, 10) : 2);
 }
 
 void zk_trim_history(struct zk *z, struct zc *kids)
